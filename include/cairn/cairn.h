@@ -1,0 +1,162 @@
+/* cairn: multilevel checkpoint/restart for MPI applications.
+ *
+ * The whole public C API. C99-clean; every call returns 0 on success or a negative CAIRN_ERR_* code
+ * (see cairn_errors.h); cairn_last_error() gives the detail of the calling thread's last failure.
+ *
+ * Collective calls are collective over the communicator given to cairn_init() and must be made by
+ * every rank in the same order. Unless stated otherwise, calls are made from the application's main
+ * thread (the thread that called cairn_init); cairn_strerror() and cairn_last_error() are safe from
+ * any thread.
+ */
+#ifndef CAIRN_CAIRN_H
+#define CAIRN_CAIRN_H
+
+#include <stddef.h>
+#include <mpi.h>
+
+#include "cairn/cairn_errors.h"
+
+#if defined(_WIN32)
+#define CAIRN_EXPORT
+#elif defined(__GNUC__)
+#define CAIRN_EXPORT __attribute__((visibility("default")))
+#else
+#define CAIRN_EXPORT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CAIRN_VERSION_MAJOR 0
+#define CAIRN_VERSION_MINOR 1
+#define CAIRN_VERSION_PATCH 0
+
+/* Error codes: CAIRN_SUCCESS (0) and CAIRN_ERR_* (negative). */
+enum cairn_error {
+#define CAIRN_X_ENUM(name, value, text) CAIRN_##name = value,
+  CAIRN_ERROR_LIST(CAIRN_X_ENUM)
+#undef CAIRN_X_ENUM
+};
+
+/* Element types of protected regions; the type fixes the element size. */
+typedef enum cairn_type {
+  CAIRN_BYTE = 0,   /* 1 byte, opaque */
+  CAIRN_CHAR = 1,   /* char */
+  CAIRN_INT = 2,    /* int */
+  CAIRN_INT32 = 3,  /* int32_t */
+  CAIRN_INT64 = 4,  /* int64_t */
+  CAIRN_UINT32 = 5, /* uint32_t */
+  CAIRN_UINT64 = 6, /* uint64_t */
+  CAIRN_FLOAT = 7,  /* float */
+  CAIRN_DOUBLE = 8, /* double */
+  CAIRN_LONG = 9    /* long */
+} cairn_type;
+
+/* Restart sources reported by cairn_restart_level(). */
+enum cairn_level {
+  CAIRN_LEVEL_NONE = 0, /* no restart happened */
+  CAIRN_LEVEL_L1 = 1,   /* node-local cache */
+  CAIRN_LEVEL_L2 = 2,   /* rebuilt from redundancy data of other failure groups */
+  CAIRN_LEVEL_L3 = 3    /* the parallel file system (prefix) */
+};
+
+/* ---- Set-up ------------------------------------------------------------------------------------ */
+
+/* Start cairn on `comm` (duplicated internally; the caller keeps ownership of `comm`).
+ * config_path: a TOML config file, or NULL for defaults plus CAIRN_* environment variables
+ * (precedence: environment over file over defaults). Collective.
+ * Errors: CAIRN_ERR_CONFIG (unknown knob, bad value; detail in cairn_last_error()),
+ * CAIRN_ERR_IO (cache or prefix directory not usable), CAIRN_ERR_ALREADY_INITIALIZED. */
+CAIRN_EXPORT int cairn_init(MPI_Comm comm, const char *config_path);
+
+/* Wait for all background work, flush the newest version to L3 if the policy asks for it
+ * (flush_on_finalize), release resources. Cache contents stay for a later restart. Collective. */
+CAIRN_EXPORT int cairn_finalize(void);
+
+/* ---- Memory API -------------------------------------------------------------------------------- */
+
+/* Register (or update) the named region [ptr, ptr + count * sizeof(type)). The memory stays owned
+ * by the caller and must stay valid until unprotected or finalize. Protecting an existing name again
+ * updates its pointer, count and type. `name` is at most 255 bytes. Local (not collective). */
+CAIRN_EXPORT int cairn_protect(const char *name, void *ptr, size_t count, cairn_type type);
+
+/* Forget the named region. Errors: CAIRN_ERR_UNKNOWN_REGION. Local. */
+CAIRN_EXPORT int cairn_unprotect(const char *name);
+
+/* Take a new version of every protected region. Returns once the node-local (L1) snapshot is taken:
+ * the application may change its memory right away. L2 redundancy and the L3 flush proceed in the
+ * background. Collective. */
+CAIRN_EXPORT int cairn_checkpoint(void);
+
+/* Block until the newest version has reached every level its policy asks for (protected at L2; and
+ * flushed at L3 when it is a flush version). Collective. */
+CAIRN_EXPORT int cairn_wait(void);
+
+/* *available = 1 and *version = the newest version that can be rebuilt completely (verified), or
+ * *available = 0. `version` may be NULL. Collective. */
+CAIRN_EXPORT int cairn_restart_available(int *available, int *version);
+
+/* Restore every protected region from the newest recoverable version. A protected region whose size
+ * differs from the checkpoint's is CAIRN_ERR_SIZE_MISMATCH (nothing is restored then).
+ * Errors: CAIRN_ERR_NO_CHECKPOINT (detail names what was found and what was missing). Collective. */
+CAIRN_EXPORT int cairn_restart(void);
+
+/* After a restart: the version it came from and the level (enum cairn_level) it was read from.
+ * Either pointer may be NULL. Local. */
+CAIRN_EXPORT int cairn_restart_level(int *version, int *level);
+
+/* ---- File API (for codes that write their own checkpoint files) ------------------------------- */
+
+/* Path under which to write (during an output) or read (during a restart) the file `name`.
+ * Outside an output or restart, returns the path of `name` in the newest restored version if any,
+ * else `name` itself. path_out receives a NUL-terminated path of at most len bytes
+ * (CAIRN_ERR_TRUNCATED if it does not fit). Local. */
+CAIRN_EXPORT int cairn_route_file(const char *name, char *path_out, size_t len);
+
+/* Begin a new version named `label` (may be NULL: "ckpt.<version>"). flags: 0 for now. Files routed
+ * until cairn_complete_output() become part of the version, with every protected region. Collective. */
+CAIRN_EXPORT int cairn_start_output(const char *label, int flags);
+
+/* End the output begun by cairn_start_output(). The version is kept only if every rank passes
+ * valid != 0; otherwise it is discarded everywhere and CAIRN_ERR_INVALID_VERSION is returned.
+ * Collective. */
+CAIRN_EXPORT int cairn_complete_output(int valid);
+
+/* *available = 1 and the label of the newest recoverable version in label_out, or *available = 0.
+ * Collective. */
+CAIRN_EXPORT int cairn_have_restart(int *available, char *label_out, size_t len);
+
+/* Load the newest recoverable version: its files become readable through cairn_route_file() and
+ * every protected region is restored. label_out (may be NULL) receives its label. Collective. */
+CAIRN_EXPORT int cairn_start_restart(char *label_out, size_t len);
+
+/* End the restart begun by cairn_start_restart(). If any rank passes valid == 0 the version is
+ * marked bad and the next cairn_have_restart() offers the one before it. Collective. */
+CAIRN_EXPORT int cairn_complete_restart(int valid);
+
+/* ---- Policy ------------------------------------------------------------------------------------ */
+
+/* *flag = 1 when a checkpoint is due: interval_seconds of compute since the last one, or a halt
+ * condition or a signal asks for one before exiting. Collective (all ranks get the same answer). */
+CAIRN_EXPORT int cairn_need_checkpoint(int *flag);
+
+/* *flag = 1 when the job should exit now: a halt file in the prefix, the end time (CAIRN_END_TIME
+ * minus halt_seconds) reached, or a caught signal, and the newest version has been taken since.
+ * Collective (all ranks get the same answer). */
+CAIRN_EXPORT int cairn_should_exit(int *flag);
+
+/* ---- Errors ------------------------------------------------------------------------------------ */
+
+/* Static description of an error code; never NULL. Thread-safe. */
+CAIRN_EXPORT const char *cairn_strerror(int code);
+
+/* The calling thread's last error in detail (call, rank, path, errno, level), or "" if none.
+ * Valid until the thread's next cairn call. Thread-safe. */
+CAIRN_EXPORT const char *cairn_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CAIRN_CAIRN_H */
