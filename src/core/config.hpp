@@ -57,6 +57,9 @@ std::vector<std::string> process_env_cairn_names();
 struct LoadedConfig {
   Config config;
   std::vector<std::string> warnings;  // e.g. unknown CAIRN_FOO variable
+  // Where each knob's value came from, in knob_table() order: "default", "FILE:LINE" or
+  // "environment variable CAIRN_X".
+  std::vector<std::string> origins;
 };
 
 // Defaults, then the TOML file at `path` (nullptr or "" : none; CAIRN_CONFIG names one when nullptr),
@@ -66,7 +69,10 @@ Result<LoadedConfig> load_config(const char* path, const EnvLookup& env,
                                  const std::vector<std::string>& env_cairn_names);
 
 // Renderings of the table.
-std::string render_knob_list(const Config& effective);  // `cairn config --list`
+// `cairn config --list`: one `name = value` line per knob (valid TOML), followed by `# origin`
+// when `origins` (in knob_table() order, as in LoadedConfig) is given.
+std::string render_knob_list(const Config& effective, const std::vector<std::string>& origins = {});
+std::string render_knob_list(const LoadedConfig& loaded);
 std::string render_knob_markdown();                     // docs/config.md table
 std::string render_sample_toml();                       // commented sample config
 
