@@ -23,9 +23,15 @@
 
 namespace cairn::redundancy {
 
+// Alignment that lets the fastest kernels run (ISA-L xor_gen needs 32-byte aligned vectors); any
+// alignment is correct, buffers aligned to this are faster for xor.
+inline constexpr size_t kSetCodeAlign = 64;
+
 class SetCode {
  public:
-  // n: members in the set (>= 2); m: parity (xor: 1; rs: 1..n-1; partner: ignored, 1).
+  // n: members in the set (2..255, GF(2^8) has 256 elements); m: parity (rs: 1..n-1; xor and
+  // partner ignore m and use 1, so one config value can be passed for every scheme).
+  // ERR_CONFIG naming the bad parameter otherwise (also for scheme `single`, which has no set).
   static Result<SetCode> make(Redundancy scheme, int n, int m);
 
   Redundancy scheme() const { return scheme_; }
@@ -50,10 +56,47 @@ class SetCode {
                     const std::vector<size_t>& len, size_t max_len,
                     const std::vector<uint8_t*>& red) const;
 
+  // --- the same code computed by the byte-wise reference (gf_reference.hpp): no ISA-L anywhere,
+  // matrices included. Tests compare both paths byte for byte; results are identical by contract.
+  SetCode reference() const;
+  bool uses_reference() const { return reference_; }
+
+  // --- stripe geometry (xor/rs): stripe g has shards 0..k-1 (data) and k..n-1 (parity row s-k).
+  // The member holding shard `shard` of stripe `stripe`; the shard `member` holds in `stripe`
+  // (every member holds exactly one shard of every stripe).
+  int shard_owner(int stripe, int shard) const;
+  int shard_of(int stripe, int member) const;
+
+  // --- raw kernels on buffers of `len` bytes (any alignment, see kSetCodeAlign) ---------------
+  // k data buffers -> m parity buffers, every row in one pass (the codec alone, for cairn-bench to
+  // hold against raw ec_encode_data on the same k, m, data). partner: parity[0] = data[0].
+  void encode_stripe(size_t len, const uint8_t* const* data, uint8_t* const* parity) const;
+  // Parity row p (0..m-1) only: what one parity holder computes in the MPI exchange. xor/rs.
+  void encode_parity_row(int p, size_t len, const uint8_t* const* data, uint8_t* out) const;
+
+  // How one stripe's lost shards are rebuilt from k surviving ones (ISA-L's decode: invert the
+  // k x k submatrix of the surviving rows; a lost parity row is its encode row times that inverse).
+  struct StripeRecovery {
+    std::vector<int> sources;     // the k shards read: the first k survivors in shard order
+    std::vector<int> targets;     // the lost shards, ascending
+    std::vector<uint8_t> coeffs;  // targets.size() x k: target t = sum_j coeffs[t*k+j] * source j
+    std::vector<uint8_t> tables;  // ISA-L expanded tables of coeffs, 32 * k bytes per target
+  };
+  // lost_shards: n flags indexed by shard. xor/rs only. ERR_UNRECOVERABLE if more than m are lost.
+  Result<StripeRecovery> plan_recovery(const std::vector<bool>& lost_shards) const;
+  // Target t of `plan` (an index into plan.targets) from sources[j] = bytes of plan.sources[j].
+  void recover_shard(const StripeRecovery& plan, int t, size_t len, const uint8_t* const* sources,
+                     uint8_t* out) const;
+
  private:
+  // out = sum_j coeffs[j] * src[j] over k sources (xor: the coefficients are all 1; plain XOR).
+  void combine(const uint8_t* coeffs, const uint8_t* tables, size_t len,
+               const uint8_t* const* src, uint8_t* out) const;
+
   Redundancy scheme_ = Redundancy::single;
   int n_ = 0, m_ = 0;
-  std::vector<uint8_t> encode_matrix_;  // (k + m) x k, ISA-L Cauchy
+  bool reference_ = false;
+  std::vector<uint8_t> encode_matrix_;  // (k + m) x k: identity over Cauchy (rs) or all-ones (xor)
   std::vector<uint8_t> gftbls_;         // ISA-L expanded tables for the m parity rows
 };
 

@@ -14,6 +14,25 @@
 
 namespace cairn::redundancy {
 
+// Point-to-point tags used on set_comm: [kSetTagFirst, kSetTagFirst + kSetTagCount). The caller gives
+// a dedicated communicator; the fixed range still keeps the exchange apart from anything else sent
+// on it. Below MPI's guaranteed minimum MPI_TAG_UB (32767).
+inline constexpr int kSetTagFirst = 0x6300;
+inline constexpr int kSetTagCount = 8;
+
+// Common to both calls:
+// - chunk: pipeline unit in bytes (> 0; rounded up to a multiple of 64, at most 1 GiB); the same on
+//   every member. Extra memory per member: 2 * k * chunk (xor/rs encode and a lost member's
+//   rebuild), plus one chunk for a lost member; none for partner or for rebuild survivors.
+// - Inputs are checked together first (one small allreduce): a bad or inconsistent argument on any
+//   member (length, chunk, lens, lost) is ERR_INVALID_ARG on every member, never a hang.
+// - MPI errors: the communicator's error handler is set to MPI_ERRORS_RETURN for the call and
+//   restored after; a failed call is ERR_MPI naming it and the peer. After ERR_MPI the set's
+//   communicator should be considered broken (peers may be left waiting).
+// - Thread safety: calls MPI from the calling thread; the caller owns the thread level question.
+//   Not reentrant on one set_comm.
+// - Buffers of any alignment; kSetCodeAlign-aligned my_red lets ISA-L's xor_gen run for xor.
+
 // Collective over set_comm (size == code.n()). my_data: this member's snapshot (my_len bytes);
 // lens: every member's length (same on all members); my_red: code.redundancy_len(max_len) bytes,
 // written. max_len = max(lens).

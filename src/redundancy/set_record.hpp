@@ -1,0 +1,25 @@
+// The L2 set record (v<N>.set in every member's cache): the scheme, the members (job ranks in member
+// order) and every member's manifest, so that a lost member's manifest is recovered with its data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/manifest.hpp"
+#include "core/status.hpp"
+
+namespace cairn::redundancy {
+
+struct SetRecord {
+  Redundancy scheme = Redundancy::single;
+  uint32_t n = 0, m = 0;
+  std::vector<uint32_t> ranks;         // job rank of each member
+  std::vector<std::string> manifests;  // encoded manifest of each member
+};
+
+std::string encode_set_record(const SetRecord& r);
+Result<SetRecord> decode_set_record(const std::string& bytes);
+
+}  // namespace cairn::redundancy

@@ -1,0 +1,234 @@
+// The L2 exchange on real MPI ranks (ctest runs it on 4): encode_set must equal SetCode::encode_all on
+// the gathered snapshots, and rebuild_set must give back, for every loss pattern, exactly what
+// decode_all gives (the originals), or ERR_UNRECOVERABLE on every member.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "redundancy/set_code.hpp"
+#include "redundancy/set_exchange.hpp"
+
+namespace cairn::redundancy {
+namespace {
+
+int rank_in(MPI_Comm comm) {
+  int r = -1;
+  MPI_Comm_rank(comm, &r);
+  return r;
+}
+int size_of(MPI_Comm comm) {
+  int n = 0;
+  MPI_Comm_size(comm, &n);
+  return n;
+}
+// True on every member if `ok` holds on every member: a failure anywhere fails the test on rank 0,
+// which is the one that prints.
+bool everywhere(MPI_Comm comm, bool ok) {
+  int v = ok ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, comm);
+  return v == 1;
+}
+
+// Member x's snapshot in a test case: reproducible, different per member and per case.
+std::vector<uint8_t> snapshot(int member, size_t len, unsigned seed) {
+  std::mt19937 rng(seed * 131 + member);
+  std::vector<uint8_t> v(len);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+// Every member's bytes on every member (the local reference needs the whole set).
+std::vector<std::vector<uint8_t>> gather(MPI_Comm comm, const std::vector<uint8_t>& mine,
+                                         const std::vector<size_t>& lens) {
+  int n = size_of(comm);
+  std::vector<int> counts(n), displs(n);
+  int total = 0;
+  for (int x = 0; x < n; x++) counts[x] = static_cast<int>(lens[x]), displs[x] = total, total += counts[x];
+  std::vector<uint8_t> all(total + 1);
+  MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(), counts.data(),
+                 displs.data(), MPI_BYTE, comm);
+  std::vector<std::vector<uint8_t>> out(n);
+  for (int x = 0; x < n; x++) out[x].assign(all.begin() + displs[x], all.begin() + displs[x] + counts[x]);
+  return out;
+}
+
+struct Case {
+  Redundancy scheme;
+  int m;
+  std::vector<size_t> lens;
+  size_t chunk;
+};
+
+std::string describe(const Case& c) {
+  const char* names[] = {"single", "partner", "xor", "rs"};
+  std::string s = std::string(names[static_cast<int>(c.scheme)]) + " m=" + std::to_string(c.m) +
+                  " chunk=" + std::to_string(c.chunk) + " lens=";
+  for (size_t l : c.lens) s += std::to_string(l) + ",";
+  return s;
+}
+
+void run_case(MPI_Comm comm, const Case& c, unsigned seed) {
+  SCOPED_TRACE(describe(c));
+  int n = size_of(comm), me = rank_in(comm);
+  auto made = SetCode::make(c.scheme, n, c.m);
+  ASSERT_TRUE(made.is_ok()) << made.status().message();
+  const SetCode& code = made.value();
+  size_t max_len = *std::max_element(c.lens.begin(), c.lens.end());
+  size_t red_len = code.redundancy_len(max_len);
+
+  std::vector<uint8_t> data = snapshot(me, c.lens[me], seed), red(red_len, 0xCD);
+  Status st = encode_set(comm, code, data.data(), data.size(), c.lens, red.data(), c.chunk);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+
+  // The same set encoded in one address space.
+  auto all_data = gather(comm, data, c.lens);
+  std::vector<std::vector<uint8_t>> expect_red(n, std::vector<uint8_t>(red_len));
+  std::vector<const uint8_t*> dp(n);
+  std::vector<uint8_t*> rp(n);
+  for (int x = 0; x < n; x++) dp[x] = all_data[x].data(), rp[x] = expect_red[x].data();
+  code.encode_all(dp, c.lens, max_len, rp);
+  EXPECT_TRUE(everywhere(comm, st.is_ok() && red == expect_red[me])) << "encode_set differs from encode_all";
+
+  for (unsigned mask = 0; mask < (1u << n); mask++) {
+    std::vector<bool> lost(n);
+    for (int x = 0; x < n; x++) lost[x] = (mask >> x) & 1;
+    bool recoverable = code.recoverable(lost);
+    // Lost members start from garbage; survivors pass what they have.
+    std::vector<uint8_t> my_data = data, my_red = red;
+    if (lost[me]) std::fill(my_data.begin(), my_data.end(), 0x6B), std::fill(my_red.begin(), my_red.end(), 0xB6);
+    std::vector<uint8_t> before_data = my_data, before_red = my_red;
+    Status rs = rebuild_set(comm, code, lost, my_data.data(), c.lens, my_red.data(), c.chunk);
+    bool ok;
+    if (recoverable) {
+      // decode_all on the gathered set is the reference; it must give back the originals.
+      std::vector<std::vector<uint8_t>> dd = all_data, rr = expect_red;
+      std::vector<uint8_t*> dm(n), rm(n);
+      for (int x = 0; x < n; x++) {
+        if (lost[x]) std::fill(dd[x].begin(), dd[x].end(), 0), std::fill(rr[x].begin(), rr[x].end(), 0);
+        dm[x] = dd[x].data(), rm[x] = rr[x].data();
+      }
+      Status ds = code.decode_all(lost, dm, c.lens, max_len, rm);
+      ok = rs.is_ok() && ds.is_ok() && my_data == dd[me] && my_red == rr[me] && my_data == data &&
+           my_red == expect_red[me];
+      if (!rs.is_ok()) ADD_FAILURE() << "rebuild_set: " << rs.message();
+    } else {
+      ok = rs.code() == Code::ERR_UNRECOVERABLE && my_data == before_data && my_red == before_red;
+    }
+    EXPECT_TRUE(everywhere(comm, ok)) << "loss mask " << mask << (recoverable ? " (recoverable)" : " (beyond tolerance)");
+  }
+}
+
+std::vector<std::vector<size_t>> world_lens() {
+  return {{200003, 0, 77777, 262144}, {5, 64, 0, 130}, {0, 0, 0, 0}, {99999, 99999, 99999, 99999}};
+}
+
+void run_scheme_on_world(Redundancy scheme, int m) {
+  ASSERT_EQ(size_of(MPI_COMM_WORLD), 4) << "run this test on 4 ranks";
+  unsigned seed = 1;
+  // 4 KiB: many pipeline steps; 1000: a chunk that is no multiple of 64; 1 MiB: one step.
+  for (size_t chunk : {size_t{4096}, size_t{1000}, size_t{1} << 20})
+    for (const auto& lens : world_lens()) run_case(MPI_COMM_WORLD, {scheme, m, lens, chunk}, seed++);
+}
+
+TEST(SetExchange, Partner) { run_scheme_on_world(Redundancy::partner, 1); }
+TEST(SetExchange, Xor) { run_scheme_on_world(Redundancy::xor_set, 1); }
+TEST(SetExchange, RsOneParity) { run_scheme_on_world(Redundancy::rs, 1); }
+TEST(SetExchange, RsTwoParity) { run_scheme_on_world(Redundancy::rs, 2); }
+TEST(SetExchange, RsThreeParity) { run_scheme_on_world(Redundancy::rs, 3); }
+
+TEST(SetExchange, TwoMemberSets) {
+  MPI_Comm pair;
+  int world_rank = rank_in(MPI_COMM_WORLD);
+  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, world_rank / 2, world_rank, &pair), MPI_SUCCESS);
+  // The two sets run at the same time with different data; each must be right on its own.
+  std::vector<size_t> lens = world_rank / 2 == 0 ? std::vector<size_t>{100001, 4097}
+                                                 : std::vector<size_t>{0, 70000};
+  unsigned seed = 100 + world_rank / 2;
+  for (size_t chunk : {size_t{4096}, size_t{1} << 20}) {
+    run_case(pair, {Redundancy::partner, 1, lens, chunk}, seed);
+    run_case(pair, {Redundancy::xor_set, 1, lens, chunk}, seed);
+    run_case(pair, {Redundancy::rs, 1, lens, chunk}, seed);
+  }
+  MPI_Comm_free(&pair);
+}
+
+TEST(SetExchange, BadArgumentsAreErrorsOnEveryMember) {
+  int me = rank_in(MPI_COMM_WORLD);
+  auto code = SetCode::make(Redundancy::rs, 4, 2).value();
+  std::vector<size_t> lens{1000, 2000, 3000, 4000};
+  std::vector<uint8_t> data(lens[me], 1), red(code.redundancy_len(4000));
+  // Rank 2 claims a length that disagrees with lens.
+  Status st = encode_set(MPI_COMM_WORLD, code, data.data(), me == 2 ? 17 : data.size(), lens, red.data(), 4096);
+  EXPECT_EQ(st.code(), Code::ERR_INVALID_ARG) << st.message();
+  // Rank 1 uses another chunk size.
+  st = encode_set(MPI_COMM_WORLD, code, data.data(), data.size(), lens, red.data(), me == 1 ? 8192 : 4096);
+  EXPECT_EQ(st.code(), Code::ERR_INVALID_ARG) << st.message();
+  EXPECT_NE(st.message().find("chunk"), std::string::npos) << st.message();
+  // Rank 3 sees other lengths.
+  std::vector<size_t> other = lens;
+  if (me == 3) other[0] = 999;
+  st = rebuild_set(MPI_COMM_WORLD, code, {true, false, false, false}, data.data(), other, red.data(), 4096);
+  EXPECT_EQ(st.code(), Code::ERR_INVALID_ARG) << st.message();
+  // A set code for another set size.
+  auto code3 = SetCode::make(Redundancy::xor_set, 3, 1).value();
+  st = encode_set(MPI_COMM_WORLD, code3, data.data(), data.size(), lens, red.data(), 4096);
+  EXPECT_EQ(st.code(), Code::ERR_INVALID_ARG) << st.message();
+  // Still usable afterwards.
+  st = encode_set(MPI_COMM_WORLD, code, data.data(), data.size(), lens, red.data(), 4096);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+}
+
+TEST(SetExchange, NothingToDoNeedsNoCommunication) {
+  // Called on one rank only: it would hang if it communicated.
+  auto code = SetCode::make(Redundancy::xor_set, 4, 1).value();
+  std::vector<size_t> lens{10, 10, 10, 10};
+  std::vector<uint8_t> data(10), red(code.redundancy_len(10));
+  if (rank_in(MPI_COMM_WORLD) == 0) {
+    Status st = rebuild_set(MPI_COMM_WORLD, code, {true, true, false, false}, data.data(), lens, red.data(), 64);
+    EXPECT_EQ(st.code(), Code::ERR_UNRECOVERABLE);
+    EXPECT_NE(st.message().find("{0,1}"), std::string::npos) << st.message();
+    st = rebuild_set(MPI_COMM_WORLD, code, {false, false, false, false}, data.data(), lens, red.data(), 64);
+    EXPECT_TRUE(st.is_ok());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Ranks other than 0 print only their failures, with the rank in front.
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit FailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_, r.file_name() ? r.file_name() : "?",
+                   r.line_number(), r.summary());
+  }
+
+ private:
+  int rank_;
+};
+
+}  // namespace
+}  // namespace cairn::redundancy
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  ::testing::InitGoogleTest(&argc, argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new cairn::redundancy::FailurePrinter(rank));
+  }
+  int failed = RUN_ALL_TESTS();
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return failed;
+}
