@@ -94,12 +94,15 @@ CAIRN_EXPORT int cairn_checkpoint(void);
 CAIRN_EXPORT int cairn_wait(void);
 
 /* *available = 1 and *version = the newest version that can be rebuilt completely (verified), or
- * *available = 0. `version` may be NULL. Collective. */
+ * *available = 0 when there is no checkpoint at all. `version` may be NULL. Checkpoints that exist but
+ * cannot be rebuilt (more failures than the redundancy tolerates and nothing usable in L3) are
+ * CAIRN_ERR_UNRECOVERABLE, with a message saying per version what was found and what was missing:
+ * a silent fresh start would throw the run's progress away. Collective. */
 CAIRN_EXPORT int cairn_restart_available(int *available, int *version);
 
 /* Restore every protected region from the newest recoverable version. A protected region whose size
  * differs from the checkpoint's is CAIRN_ERR_SIZE_MISMATCH (nothing is restored then).
- * Errors: CAIRN_ERR_NO_CHECKPOINT (detail names what was found and what was missing). Collective. */
+ * Errors: CAIRN_ERR_NO_CHECKPOINT (nothing found), CAIRN_ERR_UNRECOVERABLE (as above). Collective. */
 CAIRN_EXPORT int cairn_restart(void);
 
 /* After a restart: the version it came from and the level (enum cairn_level) it was read from.

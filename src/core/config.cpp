@@ -150,6 +150,8 @@ const std::vector<Knob>& knobs() {
 const char* const kNonKnobVariables[] = {
     "CAIRN_CONFIG",    "CAIRN_INJECT",       "CAIRN_INJECT_DIR",  "CAIRN_MPIRUN",
     "CAIRN_MPIRUN_ARGS", "CAIRN_LAUNCHER", "CAIRN_TEST_NO_SRUN", "CAIRN_BENCH_CHILD",
+    // set by `cairn run` for its --between-attempts hook
+    "CAIRN_ATTEMPT",   "CAIRN_CACHE_JOB",    "CAIRN_KILLED_NODES",
 };
 
 std::string env_name(const Knob& k) {

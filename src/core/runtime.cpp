@@ -1,2 +1,376 @@
-// The per-process runtime: protected regions, versions, the progress engine (in progress).
-#include "core/status.hpp"
+// The runtime: set-up, protected regions, taking a version (the application's blocking path), policy.
+// The progress engine is in pipeline.cpp, restart in restart.cpp, the file API in file_api.cpp.
+#include "core/runtime.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "core/fsutil.hpp"
+#include "core/log.hpp"
+#include "core/mpi_util.hpp"
+#include "pfs/l3_store.hpp"
+#include "policy/exit_policy.hpp"
+
+namespace cairn {
+namespace {
+std::unique_ptr<Runtime> g_runtime;
+
+uint32_t type_size(int type) {
+  switch (type) {
+    case CAIRN_BYTE: return 1;
+    case CAIRN_CHAR: return sizeof(char);
+    case CAIRN_INT: return sizeof(int);
+    case CAIRN_INT32: return 4;
+    case CAIRN_INT64: return 8;
+    case CAIRN_UINT32: return 4;
+    case CAIRN_UINT64: return 8;
+    case CAIRN_FLOAT: return sizeof(float);
+    case CAIRN_DOUBLE: return sizeof(double);
+    case CAIRN_LONG: return sizeof(long);
+  }
+  return 0;
+}
+}  // namespace
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+Runtime* Runtime::instance() { return g_runtime.get(); }
+
+Status Runtime::create(MPI_Comm comm, const char* config_path) {
+  if (g_runtime) return make_error(Code::ERR_ALREADY_INITIALIZED, "cairn_init called twice without cairn_finalize");
+  int mpi_up = 0;
+  MPI_Initialized(&mpi_up);
+  if (!mpi_up) return make_error(Code::ERR_SEQUENCE, "call MPI_Init before cairn_init");
+  std::unique_ptr<Runtime> rt(new Runtime());
+  Status st = rt->init(comm, config_path);
+  if (!st.is_ok()) return st;
+  g_runtime = std::move(rt);
+  return Status::ok();
+}
+
+Status Runtime::destroy() {
+  if (!g_runtime) return make_error(Code::ERR_NOT_INITIALIZED, "call cairn_init before cairn_finalize");
+  Status st = g_runtime->finalize();
+  g_runtime.reset();
+  return st;
+}
+
+Status Runtime::init(MPI_Comm comm, const char* config_path) {
+  CAIRN_MPI(MPI_Comm_dup(comm, &app_comm_));
+  CAIRN_MPI(MPI_Comm_dup(comm, &bg_comm_));
+  MPI_Comm_rank(app_comm_, &rank_);
+  MPI_Comm_size(app_comm_, &nranks_);
+  MPI_Query_thread(&thread_level_);
+  mpi_in_worker_ = thread_level_ == MPI_THREAD_MULTIPLE;
+  log::set_rank(rank_);
+
+  // Configuration: every rank parses; any rank's error is everyone's error.
+  auto loaded = load_config(config_path, process_env(), process_env_cairn_names());
+  Status cfg_status = loaded.is_ok() ? Status::ok() : loaded.status();
+  CAIRN_TRY(agree(app_comm_, cfg_status));
+  cfg_ = loaded->config;
+  log::set_level(cfg_.log_level);
+  if (rank_ == 0)
+    for (const auto& w : loaded->warnings) LOG_WARN("%s", w.c_str());
+  layout_ = make_layout(cfg_);
+
+  Status dirs = fs::make_dirs(layout_.control);
+  if (dirs.is_ok()) dirs = cache_.open(layout_.rank_cache(cfg_.node, rank_), cfg_.cache_versions);
+  CAIRN_TRY(agree(app_comm_, dirs.prefixed("cannot create the checkpoint directories")));
+
+  state_.open(layout_, rank_ == 0);
+  inject_.init(rank_);
+  CAIRN_TRY(compute_placement());
+  CAIRN_TRY(agree_next_version());
+  policy::install_signal_handlers();
+  last_checkpoint_time_ = now_seconds();
+
+  if (rank_ == 0) {
+    LOG_INFO("cairn %d.%d.%d on %d ranks: prefix %s, cache %s, redundancy %s%s, flush every %d, %s",
+             CAIRN_VERSION_MAJOR, CAIRN_VERSION_MINOR, CAIRN_VERSION_PATCH, nranks_, layout_.prefix.c_str(),
+             layout_.cache_job.c_str(), redundancy_name(cfg_.redundancy),
+             placement_.enabled ? "" : " (L2 off)", cfg_.flush_every,
+             mpi_in_worker_ ? "background MPI progress" : "MPI progress inside cairn calls");
+    state_.set({{"phase", "compute"}, {"nranks", std::to_string(nranks_)},
+                {"redundancy", redundancy_name(cfg_.redundancy)}, {"version", "0"},
+                {"l1", "0"}, {"l2", "0"}, {"l3", "0"}, {"restart_version", "0"}, {"restart_level", "none"},
+                {"cache", layout_.cache_job}, {"pid", std::to_string(getpid())}});
+  }
+  worker_ = std::thread([this] { worker_loop(); });
+  return Status::ok();
+}
+
+// Failure groups -> redundancy sets. For every "local index" (the i-th rank of a node), the ranks
+// with that index are taken in node order and cut into sets of set_size nodes; a short tail joins
+// the previous set. Ranks of one node never share a set, so a node loss costs a set one member.
+Status Runtime::compute_placement() {
+  constexpr int kNameLen = 256;
+  std::vector<char> names(static_cast<size_t>(nranks_) * kNameLen, 0);
+  char mine[kNameLen] = {0};
+  strncpy(mine, cfg_.node.c_str(), kNameLen - 1);
+  CAIRN_MPI(MPI_Allgather(mine, kNameLen, MPI_CHAR, names.data(), kNameLen, MPI_CHAR, app_comm_));
+  std::vector<std::string> node_of(static_cast<size_t>(nranks_));
+  std::vector<std::string> node_order;
+  std::vector<int> local_index(static_cast<size_t>(nranks_));
+  std::map<std::string, int> count;
+  for (int r = 0; r < nranks_; ++r) {
+    node_of[r] = std::string(&names[static_cast<size_t>(r) * kNameLen]);
+    if (!count.count(node_of[r])) node_order.push_back(node_of[r]);
+    local_index[r] = count[node_of[r]]++;
+  }
+  SetPlacement& p = placement_;
+  p.set_of_rank.assign(static_cast<size_t>(nranks_), -1);
+  int parity = cfg_.redundancy == Redundancy::rs ? cfg_.rs_parity : 1;
+  int min_members = cfg_.redundancy == Redundancy::rs ? 2 : 2;
+  bool possible = cfg_.redundancy != Redundancy::single && node_order.size() >= 2;
+  int max_local = 0;
+  for (auto& [n, c] : count) max_local = std::max(max_local, c);
+  for (int li = 0; possible && li < max_local; ++li) {
+    std::vector<int> ranks;
+    for (const auto& n : node_order)
+      for (int r = 0; r < nranks_; ++r)
+        if (node_of[r] == n && local_index[r] == li) ranks.push_back(r);
+    if (static_cast<int>(ranks.size()) < min_members) {
+      possible = false;
+      if (rank_ == 0)
+        LOG_WARN("redundancy %s: rank %d has no rank on another node to protect it (unequal ranks per node); "
+                 "L2 is off, versions are protected by L3 only",
+                 redundancy_name(cfg_.redundancy), ranks[0]);
+      break;
+    }
+    size_t first = p.members.size();
+    for (size_t i = 0; i < ranks.size(); i += static_cast<size_t>(cfg_.set_size))
+      p.members.emplace_back(ranks.begin() + static_cast<long>(i),
+                             ranks.begin() + static_cast<long>(std::min(ranks.size(), i + cfg_.set_size)));
+    if (p.members.size() - first >= 2 && static_cast<int>(p.members.back().size()) < min_members) {
+      auto tail = p.members.back();
+      p.members.pop_back();
+      p.members.back().insert(p.members.back().end(), tail.begin(), tail.end());
+    }
+  }
+  if (cfg_.redundancy != Redundancy::single && node_order.size() < 2 && rank_ == 0)
+    LOG_WARN("redundancy %s needs at least 2 failure groups (nodes); all %d ranks are on '%s': L2 is off",
+             redundancy_name(cfg_.redundancy), nranks_, node_order[0].c_str());
+  if (!possible) p.members.clear();
+  p.enabled = possible;
+  int smallest = 1 << 30;
+  for (size_t s = 0; s < p.members.size(); ++s) {
+    smallest = std::min(smallest, static_cast<int>(p.members[s].size()));
+    for (size_t i = 0; i < p.members[s].size(); ++i) {
+      int r = p.members[s][i];
+      p.set_of_rank[r] = static_cast<int>(s);
+      if (r == rank_) p.my_set = static_cast<int>(s), p.my_member = static_cast<int>(i);
+    }
+  }
+  if (p.enabled && parity >= smallest) {
+    if (rank_ == 0)
+      LOG_WARN("rs_parity %d needs sets of more than %d nodes; using %d parity shard(s)", parity, parity,
+               smallest - 1);
+    parity = smallest - 1;
+  }
+  p.m = parity;
+  CAIRN_MPI(MPI_Comm_split(bg_comm_, p.enabled ? p.my_set : MPI_UNDEFINED, p.my_member, &set_comm_));
+  if (p.enabled) {
+    auto code = redundancy::SetCode::make(cfg_.redundancy, static_cast<int>(p.members[p.my_set].size()), p.m);
+    CAIRN_TRY(agree(app_comm_, code.is_ok() ? Status::ok() : code.status()));
+    code_ = std::move(code).value();
+  }
+  return Status::ok();
+}
+
+// Version numbers only grow, across runs too: a new version never reuses the number of a stale,
+// partial one that some cache or the prefix may still hold.
+Status Runtime::agree_next_version() {
+  unsigned long long seen = 0;
+  for (uint64_t v : cache_.versions()) seen = std::max<unsigned long long>(seen, v);
+  if (rank_ == 0) seen = std::max<unsigned long long>(seen, l3::max_version_present(layout_));
+  unsigned long long max_seen = 0;
+  CAIRN_MPI(MPI_Allreduce(&seen, &max_seen, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, app_comm_));
+  next_version_ = max_seen + 1;
+  return Status::ok();
+}
+
+Status Runtime::finalize() {
+  Status st = wait_all();
+  if (st.is_ok() && cfg_.flush_on_finalize && last_local_version_ > last_flushed_version_) {
+    Status fl = flush_now(last_local_version_);
+    if (!fl.is_ok()) st = fl;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  policy::restore_signal_handlers();
+  if (rank_ == 0) state_.set("phase", "finalized");
+  if (set_comm_ != MPI_COMM_NULL) MPI_Comm_free(&set_comm_);
+  MPI_Comm_free(&bg_comm_);
+  MPI_Comm_free(&app_comm_);
+  return st;
+}
+
+Status Runtime::protect(const char* name, void* ptr, size_t count, int type) {
+  if (!name || !*name) return make_error(Code::ERR_INVALID_ARG, "cairn_protect: name is empty");
+  if (strlen(name) > 255) return make_error(Code::ERR_INVALID_ARG, "cairn_protect: name longer than 255 bytes");
+  uint32_t elem = type_size(type);
+  if (elem == 0) return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): unknown cairn_type %d", name, type);
+  if (!ptr && count > 0)
+    return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): NULL pointer with count %zu", name, count);
+  if (count > (UINT64_MAX / elem)) return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): count overflows", name);
+  Region r{name, ptr, count, type, elem};
+  regions_[name] = r;
+  return Status::ok();
+}
+
+Status Runtime::unprotect(const char* name) {
+  if (!name || !regions_.erase(name))
+    return make_error(Code::ERR_UNKNOWN_REGION, "cairn_unprotect: no region named '%s'", name ? name : "(null)");
+  return Status::ok();
+}
+
+Status Runtime::checkpoint() {
+  if (in_output_) return make_error(Code::ERR_SEQUENCE, "cairn_checkpoint: an output is open (call cairn_complete_output first)");
+  CAIRN_TRY(start_output(nullptr, 0));
+  return complete_output(1);
+}
+
+// The application's blocking path: find a free slot, copy, hand the version to the progress engine.
+Status Runtime::take_version(const std::string& label, bool have_files) {
+  uint64_t v = next_version_++;
+  if (rank_ == 0) state_.set({{"version", std::to_string(v)}, {"phase", "checkpoint"}});
+  // Never overwrite the newest good version: wait until the versions in flight are decided at L2,
+  // then take the slot of the oldest one.
+  wait_for_l2();
+  int slot = choose_slot();
+  wait_slot_free(slot);
+  pending_.reset();
+
+  Manifest m;
+  uint8_t* dst = nullptr;
+  double t_copy = 0;
+  // A failure here is this rank's alone; the version still enters the pipeline (marked failed) so
+  // that every rank runs the same agreements, which then discard it everywhere.
+  Status local = [&]() -> Status {
+    m.version = v;
+    m.label = label;
+    m.rank = static_cast<uint32_t>(rank_);
+    m.nranks = static_cast<uint32_t>(nranks_);
+    m.node = cfg_.node;
+    m.created_unix_ns = static_cast<int64_t>(now_seconds() * 1e9);
+    m.chunk_size = static_cast<uint32_t>(cfg_.chunk_size);
+    uint64_t off = 0;
+    for (const auto& [name, r] : regions_) {
+      RegionEntry e;
+      e.name = name;
+      e.kind = RegionKind::memory;
+      e.type = static_cast<uint32_t>(r.type);
+      e.elem_size = r.elem_size;
+      e.count = r.count;
+      e.offset = off;
+      e.size = r.bytes();
+      off += e.size;
+      m.regions.push_back(std::move(e));
+    }
+    if (have_files) {
+      for (const auto& [name, path] : routed_) {
+        struct stat st;
+        if (::stat(path.c_str(), &st) != 0) return posix_error("stat", path, errno);
+        RegionEntry e;
+        e.name = name;
+        e.kind = RegionKind::file;
+        e.count = static_cast<uint64_t>(st.st_size);
+        e.offset = off;
+        e.size = e.count;
+        off += e.size;
+        m.regions.push_back(std::move(e));
+      }
+    }
+    m.total_size = off;
+
+    // The previous occupant of the slot stops counting at L1 before its bytes are overwritten.
+    for (uint64_t old : cache_.versions()) {
+      auto rec = cache_.read_record(old);
+      if (!rec || static_cast<int>(rec->slot) == slot) CAIRN_TRY(cache_.drop(old));
+    }
+    double t0 = now_seconds();
+    CAIRN_ASSIGN_OR_RETURN(mapped, cache_.slot(slot, m.total_size));
+    dst = mapped->data();
+    for (const auto& e : m.regions) {
+      if (e.kind == RegionKind::memory) {
+        if (e.size) memcpy(dst + e.offset, regions_[e.name].ptr, e.size);
+      } else {
+        const std::string& path = routed_[e.name];
+        CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_RDONLY));
+        CAIRN_TRY(fs::pread_all(fd.get(), dst + e.offset, e.size, 0, path));
+      }
+    }
+    t_copy = now_seconds() - t0;
+    inject_.point("checkpoint", v);
+    return Status::ok();
+  }();
+  auto job = std::make_shared<VersionJob>();
+  job->version = v;
+  job->slot = slot;
+  job->flush = cfg_.flush_every > 0 && v % static_cast<uint64_t>(cfg_.flush_every) == 0;
+  job->manifest = std::move(m);
+  job->data = dst;
+  job->t_copy = t_copy;
+  job->local_status = local;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(job);
+  }
+  cv_.notify_all();
+  last_checkpoint_time_ = now_seconds();
+  if (exit_requested_) checkpoint_since_request_ = true;
+  if (rank_ == 0) state_.set("phase", "compute");
+  return local;
+}
+
+Status Runtime::need_checkpoint(int* flag) {
+  if (!flag) return make_error(Code::ERR_INVALID_ARG, "cairn_need_checkpoint: flag is NULL");
+  int need = 0, exit = 0;
+  CAIRN_TRY(policy_observe(&need, &exit));
+  *flag = need;
+  return Status::ok();
+}
+
+Status Runtime::should_exit(int* flag) {
+  if (!flag) return make_error(Code::ERR_INVALID_ARG, "cairn_should_exit: flag is NULL");
+  int need = 0, exit = 0;
+  CAIRN_TRY(policy_observe(&need, &exit));
+  *flag = exit;
+  return Status::ok();
+}
+
+// Every rank observes; a max-allreduce makes the decision the same everywhere.
+Status Runtime::policy_observe(int* need, int* exit) {
+  if (!mpi_in_worker_) drive(true);
+  double now = now_seconds();
+  int local[4] = {policy::caught_signal() != 0, rank_ == 0 && fs::exists(layout_.halt_file()),
+                  policy::end_time_reached(cfg_.end_time, cfg_.halt_seconds, now),
+                  policy::interval_due(cfg_.interval_seconds, now - last_checkpoint_time_)};
+  int all[4];
+  CAIRN_MPI(MPI_Allreduce(local, all, 4, MPI_INT, MPI_MAX, app_comm_));
+  policy::Observation o{all[0] != 0, all[1] != 0, all[2] != 0, all[3] != 0};
+  if (o.exit_requested() && !exit_requested_) {
+    exit_requested_ = true;
+    checkpoint_since_request_ = false;
+    if (rank_ == 0) LOG_WARN("exit requested by %s: checkpoint at the next chance, then exit", policy::describe(o).c_str());
+  }
+  o.signal = o.signal || exit_requested_;
+  auto d = policy::decide(o, checkpoint_since_request_);
+  *need = d.need_checkpoint;
+  *exit = d.should_exit;
+  return Status::ok();
+}
+
+}  // namespace cairn

@@ -1,0 +1,48 @@
+// A snapshot slot: a file in the node-local cache directory, mapped shared into the process.
+// Slots are created once, pre-faulted (MAP_POPULATE) and reused by later versions, so the blocking
+// copy of a checkpoint writes to pages that already exist (fresh tmpfs pages cost 5-10x a reused
+// one). Being a file, a slot outlives the process: a rank that crashes restarts from it on the same node.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/status.hpp"
+
+namespace cairn {
+
+class MappedFile {
+ public:
+  MappedFile() = default;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  MappedFile(MappedFile&& o) noexcept;
+  MappedFile& operator=(MappedFile&& o) noexcept;
+  ~MappedFile();
+
+  // Map `path` read-write with at least `size` bytes, creating or growing the file as needed.
+  // The file's existing bytes are kept. prefault: populate every page now.
+  static Result<MappedFile> open_rw(const std::string& path, uint64_t size, bool prefault);
+  // Map an existing file read-only (its whole length).
+  static Result<MappedFile> open_ro(const std::string& path);
+
+  // Grow (never shrink) the mapping to hold `size` bytes.
+  Status reserve(uint64_t size, bool prefault);
+
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  bool valid() const { return data_ != nullptr || size_ == 0; }
+  void reset();
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool writable_ = false;
+  uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+}  // namespace cairn

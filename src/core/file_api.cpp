@@ -1,0 +1,115 @@
+// The file API: codes that write their own checkpoint files route them through cairn. Routed files
+// become regions of the version (kind "file") beside the protected memory, so every level treats
+// them alike; at restart they are written back into the cache and routed from there.
+#include <cstring>
+
+#include "core/fsutil.hpp"
+#include "core/mpi_util.hpp"
+#include "core/runtime.hpp"
+
+namespace cairn {
+namespace {
+Status copy_out(const std::string& text, char* out, size_t len, const char* call) {
+  if (!out || len == 0) return make_error(Code::ERR_INVALID_ARG, "%s: output buffer is NULL or empty", call);
+  if (text.size() + 1 > len) {
+    snprintf(out, len, "%s", text.c_str());
+    return make_error(Code::ERR_TRUNCATED, "%s: needs %zu bytes, buffer has %zu", call, text.size() + 1, len);
+  }
+  memcpy(out, text.c_str(), text.size() + 1);
+  return Status::ok();
+}
+
+bool safe_file_name(const char* name) {
+  if (!name || !*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) return false;
+  return strlen(name) <= 255;
+}
+}  // namespace
+
+std::string output_dir(const CacheStore& cache) { return cache.dir() + "/output"; }
+
+Status Runtime::route_file(const char* name, char* out, size_t len) {
+  if (!safe_file_name(name))
+    return make_error(Code::ERR_INVALID_ARG, "cairn_route_file: '%s' is not a plain file name (no '/', at most 255 bytes)",
+                      name ? name : "(null)");
+  std::string path;
+  if (in_output_) {
+    path = output_dir(cache_) + "/" + name;
+    routed_[name] = path;
+  } else if (auto it = restored_files_.find(name); it != restored_files_.end()) {
+    path = it->second;
+  } else if (in_restart_) {
+    return make_error(Code::ERR_INVALID_ARG, "cairn_route_file: version %llu has no file named '%s'",
+                      static_cast<unsigned long long>(restored_version_), name);
+  } else {
+    path = name;
+  }
+  return copy_out(path, out, len, "cairn_route_file");
+}
+
+Status Runtime::start_output(const char* label, int flags) {
+  if (flags != 0) return make_error(Code::ERR_INVALID_ARG, "cairn_start_output: flags must be 0");
+  if (in_output_) return make_error(Code::ERR_SEQUENCE, "cairn_start_output: an output is already open (call cairn_complete_output first)");
+  if (in_restart_) return make_error(Code::ERR_SEQUENCE, "cairn_start_output: a restart is open (call cairn_complete_restart first)");
+  if (label && strlen(label) > 255) return make_error(Code::ERR_INVALID_ARG, "cairn_start_output: label longer than 255 bytes");
+  std::string dir = output_dir(cache_);
+  CAIRN_TRY(fs::remove_tree(dir));
+  CAIRN_TRY(fs::make_dirs(dir));
+  routed_.clear();
+  output_label_ = label ? label : "";
+  in_output_ = true;
+  return Status::ok();
+}
+
+Status Runtime::complete_output(int valid) {
+  if (!in_output_) return make_error(Code::ERR_SEQUENCE, "call cairn_start_output before cairn_complete_output");
+  in_output_ = false;
+  pending_.reset();
+  int mine = valid ? 1 : 0, all = 0;
+  CAIRN_MPI(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, app_comm_));
+  std::string label = output_label_.empty() ? "ckpt." + std::to_string(next_version_) : output_label_;
+  Status st;
+  if (!all) {
+    uint64_t v = next_version_++;
+    st = make_error(Code::ERR_INVALID_VERSION, "version %llu ('%s') discarded: %s", static_cast<unsigned long long>(v),
+                    label.c_str(), mine ? "another rank passed valid=0" : "this rank passed valid=0");
+  } else {
+    st = take_version(label, !routed_.empty());
+  }
+  fs::remove_tree(output_dir(cache_)).ignore();
+  routed_.clear();
+  return st;
+}
+
+Status Runtime::have_restart(int* available, char* label, size_t len) {
+  CAIRN_TRY(restart_available(available, nullptr));
+  if (label && len) {
+    if (*available) return copy_out(pending_->manifest.label, label, len, "cairn_have_restart");
+    label[0] = '\0';
+  }
+  return Status::ok();
+}
+
+Status Runtime::start_restart(char* label, size_t len) {
+  if (in_restart_) return make_error(Code::ERR_SEQUENCE, "cairn_start_restart: a restart is open (call cairn_complete_restart first)");
+  CAIRN_TRY(restart());
+  in_restart_ = true;
+  if (label && len) return copy_out(restored_label_, label, len, "cairn_start_restart");
+  return Status::ok();
+}
+
+Status Runtime::complete_restart(int valid) {
+  if (!in_restart_) return make_error(Code::ERR_SEQUENCE, "call cairn_start_restart before cairn_complete_restart");
+  in_restart_ = false;
+  int mine = valid ? 1 : 0, all = 0;
+  CAIRN_MPI(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, app_comm_));
+  if (!all) {
+    rejected_.push_back(restored_version_);
+    restored_files_.clear();
+    return make_error(Code::ERR_INVALID_VERSION, "version %llu rejected by the application (%s)",
+                      static_cast<unsigned long long>(restored_version_),
+                      mine ? "another rank passed valid=0" : "this rank passed valid=0");
+  }
+  return Status::ok();
+}
+
+}  // namespace cairn

@@ -1,0 +1,372 @@
+// Restart: collectively pick the newest version that can be rebuilt completely and verified.
+// For each candidate, newest first: L1 where every rank's slot verifies; else L2, rebuilding the ranks
+// whose cache is gone or fails verification from their redundancy sets (and writing the rebuilt data
+// back into their cache); else L3. Any mismatch moves on to the next candidate. The application's
+// memory is written only after its version verified everywhere.
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "core/fsutil.hpp"
+#include "core/log.hpp"
+#include "core/mpi_util.hpp"
+#include "core/runtime.hpp"
+#include "pfs/l3_store.hpp"
+#include "redundancy/set_exchange.hpp"
+#include "redundancy/set_record.hpp"
+
+namespace cairn {
+namespace {
+constexpr int kMaxInventory = 128;  // versions per rank considered (cache_versions <= 64)
+constexpr uint64_t kHasL1 = 1, kProtected = 2;
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  return s;
+}
+}  // namespace
+
+Status Runtime::find_restart(RestartChoice* out) {
+  Status drained = wait_all();
+  (void)drained;  // a failed background version does not stop a restart from an older one
+  // This rank's inventory: (version, flags) pairs.
+  std::vector<uint64_t> mine(2 * kMaxInventory, 0);
+  auto versions = cache_.versions();
+  if (versions.size() > static_cast<size_t>(kMaxInventory))
+    versions.erase(versions.begin(), versions.end() - kMaxInventory);
+  for (size_t i = 0; i < versions.size(); ++i) {
+    uint64_t v = versions[i];
+    auto rec = cache_.read_record(v);
+    uint64_t flags = 0;
+    if (rec && rec->manifest.nranks == static_cast<uint32_t>(nranks_) && rec->manifest.rank == static_cast<uint32_t>(rank_))
+      flags |= kHasL1;
+    if (cache_.is_protected(v)) flags |= kProtected;
+    mine[2 * i] = v;
+    mine[2 * i + 1] = flags;
+  }
+  std::vector<uint64_t> all(static_cast<size_t>(nranks_) * mine.size());
+  CAIRN_MPI(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
+                          static_cast<int>(mine.size()), MPI_UINT64_T, app_comm_));
+  // L3: committed versions, listed by rank 0.
+  std::vector<uint64_t> l3v;
+  if (rank_ == 0) {
+    for (const auto& c : l3::list_committed(layout_)) {
+      if (c.nranks == static_cast<uint32_t>(nranks_)) l3v.push_back(c.version);
+      else LOG_WARN("L3 version %llu was written by %u ranks, this job has %d: skipped",
+                    static_cast<unsigned long long>(c.version), c.nranks, nranks_);
+    }
+  }
+  int nl3 = static_cast<int>(l3v.size());
+  CAIRN_MPI(MPI_Bcast(&nl3, 1, MPI_INT, 0, app_comm_));
+  l3v.resize(static_cast<size_t>(nl3));
+  if (nl3) CAIRN_MPI(MPI_Bcast(l3v.data(), nl3, MPI_UINT64_T, 0, app_comm_));
+
+  std::set<uint64_t, std::greater<>> candidates(l3v.begin(), l3v.end());
+  // A version counts as a candidate where some rank holds it for this job's rank count.
+  for (size_t i = 0; i < all.size(); i += 2)
+    if (all[i] && (all[i + 1] & kHasL1)) candidates.insert(all[i]);
+  for (uint64_t r : rejected_) candidates.erase(r);
+
+  std::ostringstream why;
+  for (uint64_t v : candidates) {
+    std::vector<uint64_t> flags(static_cast<size_t>(nranks_), 0);
+    for (int r = 0; r < nranks_; ++r)
+      for (int i = 0; i < kMaxInventory; ++i) {
+        size_t at = static_cast<size_t>(r) * mine.size() + 2 * static_cast<size_t>(i);
+        if (all[at] == v) flags[static_cast<size_t>(r)] = all[at + 1];
+      }
+    bool handled = false;
+    std::string attempt;
+    Status st = try_l1_l2(v, flags, out, &handled);
+    if (st.code() == Code::ERR_MPI) return st;
+    if (handled) return Status::ok();
+    if (!st.is_ok()) attempt += st.message() + "; ";
+    if (std::find(l3v.begin(), l3v.end(), v) != l3v.end()) {
+      st = try_l3(v, out);
+      if (st.is_ok()) return Status::ok();
+      if (st.code() == Code::ERR_MPI) return st;
+      attempt += "L3: " + st.message();
+    } else {
+      attempt += "not in L3";
+    }
+    why << " version " << v << ": " << attempt << ".";
+    if (rank_ == 0) LOG_WARN("restart: version %llu is not recoverable: %s", static_cast<unsigned long long>(v), attempt.c_str());
+  }
+  if (candidates.empty())
+    return make_error(Code::ERR_NO_CHECKPOINT, "no checkpoint found in the cache (%s) or the prefix (%s)",
+                      layout_.cache_job.c_str(), layout_.prefix.c_str());
+  // Checkpoints exist but none can be rebuilt: an error, not a fresh start (which would silently
+  // throw away the run's progress).
+  return Status(Code::ERR_UNRECOVERABLE,
+                "checkpoints exist but none can be rebuilt and verified;" + why.str() +
+                    " To start over instead, remove " + layout_.prefix + " and " + layout_.cache_job +
+                    ", or do not restart.");
+}
+
+Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, RestartChoice* out, bool* handled) {
+  *handled = false;
+  int with_l1 = 0;
+  for (uint64_t f : flags) with_l1 += (f & kHasL1) ? 1 : 0;
+  if (with_l1 == 0) return make_error(Code::ERR_NO_CHECKPOINT, "not in any cache");
+
+  // Verify this rank's slot.
+  Manifest m;
+  const uint8_t* data = nullptr;
+  int slot = -1;
+  Status mine = Status(Code::ERR_NO_CHECKPOINT, "no L1 record");
+  if (flags[static_cast<size_t>(rank_)] & kHasL1) {
+    auto rec = cache_.read_record(v);
+    mine = rec.status();
+    if (rec) {
+      slot = static_cast<int>(rec->slot);
+      auto mapped = cache_.slot(slot, 0);
+      mine = mapped.status();
+      if (mapped) {
+        if ((*mapped)->size() < rec->manifest.total_size)
+          mine = make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", (*mapped)->path().c_str());
+        else
+          mine = verify_stream(rec->manifest, (*mapped)->data(), rec->manifest.total_size).prefixed(cache_.slot_path(slot));
+        data = (*mapped)->data();
+        m = rec->manifest;
+      }
+    }
+    if (!mine.is_ok()) LOG_WARN("restart: version %llu in L1 fails verification: %s", static_cast<unsigned long long>(v), mine.message().c_str());
+  }
+  int good_mine = mine.is_ok() ? 1 : 0;
+  std::vector<int> good(static_cast<size_t>(nranks_));
+  CAIRN_MPI(MPI_Allgather(&good_mine, 1, MPI_INT, good.data(), 1, MPI_INT, app_comm_));
+  std::vector<int> lost_ranks;
+  for (int r = 0; r < nranks_; ++r)
+    if (!good[static_cast<size_t>(r)]) lost_ranks.push_back(r);
+  if (lost_ranks.empty()) {
+    out->version = v;
+    out->level = CAIRN_LEVEL_L1;
+    out->manifest = m;
+    out->data = data;
+    out->staging.clear();
+    *handled = true;
+    return Status::ok();
+  }
+  std::string l1_text = "L1 on " + std::to_string(nranks_ - static_cast<int>(lost_ranks.size())) + " of " +
+                        std::to_string(nranks_) + " ranks (missing or bad: " + rank_list(lost_ranks) + ")";
+  if (!placement_.enabled) return make_error(Code::ERR_UNRECOVERABLE, "%s, L2 off", l1_text.c_str());
+
+  // Can every set rebuild its lost members? (The same answer on every rank: all inputs are global.)
+  bool my_set_lost = false;
+  for (size_t s = 0; s < placement_.members.size(); ++s) {
+    const auto& mem = placement_.members[s];
+    std::vector<bool> lost(mem.size());
+    bool any = false;
+    for (size_t i = 0; i < mem.size(); ++i) {
+      lost[i] = !good[static_cast<size_t>(mem[i])];
+      any = any || lost[i];
+    }
+    if (!any) continue;
+    for (size_t i = 0; i < mem.size(); ++i)
+      if (!lost[i] && !(flags[static_cast<size_t>(mem[i])] & kProtected))
+        return make_error(Code::ERR_UNRECOVERABLE, "%s; L2 incomplete (rank %d never finished its redundancy)",
+                          l1_text.c_str(), mem[i]);
+    auto code = redundancy::SetCode::make(cfg_.redundancy, static_cast<int>(mem.size()), placement_.m);
+    if (!code || !code->recoverable(lost))
+      return make_error(Code::ERR_UNRECOVERABLE, "%s; L2 cannot rebuild set %zu (%s tolerates fewer losses)",
+                        l1_text.c_str(), s, redundancy_name(cfg_.redundancy));
+    if (static_cast<int>(s) == placement_.my_set) my_set_lost = true;
+  }
+
+  // Rebuild, set by set, those with losses. Survivors pass their data; lost members receive theirs.
+  Status local = Status::ok();
+  std::vector<bool> lost;
+  std::string set_bytes;
+  redundancy::SetRecord rec;
+  std::vector<size_t> lens;
+  bool i_am_lost = !good_mine;
+  if (my_set_lost) {
+    const auto& mem = placement_.members[static_cast<size_t>(placement_.my_set)];
+    int n = static_cast<int>(mem.size());
+    lost.resize(mem.size());
+    int first_survivor = -1;
+    for (int i = 0; i < n; ++i) {
+      lost[i] = !good[static_cast<size_t>(mem[i])];
+      if (!lost[i] && first_survivor < 0) first_survivor = i;
+    }
+    // The set record (every member's manifest) comes from the first survivor.
+    if (placement_.my_member == first_survivor) {
+      auto b = cache_.read_set(v);
+      if (b) set_bytes = *b;
+      else local = b.status();
+    }
+    unsigned long long len = set_bytes.size();
+    CAIRN_MPI(MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG_LONG, first_survivor, set_comm_));
+    set_bytes.resize(len);
+    if (len) CAIRN_MPI(MPI_Bcast(set_bytes.data(), static_cast<int>(len), MPI_CHAR, first_survivor, set_comm_));
+    auto parsed = redundancy::decode_set_record(set_bytes);
+    if (!parsed) {
+      local = parsed.status().prefixed("set record of version " + std::to_string(v));
+    } else {
+      rec = std::move(parsed).value();
+      bool same = rec.scheme == cfg_.redundancy && rec.n == static_cast<uint32_t>(n) &&
+                  rec.m == static_cast<uint32_t>(code_->m());
+      for (int i = 0; same && i < n; ++i) same = rec.ranks[i] == static_cast<uint32_t>(mem[i]);
+      if (!same) local = make_error(Code::ERR_UNRECOVERABLE, "version %llu was protected with other sets or another scheme",
+                                    static_cast<unsigned long long>(v));
+      for (int i = 0; local.is_ok() && i < n; ++i) {
+        auto mi = decode_manifest(rec.manifests[i].data(), rec.manifests[i].size());
+        if (!mi) local = mi.status();
+        else lens.push_back(mi->total_size), (i == placement_.my_member ? (void)(m = *mi) : (void)0);
+      }
+    }
+  }
+  CAIRN_TRY(agree(app_comm_, local).prefixed(l1_text + "; L2"));
+
+  if (my_set_lost) {
+    size_t max_len = *std::max_element(lens.begin(), lens.end());
+    size_t red_len = std::max<size_t>(code_->redundancy_len(max_len), 1);
+    local = [&]() -> Status {
+      if (i_am_lost) {
+        auto r = cache_.read_record(v);
+        slot = r ? static_cast<int>(r->slot) : choose_slot();
+        for (uint64_t old : cache_.versions()) {
+          auto o = cache_.read_record(old);
+          if (!o || static_cast<int>(o->slot) == slot) CAIRN_TRY(cache_.drop(old));
+        }
+        CAIRN_TRY(cache_.drop(v));
+      }
+      CAIRN_ASSIGN_OR_RETURN(d, cache_.slot(slot, std::max<uint64_t>(m.total_size, 1)));
+      CAIRN_ASSIGN_OR_RETURN(red, cache_.red(slot, red_len));
+      data = d->data();
+      return redundancy::rebuild_set(set_comm_, *code_, lost, d->data(), lens, red->data(), cfg_.exchange_chunk);
+    }();
+    if (local.code() == Code::ERR_MPI) return local;
+    if (local.is_ok() && i_am_lost) {
+      local = verify_stream(m, data, m.total_size).prefixed("rebuilt data");
+      if (local.is_ok()) local = cache_.write_record(v, L1Record{static_cast<uint32_t>(slot), m});
+      if (local.is_ok()) local = cache_.write_set(v, set_bytes);
+      if (local.is_ok()) local = cache_.mark_protected(v);
+    }
+  }
+  CAIRN_TRY(agree(app_comm_, local).prefixed(l1_text + "; L2 rebuild"));
+  if (rank_ == 0)
+    LOG_INFO("restart: version %llu rebuilt at L2 for ranks %s", static_cast<unsigned long long>(v), rank_list(lost_ranks).c_str());
+  out->version = v;
+  out->level = CAIRN_LEVEL_L2;
+  out->manifest = m;
+  out->data = data;
+  out->staging.clear();
+  *handled = true;
+  return Status::ok();
+}
+
+Status Runtime::try_l3(uint64_t v, RestartChoice* out) {
+  Status local = [&]() -> Status {
+    CAIRN_ASSIGN_OR_RETURN(m, l3::read_manifest(layout_, v, static_cast<uint32_t>(rank_)));
+    out->staging.assign(std::max<uint64_t>(m.total_size, 1), 0);
+    CAIRN_TRY(l3::read_data(layout_, m, out->staging.data()));
+    CAIRN_TRY(verify_stream(m, out->staging.data(), m.total_size).prefixed(l3::data_path(layout_, v, rank_)));
+    out->manifest = std::move(m);
+    return Status::ok();
+  }();
+  if (!local.is_ok()) LOG_WARN("restart: version %llu in L3: %s", static_cast<unsigned long long>(v), local.message().c_str());
+  Status all = agree(app_comm_, local);
+  if (!all.is_ok()) {
+    out->staging.clear();
+    return all;
+  }
+  out->version = v;
+  out->level = CAIRN_LEVEL_L3;
+  out->data = out->staging.data();
+  return Status::ok();
+}
+
+Status Runtime::apply_restart(const RestartChoice& c) {
+  const Manifest& m = c.manifest;
+  Status check = Status::ok();
+  for (const auto& [name, r] : regions_) {
+    auto it = std::find_if(m.regions.begin(), m.regions.end(),
+                           [&](const RegionEntry& e) { return e.kind == RegionKind::memory && e.name == name; });
+    if (it == m.regions.end()) {
+      check = make_error(Code::ERR_UNKNOWN_REGION, "region '%s' is protected but version %llu has no such region",
+                         name.c_str(), static_cast<unsigned long long>(m.version));
+      break;
+    }
+    if (it->size != r.bytes()) {
+      check = make_error(Code::ERR_SIZE_MISMATCH,
+                         "region '%s': %llu bytes protected now, %llu bytes in version %llu (%llu elements of %u bytes)",
+                         name.c_str(), static_cast<unsigned long long>(r.bytes()), static_cast<unsigned long long>(it->size),
+                         static_cast<unsigned long long>(m.version), static_cast<unsigned long long>(it->count), it->elem_size);
+      break;
+    }
+  }
+  CAIRN_TRY(agree(app_comm_, check));
+  Status local = Status::ok();
+  restored_files_.clear();
+  for (const auto& e : m.regions) {
+    if (e.kind == RegionKind::memory) {
+      auto it = regions_.find(e.name);
+      if (it != regions_.end() && e.size) memcpy(it->second.ptr, c.data + e.offset, e.size);
+    } else if (local.is_ok()) {
+      std::string dir = cache_.files_dir(m.version);
+      local = fs::make_dirs(dir);
+      std::string path = dir + "/" + e.name;
+      if (local.is_ok()) local = fs::write_file_atomic(path, std::string(reinterpret_cast<const char*>(c.data + e.offset), e.size), false);
+      restored_files_[e.name] = path;
+    }
+  }
+  CAIRN_TRY(agree(app_comm_, local));
+  restored_version_ = m.version;
+  restored_level_ = c.level;
+  restored_label_ = m.label;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (c.level != CAIRN_LEVEL_L3) {
+      last_local_version_ = m.version;
+
+    }
+    if (c.level == CAIRN_LEVEL_L3) last_flushed_version_ = m.version;
+  }
+  static const char* kLevels[] = {"none", "L1", "L2", "L3"};
+  if (rank_ == 0) {
+    state_.set({{"restart_version", std::to_string(m.version)}, {"restart_level", kLevels[c.level]}});
+    LOG_INFO("restarted from version %llu ('%s') at %s", static_cast<unsigned long long>(m.version), m.label.c_str(), kLevels[c.level]);
+  }
+  last_checkpoint_time_ = now_seconds();
+  return Status::ok();
+}
+
+Status Runtime::restart_available(int* available, int* version) {
+  if (!available) return make_error(Code::ERR_INVALID_ARG, "cairn_restart_available: available is NULL");
+  if (!pending_) {
+    RestartChoice c;
+    Status st = find_restart(&c);
+    if (st.code() == Code::ERR_NO_CHECKPOINT) {
+      *available = 0;
+      if (version) *version = 0;
+      return Status::ok();
+    }
+    CAIRN_TRY(st);
+    pending_ = std::move(c);
+  }
+  *available = 1;
+  if (version) *version = static_cast<int>(pending_->version);
+  return Status::ok();
+}
+
+Status Runtime::restart() {
+  if (in_output_) return make_error(Code::ERR_SEQUENCE, "cairn_restart: an output is open (call cairn_complete_output first)");
+  if (!pending_) {
+    RestartChoice c;
+    CAIRN_TRY(find_restart(&c));
+    pending_ = std::move(c);
+  }
+  Status st = apply_restart(*pending_);
+  pending_.reset();
+  return st;
+}
+
+void Runtime::restart_level(int* version, int* level) const {
+  if (version) *version = static_cast<int>(restored_version_);
+  if (level) *level = restored_level_;
+}
+
+}  // namespace cairn

@@ -1,0 +1,191 @@
+// The per-process runtime behind the C API: protected regions, the version lifecycle, the progress
+// engine that moves versions through L1 -> L2 -> L3, and restart. One instance between cairn_init and
+// cairn_finalize. Threading model in docs/architecture.md ("Background progress and MPI threads").
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/cache_store.hpp"
+#include "core/config.hpp"
+#include "core/job_state.hpp"
+#include "core/layout.hpp"
+#include "core/manifest.hpp"
+#include "core/status.hpp"
+#include "redundancy/set_code.hpp"
+
+namespace cairn {
+
+struct Region {
+  std::string name;
+  void* ptr = nullptr;
+  size_t count = 0;
+  int type = 0;
+  uint32_t elem_size = 1;
+  uint64_t bytes() const { return static_cast<uint64_t>(count) * elem_size; }
+};
+
+// One version on its way through the levels. Stages run in this order; each flag is set once.
+struct VersionJob {
+  uint64_t version = 0;
+  int slot = 0;
+  bool flush = false;  // goes to L3
+  Manifest manifest;   // chunk hashes filled by seal
+  const uint8_t* data = nullptr;
+  double t_copy = 0;   // blocking copy time (s)
+  double t_seal = 0, t_l2 = 0, t_l3 = 0;
+  Status local_status;  // seal (and L3 write) result on this rank
+  Status l3_status;
+  std::atomic<bool> sealed{false}, l3_written{false};
+  std::atomic<bool> l2_decided{false};  // agree_local and (when on) L2 are through
+  // Set by the MPI stages (agreed by all ranks):
+  bool local_ok = false, protected_ok = false, flushed_ok = false;
+  std::atomic<bool> done{false};
+};
+
+// This rank's place in the L2 sets.
+struct SetPlacement {
+  bool enabled = false;          // L2 active for the job
+  std::vector<int> set_of_rank;  // set id per job rank
+  std::vector<std::vector<int>> members;  // job ranks of each set, in member order
+  int my_set = -1, my_member = -1;
+  int m = 0;                     // parity per set (xor 1, rs rs_parity, partner 1)
+};
+
+struct RestartChoice {
+  uint64_t version = 0;
+  int level = 0;  // enum cairn_level
+  Manifest manifest;
+  const uint8_t* data = nullptr;       // verified snapshot stream (slot or staging buffer)
+  std::vector<uint8_t> staging;        // holds L3 data
+};
+
+class Runtime {
+ public:
+  static Runtime* instance();
+  static Status create(MPI_Comm comm, const char* config_path);
+  static Status destroy();
+
+  // Memory API
+  Status protect(const char* name, void* ptr, size_t count, int type);
+  Status unprotect(const char* name);
+  Status checkpoint();
+  Status wait_all();
+  Status restart_available(int* available, int* version);
+  Status restart();
+  void restart_level(int* version, int* level) const;
+
+  // File API
+  Status route_file(const char* name, char* out, size_t len);
+  Status start_output(const char* label, int flags);
+  Status complete_output(int valid);
+  Status have_restart(int* available, char* label, size_t len);
+  Status start_restart(char* label, size_t len);
+  Status complete_restart(int valid);
+
+  // Policy
+  Status need_checkpoint(int* flag);
+  Status should_exit(int* flag);
+
+  int rank() const { return rank_; }
+
+ private:
+  Runtime() = default;
+  Status init(MPI_Comm comm, const char* config_path);
+  Status finalize();
+
+  // setup
+  Status compute_placement();
+  Status agree_next_version();
+
+  // checkpoint path (app thread)
+  Status take_version(const std::string& label, bool have_files);
+  // Block until every version in flight is decided at L2 (so the newest good version is known).
+  void wait_for_l2();
+  // The slot for a new version: an empty one, else the one holding the oldest version.
+  int choose_slot();
+  // Block until no version in flight reads `slot` (an older version still being flushed).
+  void wait_slot_free(int slot);
+
+  // progress engine
+  void worker_loop();
+  void run_local_stages(VersionJob& job);   // seal, L3 write: no MPI
+  Status run_mpi_stages(VersionJob& job);   // agreements, L2 encode, commit
+  Status stage_agree_local(VersionJob& job);
+  Status stage_encode(VersionJob& job);
+  Status stage_agree_flushed(VersionJob& job);
+  void drive(bool all);                     // funneled mode: MPI stages from the app thread
+  void wait_job(VersionJob& job);
+  void log_summary(const VersionJob& job);
+  std::shared_ptr<VersionJob> newest_job();
+
+  // restart
+  Status find_restart(RestartChoice* out);
+  Status try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, RestartChoice* out, bool* handled);
+  Status try_l3(uint64_t v, RestartChoice* out);
+  Status apply_restart(const RestartChoice& c);
+  Status flush_now(uint64_t version);
+
+  Status policy_observe(int* need, int* exit);
+
+  // identity
+  MPI_Comm app_comm_ = MPI_COMM_NULL;   // app-thread collectives
+  MPI_Comm bg_comm_ = MPI_COMM_NULL;    // pipeline agreements (worker thread when MPI allows)
+  MPI_Comm set_comm_ = MPI_COMM_NULL;   // this rank's L2 set
+  int rank_ = 0, nranks_ = 1;
+  int thread_level_ = MPI_THREAD_SINGLE;
+  bool mpi_in_worker_ = false;
+  Config cfg_;
+  Layout layout_;
+  CacheStore cache_;
+  JobState state_;
+  FaultInjector inject_;
+  SetPlacement placement_;
+  std::optional<redundancy::SetCode> code_;
+
+  // regions and versions
+  std::map<std::string, Region> regions_;
+  uint64_t next_version_ = 1;
+  bool in_output_ = false;
+  std::string output_label_;
+  std::map<std::string, std::string> routed_;  // name -> path, current output
+  uint64_t last_local_version_ = 0;            // newest version agreed local on all ranks
+  uint64_t last_flushed_version_ = 0;
+  uint64_t last_protected_version_ = 0;
+
+  // restart
+  std::optional<RestartChoice> pending_;
+  bool in_restart_ = false;
+  uint64_t restored_version_ = 0;
+  int restored_level_ = 0;
+  std::string restored_label_;
+  std::vector<uint64_t> rejected_;             // versions a rank declared invalid at restart
+  std::map<std::string, std::string> restored_files_;
+
+  // policy
+  double last_checkpoint_time_ = 0;
+  bool exit_requested_ = false;
+  bool checkpoint_since_request_ = false;
+
+  // progress engine
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<VersionJob>> jobs_;  // in flight, oldest first
+  std::thread worker_;
+  bool stop_ = false;
+  Status bg_error_;  // first background failure, reported by cairn_wait
+};
+
+double now_seconds();
+
+}  // namespace cairn
