@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# tool_cli: the `cairn` command without the library: strerror, config, run's option checking, simulated
+# nodes under a real mpirun, and the failure-injection protocol played by a fake job (a shell script
+# that writes the pid./reached. files as the library does).
+#
+# Usage: tool_cli_test.sh PATH/TO/cairn
+# Environment: CAIRN_MPIRUN (default mpirun), CAIRN_MPIRUN_ARGS (e.g. --oversubscribe), and for
+# Open MPI as root OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.
+set -u
+
+CAIRN=${1:?usage: tool_cli_test.sh PATH/TO/cairn}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/cairn-tool-cli.XXXXXX")
+export WORK
+trap 'rm -rf "$WORK"' EXIT
+# Everything the config can point at stays inside the scratch directory.
+export CAIRN_PREFIX=$WORK/prefix CAIRN_CACHE_DIR=$WORK/cache CAIRN_JOB=tooltest
+unset CAIRN_CONFIG CAIRN_LOG
+
+failures=0
+pass() { echo "ok   - $1"; }
+fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
+
+# expect_rc NAME RC CMD... : runs CMD (stdout in $WORK/out, stderr in $WORK/err), checks its status.
+expect_rc() {
+  local name=$1 want=$2
+  shift 2
+  "$@" >"$WORK/out" 2>"$WORK/err"
+  local rc=$?
+  if [ "$rc" -eq "$want" ]; then pass "$name"; else
+    fail "$name: exit status $rc, expected $want"
+    sed 's/^/    out: /' "$WORK/out"
+    sed 's/^/    err: /' "$WORK/err"
+  fi
+}
+# expect_in NAME FILE TEXT : FILE contains TEXT (fixed string).
+expect_in() {
+  if grep -qF -- "$3" "$2"; then pass "$1"; else
+    fail "$1: '$3' not in $(basename "$2")"
+    sed 's/^/    | /' "$2"
+  fi
+}
+
+# ---- strerror -----------------------------------------------------------------------------------
+expect_rc "strerror -5" 0 "$CAIRN" strerror -5
+expect_in "strerror -5 text" "$WORK/out" "CAIRN_ERR_IO (-5): I/O error"
+expect_rc "strerror ERR_IO" 0 "$CAIRN" strerror ERR_IO
+expect_in "strerror ERR_IO text" "$WORK/out" "CAIRN_ERR_IO (-5): I/O error"
+expect_rc "strerror CAIRN_ERR_CORRUPT" 0 "$CAIRN" strerror CAIRN_ERR_CORRUPT
+expect_in "strerror by full name" "$WORK/out" "CAIRN_ERR_CORRUPT (-9)"
+expect_rc "strerror unknown code" 2 "$CAIRN" strerror NO_SUCH_ERROR
+expect_rc "strerror --list" 0 "$CAIRN" strerror --list
+expect_in "strerror --list has SUCCESS" "$WORK/out" "CAIRN_SUCCESS (0): success"
+expect_in "strerror --list has ERR_INTERNAL" "$WORK/out" "CAIRN_ERR_INTERNAL (-99)"
+expect_rc "strerror --markdown" 0 "$CAIRN" strerror --markdown
+expect_in "strerror --markdown row" "$WORK/out" '| -5 | `CAIRN_ERR_IO` | I/O error |'
+expect_rc "--version" 0 "$CAIRN" --version
+expect_in "--version text" "$WORK/out" "cairn "
+
+# ---- config -------------------------------------------------------------------------------------
+expect_rc "config --list" 0 "$CAIRN" config --list
+expect_in "config --list shows cache_versions" "$WORK/out" "cache_versions"
+expect_rc "config --markdown" 0 "$CAIRN" config --markdown
+expect_rc "config --sample" 0 "$CAIRN" config --sample
+expect_rc "bad knob in the environment" 2 env CAIRN_CACHE_VERSIONS=0 "$CAIRN" config --list
+expect_in "the message names the variable" "$WORK/err" "CAIRN_CACHE_VERSIONS"
+printf 'cache_versions = 3\n' >"$WORK/good.toml"
+expect_rc "config --list --config FILE" 0 "$CAIRN" config --list --config "$WORK/good.toml"
+expect_in "the file's value is shown" "$WORK/out" "3"
+
+# ---- run: bad arguments are one line and exit status 2 -------------------------------------------
+expect_rc "run without -n" 2 "$CAIRN" run -- true
+expect_rc "run without --" 2 "$CAIRN" run -n 2 true
+expect_in "run without -- says so" "$WORK/err" "missing '--'"
+expect_rc "run with nothing after --" 2 "$CAIRN" run -n 2 --
+expect_rc "run --nodes > -n" 2 "$CAIRN" run -n 2 --nodes 3 -- true
+expect_rc "run --nodes 0" 2 "$CAIRN" run -n 2 --nodes 0 -- true
+expect_rc "run --kill-node without --at-checkpoint" 2 "$CAIRN" run -n 4 --nodes 2 --kill-node 1 -- true
+expect_rc "run --kill-node out of range" 2 "$CAIRN" run -n 4 --nodes 2 --kill-node 2 --at-checkpoint 1 -- true
+expect_rc "run --phase unknown" 2 "$CAIRN" run -n 4 --nodes 2 --kill-node 1 --at-checkpoint 1 --phase lunch -- true
+expect_rc "run command not found" 2 "$CAIRN" run -n 2 -- "$WORK/no-such-command"
+expect_in "command not found names it" "$WORK/err" "no-such-command"
+expect_rc "run MPI launcher not found" 2 env CAIRN_MPIRUN="$WORK/no-mpirun" "$CAIRN" run -n 2 -- true
+expect_rc "run with a bad knob" 2 env CAIRN_CACHE_VERSIONS=0 "$CAIRN" run -n 2 -- true
+expect_rc "unknown subcommand" 2 "$CAIRN" frobnicate
+
+# ---- run: the mpirun command line (a fake launcher that prints its arguments) ---------------------
+cat >"$WORK/fake-mpirun" <<'EOF'
+#!/bin/sh
+for a in "$@"; do printf '[%s]' "$a"; done
+echo
+EOF
+chmod +x "$WORK/fake-mpirun"
+expect_rc "run builds one app context per node" 0 env CAIRN_MPIRUN="$WORK/fake-mpirun" \
+  CAIRN_MPIRUN_ARGS="--oversubscribe  --bind-to none" "$CAIRN" run -n 5 --nodes 2 --config "$WORK/good.toml" \
+  -- echo "a b"
+expect_in "app contexts: 3 + 2 ranks, CAIRN_CONFIG exported" "$WORK/out" \
+  "[--oversubscribe][--bind-to][none][-np][3][env][CAIRN_NODE=node0][CAIRN_CONFIG=$WORK/good.toml][echo][a b][:][-np][2][env][CAIRN_NODE=node1][CAIRN_CONFIG=$WORK/good.toml][echo][a b]"
+
+# ---- run: simulated nodes under the real MPI launcher -----------------------------------------------
+expect_rc "run -n 4 --nodes 2 under mpirun" 0 "$CAIRN" run -n 4 --nodes 2 -- sh -c 'echo "$CAIRN_NODE"'
+if [ "$(sort "$WORK/out" | tr '\n' ' ')" = "node0 node0 node1 node1 " ]; then
+  pass "each node gets two ranks"
+else
+  fail "each node gets two ranks: got '$(tr '\n' ' ' <"$WORK/out")'"
+  sed 's/^/    err: /' "$WORK/err"
+fi
+expect_rc "the job's exit status is passed through" 7 "$CAIRN" run -n 2 -- sh -c 'exit 7'
+
+# ---- run: failure injection with a fake job ---------------------------------------------------------
+# The fake job plays the library's side of the protocol: ranks given CAIRN_INJECT write pid.<rank>,
+# then reached.<rank>, then wait to be killed (exec keeps the pid). The other ranks keep computing
+# until the MPI launcher ends the job. The relaunched job (after the hook created $WORK/relaunched)
+# writes a state file saying it restarted from version 4 at L2.
+cat >"$WORK/fake-job" <<'EOF'
+#!/bin/sh
+rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
+state=$CAIRN_PREFIX/.cairn/state
+if [ -n "${CAIRN_INJECT:-}" ]; then
+  echo "$CAIRN_INJECT $CAIRN_NODE" >"$WORK/inject.$rank"
+  echo $$ >"$WORK/victim.$rank"
+  echo $$ >"$CAIRN_INJECT_DIR/pid.$rank.tmp" && mv "$CAIRN_INJECT_DIR/pid.$rank.tmp" "$CAIRN_INJECT_DIR/pid.$rank"
+  [ "${FAKE_NEVER_REACH:-}" = 1 ] && exit 0
+  sleep 0.5
+  : >"$CAIRN_INJECT_DIR/reached.$rank"
+  exec sleep 120
+fi
+[ "${FAKE_NEVER_REACH:-}" = 1 ] && exit 0
+if [ ! -e "$WORK/relaunched" ]; then
+  if [ "$rank" = 0 ]; then
+    mkdir -p "$(dirname "$state")"
+    printf 'version=5\nphase=checkpoint\nl1=4\nl2=4\nl3=0\nrestart_version=0\nrestart_level=none\n' >"$state.tmp"
+    mv "$state.tmp" "$state"
+  fi
+  exec sleep 120
+fi
+if [ "$rank" = 0 ]; then
+  printf 'version=9\nphase=compute\nl1=9\nl2=9\nl3=0\nrestart_version=4\nrestart_level=L2\nnranks=4\nnew_key=1\n' >"$state.tmp"
+  mv "$state.tmp" "$state"
+fi
+echo "rank $rank on $CAIRN_NODE relaunched"
+EOF
+chmod +x "$WORK/fake-job"
+CACHE_JOB=$WORK/cache/cairn-tooltest
+mkdir -p "$CACHE_JOB/node0/r0" "$CACHE_JOB/node1/r2"
+start=$(date +%s)
+expect_rc "injection: kill node1, relaunch, exit 0" 0 "$CAIRN" run -n 4 --nodes 2 --kill-node 1 --at-checkpoint 5 \
+  --phase checkpoint \
+  --between-attempts 'echo "$CAIRN_ATTEMPT|$CAIRN_PREFIX|$CAIRN_CACHE_JOB|$CAIRN_KILLED_NODES" >"$WORK/hook"; : >"$WORK/relaunched"' \
+  -- "$WORK/fake-job"
+elapsed=$(($(date +%s) - start))
+cp "$WORK/err" "$WORK/inject.err"
+expect_in "the kill is reported" "$WORK/inject.err" "cairn run: killed node1 (ranks 2,3) at checkpoint 5, phase checkpoint"
+if [ -e "$WORK/inject.2" ] && [ -e "$WORK/inject.3" ] && [ ! -e "$WORK/inject.0" ] && [ ! -e "$WORK/inject.1" ]; then
+  pass "only node1's ranks got CAIRN_INJECT"
+else
+  fail "only node1's ranks got CAIRN_INJECT: $(ls "$WORK" | grep '^inject\.[0-9]' | tr '\n' ' ')"
+fi
+expect_in "CAIRN_INJECT is <phase>:<checkpoint>" "$WORK/inject.2" "checkpoint:5 node1"
+# A killed rank is gone, or at most a zombie waiting for its reaper.
+alive() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$s" ] && [ "${s#Z}" = "$s" ]; }
+for r in 2 3; do
+  if [ ! -e "$WORK/victim.$r" ]; then
+    fail "rank $r was killed: it never started"
+  elif alive "$(cat "$WORK/victim.$r")"; then
+    fail "rank $r was killed: pid $(cat "$WORK/victim.$r") is still running: $(ps -o stat=,cmd= -p "$(cat "$WORK/victim.$r")")"
+  else
+    pass "rank $r was killed"
+  fi
+done
+[ "$elapsed" -lt 60 ] && pass "the job ended promptly after the kill (${elapsed}s)" || fail "the job took ${elapsed}s"
+[ ! -e "$CACHE_JOB/node1" ] && pass "node1's cache was deleted" || fail "node1's cache was deleted"
+[ -e "$CACHE_JOB/node0/r0" ] && pass "node0's cache was kept" || fail "node0's cache was kept"
+[ ! -e "$WORK/prefix/.cairn/inject" ] && pass "the rendezvous directory was removed" || fail "rendezvous left behind"
+expect_in "--between-attempts ran with its variables" "$WORK/hook" "1|$WORK/prefix|$CACHE_JOB|node1"
+expect_in "the job was relaunched" "$WORK/out" "rank 3 on node1 relaunched"
+expect_in "the summary counts the attempts" "$WORK/inject.err" "cairn run: summary: 2 attempts; killed node1 (ranks 2,3)"
+expect_in "the summary gives attempt 1's state" "$WORK/inject.err" "attempt 1: started without a restart"
+expect_in "the summary gives the restart" "$WORK/inject.err" "attempt 2: restarted from version 4 at L2"
+
+# --no-relaunch: the node is killed, nothing is started again; the status is the killed attempt's.
+rm -f "$WORK/relaunched" "$WORK/hook" "$WORK"/inject.* "$WORK"/victim.*
+mkdir -p "$CACHE_JOB/node0/r0" "$CACHE_JOB/node1/r2"
+"$CAIRN" run -n 4 --nodes 2 --kill-node 0 --at-checkpoint 5 --no-relaunch \
+  --between-attempts ': >"$WORK/hook"' -- "$WORK/fake-job" >"$WORK/out" 2>"$WORK/err"
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 2 ] && [ "$rc" -ne 3 ] && pass "--no-relaunch: the killed attempt's status ($rc)" ||
+  fail "--no-relaunch: exit status $rc"
+expect_in "--no-relaunch: node0 killed" "$WORK/err" "killed node0 (ranks 0,1)"
+expect_in "--no-relaunch: one attempt" "$WORK/err" "summary: 1 attempt;"
+[ ! -e "$WORK/hook" ] && pass "--no-relaunch: no hook" || fail "--no-relaunch: the hook ran"
+[ ! -e "$CACHE_JOB/node0" ] && [ -e "$CACHE_JOB/node1" ] && pass "--no-relaunch: node0's cache deleted" ||
+  fail "--no-relaunch: caches"
+
+# The point is never reached: no kill, a clear message, exit status 3.
+expect_rc "injection point never reached: exit 3" 3 env FAKE_NEVER_REACH=1 "$CAIRN" run -n 4 --nodes 2 \
+  --kill-node 1 --at-checkpoint 5 --phase flush -- "$WORK/fake-job"
+expect_in "never reached is said clearly" "$WORK/err" "checkpoint 5 phase flush was never reached"
+expect_in "and no node was killed" "$WORK/err" "no node was killed"
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all checks passed"

@@ -1,0 +1,111 @@
+#include "common.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/fsutil.hpp"
+
+namespace cairn::tool {
+
+void print_error(const std::string& who, const std::string& message) {
+  fprintf(stderr, "cairn %s: %s\n", who.c_str(), message.c_str());
+}
+
+const std::vector<std::string>& tool_variables() {
+  static const std::vector<std::string> names = {
+      "CAIRN_MPIRUN",       "CAIRN_MPIRUN_ARGS", "CAIRN_INJECT", "CAIRN_INJECT_DIR",
+      "CAIRN_ATTEMPT",      "CAIRN_CACHE_JOB",   "CAIRN_KILLED_NODES",
+  };
+  return names;
+}
+
+Result<LoadedConfig> load_job_config(const std::string& config_path, const std::string& who) {
+  std::vector<std::string> names = process_env_cairn_names();
+  const auto& ours = tool_variables();
+  std::erase_if(names, [&](const std::string& n) {
+    return std::find(ours.begin(), ours.end(), n) != ours.end();
+  });
+  auto loaded = load_config(config_path.empty() ? nullptr : config_path.c_str(), process_env(), names);
+  if (loaded)
+    for (const auto& w : loaded->warnings) fprintf(stderr, "cairn %s: warning: %s\n", who.c_str(), w.c_str());
+  return loaded;
+}
+
+namespace {
+bool is_executable_file(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+}  // namespace
+
+std::string find_executable(const std::string& name) {
+  if (name.empty()) return {};
+  if (name.find('/') != std::string::npos) return is_executable_file(name) ? fs::absolute(name) : "";
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string candidate = fs::join(dir.empty() ? "." : dir, name);
+    if (is_executable_file(candidate)) return fs::absolute(candidate);
+    start = end + 1;
+  }
+  return {};
+}
+
+std::string shell_quote(const std::string& word) {
+  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789_-+=/.,:@%") == std::string::npos)
+    return word;
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+std::string join_quoted(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) {
+    if (!out.empty()) out += ' ';
+    out += shell_quote(w);
+  }
+  return out;
+}
+
+namespace {
+class FixedUsageFormatter : public CLI::Formatter {
+ public:
+  explicit FixedUsageFormatter(std::string usage) : usage_(std::move(usage)) {}
+  std::string make_usage(const CLI::App*, std::string) const override { return "Usage: " + usage_ + "\n"; }
+
+ private:
+  std::string usage_;
+};
+}  // namespace
+
+void set_usage(CLI::App* app, std::string usage) {
+  app->formatter(std::make_shared<FixedUsageFormatter>(std::move(usage)));
+}
+
+std::vector<std::string> split_whitespace(const std::string& text) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && isspace(static_cast<unsigned char>(text[i]))) ++i;
+    size_t j = i;
+    while (j < text.size() && !isspace(static_cast<unsigned char>(text[j]))) ++j;
+    if (j > i) words.push_back(text.substr(i, j - i));
+    i = j;
+  }
+  return words;
+}
+
+}  // namespace cairn::tool

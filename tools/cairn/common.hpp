@@ -1,0 +1,46 @@
+// Helpers the subcommands of the `cairn` command share: exit statuses, error lines, loading the
+// job's configuration, PATH lookup and quoting.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/status.hpp"
+
+namespace cairn::tool {
+
+// Exit statuses of the tool itself (a launched job's own status is passed through by `cairn run`).
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;  // the operation ran and failed
+constexpr int kExitUsage = 2;    // bad options, bad configuration, command or launcher not found
+constexpr int kExitNotReached = 3;  // `cairn run`: the failure-injection point was never reached
+
+// Prints "cairn <who>: <message>" on stderr (one line).
+void print_error(const std::string& who, const std::string& message);
+
+// The configuration a job started from here will load: defaults, then `config_path` (or the file
+// CAIRN_CONFIG names when `config_path` is empty), then CAIRN_* variables. Warnings are printed.
+// Variables that belong to the launcher and the tools, not to the knob table, are not reported as
+// unknown (see tool_variables()).
+Result<LoadedConfig> load_job_config(const std::string& config_path, const std::string& who);
+// CAIRN_* variables that are not knobs: set by or for the launcher and its hooks.
+const std::vector<std::string>& tool_variables();
+
+// The absolute path of an executable: `name` itself when it contains '/', else the first match in
+// PATH. Empty when none is found or it is not executable.
+std::string find_executable(const std::string& name);
+
+// Quotes a word for display as a shell would need it ("a b" -> 'a b').
+std::string shell_quote(const std::string& word);
+std::string join_quoted(const std::vector<std::string>& words);
+
+// Replaces CLI11's generated "Usage:" line of `app` (it cannot show "-- CMD ARGS...").
+void set_usage(CLI::App* app, std::string usage);
+
+// Splits on runs of whitespace.
+std::vector<std::string> split_whitespace(const std::string& text);
+
+}  // namespace cairn::tool

@@ -1,0 +1,416 @@
+// `cairn run`: starts an MPI job on simulated nodes, optionally kills a node at a chosen point of a
+// chosen checkpoint (failure injection), deletes that node's cache, relaunches, and reports where each
+// attempt restarted from. The user guide is docs/launcher.md.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "core/fsutil.hpp"
+#include "core/layout.hpp"
+#include "core/log.hpp"
+#include "injection.hpp"
+#include "job_state.hpp"
+#include "launch_plan.hpp"
+#include "process.hpp"
+
+namespace cairn::tool {
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(5);
+constexpr auto kAbortGrace = std::chrono::seconds(60);    // for mpirun to end the job after the kill
+constexpr auto kTermGrace = std::chrono::seconds(10);     // between SIGTERM and SIGKILL of mpirun's group
+constexpr double kPidFileGrace = 2.0;                     // seconds to wait for missing pid.<rank> files
+
+struct RunOptions {
+  int nranks = 0;
+  int nnodes = 1;
+  std::vector<int> kill_nodes;
+  uint64_t at_checkpoint = 0;
+  std::string phase = "checkpoint";
+  std::string config_path;
+  std::string between_attempts;
+  bool no_relaunch = false;
+  std::vector<std::string> stray;  // words before "--" that are no option: a forgotten "--"
+};
+
+struct Attempt {
+  int number = 0;
+  int wait_status = 0;
+  bool injected = false;              // ran with the injection variables
+  bool reached = false;               // the injection point was reached and the node(s) killed
+  bool interrupted = false;           // the launcher was asked to stop (SIGINT/SIGTERM/SIGHUP)
+  std::optional<JobState> state;      // the job state file, when this attempt wrote it
+};
+
+// Everything one invocation of `cairn run` works from, resolved and checked.
+struct RunContext {
+  RunOptions options;
+  LaunchSpec spec;
+  Layout layout;
+  std::string inject_text;  // "checkpoint:5"
+};
+
+std::string join_ints(const std::vector<int>& values) {
+  std::string out;
+  for (int v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
+  return out;
+}
+
+std::string killed_nodes_text(const RunContext& ctx) {
+  std::string out;
+  const auto& nodes = ctx.options.kill_nodes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (i > 0) out += i + 1 == nodes.size() ? " and " : ", ";
+    out += node_name(nodes[i]) + " (ranks " + join_ints(ranks_of_node(ctx.spec.ranks_per_node, nodes[i])) + ")";
+  }
+  return out;
+}
+
+std::string injection_point_text(const RunContext& ctx) {
+  return "checkpoint " + std::to_string(ctx.options.at_checkpoint) + ", phase " + ctx.options.phase;
+}
+
+// ---- checking the options -------------------------------------------------------------------------
+
+Status check_options(const RunOptions& o, const Invocation& inv) {
+  if (o.nranks < 1) return make_error(Code::ERR_INVALID_ARG, "-n %d: the job needs at least one rank", o.nranks);
+  if (!o.stray.empty() || !inv.has_separator)
+    return make_error(Code::ERR_INVALID_ARG, "missing '--' before the command%s (cairn run -n NP --nodes K -- CMD ARGS...)",
+                      o.stray.empty() ? "" : (" '" + o.stray.front() + "'").c_str());
+  if (inv.trailing.empty()) return make_error(Code::ERR_INVALID_ARG, "no command after '--'");
+  if (o.nnodes < 1 || o.nnodes > o.nranks)
+    return make_error(Code::ERR_INVALID_ARG, "--nodes %d: must be 1..%d (at most one simulated node per rank)",
+                      o.nnodes, o.nranks);
+  std::set<int> seen;
+  for (int node : o.kill_nodes) {
+    if (node < 0 || node >= o.nnodes)
+      return make_error(Code::ERR_INVALID_ARG, "--kill-node %d: nodes are numbered 0..%d", node, o.nnodes - 1);
+    if (!seen.insert(node).second)
+      return make_error(Code::ERR_INVALID_ARG, "--kill-node %d: node given twice", node);
+  }
+  if (!o.kill_nodes.empty() && o.at_checkpoint < 1)
+    return make_error(Code::ERR_INVALID_ARG, "--at-checkpoint: checkpoints are numbered from 1");
+  return Status::ok();
+}
+
+// Resolves the launcher, the command, the configuration and the layout; any failure is a usage error.
+Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
+  CAIRN_TRY(check_options(o, inv));
+  RunContext ctx;
+  ctx.options = o;
+  std::sort(ctx.options.kill_nodes.begin(), ctx.options.kill_nodes.end());
+
+  if (find_executable(inv.trailing.front()).empty())
+    return make_error(Code::ERR_INVALID_ARG, "command not found: %s", inv.trailing.front().c_str());
+  const char* mpirun_env = getenv("CAIRN_MPIRUN");
+  std::string mpirun_name = mpirun_env && *mpirun_env ? mpirun_env : "mpirun";
+  ctx.spec.mpirun = find_executable(mpirun_name);
+  if (ctx.spec.mpirun.empty())
+    return make_error(Code::ERR_INVALID_ARG, "MPI launcher not found: %s (%s)", mpirun_name.c_str(),
+                      mpirun_env && *mpirun_env ? "from CAIRN_MPIRUN" : "not in PATH; set CAIRN_MPIRUN to it");
+  const char* mpirun_args = getenv("CAIRN_MPIRUN_ARGS");
+  ctx.spec.mpirun_args = split_whitespace(mpirun_args ? mpirun_args : "");
+
+  // The job loads the same configuration (same environment, same file), so the layout agrees.
+  std::string config_path;
+  if (!o.config_path.empty()) {
+    config_path = fs::absolute(o.config_path);
+    ctx.spec.job_env.emplace_back("CAIRN_CONFIG", config_path);
+    setenv("CAIRN_CONFIG", config_path.c_str(), 1);  // for the --between-attempts command too
+  }
+  auto loaded = load_job_config(config_path, "run");
+  if (!loaded) return loaded.status();
+  log::set_level(loaded->config.log_level);
+  ctx.layout = make_layout(loaded->config);
+
+  ctx.spec.ranks_per_node = ranks_per_node(o.nranks, o.nnodes);
+  ctx.spec.command = inv.trailing;
+  ctx.spec.inject_nodes = ctx.options.kill_nodes;
+  ctx.inject_text = o.phase + ":" + std::to_string(o.at_checkpoint);
+  ctx.spec.inject_env = {{"CAIRN_INJECT", ctx.inject_text}, {"CAIRN_INJECT_DIR", ctx.layout.inject_dir()}};
+  return ctx;
+}
+
+// ---- one attempt ----------------------------------------------------------------------------------
+
+// Identifies one version of the state file: the library replaces it by rename, so a rewrite changes
+// the inode or the modification time.
+struct FileStamp {
+  bool exists = false;
+  ino_t inode = 0;
+  timespec mtime{};
+  bool operator==(const FileStamp& o) const {
+    return exists == o.exists && inode == o.inode && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec;
+  }
+};
+
+FileStamp stamp_of(const std::string& path) {
+  FileStamp f;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return f;
+  f.exists = true;
+  f.inode = st.st_ino;
+  f.mtime = st.st_mtim;
+  return f;
+}
+
+// The state file, if the job rewrote it since `before` (else it belongs to an earlier run).
+std::optional<JobState> read_state_written_since(const std::string& path, const FileStamp& before) {
+  FileStamp now = stamp_of(path);
+  if (!now.exists || now == before) return std::nullopt;
+  auto state = read_job_state(path);
+  if (!state) {
+    fprintf(stderr, "cairn run: warning: %s\n", state.status().message().c_str());
+    return std::nullopt;
+  }
+  return *state;
+}
+
+void kill_injected_ranks(const RunContext& ctx, const InjectionRendezvous& rendezvous, double grace) {
+  std::vector<int> expected;
+  for (int node : ctx.options.kill_nodes) {
+    auto ranks = ranks_of_node(ctx.spec.ranks_per_node, node);
+    expected.insert(expected.end(), ranks.begin(), ranks.end());
+  }
+  auto report = rendezvous.kill_ranks(expected, grace);
+  fprintf(stderr, "cairn run: killed %s at %s\n", killed_nodes_text(ctx).c_str(), injection_point_text(ctx).c_str());
+  if (!report.missing.empty())
+    fprintf(stderr, "cairn run: warning: ranks %s wrote no usable pid file in %s; they were not killed\n",
+            join_ints(report.missing).c_str(), rendezvous.dir().c_str());
+}
+
+Attempt run_attempt(const RunContext& ctx, int number, bool inject) {
+  Attempt attempt;
+  attempt.number = number;
+  attempt.injected = inject;
+  InjectionRendezvous rendezvous(ctx.layout.inject_dir());
+  if (inject) {
+    Status st = rendezvous.reset();
+    if (!st) fprintf(stderr, "cairn run: warning: failure-injection directory: %s\n", st.message().c_str());
+  }
+  std::vector<std::string> argv = mpirun_argv(ctx.spec, inject);
+  if (log::level() >= log::Level::info)
+    fprintf(stderr, "cairn run: attempt %d: %s\n", number, join_quoted(argv).c_str());
+
+  const FileStamp state_before = stamp_of(ctx.layout.state_file());
+  auto child = spawn(argv, {}, /*own_group=*/true);
+  if (!child) {
+    fprintf(stderr, "cairn run: %s\n", child.status().message().c_str());
+    attempt.wait_status = 127 << 8;
+    return attempt;
+  }
+
+  using clock = std::chrono::steady_clock;
+  std::optional<clock::time_point> killed_at, term_sent_at;
+  bool group_killed = false;
+  int stop_requests = 0;
+  while (!try_reap(*child, &attempt.wait_status)) {
+    while (int sig = take_relayed_signal()) {
+      ::kill(child->pid, sig);  // mpirun relays it to the ranks, or ends the job
+      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+        attempt.interrupted = true;
+        if (++stop_requests >= 2) ::kill(-child->pid, SIGKILL);
+      }
+    }
+    if (inject && !attempt.reached && rendezvous.reached()) {
+      attempt.reached = true;
+      kill_injected_ranks(ctx, rendezvous, kPidFileGrace);
+      killed_at = clock::now();
+    }
+    if (killed_at && !term_sent_at && clock::now() - *killed_at > kAbortGrace) {
+      fprintf(stderr, "cairn run: the MPI launcher did not end the job within %lld s of the kill; terminating it\n",
+              static_cast<long long>(kAbortGrace.count()));
+      ::kill(-child->pid, SIGTERM);
+      term_sent_at = clock::now();
+    }
+    if (term_sent_at && !group_killed && clock::now() - *term_sent_at > kTermGrace) {
+      ::kill(-child->pid, SIGKILL);
+      group_killed = true;
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  release_terminal(*child);
+  // The point may have been reached just as the job ended.
+  if (inject && !attempt.reached && rendezvous.reached()) {
+    attempt.reached = true;
+    kill_injected_ranks(ctx, rendezvous, 0);
+  }
+  if (inject) rendezvous.remove();
+  attempt.state = read_state_written_since(ctx.layout.state_file(), state_before);
+  return attempt;
+}
+
+// ---- between attempts -----------------------------------------------------------------------------
+
+void delete_killed_caches(const RunContext& ctx) {
+  for (int node : ctx.options.kill_nodes) {
+    std::string dir = ctx.layout.node_cache(node_name(node));
+    Status st = fs::remove_tree(dir);
+    if (!st) fprintf(stderr, "cairn run: warning: deleting the cache of %s: %s\n", node_name(node).c_str(), st.message().c_str());
+    else if (log::level() >= log::Level::info)
+      fprintf(stderr, "cairn run: deleted the cache of %s (%s)\n", node_name(node).c_str(), dir.c_str());
+  }
+}
+
+// Runs the --between-attempts command; true when it succeeded.
+bool run_between_attempts(const RunContext& ctx, int finished_attempt) {
+  std::string killed;
+  for (int node : ctx.options.kill_nodes) killed += (killed.empty() ? "" : ",") + node_name(node);
+  EnvAssignments env = {{"CAIRN_PREFIX", ctx.layout.prefix},
+                        {"CAIRN_CACHE_JOB", ctx.layout.cache_job},
+                        {"CAIRN_ATTEMPT", std::to_string(finished_attempt)},
+                        {"CAIRN_KILLED_NODES", killed}};
+  auto child = spawn({"/bin/sh", "-c", ctx.options.between_attempts}, env, /*own_group=*/false);
+  if (!child) {
+    fprintf(stderr, "cairn run: --between-attempts: %s\n", child.status().message().c_str());
+    return false;
+  }
+  int status = wait_for(*child);
+  if (exit_code_of(status) != 0) {
+    fprintf(stderr, "cairn run: the --between-attempts command failed (%s); not relaunching\n",
+            describe_wait_status(status).c_str());
+    return false;
+  }
+  return true;
+}
+
+// ---- the summary ----------------------------------------------------------------------------------
+
+std::string describe_attempt(const Attempt& a) {
+  std::string out = "attempt " + std::to_string(a.number) + ": ";
+  if (!a.state) return out + describe_wait_status(a.wait_status) + "; the job wrote no state file";
+  const JobState& s = *a.state;
+  if (s.restart_level.empty() || s.restart_level == "none" || s.restart_version == 0)
+    out += "started without a restart";
+  else
+    out += "restarted from version " + std::to_string(s.restart_version) + " at " + s.restart_level;
+  out += "; " + describe_wait_status(a.wait_status);
+  out += "; newest version " + std::to_string(s.version) + " (L1 " + std::to_string(s.l1) + ", L2 " +
+         std::to_string(s.l2) + ", L3 " + std::to_string(s.l3) + ")";
+  if (a.reached) out += "; node killed";
+  return out;
+}
+
+void print_summary(const RunContext& ctx, const std::vector<Attempt>& attempts) {
+  bool killed = std::any_of(attempts.begin(), attempts.end(), [](const Attempt& a) { return a.reached; });
+  std::string head = std::to_string(attempts.size()) + (attempts.size() == 1 ? " attempt" : " attempts");
+  head += killed ? "; killed " + killed_nodes_text(ctx) + " at " + injection_point_text(ctx) : "; no node killed";
+  fprintf(stderr, "cairn run: summary: %s\n", head.c_str());
+  for (const auto& a : attempts) fprintf(stderr, "cairn run: %s\n", describe_attempt(a).c_str());
+}
+
+int run_job(const RunContext& ctx) {
+  install_signal_relay();
+  const bool inject = !ctx.options.kill_nodes.empty();
+  std::vector<Attempt> attempts;
+  attempts.push_back(run_attempt(ctx, 1, inject));
+  int status = exit_code_of(attempts.back().wait_status);
+
+  if (inject && !attempts.back().reached) {
+    print_summary(ctx, attempts);
+    fprintf(stderr, "cairn run: checkpoint %llu phase %s was never reached (the job ended with %s); no node was killed\n",
+            static_cast<unsigned long long>(ctx.options.at_checkpoint), ctx.options.phase.c_str(),
+            describe_wait_status(attempts.back().wait_status).c_str());
+    return kExitNotReached;
+  }
+  if (inject) {
+    delete_killed_caches(ctx);
+    bool relaunch = !ctx.options.no_relaunch && !attempts.back().interrupted;
+    if (relaunch && !ctx.options.between_attempts.empty() && !run_between_attempts(ctx, 1)) {
+      print_summary(ctx, attempts);
+      return kExitFailure;
+    }
+    if (relaunch) {
+      fprintf(stderr, "cairn run: relaunching the job (attempt 2)\n");
+      attempts.push_back(run_attempt(ctx, 2, false));
+      status = exit_code_of(attempts.back().wait_status);
+    }
+  }
+  print_summary(ctx, attempts);
+  return status;
+}
+
+const char* const kFooter = R"(Simulated nodes:
+  Ranks are spread evenly over nodes node0..node<K-1> in contiguous blocks (rank r on node
+  floor(r*K/NP)); each rank gets CAIRN_NODE=<node>, its failure group and cache directory.
+  The job is started as
+    $CAIRN_MPIRUN $CAIRN_MPIRUN_ARGS -np c0 env CAIRN_NODE=node0 CMD ARGS : -np c1 env CAIRN_NODE=node1 ...
+  CAIRN_MPIRUN defaults to mpirun (from PATH); CAIRN_MPIRUN_ARGS is split on whitespace (e.g.
+  --oversubscribe for more ranks than cores). CAIRN_LOG=info prints the command line.
+
+Failure injection (--kill-node, --at-checkpoint, --phase):
+  The ranks of the chosen nodes run with CAIRN_INJECT=<phase>:<C> and CAIRN_INJECT_DIR=<prefix>/.cairn/inject.
+  When one of them reaches the phase of checkpoint C, every rank of those nodes is sent SIGKILL; the
+  MPI launcher then ends the job. The nodes' cache directories are deleted, the --between-attempts
+  command runs (sh -c, with CAIRN_PREFIX, CAIRN_CACHE_JOB, CAIRN_ATTEMPT=<attempt that ended> and
+  CAIRN_KILLED_NODES set), and the job is started again without injection, to restart.
+  Phases: compute (after checkpoint C, while the job computes), checkpoint (during checkpoint C),
+  flush (while version C is written to the file system).
+
+Exit status:
+  the last attempt's (128+N when it was killed by signal N); 2 for bad options or configuration, a
+  command or MPI launcher not found; 3 when the injection point was never reached; 1 when the
+  --between-attempts command failed.
+
+See docs/launcher.md.)";
+
+}  // namespace
+
+Command add_run_command(CLI::App& root) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* app = root.add_subcommand("run", "Run an MPI job on simulated nodes, with optional failure injection.");
+  set_usage(app, "cairn run -n NP [--nodes K] [--kill-node I[,J...] --at-checkpoint C [--phase PHASE]]\n"
+                 "                 [--config FILE] [--between-attempts CMD] [--no-relaunch] -- CMD [ARGS...]");
+  app->add_option("-n,--np", o->nranks, "Number of MPI ranks")->required()->type_name("NP");
+  app->add_option("--nodes", o->nnodes, "Number of simulated nodes, 1..NP")
+      ->type_name("K")
+      ->capture_default_str();
+  auto* kill = app->add_option("--kill-node", o->kill_nodes, "Node(s) to kill, numbered from 0 (comma-separated)")
+                   ->delimiter(',')
+                   ->type_name("I[,J...]");
+  auto* at = app->add_option("--at-checkpoint", o->at_checkpoint, "Checkpoint (version) at which to kill them")
+                 ->type_name("C");
+  auto* phase = app->add_option("--phase", o->phase, "Phase of that checkpoint at which to kill them")
+                    ->check(CLI::IsMember({"compute", "checkpoint", "flush"}))
+                    ->type_name("PHASE")
+                    ->capture_default_str();
+  kill->needs(at);
+  at->needs(kill);
+  phase->needs(kill);
+  app->add_option("--config", o->config_path, "Config file (TOML) for the job; exported as CAIRN_CONFIG")
+      ->check(CLI::Validator(CLI::ExistingFile).description(""))
+      ->type_name("FILE");
+  app->add_option("--between-attempts", o->between_attempts,
+                  "Shell command run after a node was killed, before the relaunch")
+      ->type_name("CMD");
+  app->add_flag("--no-relaunch", o->no_relaunch, "After killing the node(s), do not start the job again");
+  app->add_option("stray", o->stray)->group("");  // a command given without "--": reported clearly
+  app->footer(kFooter);
+
+  Command cmd;
+  cmd.app = app;
+  cmd.takes_trailing_command = true;
+  cmd.run = [o](const Invocation& inv) {
+    auto ctx = prepare(*o, inv);
+    if (!ctx) {
+      print_error("run", ctx.status().message());
+      return kExitUsage;
+    }
+    return run_job(*ctx);
+  };
+  return cmd;
+}
+
+}  // namespace cairn::tool
