@@ -175,6 +175,9 @@ Status Runtime::stage_encode(VersionJob& job) {
   // The marker is written only now that every rank of the job has its redundancy data.
   Status marked = cache_.mark_protected(job.version);
   if (!marked.is_ok()) LOG_WARN("version %llu: %s", static_cast<unsigned long long>(job.version), marked.message().c_str());
+  // Only once every rank's marker is down does the version count as protected here: a failure
+  // after this point finds the marker on every survivor.
+  CAIRN_MPI(MPI_Barrier(bg_comm_));
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_protected_version_ = job.version;

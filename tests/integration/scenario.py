@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""One failure scenario of heat2d under `cairn run`, checked against a failure-free run.
+
+The job runs on simulated nodes; the launcher kills node(s) at a given checkpoint and phase, optionally
+damages files before the relaunch, and relaunches. The test passes when the relaunched job prints the
+same `result` as a failure-free run (bit for bit) and restarted from the expected version and level,
+or, for unrecoverable cases, when the job fails with a clear message.
+
+Usage: scenario.py --build BUILD --name NAME [options]   (see --help)
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HEAT_ARGS = ["--n", "256", "--iters", "400", "--checkpoint-every", "20"]
+
+
+def fail(msg):
+    print(f"FAIL: {msg}")
+    sys.exit(1)
+
+
+def base_env(args, work):
+    env = dict(os.environ)
+    env.update({
+        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+        "OMPI_MCA_rmaps_base_oversubscribe": "1",
+        "CAIRN_MPIRUN_ARGS": "--oversubscribe",
+        "CAIRN_PREFIX": os.path.join(work, "prefix"),
+        "CAIRN_CACHE_DIR": os.path.join(work, "cache"),
+        "CAIRN_JOB": args.name,
+        "CAIRN_REDUNDANCY": args.scheme,
+        "CAIRN_FLUSH_EVERY": str(args.flush_every),
+        "CAIRN_LOG": "info",
+    })
+    for kv in args.env:
+        k, _, v = kv.partition("=")
+        env[k] = v
+    return env
+
+
+def heat2d(build):
+    return os.path.join(build, "examples", "heat2d", "heat2d")
+
+
+def reference_result(args):
+    """The failure-free answer, computed once per build and shared by the scenarios."""
+    path = os.path.join(args.build, "tests", "integration", "heat2d-reference-" + "-".join(HEAT_ARGS[1::2]) + ".txt")
+    if os.path.exists(path):
+        return open(path).read().strip()
+    work = os.path.join(args.build, "tests", "integration", "work", f"reference-{os.getpid()}")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    env = base_env(args, work)
+    env["CAIRN_JOB"] = f"reference-{os.getpid()}"
+    env["CAIRN_REDUNDANCY"] = "single"
+    cmd = ["mpirun", "--oversubscribe", "-np", str(args.np), heat2d(args.build), *HEAT_ARGS,
+           "--checkpoint-every", "0", "--no-restart"]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    shutil.rmtree(work, ignore_errors=True)
+    m = re.findall(r"^result ([0-9a-f]{16})$", out.stdout, re.M)
+    if out.returncode != 0 or not m:
+        fail(f"failure-free reference run failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(m[-1] + "\n")
+    os.replace(tmp, path)
+    return m[-1]
+
+
+# ---- damage done between the attempts (run by the launcher's --between-attempts hook) ----------
+
+def newest_l1(cache_job, node, rank):
+    d = os.path.join(cache_job, node, f"r{rank}")
+    versions = sorted(int(n[1:-3]) for n in os.listdir(d) if re.fullmatch(r"v\d+\.l1", n))
+    if not versions:
+        fail(f"no L1 record in {d}")
+    v = versions[-1]
+    with open(os.path.join(d, f"v{v}.l1"), "rb") as f:
+        slot = int.from_bytes(f.read(4), "little")
+    return v, os.path.join(d, f"slot-{slot}.data")
+
+
+def newest_l3(prefix):
+    versions = sorted(int(n[1:]) for n in os.listdir(prefix)
+                      if re.fullmatch(r"v\d{8,}", n) and os.path.exists(os.path.join(prefix, n, "COMMIT")))
+    if not versions:
+        fail(f"no committed version in {prefix}")
+    return versions[-1], os.path.join(prefix, f"v{versions[-1]:08d}", "rank-0.data")
+
+
+def flip_byte(path, offset=100):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        b = f.read(1)
+        f.seek(offset)
+        f.write(bytes([b[0] ^ 0x40]))
+
+
+def damage(what):
+    cache_job = os.environ["CAIRN_CACHE_JOB"]
+    prefix = os.environ["CAIRN_PREFIX"]
+    if what.startswith("l1"):
+        v, path = newest_l1(cache_job, "node0", 0)
+    else:
+        v, path = newest_l3(prefix)
+    if what.endswith("flip"):
+        flip_byte(path)
+    else:
+        os.truncate(path, os.path.getsize(path) // 2)
+    print(f"scenario: {what} on {path} (version {v})")
+
+
+# ---- the scenario ---------------------------------------------------------------------------------
+
+def run_scenario(args):
+    ref = reference_result(args)
+    work = os.path.join(args.build, "tests", "integration", "work", args.name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    env = base_env(args, work)
+    cairn = os.path.join(args.build, "tools", "cairn")
+    cmd = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes)]
+    if args.kill:
+        cmd += ["--kill-node", args.kill, "--at-checkpoint", str(args.at), "--phase", args.phase]
+    if args.damage:
+        hook = f"{sys.executable} {os.path.abspath(__file__)} --damage {args.damage}"
+        cmd += ["--between-attempts", hook]
+    cmd += ["--", heat2d(args.build), *HEAT_ARGS]
+    if args.sleep_ms:
+        cmd += ["--sleep-ms", str(args.sleep_ms)]
+    print("scenario:", " ".join(cmd), flush=True)
+
+    if args.interrupt:
+        out = interrupted_runs(args, cmd, env, work)
+    else:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+        out = proc.stdout + proc.stderr
+        print(out)
+        if args.expect_fail:
+            if proc.returncode == 0:
+                fail("the job succeeded, but it should have failed (nothing recoverable)")
+            if not re.search(args.expect_fail, out):
+                fail(f"the failure message does not match /{args.expect_fail}/")
+            print(f"PASS: failed as expected (exit {proc.returncode})")
+            shutil.rmtree(work, ignore_errors=True)
+            return
+        if proc.returncode != 0:
+            fail(f"cairn run exited {proc.returncode}")
+    results = re.findall(r"^result ([0-9a-f]{16})$", out, re.M)
+    if not results:
+        fail("no result line")
+    if results[-1] != ref:
+        fail(f"recovered result {results[-1]} differs from the failure-free {ref}")
+    restarts = re.findall(r"^restart: version (\d+) from level (L\d)$", out, re.M)
+    if args.expect:
+        if not restarts:
+            fail(f"expected a restart from {args.expect}, saw none")
+        got_version, got_level = restarts[-1]
+        # Alternatives (A|B) where the timing of the kill legitimately decides between two versions.
+        ok = False
+        for alt in args.expect.split("|"):
+            want_level, _, want_version = alt.partition(":")
+            ok = ok or (got_level == want_level and (not want_version or got_version == want_version))
+        if not ok:
+            fail(f"restarted from version {got_version} at {got_level}, expected {args.expect}")
+    print(f"PASS: result {ref} identical; restarts {restarts}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def interrupted_runs(args, cmd, env, work):
+    """halt / end-time / signal: the first run must exit on request; the second resumes."""
+    prefix = env["CAIRN_PREFIX"]
+    first_env = dict(env)
+    if args.interrupt == "end-time":
+        first_env["CAIRN_END_TIME"] = str(int(time.time()) + 4)
+        first_env["CAIRN_HALT_SECONDS"] = "1"
+    proc = subprocess.Popen(cmd, env=first_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def poke():
+        state = os.path.join(prefix, ".cairn", "state")
+        deadline = time.time() + 60
+        while time.time() < deadline:  # wait until the job has taken a checkpoint
+            try:
+                kv = dict(l.split("=", 1) for l in open(state).read().split())
+                if int(kv.get("l1", "0")) >= 2:
+                    break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.05)
+        if args.interrupt == "halt-file":
+            open(os.path.join(prefix, ".cairn", "halt"), "w").close()
+        elif args.interrupt == "signal":
+            os.kill(int(kv["pid"]), signal.SIGUSR1)
+
+    t = threading.Thread(target=poke)
+    t.start()
+    out1, _ = proc.communicate(timeout=args.timeout)
+    t.join()
+    print(out1)
+    if proc.returncode != 0:
+        fail(f"the interrupted run exited {proc.returncode}")
+    if not re.search(r"exiting on request at iteration \d+", out1):
+        fail("the first run did not exit on request")
+    if re.search(r"^result ", out1, re.M):
+        fail("the first run ran to the end despite the request")
+    if args.interrupt == "halt-file":
+        os.remove(os.path.join(prefix, ".cairn", "halt"))
+    proc2 = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+    out2 = proc2.stdout + proc2.stderr
+    print(out2)
+    if proc2.returncode != 0:
+        fail(f"the resumed run exited {proc2.returncode}")
+    if not re.search(r"^restart: version \d+ from level L1$", out2, re.M):
+        fail("the resumed run did not restart from L1")
+    return out2
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build")
+    p.add_argument("--name")
+    p.add_argument("--scheme", default="xor", choices=["single", "partner", "xor", "rs"])
+    p.add_argument("--np", type=int, default=8)
+    p.add_argument("--nodes", type=int, default=4)
+    p.add_argument("--kill", help="node(s) to kill, e.g. 2 or 1,2")
+    p.add_argument("--at", type=int, default=8, help="checkpoint at which to kill")
+    p.add_argument("--phase", default="compute", choices=["compute", "checkpoint", "flush"])
+    p.add_argument("--flush-every", type=int, default=4)
+    p.add_argument("--damage", choices=["l1-flip", "l1-truncate", "l3-flip", "l3-truncate"],
+                   help="damage a file before the relaunch (also the hook's own mode)")
+    p.add_argument("--expect", help="LEVEL[:VERSION] the relaunch must restart from, e.g. L2:8")
+    p.add_argument("--expect-fail", help="regex: the job must fail with a message matching it")
+    p.add_argument("--interrupt", choices=["halt-file", "end-time", "signal"])
+    p.add_argument("--env", action="append", default=[], help="extra VAR=VALUE for the job")
+    p.add_argument("--sleep-ms", type=int, default=0, help="heat2d's sleep per iteration")
+    p.add_argument("--timeout", type=int, default=240)
+    args = p.parse_args()
+    if args.damage and not args.build:  # running as the launcher's hook
+        damage(args.damage)
+        return
+    if not args.build or not args.name:
+        p.error("--build and --name are required")
+    run_scenario(args)
+
+
+if __name__ == "__main__":
+    main()
