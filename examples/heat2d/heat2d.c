@@ -188,10 +188,15 @@ static void sweep(domain *d) {
   d->next = tmp;
 }
 
+/* The grid is distributed by rows (the same split cairn's BLOCK_ROWS uses) and the iteration count is
+ * the same everywhere, so a checkpoint can be restarted on any number of ranks. */
 static void protect_state(domain *d, int64_t *iter) {
-  check(cairn_protect("grid", cell(d, d->cur, 1, 0), (size_t)d->rows * (size_t)d->n, CAIRN_DOUBLE),
-        "cairn_protect(grid)");
-  check(cairn_protect("iter", iter, 1, CAIRN_INT64), "cairn_protect(iter)");
+  cairn_distribution rows = {CAIRN_DIST_BLOCK_ROWS, 0, 0, (size_t)d->n, (size_t)d->n};
+  cairn_distribution same = {CAIRN_DIST_REPLICATED, 1, 0, 0, 0};
+  check(cairn_protect_distributed("grid", cell(d, d->cur, 1, 0), (size_t)d->rows * (size_t)d->n, CAIRN_DOUBLE,
+                                  &rows),
+        "cairn_protect_distributed(grid)");
+  check(cairn_protect_distributed("iter", iter, 1, CAIRN_INT64, &same), "cairn_protect_distributed(iter)");
 }
 
 static void take_checkpoint(domain *d, int64_t *iter) {

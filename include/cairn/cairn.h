@@ -109,6 +109,60 @@ CAIRN_EXPORT int cairn_restart(void);
  * Either pointer may be NULL. Local. */
 CAIRN_EXPORT int cairn_restart_level(int *version, int *level);
 
+/* ---- Distributions: restart on another rank count, live redistribution ------------------------ */
+
+/* How a region is spread over the ranks. A region protected with cairn_protect() is PRIVATE. */
+typedef enum cairn_dist_kind {
+  CAIRN_DIST_PRIVATE = 0,      /* per-rank data: a restart needs the same number of ranks */
+  CAIRN_DIST_REPLICATED = 1,   /* the same on every rank: stored once (rank 0's copy) */
+  CAIRN_DIST_BLOCK = 2,        /* 1-D array of global_count elements in contiguous pieces; rank r of P
+                                  holds global_count/P elements, one more when r < global_count % P */
+  CAIRN_DIST_BLOCK_CYCLIC = 3, /* 1-D array dealt in blocks of block_size elements: block j to rank j%P;
+                                  a rank stores its blocks in order, contiguously */
+  CAIRN_DIST_BLOCK_ROWS = 4,   /* rows x cols array (row-major) split by rows as BLOCK splits elements */
+  CAIRN_DIST_BLOCK_COLS = 5    /* rows x cols array split by columns; a rank stores rows x its columns,
+                                  row-major */
+} cairn_dist_kind;
+
+typedef struct cairn_distribution {
+  int kind;            /* cairn_dist_kind */
+  size_t global_count; /* BLOCK, BLOCK_CYCLIC: elements of the global array */
+  size_t block_size;   /* BLOCK_CYCLIC: elements per block */
+  size_t rows, cols;   /* BLOCK_ROWS, BLOCK_COLS: global shape in elements */
+} cairn_distribution;
+
+/* Like cairn_protect(), with a distribution: local_count must equal cairn_local_count(dist) on the
+ * current communicator (REPLICATED: the whole array on every rank). Such regions can be restarted on
+ * another number of ranks and moved by cairn_redistribute(). Local. */
+CAIRN_EXPORT int cairn_protect_distributed(const char *name, void *ptr, size_t local_count, cairn_type type,
+                                           const cairn_distribution *dist);
+
+/* The number of elements this rank holds under `dist` on cairn's current communicator: what to
+ * allocate before cairn_restart() on a new rank count, or after cairn_redistribute(). Local. */
+CAIRN_EXPORT int cairn_local_count(const cairn_distribution *dist, size_t *count);
+
+/* Called by cairn_restart() and cairn_redistribute() when a distributed region's local count changes:
+ * return a buffer of at least new_count elements (it becomes the region's pointer; the old one is not
+ * freed by cairn), or NULL to fail with CAIRN_ERR_NO_MEMORY. */
+typedef void *(*cairn_resize_fn)(const char *name, size_t new_count, void *user_data);
+
+/* Register a resize callback for a protected region (NULL removes it). Without one, a region whose
+ * local count would change is CAIRN_ERR_SIZE_MISMATCH. Local. */
+CAIRN_EXPORT int cairn_set_resize(const char *name, cairn_resize_fn fn, void *user_data);
+
+/* Move every distributed region from the layout over cairn's current communicator to the layout over
+ * new_comm, and make new_comm cairn's communicator. Collective over the larger of the two
+ * communicators, which must contain the other:
+ *  - growing (new_comm from MPI_Comm_spawn + MPI_Intercomm_merge): every process of new_comm calls it;
+ *    processes new to the job first call cairn_init(MPI_COMM_SELF, ...) and protect their regions
+ *    (count 0 is fine) with resize callbacks;
+ *  - shrinking (new_comm from MPI_Comm_split): every process of the current communicator calls it,
+ *    those leaving with new_comm = MPI_COMM_NULL; they hand their data over and leave cairn
+ *    finalized (later calls return CAIRN_ERR_NOT_INITIALIZED).
+ * PRIVATE regions cannot change rank count (CAIRN_ERR_NOT_SUPPORTED naming the region). Background
+ * work is completed first; versions taken before keep their layout and can still be restarted. */
+CAIRN_EXPORT int cairn_redistribute(MPI_Comm new_comm);
+
 /* ---- File API (for codes that write their own checkpoint files) ------------------------------- */
 
 /* Path under which to write (during an output) or read (during a restart) the file `name`.

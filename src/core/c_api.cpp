@@ -56,6 +56,21 @@ int cairn_finalize(void) {
 int cairn_protect(const char* name, void* ptr, size_t count, cairn_type type) {
   return call("cairn_protect", [&](Runtime& rt) { return rt.protect(name, ptr, count, type); });
 }
+int cairn_protect_distributed(const char* name, void* ptr, size_t count, cairn_type type, const cairn_distribution* dist) {
+  return call("cairn_protect_distributed", [&](Runtime& rt) { return rt.protect_distributed(name, ptr, count, type, dist); });
+}
+int cairn_local_count(const cairn_distribution* dist, size_t* count) {
+  return call("cairn_local_count", [&](Runtime& rt) { return rt.local_count(dist, count); });
+}
+int cairn_set_resize(const char* name, cairn_resize_fn fn, void* user_data) {
+  return call("cairn_set_resize", [&](Runtime& rt) { return rt.set_resize(name, fn, user_data); });
+}
+int cairn_redistribute(MPI_Comm new_comm) {
+  bool left = false;
+  int rc = call("cairn_redistribute", [&](Runtime& rt) { return rt.redistribute(new_comm, &left); });
+  if (rc == CAIRN_SUCCESS && left) Runtime::abandon();
+  return rc;
+}
 int cairn_unprotect(const char* name) {
   return call("cairn_unprotect", [&](Runtime& rt) { return rt.unprotect(name); });
 }

@@ -54,7 +54,7 @@ Status Runtime::find_restart(RestartChoice* out) {
   if (rank_ == 0) {
     for (const auto& c : l3::list_committed(layout_)) {
       if (c.nranks == static_cast<uint32_t>(nranks_)) l3v.push_back(c.version);
-      else LOG_WARN("L3 version %llu was written by %u ranks, this job has %d: skipped",
+      else LOG_DEBUG("L3 version %llu was written by %u ranks, this job has %d: left to the reshaping restart",
                     static_cast<unsigned long long>(c.version), c.nranks, nranks_);
     }
   }
@@ -70,6 +70,11 @@ Status Runtime::find_restart(RestartChoice* out) {
   for (uint64_t r : rejected_) candidates.erase(r);
 
   std::ostringstream why;
+  // Versions written by another rank count that are newer than every own-count candidate come first.
+  std::string reshaped_why;
+  uint64_t newest_own = candidates.empty() ? 0 : *candidates.begin();
+  Status newer = find_reshaped(out, &reshaped_why, newest_own, UINT64_MAX);
+  if (newer.is_ok() || newer.code() == Code::ERR_MPI) return newer;
   for (uint64_t v : candidates) {
     std::vector<uint64_t> flags(static_cast<size_t>(nranks_), 0);
     for (int r = 0; r < nranks_; ++r)
@@ -94,7 +99,10 @@ Status Runtime::find_restart(RestartChoice* out) {
     why << " version " << v << ": " << attempt << ".";
     if (rank_ == 0) LOG_WARN("restart: version %llu is not recoverable: %s", static_cast<unsigned long long>(v), attempt.c_str());
   }
-  if (candidates.empty())
+  Status older = find_reshaped(out, &reshaped_why, 0, newest_own);
+  if (older.is_ok() || older.code() == Code::ERR_MPI) return older;
+  why << reshaped_why;
+  if (candidates.empty() && reshaped_why.empty())
     return make_error(Code::ERR_NO_CHECKPOINT, "no checkpoint found in the cache (%s) or the prefix (%s)",
                       layout_.cache_job.c_str(), layout_.prefix.c_str());
   // Checkpoints exist but none can be rebuilt: an error, not a fresh start (which would silently
@@ -280,6 +288,22 @@ Status Runtime::try_l3(uint64_t v, RestartChoice* out) {
 }
 
 Status Runtime::apply_restart(const RestartChoice& c) {
+  if (c.p_old) {
+    std::vector<int> identity(static_cast<size_t>(nranks_));
+    for (int r = 0; r < nranks_; ++r) identity[r] = r;
+    CAIRN_TRY(move_regions(app_comm_, c.p_old, c.host_of_old, identity, c.held, /*restart=*/true));
+    restored_version_ = c.version;
+    restored_level_ = c.level;
+    restored_files_.clear();
+    static const char* kLevels[] = {"none", "L1", "L2", "L3"};
+    if (rank_ == 0) {
+      state_.set({{"restart_version", std::to_string(c.version)}, {"restart_level", kLevels[c.level]}});
+      LOG_INFO("restarted from version %llu at %s, written by %d ranks, redistributed onto %d",
+               static_cast<unsigned long long>(c.version), kLevels[c.level], c.p_old, nranks_);
+    }
+    last_checkpoint_time_ = now_seconds();
+    return Status::ok();
+  }
   const Manifest& m = c.manifest;
   Status check = Status::ok();
   for (const auto& [name, r] : regions_) {

@@ -15,6 +15,7 @@
 #include "core/mpi_util.hpp"
 #include "pfs/l3_store.hpp"
 #include "policy/exit_policy.hpp"
+#include "redistribute/distribution.hpp"
 
 namespace cairn {
 namespace {
@@ -36,6 +37,12 @@ uint32_t type_size(int type) {
   return 0;
 }
 }  // namespace
+
+Result<redist::Distribution> dist_from_c(const cairn_distribution& d) {
+  if (d.kind < 0 || d.kind > CAIRN_DIST_BLOCK_COLS)
+    return make_error(Code::ERR_INVALID_ARG, "unknown distribution kind %d", d.kind);
+  return redist::make(static_cast<redist::Kind>(d.kind), d.global_count, d.block_size, d.rows, d.cols);
+}
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -62,13 +69,23 @@ Status Runtime::destroy() {
   return st;
 }
 
+void Runtime::abandon() {
+  if (!g_runtime) return;
+  {
+    std::lock_guard<std::mutex> lock(g_runtime->mu_);
+    g_runtime->stop_ = true;
+  }
+  g_runtime->cv_.notify_all();
+  if (g_runtime->worker_.joinable()) g_runtime->worker_.join();
+  policy::restore_signal_handlers();
+  g_runtime.reset();
+}
+
 Status Runtime::init(MPI_Comm comm, const char* config_path) {
-  CAIRN_MPI(MPI_Comm_dup(comm, &app_comm_));
-  CAIRN_MPI(MPI_Comm_dup(comm, &bg_comm_));
-  MPI_Comm_rank(app_comm_, &rank_);
-  MPI_Comm_size(app_comm_, &nranks_);
   MPI_Query_thread(&thread_level_);
   mpi_in_worker_ = thread_level_ == MPI_THREAD_MULTIPLE;
+  CAIRN_MPI(MPI_Comm_dup(comm, &app_comm_));
+  MPI_Comm_rank(app_comm_, &rank_);
   log::set_rank(rank_);
 
   // Configuration: every rank parses; any rank's error is everyone's error.
@@ -80,18 +97,30 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
   if (rank_ == 0)
     for (const auto& w : loaded->warnings) LOG_WARN("%s", w.c_str());
   layout_ = make_layout(cfg_);
+  inject_.init(rank_);
+  CAIRN_TRY(bind_comm(app_comm_));
+  policy::install_signal_handlers();
+  last_checkpoint_time_ = now_seconds();
+  worker_ = std::thread([this] { worker_loop(); });
+  return Status::ok();
+}
 
+// Make `comm` (already duplicated into app_comm_) cairn's communicator: the pipeline's communicator,
+// this rank's cache directory, the L2 sets and the version numbering all follow from it.
+Status Runtime::bind_comm(MPI_Comm comm) {
+  app_comm_ = comm;
+  CAIRN_MPI(MPI_Comm_dup(app_comm_, &bg_comm_));
+  MPI_Comm_rank(app_comm_, &rank_);
+  MPI_Comm_size(app_comm_, &nranks_);
+  log::set_rank(rank_);
   Status dirs = fs::make_dirs(layout_.control);
   if (dirs.is_ok()) dirs = cache_.open(layout_.rank_cache(cfg_.node, rank_), cfg_.cache_versions);
   CAIRN_TRY(agree(app_comm_, dirs.prefixed("cannot create the checkpoint directories")));
-
   state_.open(layout_, rank_ == 0);
-  inject_.init(rank_);
+  placement_ = SetPlacement{};
+  code_.reset();
   CAIRN_TRY(compute_placement());
   CAIRN_TRY(agree_next_version());
-  policy::install_signal_handlers();
-  last_checkpoint_time_ = now_seconds();
-
   if (rank_ == 0) {
     LOG_INFO("cairn %d.%d.%d on %d ranks: prefix %s, cache %s, redundancy %s%s, flush every %d, %s",
              CAIRN_VERSION_MAJOR, CAIRN_VERSION_MINOR, CAIRN_VERSION_PATCH, nranks_, layout_.prefix.c_str(),
@@ -99,12 +128,16 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
              placement_.enabled ? "" : " (L2 off)", cfg_.flush_every,
              mpi_in_worker_ ? "background MPI progress" : "MPI progress inside cairn calls");
     state_.set({{"phase", "compute"}, {"nranks", std::to_string(nranks_)},
-                {"redundancy", redundancy_name(cfg_.redundancy)}, {"version", "0"},
-                {"l1", "0"}, {"l2", "0"}, {"l3", "0"}, {"restart_version", "0"}, {"restart_level", "none"},
+                {"redundancy", redundancy_name(cfg_.redundancy)}, {"version", std::to_string(next_version_ - 1)},
                 {"cache", layout_.cache_job}, {"pid", std::to_string(getpid())}});
   }
-  worker_ = std::thread([this] { worker_loop(); });
   return Status::ok();
+}
+
+void Runtime::release_comms() {
+  if (set_comm_ != MPI_COMM_NULL) MPI_Comm_free(&set_comm_);
+  if (bg_comm_ != MPI_COMM_NULL) MPI_Comm_free(&bg_comm_);
+  if (app_comm_ != MPI_COMM_NULL) MPI_Comm_free(&app_comm_);
 }
 
 // Failure groups -> redundancy sets. For every "local index" (the i-th rank of a node), the ranks
@@ -125,6 +158,7 @@ Status Runtime::compute_placement() {
     if (!count.count(node_of[r])) node_order.push_back(node_of[r]);
     local_index[r] = count[node_of[r]]++;
   }
+  node_of_rank_ = node_of;
   SetPlacement& p = placement_;
   p.set_of_rank.assign(static_cast<size_t>(nranks_), -1);
   int parity = cfg_.redundancy == Redundancy::rs ? cfg_.rs_parity : 1;
@@ -211,9 +245,7 @@ Status Runtime::finalize() {
   if (worker_.joinable()) worker_.join();
   policy::restore_signal_handlers();
   if (rank_ == 0) state_.set("phase", "finalized");
-  if (set_comm_ != MPI_COMM_NULL) MPI_Comm_free(&set_comm_);
-  MPI_Comm_free(&bg_comm_);
-  MPI_Comm_free(&app_comm_);
+  release_comms();
   return st;
 }
 
@@ -225,8 +257,59 @@ Status Runtime::protect(const char* name, void* ptr, size_t count, int type) {
   if (!ptr && count > 0)
     return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): NULL pointer with count %zu", name, count);
   if (count > (UINT64_MAX / elem)) return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): count overflows", name);
-  Region r{name, ptr, count, type, elem};
-  regions_[name] = r;
+  Region& r = regions_[name];
+  r.name = name;
+  r.ptr = ptr;
+  r.count = count;
+  r.type = type;
+  r.elem_size = elem;
+  r.dist_kind = 0;  // cairn_protect means private; cairn_protect_distributed sets it after
+  r.dist_params.clear();
+  return Status::ok();
+}
+
+Status Runtime::protect_distributed(const char* name, void* ptr, size_t count, int type, const cairn_distribution* d) {
+  if (!d) return make_error(Code::ERR_INVALID_ARG, "cairn_protect_distributed('%s'): distribution is NULL", name ? name : "");
+  CAIRN_ASSIGN_OR_RETURN(dist, dist_from_c(*d));
+  if (dist.kind != redist::Kind::private_ && dist.kind != redist::Kind::replicated) {
+    uint64_t want = redist::local_count(dist, nranks_, rank_);
+    if (want != count)
+      return make_error(Code::ERR_SIZE_MISMATCH,
+                        "cairn_protect_distributed('%s'): %zu elements given, the %s distribution gives rank %d of %d "
+                        "%llu (see cairn_local_count)", name ? name : "", count, redist::kind_name(dist.kind), rank_,
+                        nranks_, static_cast<unsigned long long>(want));
+  } else if (dist.kind == redist::Kind::replicated && dist.global_count && dist.global_count != count) {
+    return make_error(Code::ERR_SIZE_MISMATCH, "cairn_protect_distributed('%s'): replicated region of %llu elements given %zu",
+                      name ? name : "", static_cast<unsigned long long>(dist.global_count), count);
+  }
+  auto old = regions_.find(name ? name : "");
+  cairn_resize_fn fn = old != regions_.end() ? old->second.resize : nullptr;
+  void* user = old != regions_.end() ? old->second.resize_user : nullptr;
+  CAIRN_TRY(protect(name, ptr, count, type));
+  Region& r = regions_[name];
+  r.dist_kind = static_cast<uint32_t>(dist.kind);
+  r.dist_params = dist.to_params();
+  r.resize = fn;
+  r.resize_user = user;
+  return Status::ok();
+}
+
+Status Runtime::local_count(const cairn_distribution* d, size_t* count) const {
+  if (!d || !count) return make_error(Code::ERR_INVALID_ARG, "cairn_local_count: NULL argument");
+  CAIRN_ASSIGN_OR_RETURN(dist, dist_from_c(*d));
+  if (dist.kind == redist::Kind::private_)
+    return make_error(Code::ERR_INVALID_ARG, "cairn_local_count: a private region has no global shape");
+  *count = static_cast<size_t>(dist.kind == redist::Kind::replicated ? dist.global_count
+                                                                       : redist::local_count(dist, nranks_, rank_));
+  return Status::ok();
+}
+
+Status Runtime::set_resize(const char* name, cairn_resize_fn fn, void* user) {
+  auto it = regions_.find(name ? name : "");
+  if (it == regions_.end())
+    return make_error(Code::ERR_UNKNOWN_REGION, "cairn_set_resize: no region named '%s' (protect it first)", name ? name : "(null)");
+  it->second.resize = fn;
+  it->second.resize_user = user;
   return Status::ok();
 }
 
@@ -276,6 +359,8 @@ Status Runtime::take_version(const std::string& label, bool have_files) {
       e.count = r.count;
       e.offset = off;
       e.size = r.bytes();
+      e.distribution = r.dist_kind;
+      e.dist_params = r.dist_params;
       off += e.size;
       m.regions.push_back(std::move(e));
     }
@@ -324,6 +409,7 @@ Status Runtime::take_version(const std::string& label, bool have_files) {
   job->data = dst;
   job->t_copy = t_copy;
   job->local_status = local;
+  ++versions_taken_;
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.push_back(job);

@@ -32,7 +32,21 @@ struct Region {
   size_t count = 0;
   int type = 0;
   uint32_t elem_size = 1;
+  uint32_t dist_kind = 0;               // cairn_dist_kind; 0 = private
+  std::vector<uint64_t> dist_params;    // redist::Distribution::to_params()
+  cairn_resize_fn resize = nullptr;
+  void* resize_user = nullptr;
   uint64_t bytes() const { return static_cast<uint64_t>(count) * elem_size; }
+};
+
+// A version's snapshot stream of one old rank, as held by this process during a reshaping restart or
+// a live redistribution.
+struct HeldStream {
+  int old_rank = 0;
+  Manifest manifest;
+  const uint8_t* data = nullptr;
+  std::vector<uint8_t> storage;  // when the bytes live here (L3 staging, live packing)
+  std::shared_ptr<MappedFile> map;  // when they live in another rank's L1 slot on this node
 };
 
 // One version on its way through the levels. Stages run in this order; each flag is set once.
@@ -65,6 +79,9 @@ struct SetPlacement {
 struct RestartChoice {
   uint64_t version = 0;
   int level = 0;  // enum cairn_level
+  int p_old = 0;  // ranks that wrote the version, when not this job's count (a reshaping restart)
+  std::vector<int> host_of_old;
+  std::vector<struct HeldStream> held;
   Manifest manifest;
   const uint8_t* data = nullptr;       // verified snapshot stream (slot or staging buffer)
   std::vector<uint8_t> staging;        // holds L3 data
@@ -75,9 +92,17 @@ class Runtime {
   static Runtime* instance();
   static Status create(MPI_Comm comm, const char* config_path);
   static Status destroy();
+  // After a process left the job in cairn_redistribute: stop without any collective.
+  static void abandon();
 
   // Memory API
   Status protect(const char* name, void* ptr, size_t count, int type);
+  Status protect_distributed(const char* name, void* ptr, size_t count, int type, const cairn_distribution* d);
+  Status local_count(const cairn_distribution* d, size_t* count) const;
+  Status set_resize(const char* name, cairn_resize_fn fn, void* user);
+  // Live redistribution onto new_comm (see cairn.h). On return `*left` tells whether this process
+  // left the job (its runtime is then to be destroyed).
+  Status redistribute(MPI_Comm new_comm, bool* left);
   Status unprotect(const char* name);
   Status checkpoint();
   Status wait_all();
@@ -134,6 +159,18 @@ class Runtime {
   Status try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, RestartChoice* out, bool* handled);
   Status try_l3(uint64_t v, RestartChoice* out);
   Status apply_restart(const RestartChoice& c);
+  // Restart from a version written by another number of ranks (reshape.cpp).
+  // Only versions in (above, at_most] are tried.
+  Status find_reshaped(RestartChoice* out, std::string* why, uint64_t above, uint64_t at_most);
+  Status reshaped_from_l1(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
+                          std::vector<HeldStream>* held);
+  Status reshaped_from_l3(uint64_t v, int p_old, std::vector<HeldStream>* held);
+  // Move every distributed region from a p_old layout (streams held by processes of `comm`) to the
+  // layout of the processes with new_rank_of[comm rank] >= 0. Collective over comm.
+  Status move_regions(MPI_Comm comm, int p_old, const std::vector<int>& host_of_old,
+                      const std::vector<int>& new_rank_of, const std::vector<HeldStream>& held, bool restart);
+  Status bind_comm(MPI_Comm comm);
+  void release_comms();
   Status flush_now(uint64_t version);
 
   Status policy_observe(int* need, int* exit);
@@ -151,6 +188,7 @@ class Runtime {
   JobState state_;
   FaultInjector inject_;
   SetPlacement placement_;
+  std::vector<std::string> node_of_rank_;  // failure group of every rank of app_comm_
   std::optional<redundancy::SetCode> code_;
 
   // regions and versions
@@ -162,6 +200,7 @@ class Runtime {
   uint64_t last_local_version_ = 0;            // newest version agreed local on all ranks
   uint64_t last_flushed_version_ = 0;
   uint64_t last_protected_version_ = 0;
+  uint64_t versions_taken_ = 0;                // by this process since cairn_init
 
   // restart
   std::optional<RestartChoice> pending_;

@@ -1,0 +1,112 @@
+// Live redistribution (cairn_redistribute): move every distributed region from the layout over the
+// current communicator to the layout over a new one, then make the new one cairn's communicator.
+// The data moves once, straight from the ranks that hold it to the ranks that will (move_regions).
+#include <algorithm>
+#include <cstring>
+
+#include "core/log.hpp"
+#include "core/mpi_util.hpp"
+#include "core/runtime.hpp"
+
+namespace cairn {
+
+Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
+  *left = false;
+  if (in_output_ || in_restart_)
+    return make_error(Code::ERR_SEQUENCE, "cairn_redistribute: an output or restart is open (complete it first)");
+  // The collective runs over whichever communicator contains the other (checked locally: does every
+  // process of the current communicator appear in new_comm?).
+  bool grow = false;
+  if (new_comm != MPI_COMM_NULL) {
+    MPI_Group cur, nxt;
+    CAIRN_MPI(MPI_Comm_group(app_comm_, &cur));
+    CAIRN_MPI(MPI_Comm_group(new_comm, &nxt));
+    std::vector<int> in(static_cast<size_t>(nranks_)), out(static_cast<size_t>(nranks_));
+    for (int r = 0; r < nranks_; ++r) in[r] = r;
+    CAIRN_MPI(MPI_Group_translate_ranks(cur, nranks_, in.data(), nxt, out.data()));
+    grow = std::none_of(out.begin(), out.end(), [](int r) { return r == MPI_UNDEFINED; });
+    MPI_Group_free(&cur);
+    MPI_Group_free(&nxt);
+  }
+  MPI_Comm unite = grow ? new_comm : app_comm_;
+  int me = 0, size = 0;
+  MPI_Comm_rank(unite, &me);
+  MPI_Comm_size(unite, &size);
+
+  // Who was whom: a process is an old member unless it joins (its communicator is only itself while
+  // growing into a larger one) and a new member unless it leaves.
+  bool joiner = grow && nranks_ == 1 && versions_taken_ == 0 && restored_version_ == 0;
+  int mine[2] = {joiner ? -1 : rank_, -1};
+  if (new_comm != MPI_COMM_NULL) MPI_Comm_rank(new_comm, &mine[1]);
+  std::vector<int> roles(2 * static_cast<size_t>(size));
+  CAIRN_MPI(MPI_Allgather(mine, 2, MPI_INT, roles.data(), 2, MPI_INT, unite));
+  int p_old = 0;
+  std::vector<int> new_rank_of(static_cast<size_t>(size));
+  for (int u = 0; u < size; ++u) {
+    p_old += roles[2 * u] >= 0;
+    new_rank_of[u] = roles[2 * u + 1];
+  }
+  std::vector<int> host_of_old(static_cast<size_t>(p_old), -1);
+  for (int u = 0; u < size; ++u)
+    if (roles[2 * u] >= 0 && roles[2 * u] < p_old) host_of_old[static_cast<size_t>(roles[2 * u])] = u;
+  Status roles_ok = std::count(host_of_old.begin(), host_of_old.end(), -1) == 0
+                        ? Status::ok()
+                        : make_error(Code::ERR_INVALID_ARG,
+                                     "cairn_redistribute: the processes do not form one job; with a larger new_comm, "
+                                     "every process of cairn's communicator must be in it");
+  CAIRN_TRY(agree(unite, roles_ok));
+
+  // Old members finish their background work (collective over the old communicator) and pack their
+  // regions as a snapshot stream: move_regions reads only from that copy, so buffers can be resized.
+  std::vector<HeldStream> held;
+  if (!joiner) {
+    CAIRN_TRY(wait_all());
+    HeldStream h;
+    h.old_rank = rank_;
+    Manifest& m = h.manifest;
+    m.rank = static_cast<uint32_t>(rank_);
+    m.nranks = static_cast<uint32_t>(nranks_);
+    uint64_t off = 0;
+    for (const auto& [name, r] : regions_) {
+      RegionEntry e;
+      e.name = name;
+      e.type = static_cast<uint32_t>(r.type);
+      e.elem_size = r.elem_size;
+      e.count = r.count;
+      e.offset = off;
+      e.size = r.bytes();
+      e.distribution = r.dist_kind;
+      e.dist_params = r.dist_params;
+      off += e.size;
+      m.regions.push_back(std::move(e));
+    }
+    m.total_size = off;
+    h.storage.resize(std::max<uint64_t>(off, 1));
+    for (const auto& e : m.regions)
+      if (e.size) memcpy(h.storage.data() + e.offset, regions_[e.name].ptr, e.size);
+    h.data = h.storage.data();
+    held.push_back(std::move(h));
+  }
+  CAIRN_TRY(move_regions(unite, p_old, host_of_old, new_rank_of, held, /*restart=*/false));
+  held.clear();
+
+  int p_new = static_cast<int>(std::count_if(new_rank_of.begin(), new_rank_of.end(), [](int r) { return r >= 0; }));
+  if (rank_ == 0 && !joiner) LOG_INFO("redistributed from %d to %d ranks", p_old, p_new);
+  release_comms();
+  pending_.reset();
+  rejected_.clear();
+  restored_files_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_local_version_ = last_flushed_version_ = last_protected_version_ = 0;
+  }
+  if (new_comm == MPI_COMM_NULL) {
+    *left = true;
+    return Status::ok();
+  }
+  MPI_Comm dup;
+  CAIRN_MPI(MPI_Comm_dup(new_comm, &dup));
+  return bind_comm(dup);
+}
+
+}  // namespace cairn
