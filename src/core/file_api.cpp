@@ -52,19 +52,21 @@ Status Runtime::start_output(const char* label, int flags) {
   if (in_restart_) return make_error(Code::ERR_SEQUENCE, "cairn_start_output: a restart is open (call cairn_complete_restart first)");
   if (label && strlen(label) > 255) return make_error(Code::ERR_INVALID_ARG, "cairn_start_output: label longer than 255 bytes");
   std::string dir = output_dir(cache_);
-  CAIRN_TRY(fs::remove_tree(dir));
-  CAIRN_TRY(fs::make_dirs(dir));
   routed_.clear();
   output_label_ = label ? label : "";
   in_output_ = true;
-  return Status::ok();
+  // A local failure still opens the output: cairn_complete_output votes it invalid everywhere.
+  output_failure_ = fs::remove_tree(dir);
+  if (output_failure_.is_ok()) output_failure_ = fs::make_dirs(dir);
+  return output_failure_;
 }
 
 Status Runtime::complete_output(int valid) {
   if (!in_output_) return make_error(Code::ERR_SEQUENCE, "call cairn_start_output before cairn_complete_output");
   in_output_ = false;
   pending_.reset();
-  int mine = valid ? 1 : 0, all = 0;
+  int mine = valid && output_failure_.is_ok() ? 1 : 0, all = 0;
+  output_failure_ = Status::ok();
   CAIRN_MPI(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, app_comm_));
   std::string label = output_label_.empty() ? "ckpt." + std::to_string(next_version_) : output_label_;
   Status st;
@@ -105,6 +107,12 @@ Status Runtime::complete_restart(int valid) {
   if (!all) {
     rejected_.push_back(restored_version_);
     restored_files_.clear();
+    // The rejected version must not be flushed at finalize, nor count as the newest local one.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_local_version_ = before_restart_local_;
+      last_flushed_version_ = before_restart_flushed_;
+    }
     return make_error(Code::ERR_INVALID_VERSION, "version %llu rejected by the application (%s)",
                       static_cast<unsigned long long>(restored_version_),
                       mine ? "another rank passed valid=0" : "this rank passed valid=0");

@@ -48,6 +48,15 @@ void Runtime::worker_loop() {
   }
 }
 
+// Waiters test these flags under mu_; setting them under mu_ too means no wake-up is lost.
+void Runtime::set_flag(std::atomic<bool>& flag) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    flag = true;
+  }
+  cv_.notify_all();
+}
+
 // seal (and, when MPI runs elsewhere, the L3 write too: it needs no MPI).
 void Runtime::run_local_stages(VersionJob& job) {
   double t0 = now_seconds();
@@ -56,8 +65,7 @@ void Runtime::run_local_stages(VersionJob& job) {
     job.local_status = cache_.write_record(job.version, L1Record{static_cast<uint32_t>(job.slot), job.manifest});
   }
   job.t_seal = now_seconds() - t0;
-  job.sealed = true;
-  cv_.notify_all();
+  set_flag(job.sealed);
   if (!mpi_in_worker_ && job.flush) {
     double t1 = now_seconds();
     job.l3_status = job.local_status.is_ok()
@@ -65,16 +73,14 @@ void Runtime::run_local_stages(VersionJob& job) {
                                          [&] { inject_.point("flush", job.version); })
                         : job.local_status;
     job.t_l3 = now_seconds() - t1;
-    job.l3_written = true;
-    cv_.notify_all();
+    set_flag(job.l3_written);
   }
 }
 
 Status Runtime::run_mpi_stages(VersionJob& job) {
   Status st = stage_agree_local(job);
   if (st.is_ok() && job.local_ok) st = stage_encode(job);
-  job.l2_decided = true;
-  cv_.notify_all();
+  set_flag(job.l2_decided);
   if (st.is_ok() && job.local_ok) inject_.point("compute", job.version);
   if (st.is_ok() && job.flush) {
     if (mpi_in_worker_) {
@@ -83,7 +89,7 @@ Status Runtime::run_mpi_stages(VersionJob& job) {
                                                     [&] { inject_.point("flush", job.version); })
                                    : make_error(Code::ERR_INVALID_VERSION, "version was discarded");
       job.t_l3 = now_seconds() - t1;
-      job.l3_written = true;
+      set_flag(job.l3_written);
     } else {
       wait_job(job);
     }
@@ -155,8 +161,11 @@ Status Runtime::stage_encode(VersionJob& job) {
       lens.push_back(m->total_size);
     }
     size_t max_len = *std::max_element(lens.begin(), lens.end());
-    CAIRN_ASSIGN_OR_RETURN(red, cache_.red(job.slot, std::max<size_t>(code_->redundancy_len(max_len), 1)));
-    CAIRN_TRY(redundancy::encode_set(set_comm_, *code_, job.data, job.manifest.total_size, lens, red->data(),
+    auto red = cache_.red(job.slot, std::max<size_t>(code_->redundancy_len(max_len), 1));
+    // The whole set enters the exchange or none of it does: a member that could not set up its buffer
+    // must not leave the others waiting inside encode_set.
+    CAIRN_TRY(agree(set_comm_, red.status()));
+    CAIRN_TRY(redundancy::encode_set(set_comm_, *code_, job.data, job.manifest.total_size, lens, (*red)->data(),
                                      cfg_.exchange_chunk));
     return cache_.write_set(job.version, redundancy::encode_set_record(rec));
   }();
@@ -173,11 +182,15 @@ Status Runtime::stage_encode(VersionJob& job) {
     return Status::ok();
   }
   // The marker is written only now that every rank of the job has its redundancy data.
-  Status marked = cache_.mark_protected(job.version);
-  if (!marked.is_ok()) LOG_WARN("version %llu: %s", static_cast<unsigned long long>(job.version), marked.message().c_str());
-  // Only once every rank's marker is down does the version count as protected here: a failure
-  // after this point finds the marker on every survivor.
-  CAIRN_MPI(MPI_Barrier(bg_comm_));
+  // Only once every rank's marker is down does the version count as protected: a failure after this
+  // point finds the marker on every survivor.
+  Status marked = agree(bg_comm_, cache_.mark_protected(job.version));
+  if (marked.code() == Code::ERR_MPI) return marked;
+  if (!marked.is_ok()) {
+    job.protected_ok = false;
+    if (rank_ == 0) LOG_ERROR("version %llu: %s", static_cast<unsigned long long>(job.version), marked.message().c_str());
+    return Status::ok();
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_protected_version_ = job.version;
@@ -246,17 +259,36 @@ void Runtime::wait_for_l2() {
   });
 }
 
+// Which slot a new version overwrites. Never the slot of `keep` -- the newest protected version, or
+// without L2 the newest version known whole -- while another slot exists; among the others, first a
+// stale record newer than `keep` (a version that never completed), then an empty slot or the oldest.
 int Runtime::choose_slot() {
-  std::vector<uint64_t> occupant(static_cast<size_t>(cache_.nslots()), 0);
+  size_t n = static_cast<size_t>(cache_.nslots());
+  std::vector<uint64_t> occupant(n, 0);
+  uint64_t newest_record = 0, newest_protected = 0;
   for (uint64_t v : cache_.versions()) {
     auto rec = cache_.read_record(v);
-    if (rec) occupant[rec->slot] = std::max(occupant[rec->slot], v);
+    if (!rec) continue;
+    occupant[rec->slot] = std::max(occupant[rec->slot], v);
+    newest_record = std::max(newest_record, v);
+    if (placement_.enabled && cache_.is_protected(v)) newest_protected = std::max(newest_protected, v);
   }
+  uint64_t keep;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& j : jobs_) occupant[static_cast<size_t>(j->slot)] = std::max(occupant[static_cast<size_t>(j->slot)], j->version);
+    for (auto& j : jobs_)
+      if (!(j->l2_decided && !j->local_ok))  // a discarded version holds nothing worth keeping
+        occupant[static_cast<size_t>(j->slot)] = std::max(occupant[static_cast<size_t>(j->slot)], j->version);
+    keep = newest_protected ? newest_protected : last_local_version_ ? last_local_version_ : newest_record;
   }
-  return static_cast<int>(std::min_element(occupant.begin(), occupant.end()) - occupant.begin());
+  if (n == 1) return 0;
+  int best = -1;
+  for (size_t i = 0; i < n; ++i) {
+    if (occupant[i] == keep && keep != 0) continue;
+    if (occupant[i] > keep) return static_cast<int>(i);  // stale: newer than anything whole
+    if (best < 0 || occupant[i] < occupant[static_cast<size_t>(best)]) best = static_cast<int>(i);
+  }
+  return best < 0 ? 0 : best;
 }
 
 void Runtime::wait_slot_free(int slot) {

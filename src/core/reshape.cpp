@@ -177,7 +177,12 @@ Status Runtime::reshaped_from_l3(uint64_t v, int p_old, std::vector<HeldStream>*
       CAIRN_ASSIGN_OR_RETURN(m, l3::read_manifest(layout_, v, static_cast<uint32_t>(k)));
       HeldStream h;
       h.old_rank = k;
-      h.storage.assign(std::max<uint64_t>(m.total_size, 1), 0);
+      try {
+        h.storage.assign(std::max<uint64_t>(m.total_size, 1), 0);
+      } catch (const std::bad_alloc&) {
+        return make_error(Code::ERR_NO_MEMORY, "no memory to stage old rank %d of version %llu", k,
+                          static_cast<unsigned long long>(v));
+      }
       CAIRN_TRY(l3::read_data(layout_, m, h.storage.data()));
       CAIRN_TRY(verify_stream(m, h.storage.data(), m.total_size).prefixed(l3::data_path(layout_, v, k)));
       h.manifest = std::move(m);

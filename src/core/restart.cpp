@@ -84,6 +84,7 @@ Status Runtime::find_restart(RestartChoice* out) {
       }
     bool handled = false;
     std::string attempt;
+    out->in_l3 = std::find(l3v.begin(), l3v.end(), v) != l3v.end();
     Status st = try_l1_l2(v, flags, out, &handled);
     if (st.code() == Code::ERR_MPI) return st;
     if (handled) return Status::ok();
@@ -241,11 +242,16 @@ Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, Restar
         }
         CAIRN_TRY(cache_.drop(v));
       }
-      CAIRN_ASSIGN_OR_RETURN(d, cache_.slot(slot, std::max<uint64_t>(m.total_size, 1)));
-      CAIRN_ASSIGN_OR_RETURN(red, cache_.red(slot, red_len));
-      data = d->data();
-      return redundancy::rebuild_set(set_comm_, *code_, lost, d->data(), lens, red->data(), cfg_.exchange_chunk);
+      return Status::ok();
     }();
+    // The whole set enters the exchange or none of it does.
+    Result<MappedFile*> d = local.is_ok() ? cache_.slot(slot, std::max<uint64_t>(m.total_size, 1)) : Result<MappedFile*>(local);
+    Result<MappedFile*> red = d.is_ok() ? cache_.red(slot, red_len) : Result<MappedFile*>(d.status());
+    local = agree(set_comm_, red.status());
+    if (local.is_ok()) {
+      data = (*d)->data();
+      local = redundancy::rebuild_set(set_comm_, *code_, lost, (*d)->data(), lens, (*red)->data(), cfg_.exchange_chunk);
+    }
     if (local.code() == Code::ERR_MPI) return local;
     if (local.is_ok() && i_am_lost) {
       local = verify_stream(m, data, m.total_size).prefixed("rebuilt data");
@@ -269,7 +275,12 @@ Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, Restar
 Status Runtime::try_l3(uint64_t v, RestartChoice* out) {
   Status local = [&]() -> Status {
     CAIRN_ASSIGN_OR_RETURN(m, l3::read_manifest(layout_, v, static_cast<uint32_t>(rank_)));
-    out->staging.assign(std::max<uint64_t>(m.total_size, 1), 0);
+    try {
+      out->staging.assign(std::max<uint64_t>(m.total_size, 1), 0);
+    } catch (const std::bad_alloc&) {
+      return make_error(Code::ERR_NO_MEMORY, "no memory to stage %llu bytes of version %llu",
+                        static_cast<unsigned long long>(m.total_size), static_cast<unsigned long long>(v));
+    }
     CAIRN_TRY(l3::read_data(layout_, m, out->staging.data()));
     CAIRN_TRY(verify_stream(m, out->staging.data(), m.total_size).prefixed(l3::data_path(layout_, v, rank_)));
     out->manifest = std::move(m);
@@ -343,11 +354,16 @@ Status Runtime::apply_restart(const RestartChoice& c) {
   restored_label_ = m.label;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    before_restart_local_ = last_local_version_;
+    before_restart_flushed_ = last_flushed_version_;
     if (c.level != CAIRN_LEVEL_L3) {
       last_local_version_ = m.version;
+      if (cache_.is_protected(m.version)) last_protected_version_ = m.version;
 
     }
-    if (c.level == CAIRN_LEVEL_L3) last_flushed_version_ = m.version;
+    // Already committed in L3: finalize must not write it again (rewriting a committed copy in place
+    // could destroy the only L3 copy).
+    if (c.level == CAIRN_LEVEL_L3 || c.in_l3) last_flushed_version_ = m.version;
   }
   static const char* kLevels[] = {"none", "L1", "L2", "L3"};
   if (rank_ == 0) {

@@ -57,7 +57,10 @@ Status Runtime::create(MPI_Comm comm, const char* config_path) {
   if (!mpi_up) return make_error(Code::ERR_SEQUENCE, "call MPI_Init before cairn_init");
   std::unique_ptr<Runtime> rt(new Runtime());
   Status st = rt->init(comm, config_path);
-  if (!st.is_ok()) return st;
+  if (!st.is_ok()) {
+    rt->release_comms();
+    return st;
+  }
   g_runtime = std::move(rt);
   return Status::ok();
 }
@@ -232,10 +235,11 @@ Status Runtime::agree_next_version() {
 }
 
 Status Runtime::finalize() {
+  // An earlier failed version does not stop the newest good one from reaching L3.
   Status st = wait_all();
-  if (st.is_ok() && cfg_.flush_on_finalize && last_local_version_ > last_flushed_version_) {
+  if (cfg_.flush_on_finalize && last_local_version_ > last_flushed_version_) {
     Status fl = flush_now(last_local_version_);
-    if (!fl.is_ok()) st = fl;
+    if (!fl.is_ok() && st.is_ok()) st = fl;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -321,8 +325,12 @@ Status Runtime::unprotect(const char* name) {
 
 Status Runtime::checkpoint() {
   if (in_output_) return make_error(Code::ERR_SEQUENCE, "cairn_checkpoint: an output is open (call cairn_complete_output first)");
-  CAIRN_TRY(start_output(nullptr, 0));
-  return complete_output(1);
+  // start_output fails alone only for local reasons (the cache directory); complete_output then votes
+  // the version invalid on every rank, so the ranks' collectives stay in step.
+  Status started = start_output(nullptr, 0);
+  if (!in_output_) return started;
+  Status done = complete_output(1);
+  return started.is_ok() ? done : started;
 }
 
 // The application's blocking path: find a free slot, copy, hand the version to the progress engine.

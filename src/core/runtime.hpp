@@ -85,6 +85,7 @@ struct RestartChoice {
   Manifest manifest;
   const uint8_t* data = nullptr;       // verified snapshot stream (slot or staging buffer)
   std::vector<uint8_t> staging;        // holds L3 data
+  bool in_l3 = false;                  // the version is also committed in L3
 };
 
 class Runtime {
@@ -141,6 +142,7 @@ class Runtime {
   int choose_slot();
   // Block until no version in flight reads `slot` (an older version still being flushed).
   void wait_slot_free(int slot);
+  void set_flag(std::atomic<bool>& flag);
 
   // progress engine
   void worker_loop();
@@ -208,6 +210,8 @@ class Runtime {
   uint64_t restored_version_ = 0;
   int restored_level_ = 0;
   std::string restored_label_;
+  uint64_t before_restart_local_ = 0, before_restart_flushed_ = 0;  // undone if the restart is rejected
+  Status output_failure_;  // a local failure in cairn_start_output, voted invalid at complete
   std::vector<uint64_t> rejected_;             // versions a rank declared invalid at restart
   std::map<std::string, std::string> restored_files_;
 

@@ -120,8 +120,34 @@ def damage(what):
 
 # ---- the scenario ---------------------------------------------------------------------------------
 
+def check_result(args, ref, out):
+    results = re.findall(r"^result ([0-9a-f]{16})$", out, re.M)
+    if not results:
+        fail("no result line")
+    if results[-1] != ref:
+        fail(f"recovered result {results[-1]} differs from the failure-free {ref}")
+    restarts = re.findall(r"^restart: version (\d+) from level (L\d)$", out, re.M)
+    if args.expect:
+        if not restarts:
+            fail(f"expected a restart from {args.expect}, saw none")
+        got_version, got_level = restarts[-1]
+        # Alternatives (A|B) where the timing of the kill legitimately decides between two versions.
+        ok = False
+        for alt in args.expect.split("|"):
+            want_level, _, want_version = alt.partition(":")
+            ok = ok or (got_level == want_level and (not want_version or got_version == want_version))
+        if not ok:
+            fail(f"restarted from version {got_version} at {got_level}, expected {args.expect}")
+    print(f"PASS: result {ref} identical; restarts {restarts}")
+
+
 def run_scenario(args):
     ref = reference_result(args)
+    if args.reshape:
+        out = run_reshape(args)
+        check_result(args, ref, out)
+        shutil.rmtree(os.path.join(args.build, "tests", "integration", "work", args.name), ignore_errors=True)
+        return
     work = os.path.join(args.build, "tests", "integration", "work", args.name)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -154,25 +180,37 @@ def run_scenario(args):
             return
         if proc.returncode != 0:
             fail(f"cairn run exited {proc.returncode}")
-    results = re.findall(r"^result ([0-9a-f]{16})$", out, re.M)
-    if not results:
-        fail("no result line")
-    if results[-1] != ref:
-        fail(f"recovered result {results[-1]} differs from the failure-free {ref}")
-    restarts = re.findall(r"^restart: version (\d+) from level (L\d)$", out, re.M)
-    if args.expect:
-        if not restarts:
-            fail(f"expected a restart from {args.expect}, saw none")
-        got_version, got_level = restarts[-1]
-        # Alternatives (A|B) where the timing of the kill legitimately decides between two versions.
-        ok = False
-        for alt in args.expect.split("|"):
-            want_level, _, want_version = alt.partition(":")
-            ok = ok or (got_level == want_level and (not want_version or got_version == want_version))
-        if not ok:
-            fail(f"restarted from version {got_version} at {got_level}, expected {args.expect}")
-    print(f"PASS: result {ref} identical; restarts {restarts}")
+    check_result(args, ref, out)
     shutil.rmtree(work, ignore_errors=True)
+
+
+def run_reshape(args):
+    """Write on --np ranks over --nodes, then restart on M ranks over K nodes (--reshape M:K), from L1
+    (caches kept) or L3 (--from l3: caches removed)."""
+    ref = reference_result(args)
+    work = os.path.join(args.build, "tests", "integration", "work", args.name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    env = base_env(args, work)
+    cairn = os.path.join(args.build, "tools", "cairn")
+    first = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", heat2d(args.build), *HEAT_ARGS,
+             "--iters", "170"]
+    print("scenario:", " ".join(first), flush=True)
+    p1 = subprocess.run(first, env=env, capture_output=True, text=True, timeout=args.timeout)
+    print(p1.stdout + p1.stderr)
+    if p1.returncode != 0:
+        fail(f"the writing run exited {p1.returncode}")
+    if args.from_level == "l3":
+        shutil.rmtree(env["CAIRN_CACHE_DIR"])
+    m, _, k = args.reshape.partition(":")
+    second = [cairn, "run", "-n", m, "--nodes", k, "--", heat2d(args.build), *HEAT_ARGS]
+    print("scenario:", " ".join(second), flush=True)
+    p2 = subprocess.run(second, env=env, capture_output=True, text=True, timeout=args.timeout)
+    out = p2.stdout + p2.stderr
+    print(out)
+    if p2.returncode != 0:
+        fail(f"the restart on {m} ranks exited {p2.returncode}")
+    return out
 
 
 def interrupted_runs(args, cmd, env, work):
@@ -240,6 +278,9 @@ def main():
     p.add_argument("--expect-fail", help="regex: the job must fail with a message matching it")
     p.add_argument("--interrupt", choices=["halt-file", "end-time", "signal"])
     p.add_argument("--env", action="append", default=[], help="extra VAR=VALUE for the job")
+    p.add_argument("--reshape", help="M:K - after a run on --np ranks, restart on M ranks over K nodes")
+    p.add_argument("--from", dest="from_level", choices=["l1", "l3"], default="l1",
+                   help="with --reshape: keep the caches (l1) or remove them (l3)")
     p.add_argument("--sleep-ms", type=int, default=0, help="heat2d's sleep per iteration")
     p.add_argument("--timeout", type=int, default=240)
     args = p.parse_args()
