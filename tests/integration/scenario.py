@@ -156,6 +156,8 @@ def run_scenario(args):
     cmd = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes)]
     if args.kill:
         cmd += ["--kill-node", args.kill, "--at-checkpoint", str(args.at), "--phase", args.phase]
+    if args.no_spare:
+        cmd += ["--no-spare"]
     if args.damage:
         hook = f"{sys.executable} {os.path.abspath(__file__)} --damage {args.damage}"
         cmd += ["--between-attempts", hook]
@@ -278,6 +280,7 @@ def main():
     p.add_argument("--expect-fail", help="regex: the job must fail with a message matching it")
     p.add_argument("--interrupt", choices=["halt-file", "end-time", "signal"])
     p.add_argument("--env", action="append", default=[], help="extra VAR=VALUE for the job")
+    p.add_argument("--no-spare", action="store_true", help="relaunch on the surviving nodes only")
     p.add_argument("--reshape", help="M:K - after a run on --np ranks, restart on M ranks over K nodes")
     p.add_argument("--from", dest="from_level", choices=["l1", "l3"], default="l1",
                    help="with --reshape: keep the caches (l1) or remove them (l3)")

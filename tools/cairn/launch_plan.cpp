@@ -24,8 +24,11 @@ std::vector<int> ranks_of_node(const std::vector<int>& counts, int node) {
 std::vector<std::string> mpirun_argv(const LaunchSpec& spec, bool with_injection) {
   std::vector<std::string> argv{spec.mpirun};
   argv.insert(argv.end(), spec.mpirun_args.begin(), spec.mpirun_args.end());
+  bool first = true;
   for (size_t node = 0; node < spec.ranks_per_node.size(); ++node) {
-    if (node > 0) argv.push_back(":");
+    if (spec.ranks_per_node[node] == 0) continue;  // a node lost without a spare
+    if (!first) argv.push_back(":");
+    first = false;
     argv.insert(argv.end(), {"-np", std::to_string(spec.ranks_per_node[node]), "env",
                              "CAIRN_NODE=" + node_name(static_cast<int>(node))});
     for (const auto& [name, value] : spec.job_env) argv.push_back(name + "=" + value);

@@ -20,7 +20,9 @@
 #include "core/fsutil.hpp"
 #include "core/layout.hpp"
 #include "core/log.hpp"
+#include "core/manifest.hpp"
 #include "injection.hpp"
+#include "pfs/l3_store.hpp"
 #include "job_state.hpp"
 #include "launch_plan.hpp"
 #include "process.hpp"
@@ -42,6 +44,7 @@ struct RunOptions {
   std::string config_path;
   std::string between_attempts;
   bool no_relaunch = false;
+  bool no_spare = false;  // relaunch on the surviving nodes only
   std::vector<std::string> stray;  // words before "--" that are no option: a forgotten "--"
 };
 
@@ -286,6 +289,41 @@ bool run_between_attempts(const RunContext& ctx, int finished_attempt) {
   return true;
 }
 
+// Without a spare the job goes on with fewer ranks, which only works when every region of its newest
+// version has a global layout (not private). Looks at rank 0's manifest of the newest version, in the
+// surviving caches or in the prefix; an empty string means the job may shrink.
+std::string why_job_cannot_shrink(const RunContext& ctx) {
+  uint64_t newest = 0;
+  std::string manifest_bytes;
+  auto consider = [&](uint64_t v, std::string bytes) {
+    if (v > newest) newest = v, manifest_bytes = std::move(bytes);
+  };
+  auto nodes = fs::list_dir(ctx.layout.cache_job);
+  for (const auto& node : nodes ? *nodes : std::vector<std::string>{}) {
+    std::string r0 = ctx.layout.cache_job + "/" + node + "/r0";
+    auto files = fs::list_dir(r0);
+    for (const auto& f : files ? *files : std::vector<std::string>{}) {
+      if (f.size() < 4 || f[0] != 'v' || f.compare(f.size() - 3, 3, ".l1") != 0) continue;
+      auto bytes = fs::read_file(r0 + "/" + f);
+      if (bytes && bytes->size() > 4) consider(std::strtoull(f.c_str() + 1, nullptr, 10), bytes->substr(4));
+    }
+  }
+  auto committed = l3::list_committed(ctx.layout);
+  if (!committed.empty() && committed.front().version > newest) {
+    auto bytes = fs::read_file(l3::manifest_path(ctx.layout, committed.front().version, 0));
+    if (bytes) consider(committed.front().version, *bytes);
+  }
+  if (!newest) return "";
+  auto m = decode_manifest(manifest_bytes.data(), manifest_bytes.size());
+  if (!m) return "";  // unreadable here: let the library decide, it reports clearly
+  for (const auto& e : m->regions) {
+    if (e.kind == RegionKind::file) return "file '" + e.name + "' of version " + std::to_string(newest) + " is per-rank";
+    if (e.distribution == 0)
+      return "region '" + e.name + "' of version " + std::to_string(newest) + " is private (per-rank data)";
+  }
+  return "";
+}
+
 // ---- the summary ----------------------------------------------------------------------------------
 
 std::string describe_attempt(const Attempt& a) {
@@ -332,9 +370,24 @@ int run_job(const RunContext& ctx) {
       print_summary(ctx, attempts);
       return kExitFailure;
     }
+    RunContext next = ctx;
+    if (relaunch && ctx.options.no_spare) {
+      std::string why = why_job_cannot_shrink(ctx);
+      int left = ctx.options.nranks;
+      for (int node : ctx.options.kill_nodes) left -= ctx.spec.ranks_per_node[static_cast<size_t>(node)];
+      if (!why.empty() || left < 1) {
+        print_summary(ctx, attempts);
+        fprintf(stderr, "cairn run: %s is lost and there is no spare; the job cannot continue on %d ranks: %s. "
+                        "Protect such state with cairn_protect_distributed, or give the job a spare node.\n",
+                killed_nodes_text(ctx).c_str(), left, left < 1 ? "no node is left" : why.c_str());
+        return kExitFailure;
+      }
+      for (int node : ctx.options.kill_nodes) next.spec.ranks_per_node[static_cast<size_t>(node)] = 0;
+      fprintf(stderr, "cairn run: no spare: continuing on the %d ranks of the surviving nodes\n", left);
+    }
     if (relaunch) {
       fprintf(stderr, "cairn run: relaunching the job (attempt 2)\n");
-      attempts.push_back(run_attempt(ctx, 2, false));
+      attempts.push_back(run_attempt(next, 2, false));
       status = exit_code_of(attempts.back().wait_status);
     }
   }
@@ -355,7 +408,9 @@ Failure injection (--kill-node, --at-checkpoint, --phase):
   When one of them reaches the phase of checkpoint C, every rank of those nodes is sent SIGKILL; the
   MPI launcher then ends the job. The nodes' cache directories are deleted, the --between-attempts
   command runs (sh -c, with CAIRN_PREFIX, CAIRN_CACHE_JOB, CAIRN_ATTEMPT=<attempt that ended> and
-  CAIRN_KILLED_NODES set), and the job is started again without injection, to restart.
+  CAIRN_KILLED_NODES set), and the job is started again without injection, to restart: on as many
+  nodes as before (a fresh node replaces each killed one), or with --no-spare on the surviving nodes
+  only, with fewer ranks, when every region of the newest version is distributed (not private).
   Phases: compute (after checkpoint C, while the job computes), checkpoint (during checkpoint C),
   flush (while version C is written to the file system).
 
@@ -372,7 +427,7 @@ Command add_run_command(CLI::App& root) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* app = root.add_subcommand("run", "Run an MPI job on simulated nodes, with optional failure injection.");
   set_usage(app, "cairn run -n NP [--nodes K] [--kill-node I[,J...] --at-checkpoint C [--phase PHASE]]\n"
-                 "                 [--config FILE] [--between-attempts CMD] [--no-relaunch] -- CMD [ARGS...]");
+                 "                 [--config FILE] [--between-attempts CMD] [--no-relaunch] [--no-spare] -- CMD [ARGS...]");
   app->add_option("-n,--np", o->nranks, "Number of MPI ranks")->required()->type_name("NP");
   app->add_option("--nodes", o->nnodes, "Number of simulated nodes, 1..NP")
       ->type_name("K")
@@ -396,6 +451,8 @@ Command add_run_command(CLI::App& root) {
                   "Shell command run after a node was killed, before the relaunch")
       ->type_name("CMD");
   app->add_flag("--no-relaunch", o->no_relaunch, "After killing the node(s), do not start the job again");
+  app->add_flag("--no-spare", o->no_spare,
+                "Relaunch on the surviving nodes only (fewer ranks); refused when the job has private state");
   app->add_option("stray", o->stray)->group("");  // a command given without "--": reported clearly
   app->footer(kFooter);
 
