@@ -1,9 +1,10 @@
 // Restart on another number of ranks. A version written by p_old ranks is read by "hosts" among the
 // current ranks: from L1 where every old rank's slot survives on some node (a rank of that node reads
-// it, verifies it and hosts it), else from L3 (old rank k's file is read once, by rank k mod P). The
-// hosts then send each new rank exactly the pieces its distributed regions need (move_regions, also
-// used by live redistribution). Reads are parallel, nothing is read twice, every byte is verified
-// before it moves.
+// it, verifies it and hosts it); else from L2, where the old redundancy sets rebuild their lost members
+// onto hosts that hold no other member of the set; else from L3 (old rank k's file is read once, by
+// rank k mod P). The hosts then send each new rank exactly the pieces its distributed regions need
+// (move_regions, also used by live redistribution). Reads are parallel, nothing is read twice, every
+// byte is verified before it moves.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -15,14 +16,12 @@
 #include "core/runtime.hpp"
 #include "pfs/l3_store.hpp"
 #include "redistribute/plan.hpp"
+#include "redundancy/set_code.hpp"
+#include "redundancy/set_exchange.hpp"
+#include "redundancy/set_record.hpp"
 
 namespace cairn {
 namespace {
-
-// One L1 record of another rank found in this node's cache: (old rank, version, old rank count).
-struct Sighting {
-  uint64_t old_rank, version, p_old, reporter;
-};
 
 bool parse_rank_dir(const std::string& name, uint64_t* rank) {
   if (name.size() < 2 || name[0] != 'r') return false;
@@ -33,6 +32,16 @@ bool parse_rank_dir(const std::string& name, uint64_t* rank) {
   }
   *rank = r;
   return true;
+}
+
+constexpr size_t kTuple = 5;  // (old rank, version, old rank count, reporting rank, protected)
+
+// The current ranks on the node of `rank`, in order.
+std::vector<int> ranks_on_node_of(const std::vector<std::string>& node_of_rank, int rank) {
+  std::vector<int> out;
+  for (size_t r = 0; r < node_of_rank.size(); ++r)
+    if (node_of_rank[r] == node_of_rank[static_cast<size_t>(rank)]) out.push_back(static_cast<int>(r));
+  return out;
 }
 
 }  // namespace
@@ -55,7 +64,8 @@ Status Runtime::find_reshaped(RestartChoice* out, std::string* why, uint64_t abo
       for (uint64_t v : other.versions()) {
         auto rec = other.read_record(v);
         if (!rec || rec->manifest.nranks == static_cast<uint32_t>(nranks_) || rec->manifest.rank != old_rank) continue;
-        mine.insert(mine.end(), {old_rank, v, rec->manifest.nranks, static_cast<uint64_t>(rank_)});
+        mine.insert(mine.end(), {old_rank, v, rec->manifest.nranks, static_cast<uint64_t>(rank_),
+                                 other.is_protected(v) ? 1ull : 0ull});
       }
     }
   }
@@ -67,7 +77,7 @@ Status Runtime::find_reshaped(RestartChoice* out, std::string* why, uint64_t abo
   std::vector<uint64_t> all(static_cast<size_t>(total));
   CAIRN_MPI(MPI_Allgatherv(mine.data(), n, MPI_UINT64_T, all.data(), counts.data(), displs.data(), MPI_UINT64_T, app_comm_));
   std::map<uint64_t, uint64_t> versions;  // version -> p_old
-  for (size_t i = 0; i < all.size(); i += 4) versions[all[i + 1]] = all[i + 2];
+  for (size_t i = 0; i < all.size(); i += kTuple) versions[all[i + 1]] = all[i + 2];
   // L3: committed versions of another rank count, listed by rank 0.
   std::vector<uint64_t> l3;
   if (rank_ == 0)
@@ -86,9 +96,12 @@ Status Runtime::find_reshaped(RestartChoice* out, std::string* why, uint64_t abo
     uint64_t v = it->first;
     int p_old = static_cast<int>(it->second);
     std::vector<std::vector<uint64_t>> holders(static_cast<size_t>(p_old));  // reporting ranks per old rank
-    for (size_t i = 0; i < all.size(); i += 4)
-      if (all[i + 1] == v && all[i + 2] == static_cast<uint64_t>(p_old) && all[i] < static_cast<uint64_t>(p_old))
+    std::vector<bool> prot(static_cast<size_t>(p_old), false);
+    for (size_t i = 0; i < all.size(); i += kTuple)
+      if (all[i + 1] == v && all[i + 2] == static_cast<uint64_t>(p_old) && all[i] < static_cast<uint64_t>(p_old)) {
         holders[all[i]].push_back(all[i + 3]);
+        if (all[i + 4]) prot[all[i]] = true;
+      }
     std::string attempt;
     bool complete = std::all_of(holders.begin(), holders.end(), [](auto& h) { return !h.empty(); });
     RestartChoice c;
@@ -114,8 +127,19 @@ Status Runtime::find_reshaped(RestartChoice* out, std::string* why, uint64_t abo
       attempt = "L1: " + st.message() + "; ";
     } else {
       int have = static_cast<int>(std::count_if(holders.begin(), holders.end(), [](auto& h) { return !h.empty(); }));
-      attempt = "L1 holds " + std::to_string(have) + " of its " + std::to_string(p_old) +
-                " ranks (L2 cannot rebuild across rank counts); ";
+      attempt = "L1 holds " + std::to_string(have) + " of its " + std::to_string(p_old) + " ranks; ";
+    }
+    // L2: rebuild the old ranks that are missing (or failed verification) from their redundancy sets.
+    bool any_holder = std::any_of(holders.begin(), holders.end(), [](auto& h) { return !h.empty(); });
+    if (any_holder) {
+      Status st = reshaped_from_l2(v, p_old, holders, prot, &c.held, &c.host_of_old);
+      if (st.code() == Code::ERR_MPI) return st;
+      if (st.is_ok()) {
+        c.level = CAIRN_LEVEL_L2;
+        *out = std::move(c);
+        return Status::ok();
+      }
+      attempt += "L2: " + st.message() + "; ";
     }
     if (in_l3.count(v)) {
       Status st = reshaped_from_l3(v, p_old, &c.held);
@@ -148,6 +172,7 @@ Status Runtime::reshaped_from_l1(uint64_t v, int p_old, const std::vector<std::v
       if (node_of_rank_[r] == node_of_rank_[reporter]) on_node.push_back(r);
     if (on_node[static_cast<size_t>(k) % on_node.size()] != rank_) continue;
     local = [&]() -> Status {
+      // (reshaped_from_l2 reads the same way, read-write: the set exchange takes non-const buffers)
       CacheStore other;
       CAIRN_TRY(other.open(layout_.rank_cache(cfg_.node, k), cfg_.cache_versions));
       CAIRN_ASSIGN_OR_RETURN(rec, other.read_record(v));
@@ -194,6 +219,197 @@ Status Runtime::reshaped_from_l3(uint64_t v, int p_old, std::vector<HeldStream>*
   Status all = agree(app_comm_, local);
   if (!all.is_ok()) held->clear();
   return all;
+}
+
+// L2 across rank counts. The old ranks whose caches survive are hosted on their nodes (as for L1) and
+// verified; every old redundancy set that lost members within its tolerance is rebuilt by its members'
+// hosts -- one current rank per old member, the lost members' hosts taken from ranks that host no
+// other member of that set -- over a communicator split for that set.
+Status Runtime::reshaped_from_l2(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
+                                 const std::vector<bool>& prot, std::vector<HeldStream>* held,
+                                 std::vector<int>* host_of_old) {
+  held->clear();
+  host_of_old->assign(static_cast<size_t>(p_old), -1);
+  for (int k = 0; k < p_old; ++k)
+    if (!holders[k].empty()) {
+      auto on_node = ranks_on_node_of(node_of_rank_, static_cast<int>(holders[k][0]));
+      (*host_of_old)[k] = on_node[static_cast<size_t>(k) % on_node.size()];
+    }
+  // Hosts verify their survivors and report (k, ok, scheme, m, n, members...) from the set records.
+  std::vector<uint64_t> report;
+  std::map<int, std::string> set_bytes_of;  // hosted survivor -> its set record
+  for (int k = 0; k < p_old; ++k) {
+    if ((*host_of_old)[k] != rank_) continue;
+    Status st = [&]() -> Status {
+      CacheStore other;
+      CAIRN_TRY(other.open(layout_.rank_cache(cfg_.node, k), cfg_.cache_versions));
+      CAIRN_ASSIGN_OR_RETURN(rec, other.read_record(v));
+      CAIRN_ASSIGN_OR_RETURN(map, MappedFile::open_rw(other.slot_path(static_cast<int>(rec.slot)), 0, false));
+      if (map.size() < rec.manifest.total_size)
+        return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", map.path().c_str());
+      CAIRN_TRY(verify_stream(rec.manifest, map.data(), rec.manifest.total_size).prefixed(map.path()));
+      CAIRN_ASSIGN_OR_RETURN(bytes, other.read_set(v));
+      CAIRN_ASSIGN_OR_RETURN(set, redundancy::decode_set_record(bytes));
+      HeldStream h;
+      h.old_rank = k;
+      h.manifest = rec.manifest;
+      h.map = std::make_shared<MappedFile>(std::move(map));
+      h.data = h.map->data();
+      h.red_path = other.red_path(static_cast<int>(rec.slot));
+      held->push_back(std::move(h));
+      set_bytes_of[k] = bytes;
+      report.insert(report.end(), {static_cast<uint64_t>(k), 1, static_cast<uint64_t>(set.scheme), set.m, set.n});
+      report.insert(report.end(), set.ranks.begin(), set.ranks.end());
+      return Status::ok();
+    }();
+    if (!st.is_ok()) {
+      LOG_WARN("restart: old rank %d of version %llu: %s", k, static_cast<unsigned long long>(v), st.message().c_str());
+      report.insert(report.end(), {static_cast<uint64_t>(k), 0, 0, 0, 0});
+    }
+  }
+  int n = static_cast<int>(report.size());
+  std::vector<int> counts(static_cast<size_t>(nranks_)), displs(static_cast<size_t>(nranks_));
+  CAIRN_MPI(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, app_comm_));
+  int total = 0;
+  for (int r = 0; r < nranks_; ++r) displs[r] = total, total += counts[r];
+  std::vector<uint64_t> all(static_cast<size_t>(total));
+  CAIRN_MPI(MPI_Allgatherv(report.data(), n, MPI_UINT64_T, all.data(), counts.data(), displs.data(), MPI_UINT64_T, app_comm_));
+
+  // The global picture, the same on every rank: which old ranks are good, and the sets.
+  std::vector<bool> good(static_cast<size_t>(p_old), false);
+  struct OldSet {
+    Redundancy scheme;
+    int m;
+    std::vector<int> members;
+  };
+  std::map<int, OldSet> sets;     // keyed by the set's first member
+  std::vector<int> set_of(static_cast<size_t>(p_old), -1);
+  for (size_t i = 0; i < all.size();) {
+    int k = static_cast<int>(all[i]);
+    bool ok = all[i + 1] != 0;
+    int setn = static_cast<int>(all[i + 4]);
+    if (ok && k < p_old) {
+      good[k] = prot[k];
+      OldSet s{static_cast<Redundancy>(all[i + 2]), static_cast<int>(all[i + 3]), {}};
+      for (int j = 0; j < setn; ++j) s.members.push_back(static_cast<int>(all[i + 5 + j]));
+      if (!s.members.empty()) {
+        for (int mbr : s.members)
+          if (mbr < p_old) set_of[mbr] = s.members.front();
+        sets[s.members.front()] = s;
+      }
+    }
+    i += 5 + static_cast<size_t>(ok ? setn : 0);
+  }
+  std::string reason;
+  for (int k = 0; k < p_old && reason.empty(); ++k)
+    if (!good[k] && set_of[k] < 0) reason = "old rank " + std::to_string(k) + " is lost and no survivor of its set reports it";
+  std::vector<int> to_rebuild;  // sets with losses
+  for (auto& [id, s] : sets) {
+    if (!reason.empty()) break;
+    std::vector<bool> lost(s.members.size());
+    bool any = false;
+    for (size_t i = 0; i < s.members.size(); ++i) any |= (lost[i] = !good[static_cast<size_t>(s.members[i])]);
+    if (!any) continue;
+    auto code = redundancy::SetCode::make(s.scheme, static_cast<int>(s.members.size()), s.m);
+    if (!code || !code->recoverable(lost))
+      reason = "set of old ranks " + std::to_string(s.members.front()) + ".. lost more members than " +
+               redundancy_name(s.scheme) + " tolerates";
+    else if (static_cast<int>(s.members.size()) > nranks_)
+      reason = "a set of " + std::to_string(s.members.size()) + " members cannot be rebuilt by " + std::to_string(nranks_) + " ranks";
+    to_rebuild.push_back(id);
+  }
+  if (!reason.empty()) {
+    held->clear();
+    return Status(Code::ERR_UNRECOVERABLE, reason);
+  }
+  // Hosts of lost members: ranks hosting no other member of the set, spread round-robin.
+  int next = 0;
+  for (int id : to_rebuild) {
+    std::set<int> used;
+    for (int mbr : sets[id].members)
+      if (good[static_cast<size_t>(mbr)]) used.insert((*host_of_old)[mbr]);
+    for (int mbr : sets[id].members) {
+      if (good[static_cast<size_t>(mbr)]) continue;
+      while (used.count(next % nranks_)) ++next;
+      (*host_of_old)[mbr] = next % nranks_;
+      used.insert(next % nranks_);
+      ++next;
+    }
+  }
+  // A survivor that failed verification is rebuilt: its mapping is no longer what we hold.
+  std::erase_if(*held, [&](const HeldStream& h) { return !good[static_cast<size_t>(h.old_rank)]; });
+
+  Status local = Status::ok();
+  for (int id : to_rebuild) {
+    const OldSet& s = sets[id];
+    int my_member = -1;
+    for (size_t i = 0; i < s.members.size(); ++i)
+      if ((*host_of_old)[s.members[i]] == rank_) my_member = static_cast<int>(i);
+    MPI_Comm comm = MPI_COMM_NULL;
+    CAIRN_MPI(MPI_Comm_split(app_comm_, my_member >= 0 ? id : MPI_UNDEFINED, my_member, &comm));
+    if (comm == MPI_COMM_NULL) continue;
+    Status st = [&]() -> Status {
+      int n_members = static_cast<int>(s.members.size());
+      std::vector<bool> lost(static_cast<size_t>(n_members));
+      int first = -1;
+      for (int i = 0; i < n_members; ++i) {
+        lost[i] = !good[static_cast<size_t>(s.members[i])];
+        if (!lost[i] && first < 0) first = i;
+      }
+      std::string bytes = my_member == first ? set_bytes_of[s.members[first]] : std::string();
+      unsigned long long len = bytes.size();
+      CAIRN_MPI(MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG_LONG, first, comm));
+      bytes.resize(len);
+      CAIRN_MPI(MPI_Bcast(bytes.data(), static_cast<int>(len), MPI_CHAR, first, comm));
+      auto code = redundancy::SetCode::make(s.scheme, n_members, s.m);
+      auto rec = redundancy::decode_set_record(bytes);
+      std::vector<size_t> lens;
+      Manifest mine;
+      Status prep = code.is_ok() ? rec.status() : code.status();
+      for (int i = 0; prep.is_ok() && i < n_members; ++i) {
+        auto mi = decode_manifest(rec->manifests[i].data(), rec->manifests[i].size());
+        if (!mi) prep = mi.status();
+        else lens.push_back(mi->total_size), (i == my_member ? (void)(mine = *mi) : (void)0);
+      }
+      HeldStream h;
+      uint8_t* data = nullptr;
+      std::shared_ptr<MappedFile> red;
+      std::vector<uint8_t> scratch_red;
+      if (prep.is_ok()) {
+        size_t red_len = std::max<size_t>(code->redundancy_len(*std::max_element(lens.begin(), lens.end())), 1);
+        if (lost[my_member]) {
+          h.storage.assign(std::max<uint64_t>(mine.total_size, 1), 0);
+          data = h.storage.data();
+          scratch_red.assign(red_len, 0);
+        } else {
+          auto it = std::find_if(held->begin(), held->end(), [&](const HeldStream& x) { return x.old_rank == s.members[my_member]; });
+          data = const_cast<uint8_t*>(it->data);
+          auto m = MappedFile::open_rw(it->red_path, 0, false);
+          if (!m) prep = m.status();
+          else if (m->size() < red_len) prep = make_error(Code::ERR_CORRUPT, "%s: shorter than the redundancy data", it->red_path.c_str());
+          else red = std::make_shared<MappedFile>(std::move(m).value());
+        }
+      }
+      CAIRN_TRY(agree(comm, prep));  // the whole set exchanges, or none of it
+      CAIRN_TRY(redundancy::rebuild_set(comm, *code, lost, data, lens, red ? red->data() : scratch_red.data(),
+                                        cfg_.exchange_chunk));
+      if (lost[my_member]) {
+        CAIRN_TRY(verify_stream(mine, data, mine.total_size).prefixed("rebuilt old rank " + std::to_string(s.members[my_member])));
+        h.old_rank = s.members[my_member];
+        h.manifest = mine;
+        h.data = h.storage.data();
+        held->push_back(std::move(h));
+      }
+      return Status::ok();
+    }();
+    MPI_Comm_free(&comm);
+    if (st.code() == Code::ERR_MPI) return st;
+    if (!st.is_ok() && local.is_ok()) local = st;
+  }
+  Status all_ok = agree(app_comm_, local);
+  if (!all_ok.is_ok()) held->clear();
+  else if (rank_ == 0) LOG_INFO("restart: version %llu (%d ranks) rebuilt at L2 for the new layout", static_cast<unsigned long long>(v), p_old);
+  return all_ok;
 }
 
 Status Runtime::move_regions(MPI_Comm comm, int p_old, const std::vector<int>& host_of_old,

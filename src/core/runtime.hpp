@@ -47,6 +47,7 @@ struct HeldStream {
   const uint8_t* data = nullptr;
   std::vector<uint8_t> storage;  // when the bytes live here (L3 staging, live packing)
   std::shared_ptr<MappedFile> map;  // when they live in another rank's L1 slot on this node
+  std::string red_path;             // that slot's redundancy data (L2 rebuild across rank counts)
 };
 
 // One version on its way through the levels. Stages run in this order; each flag is set once.
@@ -167,6 +168,8 @@ class Runtime {
   Status reshaped_from_l1(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
                           std::vector<HeldStream>* held);
   Status reshaped_from_l3(uint64_t v, int p_old, std::vector<HeldStream>* held);
+  Status reshaped_from_l2(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
+                          const std::vector<bool>& prot, std::vector<HeldStream>* held, std::vector<int>* host_of_old);
   // Move every distributed region from a p_old layout (streams held by processes of `comm`) to the
   // layout of the processes with new_rank_of[comm rank] >= 0. Collective over comm.
   Status move_regions(MPI_Comm comm, int p_old, const std::vector<int>& host_of_old,
