@@ -18,21 +18,52 @@ std::string manifest_path(const Layout& l, uint64_t v, uint32_t rank) {
   return l.l3_version_dir(v) + "/rank-" + std::to_string(rank) + ".manifest";
 }
 std::string commit_path(const Layout& l, uint64_t v) { return l.l3_version_dir(v) + "/COMMIT"; }
+std::string where_path(const Layout& l, uint64_t v, uint32_t rank) {
+  return l.l3_version_dir(v) + "/rank-" + std::to_string(rank) + ".where";
+}
+
+namespace {
+// The data, written from the slot (or the compressed copy) with large pwrites, then fsync'ed.
+Status write_extent(const std::string& path, const uint8_t* bytes, uint64_t len, uint64_t offset, bool truncate) {
+  CAIRN_TRY(fs::make_dirs(fs::dirname(path)));
+  CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0)));
+  constexpr uint64_t kPiece = 64ull << 20;
+  for (uint64_t off = 0; off < len; off += kPiece) {
+    uint64_t n = std::min(kPiece, len - off);
+    CAIRN_TRY(fs::pwrite_all(fd.get(), bytes + off, n, offset + off, path));
+  }
+  if (fsync(fd.get()) != 0) return posix_error("fsync", path, errno);
+  return Status::ok();
+}
+}  // namespace
 
 Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
-                  const std::function<void()>& after_data) {
+                  const std::function<void()>& after_data, const WriteOptions* opts) {
   std::string dir = l.l3_version_dir(m.version);
   CAIRN_TRY(fs::make_dirs(dir));
-  std::string path = data_path(l, m.version, m.rank);
-  {
-    CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_WRONLY | O_CREAT | O_TRUNC));
-    // Large pwrites straight from the snapshot slot: no staging copy.
-    constexpr uint64_t kPiece = 64ull << 20;
-    for (uint64_t off = 0; off < m.total_size; off += kPiece) {
-      uint64_t n = std::min(kPiece, m.total_size - off);
-      CAIRN_TRY(fs::pwrite_all(fd.get(), data + off, n, off, path));
+  if (!opts || opts->legacy()) {
+    CAIRN_TRY(write_extent(data_path(l, m.version, m.rank), data, m.total_size, 0, true));
+  } else {
+    Where w;
+    std::string packed;
+    const uint8_t* bytes = data;
+    uint64_t len = m.total_size;
+    if (opts->zstd_level > 0) {
+      CAIRN_TRY(compress_chunks(data, m.total_size, m.chunk_size, opts->zstd_level, &packed, &w.chunk_stored));
+      bytes = reinterpret_cast<const uint8_t*>(packed.data());
+      len = packed.size();
+      w.zstd = true;
     }
-    if (fsync(fd.get()) != 0) return posix_error("fsync", path, errno);
+    w.file = choose_data_file(*opts, l.prefix, Layout::l3_version_name(m.version), m.rank);
+    w.stored = len;
+    if (opts->files_per_node > 0) {
+      CAIRN_ASSIGN_OR_RETURN(off, reserve_extent(*opts, m.version, w.file, len));
+      w.offset = off;
+    }
+    Turnstile turn;  // at most turnstile_width writers of this node at a time
+    CAIRN_TRY(turn.enter(*opts));
+    CAIRN_TRY(write_extent(w.file, bytes, len, w.offset, opts->files_per_node == 0));
+    CAIRN_TRY(fs::write_file_atomic(where_path(l, m.version, m.rank), encode_where(w), true));
   }
   if (after_data) after_data();
   return fs::write_file_atomic(manifest_path(l, m.version, m.rank), encode_manifest(m), true);
@@ -106,15 +137,35 @@ Result<Manifest> read_manifest(const Layout& l, uint64_t v, uint32_t rank) {
 }
 
 Status read_data(const Layout& l, const Manifest& m, uint8_t* dst) {
-  std::string path = data_path(l, m.version, m.rank);
-  CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_RDONLY));
+  std::string wpath = where_path(l, m.version, m.rank);
+  if (!fs::exists(wpath)) {  // one file per rank, stored as is
+    std::string path = data_path(l, m.version, m.rank);
+    CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_RDONLY));
+    off_t end = lseek(fd.get(), 0, SEEK_END);
+    if (end < 0) return posix_error("lseek", path, errno);
+    if (static_cast<uint64_t>(end) != m.total_size)
+      return make_error(Code::ERR_CORRUPT, "%s: %lld bytes, manifest says %llu (truncated or extended)",
+                        path.c_str(), static_cast<long long>(end),
+                        static_cast<unsigned long long>(m.total_size));
+    return fs::pread_all(fd.get(), dst, m.total_size, 0, path);
+  }
+  CAIRN_ASSIGN_OR_RETURN(text, fs::read_file(wpath));
+  auto w = decode_where(text);
+  if (!w) return w.status().prefixed(wpath);
+  if (!w->zstd && w->stored != m.total_size)
+    return make_error(Code::ERR_CORRUPT, "%s: %llu bytes stored, manifest says %llu", wpath.c_str(),
+                      static_cast<unsigned long long>(w->stored), static_cast<unsigned long long>(m.total_size));
+  CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(w->file, O_RDONLY));
   off_t end = lseek(fd.get(), 0, SEEK_END);
-  if (end < 0) return posix_error("lseek", path, errno);
-  if (static_cast<uint64_t>(end) != m.total_size)
-    return make_error(Code::ERR_CORRUPT, "%s: %lld bytes, manifest says %llu (truncated or extended)",
-                      path.c_str(), static_cast<long long>(end),
-                      static_cast<unsigned long long>(m.total_size));
-  return fs::pread_all(fd.get(), dst, m.total_size, 0, path);
+  if (end < 0) return posix_error("lseek", w->file, errno);
+  if (static_cast<uint64_t>(end) < w->offset + w->stored)
+    return make_error(Code::ERR_CORRUPT, "%s: %lld bytes, the rank's data ends at byte %llu (truncated)",
+                      w->file.c_str(), static_cast<long long>(end), static_cast<unsigned long long>(w->offset + w->stored));
+  if (!w->zstd) return fs::pread_all(fd.get(), dst, m.total_size, w->offset, w->file);
+  std::string stored(w->stored, '\0');
+  CAIRN_TRY(fs::pread_all(fd.get(), stored.data(), stored.size(), w->offset, w->file));
+  return decompress_chunks(reinterpret_cast<const uint8_t*>(stored.data()), stored.size(), w->chunk_stored,
+                           m.chunk_size, dst, m.total_size).prefixed(w->file);
 }
 
 Status prune(const Layout& l, int keep) {
@@ -127,9 +178,21 @@ Status prune(const Layout& l, int keep) {
   for (uint64_t v : version_dirs(l)) {
     if (v >= newest) continue;  // newer uncommitted ones may be in flight
     if (std::find(kept.begin(), kept.end(), v) != kept.end()) continue;
-    // Remove COMMIT first: a half-removed directory then reads as uncommitted, never as good.
+    // Remove COMMIT first: a half-removed directory then reads as uncommitted, never as good. Data
+    // files on other prefixes are named by the where-records.
     CAIRN_TRY(fs::remove_file(commit_path(l, v)));
-    CAIRN_TRY(fs::remove_tree(l.l3_version_dir(v)));
+    std::string dir = l.l3_version_dir(v);
+    auto names = fs::list_dir(dir);
+    for (const auto& n : names ? *names : std::vector<std::string>{}) {
+      if (n.size() < 6 || n.compare(n.size() - 6, 6, ".where") != 0) continue;
+      auto text = fs::read_file(dir + "/" + n);
+      auto w = text ? decode_where(*text) : Result<Where>(text.status());
+      if (w && w->file.rfind(dir + "/", 0) != 0) {
+        fs::remove_file(w->file).ignore();
+        ::rmdir(fs::dirname(w->file).c_str());  // the version's directory there, once empty
+      }
+    }
+    CAIRN_TRY(fs::remove_tree(dir));
   }
   return Status::ok();
 }

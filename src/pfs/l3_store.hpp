@@ -11,6 +11,7 @@
 #include "core/layout.hpp"
 #include "core/manifest.hpp"
 #include "core/status.hpp"
+#include "pfs/l3_placement.hpp"
 
 namespace cairn::l3 {
 
@@ -23,11 +24,13 @@ struct Committed {
 std::string data_path(const Layout& l, uint64_t v, uint32_t rank);
 std::string manifest_path(const Layout& l, uint64_t v, uint32_t rank);
 std::string commit_path(const Layout& l, uint64_t v);
+std::string where_path(const Layout& l, uint64_t v, uint32_t rank);
 
-// Write one rank's data and manifest durably (data, fsync, then manifest). `after_data` runs between
-// the two (failure injection of the "flush" phase).
+// Write one rank's data and manifest durably (data, fsync, where-record, then manifest). `after_data`
+// runs between the data and the manifest (failure injection of the "flush" phase). `opts` chooses the
+// layout (N-to-M files, prefixes, turnstile, compression); nullptr or legacy(): rank-<r>.data.
 Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
-                  const std::function<void()>& after_data = {});
+                  const std::function<void()>& after_data = {}, const WriteOptions* opts = nullptr);
 // Rank 0, after every rank's write_rank succeeded.
 Status commit(const Layout& l, uint64_t v, uint32_t nranks, const std::string& label);
 Result<Committed> read_commit(const Layout& l, uint64_t v);
@@ -37,7 +40,7 @@ std::vector<Committed> list_committed(const Layout& l);
 uint64_t max_version_present(const Layout& l);
 
 Result<Manifest> read_manifest(const Layout& l, uint64_t v, uint32_t rank);
-// Read the rank's data (m.total_size bytes) into dst.
+// Read the rank's data (m.total_size bytes) into dst, whatever layout wrote it.
 Status read_data(const Layout& l, const Manifest& m, uint8_t* dst);
 
 // Keep the `keep` newest committed versions; remove older committed ones and every uncommitted
