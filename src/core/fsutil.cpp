@@ -89,7 +89,8 @@ Status fsync_dir(const std::string& dir) {
 }
 
 Status write_file_atomic(const std::string& path, const std::string& bytes, bool sync) {
-  std::string tmp = path + ".tmp";
+  // A name of this process's own: two processes replacing the same file never share a temporary.
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     CAIRN_ASSIGN_OR_RETURN(fd, open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC));
     Status st = pwrite_all(fd.get(), bytes.data(), bytes.size(), 0, tmp);

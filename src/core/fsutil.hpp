@@ -10,7 +10,7 @@
 namespace cairn::fs {
 
 Status make_dirs(const std::string& path, unsigned mode = 0755);
-// Write to path.tmp, fsync, rename to path (readers see the old or the new file, never a partial one).
+// Write to path.tmp.<pid>, fsync, rename to path (readers see the old or the new file, never a partial one).
 Status write_file_atomic(const std::string& path, const std::string& bytes, bool sync = true);
 Result<std::string> read_file(const std::string& path);
 bool exists(const std::string& path);

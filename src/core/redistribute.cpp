@@ -17,6 +17,7 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
   // The collective runs over whichever communicator contains the other (checked locally: does every
   // process of the current communicator appear in new_comm?).
   bool grow = false;
+  int lowest = -1;  // the lowest rank in new_comm of cairn's current communicator
   if (new_comm != MPI_COMM_NULL) {
     MPI_Group cur, nxt;
     CAIRN_MPI(MPI_Comm_group(app_comm_, &cur));
@@ -25,6 +26,7 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
     for (int r = 0; r < nranks_; ++r) in[r] = r;
     CAIRN_MPI(MPI_Group_translate_ranks(cur, nranks_, in.data(), nxt, out.data()));
     grow = std::none_of(out.begin(), out.end(), [](int r) { return r == MPI_UNDEFINED; });
+    if (grow) lowest = *std::min_element(out.begin(), out.end());
     MPI_Group_free(&cur);
     MPI_Group_free(&nxt);
   }
@@ -33,27 +35,32 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
   MPI_Comm_rank(unite, &me);
   MPI_Comm_size(unite, &size);
 
-  // Who was whom: a process is an old member unless it joins (its communicator is only itself while
-  // growing into a larger one) and a new member unless it leaves.
-  bool joiner = grow && nranks_ == 1 && versions_taken_ == 0 && restored_version_ == 0;
-  int mine[2] = {joiner ? -1 : rank_, -1};
+  // Who was whom: a process is an old member unless it joins and a new member unless it leaves.
+  // Growing, the old communicator is the one that holds rank 0 of new_comm (the existing ranks merge
+  // with high = 0); the processes of the other (one-rank) communicators join.
+  bool joiner = grow && lowest != 0;
+  int mine[3] = {joiner ? -1 : rank_, -1, joiner ? 0 : nranks_};
   if (new_comm != MPI_COMM_NULL) MPI_Comm_rank(new_comm, &mine[1]);
-  std::vector<int> roles(2 * static_cast<size_t>(size));
-  CAIRN_MPI(MPI_Allgather(mine, 2, MPI_INT, roles.data(), 2, MPI_INT, unite));
+  std::vector<int> roles(3 * static_cast<size_t>(size));
+  CAIRN_MPI(MPI_Allgather(mine, 3, MPI_INT, roles.data(), 3, MPI_INT, unite));
   int p_old = 0;
+  bool same_size = true;
   std::vector<int> new_rank_of(static_cast<size_t>(size));
   for (int u = 0; u < size; ++u) {
-    p_old += roles[2 * u] >= 0;
-    new_rank_of[u] = roles[2 * u + 1];
+    p_old += roles[3 * u] >= 0;
+    new_rank_of[u] = roles[3 * u + 1];
   }
+  for (int u = 0; u < size; ++u)
+    if (roles[3 * u] >= 0 && roles[3 * u + 2] != p_old) same_size = false;
   std::vector<int> host_of_old(static_cast<size_t>(p_old), -1);
   for (int u = 0; u < size; ++u)
-    if (roles[2 * u] >= 0 && roles[2 * u] < p_old) host_of_old[static_cast<size_t>(roles[2 * u])] = u;
-  Status roles_ok = std::count(host_of_old.begin(), host_of_old.end(), -1) == 0
+    if (roles[3 * u] >= 0 && roles[3 * u] < p_old) host_of_old[static_cast<size_t>(roles[3 * u])] = u;
+  Status roles_ok = p_old >= 1 && same_size && std::count(host_of_old.begin(), host_of_old.end(), -1) == 0
                         ? Status::ok()
                         : make_error(Code::ERR_INVALID_ARG,
                                      "cairn_redistribute: the processes do not form one job; with a larger new_comm, "
-                                     "every process of cairn's communicator must be in it");
+                                     "every process of cairn's communicator must be in it, and rank 0 of new_comm must be one of them "
+                                     "(merge with high = 0 on the existing ranks)");
   CAIRN_TRY(agree(unite, roles_ok));
 
   // Old members finish their background work (collective over the old communicator) and pack their
@@ -84,6 +91,8 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
     h.storage.resize(std::max<uint64_t>(off, 1));
     for (const auto& e : m.regions)
       if (e.size) memcpy(h.storage.data() + e.offset, regions_[e.name].ptr, e.size);
+    m.chunk_size = static_cast<uint32_t>(cfg_.chunk_size);
+    m.chunk_hashes = chunk_hashes(h.storage.data(), off, m.chunk_size);
     h.data = h.storage.data();
     held.push_back(std::move(h));
   }

@@ -481,6 +481,17 @@ Status Runtime::move_regions(MPI_Comm comm, int p_old, const std::vector<int>& h
           check = make_error(Code::ERR_CORRUPT, "region '%s' is missing or differs on old rank %d", e.name.c_str(), h.old_rank);
           break;
         }
+        // The plan reads local_count elements of this old rank's piece: it must hold that many.
+        uint64_t held_want = moves[i].dist.kind == redist::Kind::replicated
+                                 ? moves[i].dist.global_count
+                                 : redist::local_count(moves[i].dist, p_old, h.old_rank);
+        if (re->count != held_want) {
+          check = make_error(Code::ERR_SIZE_MISMATCH, "region '%s' of old rank %d of %d holds %llu elements, its %s "
+                             "distribution gives it %llu", e.name.c_str(), h.old_rank, p_old,
+                             static_cast<unsigned long long>(re->count), redist::kind_name(moves[i].dist.kind),
+                             static_cast<unsigned long long>(held_want));
+          break;
+        }
         auto plan = redist::plan_for_src(moves[i].dist, p_old, p_new, h.old_rank);
         if (!plan) {
           check = plan.status().prefixed("region '" + e.name + "'");
