@@ -19,6 +19,8 @@
 
 #include <toml++/toml.h>
 
+#include "policy/exit_policy.hpp"
+
 extern char** environ;
 
 namespace cairn {
@@ -28,11 +30,11 @@ namespace {
 
 enum class Kind { integer, floating, boolean, string, choice, level, size };
 // Checks beyond type and bounds.
-enum class Rule { none, not_empty, path_component, multiple_of_64 };
+enum class Rule { none, not_empty, path_component, multiple_of_64, signal_name };
 
 using Member = std::variant<int Config::*, int64_t Config::*, uint64_t Config::*, double Config::*,
                             bool Config::*, std::string Config::*, Redundancy Config::*,
-                            log::Level Config::*>;
+                            log::Level Config::*, IntervalMode Config::*>;
 
 constexpr int64_t kNoMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
@@ -97,26 +99,69 @@ const std::vector<Knob>& knobs() {
        .description = "Flushed versions kept in prefix; older ones are deleted once a newer flush is "
                       "complete. Keep at least 2 if you also want a fallback when the newest one "
                       "turns out to be damaged."},
+      {.name = "files_per_node", .kind = Kind::integer, .member = &Config::files_per_node,
+       .default_text = "0", .min = 0, .max = 4096,
+       .description = "Level-3 files per node and version: 0 writes a file per rank; N > 0 lets the "
+                      "ranks of a node share N files (rank i of the node writes into file i mod N), "
+                      "which spares the file system's metadata server at scale (Pliris' N-to-M)."},
+      {.name = "turnstile_width", .kind = Kind::integer, .member = &Config::turnstile_width,
+       .default_text = "0", .min = 0, .max = 4096,
+       .description = "Ranks of a node that write to level 3 at the same time (the others wait their "
+                      "turn). 0: no limit. 1 or 2 often flushes faster on file systems that suffer "
+                      "from many concurrent writers per client."},
+      {.name = "data_prefixes", .kind = Kind::string, .member = &Config::data_prefixes,
+       .default_text = "", .default_doc = "the prefix only",
+       .description = "Spread level-3 data files over several file systems: PATH[:WEIGHT],... "
+                      "(absolute paths, weights > 0, default 1); a file goes to a path with "
+                      "probability proportional to its weight. Manifests and COMMIT stay in prefix. "
+                      "Every path must be visible to every rank and at restart."},
+      {.name = "compress", .kind = Kind::string, .member = &Config::compress,
+       .default_text = "none",
+       .description = "Compression of level-3 data: none, zstd or zstd:LEVEL (1..19, default 3), "
+                      "chunk by chunk so restart can verify and decompress in pieces. Pays off on "
+                      "compressible states and slow file systems; costs CPU in the background."},
       {.name = "flush_on_finalize", .kind = Kind::boolean, .member = &Config::flush_on_finalize,
        .default_text = "true",
        .description = "Flush the newest checkpoint to level 3 at finalize, so that a later job, on "
                       "any nodes, can restart from it. Turn off for throw-away runs and benchmarks."},
+      {.name = "interval", .kind = Kind::choice, .member = &Config::interval,
+       .default_text = "fixed", .choices = {"fixed", "auto"},
+       .description = "How cairn_need_checkpoint() times checkpoints. fixed: every interval_seconds "
+                      "of computation. auto: at Daly's optimum interval for mtbf_seconds and the "
+                      "measured cost of this run's checkpoints (the mean time the last 8 blocked "
+                      "the application), recomputed after each checkpoint; see docs/intervals.md. "
+                      "Halts, signals and the end time ask for checkpoints in both modes."},
       {.name = "interval_seconds", .kind = Kind::floating, .member = &Config::interval_seconds,
        .default_text = "0", .min = 0,
        .description = "Seconds of computation after which cairn_need_checkpoint() says a checkpoint "
-                      "is due. 0 turns the timer off: checkpoints are then taken when the "
-                      "application decides, or before a halt. A good value is about sqrt(2 x "
-                      "checkpoint time x mean time between failures)."},
+                      "is due (interval = fixed). 0 turns the timer off: checkpoints are then taken "
+                      "when the application decides, or before a halt. `cairn interval` computes a "
+                      "good value. With interval = auto: the interval until a checkpoint has been "
+                      "measured (0: mtbf_seconds / 10)."},
+      {.name = "mtbf_seconds", .kind = Kind::floating, .member = &Config::mtbf_seconds,
+       .default_text = "0", .min = 0,
+       .description = "Mean time between failures of the whole job (a node's MTBF divided by the "
+                      "number of nodes), in seconds. Needed (> 0) by interval = auto; 0: unknown. "
+                      "Count the failures the job restarts from: lost nodes and interrupts."},
       {.name = "halt_seconds", .kind = Kind::floating, .member = &Config::halt_seconds,
        .default_text = "0", .min = 0,
        .description = "Seconds before end_time at which the application is told to take a last "
                       "checkpoint and exit (cairn_should_exit()). Give it more than a checkpoint and "
-                      "its flush take. No effect while end_time is 0."},
+                      "its flush take. Also the margin of a halt file's before= condition "
+                      "(docs/halt.md); otherwise no effect while end_time is 0."},
       {.name = "end_time", .kind = Kind::integer, .member = &Config::end_time,
        .default_text = "0", .min = 0,
        .description = "When the job's allocation ends, in Unix seconds (e.g. from the scheduler's "
-                      "time limit: $(date -d '+2 hours' +%s)). 0: no known end. Used with "
+                      "time limit: $(date -d '+2 hours' +%s)). 0: inside a Slurm job, the job's end "
+                      "time as Slurm reports it at cairn_init; elsewhere no known end. Used with "
                       "halt_seconds to save the run before it is killed."},
+      {.name = "exit_signal", .kind = Kind::string, .member = &Config::exit_signal,
+       .default_text = "USR1", .rule = Rule::signal_name,
+       .description = "The signal that asks the job to checkpoint and exit (Slurm: sbatch "
+                      "--signal=USR1@300 or scancel --signal=USR1): cairn_need_checkpoint() then "
+                      "says a checkpoint is due, and cairn_should_exit() says exit after it. SIGTERM "
+                      "is caught as well. A signal the application handles itself is left alone. "
+                      "See docs/halt.md."},
       {.name = "node", .kind = Kind::string, .member = &Config::node, .default_text = "",
        .rule = Rule::path_component, .default_doc = "the hostname",
        .description = "Failure group of this rank: ranks with the same node lose their level-1 cache "
@@ -278,6 +323,7 @@ std::string accepted(const Knob& k, bool markdown = false) {
         return markdown ? "letters, digits, `.` `_` `-`; not `.` or `..`"
                         : "letters, digits, '.', '_', '-' (not \".\" or \"..\"), or empty";
       if (k.rule == Rule::not_empty) return markdown ? "a path" : "a non-empty path";
+      if (k.rule == Rule::signal_name) return policy::exit_signal_choices();
       return "";
   }
   return "";
@@ -296,6 +342,8 @@ std::string check(const Knob& k, const Value& v) {
   } else if (k.kind == Kind::string) {
     const std::string& s = std::get<std::string>(v);
     if (k.rule == Rule::not_empty && s.empty()) return "empty";
+    if (k.rule == Rule::signal_name && policy::parse_exit_signal(s) == 0)
+      return "not a signal that can ask for an exit";
     if (k.rule == Rule::path_component && !s.empty()) {
       if (s == "." || s == "..") return "not a usable directory name";
       for (char c : s)
@@ -557,6 +605,11 @@ Status apply_env(Staging& s, const EnvLookup& env) {
 
 Status check_across_knobs(const Staging& s) {
   const Config& c = s.config;
+  if (c.interval == IntervalMode::automatic && c.mtbf_seconds <= 0)
+    return make_error(Code::ERR_CONFIG,
+                      "interval = \"auto\" (%s) needs the job's mean time between failures, but "
+                      "mtbf_seconds = 0 (%s); accepted: mtbf_seconds > 0, or interval = \"fixed\"",
+                      s.origins[*find_knob("interval")].c_str(), s.origins[*find_knob("mtbf_seconds")].c_str());
   if (c.redundancy == Redundancy::rs && c.rs_parity >= c.set_size) {
     auto origin = [&](const char* name) { return s.origins[*find_knob(name)]; };
     return make_error(Code::ERR_CONFIG,

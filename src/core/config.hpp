@@ -16,6 +16,9 @@ namespace cairn {
 
 enum class Redundancy { single, partner, xor_set, rs };
 const char* redundancy_name(Redundancy r);
+// How cairn_need_checkpoint times checkpoints: every interval_seconds, or Daly's optimum for
+// mtbf_seconds and the measured checkpoint cost (docs/intervals.md).
+enum class IntervalMode { fixed, automatic };
 
 struct Config {
   std::string prefix;         // L3 directory (parallel file system); default "cairn-checkpoints" in cwd
@@ -26,10 +29,17 @@ struct Config {
   int rs_parity = 2;          // parity shards per set for rs
   int flush_every = 10;       // flush every N-th version to L3 (0: never, only at finalize)
   int keep_flushed = 2;       // versions kept in L3
+  int files_per_node = 0;       // L3: 0 = a file per rank, N = N files per node
+  int turnstile_width = 0;      // L3: writers per node at a time (0 = no limit)
+  std::string data_prefixes;    // L3: extra file systems for data, "PATH[:WEIGHT],..."
+  std::string compress = "none";  // L3: none | zstd | zstd:LEVEL
   bool flush_on_finalize = true;
-  double interval_seconds = 0;  // cairn_need_checkpoint period (0: only on halt/signal)
+  IntervalMode interval = IntervalMode::fixed;
+  double interval_seconds = 0;  // cairn_need_checkpoint period (0: only on halt/signal); auto: the first
+  double mtbf_seconds = 0;      // the job's mean time between failures, for interval = auto (0: unknown)
   double halt_seconds = 0;      // checkpoint and exit this long before end_time
   int64_t end_time = 0;         // job end (Unix seconds); 0: none
+  std::string exit_signal = "USR1";  // the signal that asks for a checkpoint and an exit (SIGTERM too)
   std::string node;             // failure group of this rank; default: the hostname
   log::Level log_level = log::Level::warn;
   uint64_t chunk_size = 1 << 20;       // checksum granularity (bytes)

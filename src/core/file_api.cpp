@@ -33,6 +33,17 @@ Status Runtime::route_file(const char* name, char* out, size_t len) {
                       name ? name : "(null)");
   std::string path;
   if (in_output_) {
+    if (routed_.empty()) {
+      // A local failure here still lets the output complete: cairn_complete_output then votes the
+      // version invalid on every rank.
+      std::string dir = output_dir(cache_);
+      Status st = fs::remove_tree(dir);
+      if (st.is_ok()) st = fs::make_dirs(dir);
+      if (!st.is_ok()) {
+        output_failure_ = st;
+        return st;
+      }
+    }
     path = output_dir(cache_) + "/" + name;
     routed_[name] = path;
   } else if (auto it = restored_files_.find(name); it != restored_files_.end()) {
@@ -51,23 +62,25 @@ Status Runtime::start_output(const char* label, int flags) {
   if (in_output_) return make_error(Code::ERR_SEQUENCE, "cairn_start_output: an output is already open (call cairn_complete_output first)");
   if (in_restart_) return make_error(Code::ERR_SEQUENCE, "cairn_start_output: a restart is open (call cairn_complete_restart first)");
   if (label && strlen(label) > 255) return make_error(Code::ERR_INVALID_ARG, "cairn_start_output: label longer than 255 bytes");
-  std::string dir = output_dir(cache_);
   routed_.clear();
   output_label_ = label ? label : "";
   in_output_ = true;
-  // A local failure still opens the output: cairn_complete_output votes it invalid everywhere.
-  output_failure_ = fs::remove_tree(dir);
-  if (output_failure_.is_ok()) output_failure_ = fs::make_dirs(dir);
-  return output_failure_;
+  output_failure_ = Status::ok();  // the output directory is made at the first routed file
+  return Status::ok();
 }
 
-Status Runtime::complete_output(int valid) {
+Status Runtime::complete_output(int valid) { return finish_output(valid, /*vote=*/true); }
+
+Status Runtime::finish_output(int valid, bool vote) {
   if (!in_output_) return make_error(Code::ERR_SEQUENCE, "call cairn_start_output before cairn_complete_output");
   in_output_ = false;
   pending_.reset();
-  int mine = valid && output_failure_.is_ok() ? 1 : 0, all = 0;
+  int mine = valid && output_failure_.is_ok() ? 1 : 0, all = mine;
+  Status failure = output_failure_;
   output_failure_ = Status::ok();
-  CAIRN_MPI(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, app_comm_));
+  if (vote) CAIRN_MPI(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, app_comm_));
+  else if (!failure.is_ok()) all = 1;  // taken anyway, marked failed: see take_version
+
   std::string label = output_label_.empty() ? "ckpt." + std::to_string(next_version_) : output_label_;
   Status st;
   if (!all) {
@@ -75,9 +88,9 @@ Status Runtime::complete_output(int valid) {
     st = make_error(Code::ERR_INVALID_VERSION, "version %llu ('%s') discarded: %s", static_cast<unsigned long long>(v),
                     label.c_str(), mine ? "another rank passed valid=0" : "this rank passed valid=0");
   } else {
-    st = take_version(label, !routed_.empty());
+    st = take_version(label, !routed_.empty(), failure);
   }
-  fs::remove_tree(output_dir(cache_)).ignore();
+  if (!routed_.empty()) fs::remove_tree(output_dir(cache_)).ignore();
   routed_.clear();
   return st;
 }

@@ -48,6 +48,15 @@ void Runtime::worker_loop() {
   }
 }
 
+// How this rank writes L3 (docs/config.md: files_per_node, turnstile_width, data_prefixes, compress).
+// Offset counters of versions already flushed everywhere may be cleaned.
+l3::WriteOptions Runtime::l3_options() {
+  l3::WriteOptions o = l3_base_;
+  std::lock_guard<std::mutex> lock(mu_);
+  o.clean_below = last_flushed_version_ + 1;
+  return o;
+}
+
 // Waiters test these flags under mu_; setting them under mu_ too means no wake-up is lost.
 void Runtime::set_flag(std::atomic<bool>& flag) {
   {
@@ -65,12 +74,14 @@ void Runtime::run_local_stages(VersionJob& job) {
     job.local_status = cache_.write_record(job.version, L1Record{static_cast<uint32_t>(job.slot), job.manifest});
   }
   job.t_seal = now_seconds() - t0;
+  if (rank_ == 0) state_.set("version", std::to_string(job.version));  // off the application's path
   set_flag(job.sealed);
   if (!mpi_in_worker_ && job.flush) {
     double t1 = now_seconds();
+    const l3::WriteOptions opts = l3_options();
     job.l3_status = job.local_status.is_ok()
                         ? l3::write_rank(layout_, job.manifest, job.data,
-                                         [&] { inject_.point("flush", job.version); })
+                                         [&] { inject_.point("flush", job.version); }, &opts)
                         : job.local_status;
     job.t_l3 = now_seconds() - t1;
     set_flag(job.l3_written);
@@ -85,8 +96,9 @@ Status Runtime::run_mpi_stages(VersionJob& job) {
   if (st.is_ok() && job.flush) {
     if (mpi_in_worker_) {
       double t1 = now_seconds();
+      const l3::WriteOptions opts = l3_options();
       job.l3_status = job.local_ok ? l3::write_rank(layout_, job.manifest, job.data,
-                                                    [&] { inject_.point("flush", job.version); })
+                                                    [&] { inject_.point("flush", job.version); }, &opts)
                                    : make_error(Code::ERR_INVALID_VERSION, "version was discarded");
       job.t_l3 = now_seconds() - t1;
       set_flag(job.l3_written);
@@ -301,12 +313,14 @@ void Runtime::wait_slot_free(int slot) {
 }
 
 Status Runtime::wait_all() {
+  double t0 = now_seconds();
   if (!mpi_in_worker_) {
     drive(true);
   } else {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return jobs_.empty(); });
   }
+  pipeline_seconds_on_app_ += now_seconds() - t0;  // the application waited on checkpoints
   std::lock_guard<std::mutex> lock(mu_);
   Status st = bg_error_;
   bg_error_ = Status::ok();
@@ -327,8 +341,9 @@ Status Runtime::flush_now(uint64_t v) {
     auto slot = cache_.slot(static_cast<int>(rec->slot), rec->manifest.total_size);
     if (slot.is_ok()) {
       if (rank_ == 0) state_.set("phase", "flush");
+      const l3::WriteOptions opts = l3_options();
       job.l3_status = l3::write_rank(layout_, job.manifest, (*slot)->data(),
-                                     [&] { inject_.point("flush", v); });
+                                     [&] { inject_.point("flush", v); }, &opts);
     } else {
       job.l3_status = slot.status();
     }

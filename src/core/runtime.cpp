@@ -15,11 +15,35 @@
 #include "core/mpi_util.hpp"
 #include "pfs/l3_store.hpp"
 #include "policy/exit_policy.hpp"
+#include "policy/halt.hpp"
 #include "redistribute/distribution.hpp"
 
 namespace cairn {
 namespace {
 std::unique_ptr<Runtime> g_runtime;
+// Rank 0's reading of the halt file; belongs to g_runtime (reset by init).
+policy::HaltWatcher g_halt_watcher;
+
+// The halt file's verdict as a policy::HaltAction value, for the max-allreduce (rank 0 only).
+double observe_halt_file(const std::string& path, const policy::HaltContext& ctx) {
+  std::vector<std::string> messages;
+  policy::HaltVerdict v = g_halt_watcher.observe(path, ctx, &messages);
+  for (const auto& m : messages) LOG_WARN("%s", m.c_str());
+  return static_cast<double>(static_cast<int>(v.action));
+}
+
+// The job's end time from Slurm, when inside a Slurm job (docs/halt.md); 0 otherwise.
+int64_t end_time_from_slurm() {
+  auto found = policy::slurm_end_time(process_env(), [](const std::vector<std::string>& argv) {
+    return policy::run_command(argv, 10.0);
+  });
+  if (found.end_time > 0)
+    LOG_INFO("end time %s from Slurm (%s)", policy::format_time(found.end_time).c_str(), found.source.c_str());
+  else if (!found.problem.empty())
+    LOG_WARN("inside a Slurm job, but its end time is unknown: %s; set end_time (CAIRN_END_TIME) to "
+             "checkpoint before the time limit", found.problem.c_str());
+  return found.end_time;
+}
 
 uint32_t type_size(int type) {
   switch (type) {
@@ -102,7 +126,15 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
   layout_ = make_layout(cfg_);
   inject_.init(rank_);
   CAIRN_TRY(bind_comm(app_comm_));
-  policy::install_signal_handlers();
+  // Time limit, halt file and signals (docs/halt.md). Rank 0 asks Slurm once; every rank gets its answer.
+  long long end_time = cfg_.end_time;
+  if (rank_ == 0 && end_time == 0) end_time = end_time_from_slurm();
+  CAIRN_MPI(MPI_Bcast(&end_time, 1, MPI_LONG_LONG, 0, app_comm_));
+  cfg_.end_time = end_time;
+  g_halt_watcher = policy::HaltWatcher{};
+  if (!policy::install_signal_handlers(policy::parse_exit_signal(cfg_.exit_signal)) && rank_ == 0)
+    LOG_WARN("exit_signal %s: the application handles this signal itself; cairn does not catch it",
+             cfg_.exit_signal.c_str());
   last_checkpoint_time_ = now_seconds();
   worker_ = std::thread([this] { worker_loop(); });
   return Status::ok();
@@ -123,6 +155,7 @@ Status Runtime::bind_comm(MPI_Comm comm) {
   placement_ = SetPlacement{};
   code_.reset();
   CAIRN_TRY(compute_placement());
+  CAIRN_TRY(setup_l3_options());
   CAIRN_TRY(agree_next_version());
   if (rank_ == 0) {
     LOG_INFO("cairn %d.%d.%d on %d ranks: prefix %s, cache %s, redundancy %s%s, flush every %d, %s",
@@ -222,6 +255,25 @@ Status Runtime::compute_placement() {
   return Status::ok();
 }
 
+Status Runtime::setup_l3_options() {
+  l3::WriteOptions o;
+  Status st = Status::ok();
+  auto level = l3::parse_compress(cfg_.compress);
+  if (!level) st = level.status();
+  else o.zstd_level = *level;
+  auto prefixes = l3::parse_prefixes(cfg_.data_prefixes);
+  if (!prefixes) st = prefixes.status().prefixed("data_prefixes");
+  else o.data_prefixes = *prefixes;
+  o.files_per_node = cfg_.files_per_node;
+  o.turnstile_width = cfg_.turnstile_width;
+  o.node = cfg_.node;
+  o.node_dir = layout_.node_cache(cfg_.node);
+  for (int r = 0; r < rank_; ++r) o.local_index += node_of_rank_[static_cast<size_t>(r)] == cfg_.node ? 1 : 0;
+  CAIRN_TRY(agree(app_comm_, st));
+  l3_base_ = o;
+  return Status::ok();
+}
+
 // Version numbers only grow, across runs too: a new version never reuses the number of a stale,
 // partial one that some cache or the prefix may still hold.
 Status Runtime::agree_next_version() {
@@ -277,7 +329,8 @@ Status Runtime::protect_distributed(const char* name, void* ptr, size_t count, i
   CAIRN_ASSIGN_OR_RETURN(dist, dist_from_c(*d));
   if (dist.kind != redist::Kind::private_ && dist.kind != redist::Kind::replicated) {
     uint64_t want = redist::local_count(dist, nranks_, rank_);
-    if (want != count)
+    // count 0 on a one-rank communicator: a process about to join a job by cairn_redistribute.
+    if (want != count && !(count == 0 && nranks_ == 1))
       return make_error(Code::ERR_SIZE_MISMATCH,
                         "cairn_protect_distributed('%s'): %zu elements given, the %s distribution gives rank %d of %d "
                         "%llu (see cairn_local_count)", name ? name : "", count, redist::kind_name(dist.kind), rank_,
@@ -329,14 +382,16 @@ Status Runtime::checkpoint() {
   // the version invalid on every rank, so the ranks' collectives stay in step.
   Status started = start_output(nullptr, 0);
   if (!in_output_) return started;
-  Status done = complete_output(1);
+  // Every rank calls this with valid = 1, so no vote is needed: a local failure reaches the other
+  // ranks through the pipeline's first agreement, which discards the version everywhere.
+  Status done = finish_output(/*valid=*/1, /*vote=*/false);
   return started.is_ok() ? done : started;
 }
 
 // The application's blocking path: find a free slot, copy, hand the version to the progress engine.
-Status Runtime::take_version(const std::string& label, bool have_files) {
+Status Runtime::take_version(const std::string& label, bool have_files, const Status& failed_before) {
+  const double t_enter = now_seconds();
   uint64_t v = next_version_++;
-  if (rank_ == 0) state_.set({{"version", std::to_string(v)}, {"phase", "checkpoint"}});
   // Never overwrite the newest good version: wait until the versions in flight are decided at L2,
   // then take the slot of the oldest one.
   wait_for_l2();
@@ -350,6 +405,7 @@ Status Runtime::take_version(const std::string& label, bool have_files) {
   // A failure here is this rank's alone; the version still enters the pipeline (marked failed) so
   // that every rank runs the same agreements, which then discard it everywhere.
   Status local = [&]() -> Status {
+    CAIRN_TRY(failed_before);
     m.version = v;
     m.label = label;
     m.rank = static_cast<uint32_t>(rank_);
@@ -424,8 +480,9 @@ Status Runtime::take_version(const std::string& label, bool have_files) {
   }
   cv_.notify_all();
   last_checkpoint_time_ = now_seconds();
+  checkpoint_cost_.add(last_checkpoint_time_ - t_enter + pipeline_seconds_on_app_);
+  pipeline_seconds_on_app_ = 0;
   if (exit_requested_) checkpoint_since_request_ = true;
-  if (rank_ == 0) state_.set("phase", "compute");
   return local;
 }
 
@@ -445,16 +502,37 @@ Status Runtime::should_exit(int* flag) {
   return Status::ok();
 }
 
-// Every rank observes; a max-allreduce makes the decision the same everywhere.
+// Every rank observes; a max-allreduce makes the decision the same everywhere. The computation
+// since the last checkpoint and the measured checkpoint cost are agreed in the same reduction (the
+// largest of any rank), so every rank computes the same interval from the same inputs.
 Status Runtime::policy_observe(int* need, int* exit) {
-  if (!mpi_in_worker_) drive(true);
+  if (!mpi_in_worker_) {
+    double t0 = now_seconds();
+    drive(true);
+    pipeline_seconds_on_app_ += now_seconds() - t0;
+  }
   double now = now_seconds();
-  int local[4] = {policy::caught_signal() != 0, rank_ == 0 && fs::exists(layout_.halt_file()),
-                  policy::end_time_reached(cfg_.end_time, cfg_.halt_seconds, now),
-                  policy::interval_due(cfg_.interval_seconds, now - last_checkpoint_time_)};
-  int all[4];
-  CAIRN_MPI(MPI_Allreduce(local, all, 4, MPI_INT, MPI_MAX, app_comm_));
-  policy::Observation o{all[0] != 0, all[1] != 0, all[2] != 0, all[3] != 0};
+  double halt = rank_ != 0 ? 0.0 : observe_halt_file(layout_.halt_file(), {now, cfg_.end_time, cfg_.halt_seconds,
+      next_version_ - 1, versions_taken_ > 0 ? last_checkpoint_time_ : 0.0});
+  double local[5] = {policy::caught_signal() != 0 ? 1.0 : 0.0, halt,
+                     policy::end_time_reached(cfg_.end_time, cfg_.halt_seconds, now) ? 1.0 : 0.0,
+                     now - last_checkpoint_time_, checkpoint_cost_.value()};
+  double all[5];
+  CAIRN_MPI(MPI_Allreduce(local, all, 5, MPI_DOUBLE, MPI_MAX, app_comm_));
+  double interval = cfg_.interval_seconds;
+  if (cfg_.interval == IntervalMode::automatic) {
+    interval = policy::auto_interval(all[4], cfg_.mtbf_seconds, cfg_.interval_seconds);
+    if (rank_ == 0 && checkpoint_cost_.samples() != auto_interval_logged_) {
+      auto_interval_logged_ = checkpoint_cost_.samples();
+      LOG_INFO("interval auto: checkpoint cost %.3f s (mean of the last %d, slowest rank), MTBF %.0f s: "
+               "next checkpoint after %.1f s of computation",
+               all[4], static_cast<int>(std::min<uint64_t>(auto_interval_logged_, policy::CheckpointCostAverage::kWindow)),
+               cfg_.mtbf_seconds, interval);
+    }
+  }
+  policy::Observation o{all[0] != 0, all[1] != 0, all[2] != 0, policy::interval_due(interval, all[3])};
+  o.halt_file = all[1] == static_cast<int>(policy::HaltAction::checkpoint_then_exit);
+  o.halt_exit_now = all[1] == static_cast<int>(policy::HaltAction::exit_now);
   if (o.exit_requested() && !exit_requested_) {
     exit_requested_ = true;
     checkpoint_since_request_ = false;

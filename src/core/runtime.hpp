@@ -22,6 +22,8 @@
 #include "core/layout.hpp"
 #include "core/manifest.hpp"
 #include "core/status.hpp"
+#include "policy/interval.hpp"
+#include "pfs/l3_placement.hpp"
 #include "redundancy/set_code.hpp"
 
 namespace cairn {
@@ -136,7 +138,9 @@ class Runtime {
   Status agree_next_version();
 
   // checkpoint path (app thread)
-  Status take_version(const std::string& label, bool have_files);
+  Status take_version(const std::string& label, bool have_files, const Status& failed_before = Status::ok());
+  // complete_output's body; vote = false for cairn_checkpoint, where every rank passes valid = 1.
+  Status finish_output(int valid, bool vote);
   // Block until every version in flight is decided at L2 (so the newest good version is known).
   void wait_for_l2();
   // The slot for a new version: an empty one, else the one holding the oldest version.
@@ -144,6 +148,8 @@ class Runtime {
   // Block until no version in flight reads `slot` (an older version still being flushed).
   void wait_slot_free(int slot);
   void set_flag(std::atomic<bool>& flag);
+  l3::WriteOptions l3_options();
+  Status setup_l3_options();
 
   // progress engine
   void worker_loop();
@@ -193,7 +199,8 @@ class Runtime {
   JobState state_;
   FaultInjector inject_;
   SetPlacement placement_;
-  std::vector<std::string> node_of_rank_;  // failure group of every rank of app_comm_
+  std::vector<std::string> node_of_rank_;
+  l3::WriteOptions l3_base_;  // from the config and this rank's place (setup_l3_options)  // failure group of every rank of app_comm_
   std::optional<redundancy::SetCode> code_;
 
   // regions and versions
@@ -220,6 +227,12 @@ class Runtime {
 
   // policy
   double last_checkpoint_time_ = 0;
+  // interval = auto: what checkpoints cost the application thread: take_version from entry to return,
+  // plus the time since the previous one spent running pipeline stages in cairn_need_checkpoint and
+  // cairn_should_exit (funneled MPI) or waiting in cairn_wait.
+  policy::CheckpointCostAverage checkpoint_cost_;
+  double pipeline_seconds_on_app_ = 0;
+  uint64_t auto_interval_logged_ = 0;  // cost samples when the interval was last logged
   bool exit_requested_ = false;
   bool checkpoint_since_request_ = false;
 

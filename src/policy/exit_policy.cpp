@@ -3,13 +3,30 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cctype>
+#include <charconv>
 #include <cstring>
 
 namespace cairn::policy {
 namespace {
 std::atomic<int> g_signal{0};
-struct sigaction g_old_usr1, g_old_term;
-bool g_installed_usr1 = false, g_installed_term = false;
+struct sigaction g_old_exit, g_old_term;
+int g_exit_signal = 0;  // installed: the exit signal (0: none)
+bool g_installed_term = false;
+
+struct SignalName {
+  const char* name;
+  int number;
+};
+// The signals that may ask for an exit (see parse_exit_signal).
+const SignalName kExitSignals[] = {
+    {"HUP", SIGHUP},   {"INT", SIGINT},       {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+    {"ALRM", SIGALRM}, {"TERM", SIGTERM},     {"URG", SIGURG},   {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ},
+    {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH},
+#ifdef SIGPWR
+    {"PWR", SIGPWR},
+#endif
+};
 
 extern "C" void on_signal(int sig) { g_signal.store(sig); }
 
@@ -26,15 +43,48 @@ bool install_one(int sig, struct sigaction* old) {
 }
 }  // namespace
 
-void install_signal_handlers() {
-  if (!g_installed_usr1) g_installed_usr1 = install_one(SIGUSR1, &g_old_usr1);
+int parse_exit_signal(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  int number = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (!text.empty() && ec == std::errc() && end == text.data() + text.size()) {
+    for (const auto& s : kExitSignals)
+      if (s.number == number) return number;
+    return number >= SIGRTMIN && number <= SIGRTMAX ? number : 0;
+  }
+  std::string name;
+  for (char c : text) name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (name.rfind("SIG", 0) == 0) name.erase(0, 3);
+  for (const auto& s : kExitSignals)
+    if (name == s.name) return s.number;
+  return 0;
+}
+
+std::string signal_name(int sig) {
+  for (const auto& s : kExitSignals)
+    if (s.number == sig) return std::string("SIG") + s.name;
+  return "signal " + std::to_string(sig);
+}
+
+const char* exit_signal_choices() {
+  return "USR1, USR2, TERM, INT, HUP, QUIT, ALRM, URG, XCPU, XFSZ, VTALRM, PROF, WINCH, PWR (SIG prefix "
+         "optional), or a number (those, or SIGRTMIN..SIGRTMAX)";
+}
+
+bool install_signal_handlers(int exit_signal) {
+  g_signal.store(0);
+  if (exit_signal == SIGTERM) exit_signal = 0;  // caught below anyway
+  if (g_exit_signal == 0 && exit_signal != 0 && install_one(exit_signal, &g_old_exit)) g_exit_signal = exit_signal;
   if (!g_installed_term) g_installed_term = install_one(SIGTERM, &g_old_term);
+  return exit_signal == 0 ? g_installed_term : g_exit_signal == exit_signal;
 }
 
 void restore_signal_handlers() {
-  if (g_installed_usr1) sigaction(SIGUSR1, &g_old_usr1, nullptr);
+  if (g_exit_signal != 0) sigaction(g_exit_signal, &g_old_exit, nullptr);
   if (g_installed_term) sigaction(SIGTERM, &g_old_term, nullptr);
-  g_installed_usr1 = g_installed_term = false;
+  g_exit_signal = 0;
+  g_installed_term = false;
 }
 
 int caught_signal() { return g_signal.load(); }
@@ -49,7 +99,9 @@ bool interval_due(double interval_seconds, double since) {
 
 Decision decide(const Observation& o, bool checkpoint_since_request) {
   Decision d;
-  if (o.exit_requested()) {
+  if (o.halt_exit_now) {
+    d.should_exit = true;
+  } else if (o.exit_requested()) {
     d.should_exit = checkpoint_since_request;
     d.need_checkpoint = !checkpoint_since_request;
   } else {
@@ -62,7 +114,7 @@ std::string describe(const Observation& o) {
   std::string s;
   auto add = [&](const char* what) { s += s.empty() ? what : std::string(", ") + what; };
   if (o.signal) add("a termination signal");
-  if (o.halt_file) add("the halt file");
+  if (o.halt_file || o.halt_exit_now) add("the halt file");
   if (o.end_time) add("the job's end time");
   if (o.interval_due) add("the checkpoint interval");
   return s.empty() ? "nothing" : s;

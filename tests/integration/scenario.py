@@ -9,6 +9,8 @@ or, for unrecoverable cases, when the job fails with a clear message.
 Usage: scenario.py --build BUILD --name NAME [options]   (see --help)
 """
 import argparse
+import json
+import math
 import os
 import re
 import shutil
@@ -42,7 +44,7 @@ def base_env(args, work):
     })
     for kv in args.env:
         k, _, v = kv.partition("=")
-        env[k] = v
+        env[k] = v.replace("{work}", work)  # {work}: this scenario's scratch directory
     return env
 
 
@@ -215,51 +217,192 @@ def run_reshape(args):
     return out
 
 
-def interrupted_runs(args, cmd, env, work):
-    """halt / end-time / signal: the first run must exit on request; the second resumes."""
-    prefix = env["CAIRN_PREFIX"]
-    first_env = dict(env)
-    if args.interrupt == "end-time":
-        first_env["CAIRN_END_TIME"] = str(int(time.time()) + 4)
-        first_env["CAIRN_HALT_SECONDS"] = "1"
-    proc = subprocess.Popen(cmd, env=first_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+class StateWatch(threading.Thread):
+    """Polls <prefix>/.cairn/state every 2 ms while the job runs: the latest key=value map, and when each
+    version number was first seen (the state's `version` is set as a checkpoint starts)."""
 
-    def poke():
-        state = os.path.join(prefix, ".cairn", "state")
-        deadline = time.time() + 60
-        while time.time() < deadline:  # wait until the job has taken a checkpoint
+    def __init__(self, prefix):
+        super().__init__(daemon=True)
+        self.path = os.path.join(prefix, ".cairn", "state")
+        self.latest = {}
+        self.first_seen = {}  # version -> time.time() when first seen
+        self.stop = False
+
+    def run(self):
+        while not self.stop:
             try:
-                kv = dict(l.split("=", 1) for l in open(state).read().split())
-                if int(kv.get("l1", "0")) >= 2:
-                    break
+                kv = dict(l.split("=", 1) for l in open(self.path).read().split())
+                self.latest = kv
+                v = int(kv.get("version", "0"))
+                self.first_seen.setdefault(v, time.time())
             except (OSError, ValueError):
                 pass
-            time.sleep(0.05)
-        if args.interrupt == "halt-file":
-            open(os.path.join(prefix, ".cairn", "halt"), "w").close()
-        elif args.interrupt == "signal":
-            os.kill(int(kv["pid"]), signal.SIGUSR1)
+            time.sleep(0.002)
 
-    t = threading.Thread(target=poke)
+    def wait(self, pred, what, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            kv = self.latest
+            try:
+                if kv and pred(kv):
+                    return kv
+            except (KeyError, ValueError):
+                pass
+            time.sleep(0.002)
+        fail(f"timed out waiting for {what}; state {self.latest}")
+
+    def right_after_a_checkpoint(self):
+        """Waits until a new checkpoint has been taken (its blocking part done); returns (version, time)."""
+        seen = int(self.wait(lambda kv: int(kv["l1"]) >= 2, "two checkpoints")["version"])
+        kv = self.wait(lambda kv: int(kv["version"]) > seen and kv.get("phase") != "checkpoint",
+                       "the end of the next checkpoint")
+        return int(kv["version"]), time.time()
+
+
+def cairn_halt(args, prefix, *options):
+    cmd = [os.path.join(args.build, "tools", "cairn"), "halt", prefix, *options]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    print("scenario:", " ".join(cmd), "->", p.returncode, p.stdout.strip(), p.stderr.strip(), flush=True)
+    if p.returncode != 0:
+        fail(f"cairn halt {' '.join(options)} exited {p.returncode}")
+    return p.stdout
+
+
+def interrupted_runs(args, cmd, env, work):
+    """The first run must exit on request (halt file, end time, signal); the second resumes from L1.
+
+    halt-file        an empty <prefix>/.cairn/halt (the old meaning: checkpoint, then exit)
+    end-time         CAIRN_END_TIME 4 s ahead with CAIRN_HALT_SECONDS=1
+    signal           SIGUSR1 to rank 0; signal-usr2: SIGUSR2 with CAIRN_EXIT_SIGNAL=USR2
+    halt-checkpoints `cairn halt --checkpoints 2`: the job exits after exactly the version the halt
+                     names (checkpoints_from + 2), at one of its own checkpoints
+    halt-before      `cairn halt --before T` with CAIRN_HALT_SECONDS=2: a new checkpoint and the exit
+                     fall between T-2 and T
+    halt-after       `cairn halt --after T`, T just after a checkpoint and before the next: the job exits
+                     after that next one (run with --sleep-ms 60: checkpoints >= 1.2 s apart)
+    halt-seconds     CAIRN_END_TIME 8 s ahead and `cairn halt --seconds 4`: checkpoint and exit between
+                     end-4 and end
+    halt-immediate   `cairn halt --immediate` right after a checkpoint: the job exits without another
+    Every halt-* mode removes the halt with `cairn halt --unset` before the second run, which must
+    restart from the first run's newest version and give the failure-free result.
+    """
+    prefix = env["CAIRN_PREFIX"]
+    mode = args.interrupt
+    first_env = dict(env)
+    if mode == "end-time":
+        first_env["CAIRN_END_TIME"] = str(int(time.time()) + 4)
+        first_env["CAIRN_HALT_SECONDS"] = "1"
+    elif mode == "halt-before":
+        first_env["CAIRN_HALT_SECONDS"] = "2"
+    elif mode == "halt-seconds":
+        end_time = int(time.time()) + 8
+        first_env["CAIRN_END_TIME"] = str(end_time)
+    elif mode == "signal-usr2":
+        first_env["CAIRN_EXIT_SIGNAL"] = "USR2"
+    watch = StateWatch(prefix)
+    watch.start()
+    proc = subprocess.Popen(cmd, env=first_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []  # (time, line) as the job prints them
+
+    def read_output():
+        for line in proc.stdout:
+            lines.append((time.time(), line))
+
+    reader = threading.Thread(target=read_output, daemon=True)
+    reader.start()
+    expect = {}  # what the poke decided the outcome must be
+
+    def poke():
+        if mode in ("halt-file", "signal", "signal-usr2", "end-time", "halt-checkpoints", "halt-before",
+                    "halt-seconds"):
+            kv = watch.wait(lambda kv: int(kv["l1"]) >= 2, "two checkpoints")
+        if mode == "halt-file":
+            open(os.path.join(prefix, ".cairn", "halt"), "w").close()
+        elif mode in ("signal", "signal-usr2"):
+            os.kill(int(kv["pid"]), signal.SIGUSR1 if mode == "signal" else signal.SIGUSR2)
+        elif mode == "halt-checkpoints":
+            cairn_halt(args, prefix, "--checkpoints", "2")
+            listed = json.loads(cairn_halt(args, prefix, "--list", "--json"))
+            expect["version"] = listed["conditions"]["checkpoints_from"] + 2
+        elif mode == "halt-before":
+            expect["before"] = int(time.time()) + 3
+            cairn_halt(args, prefix, "--before", str(expect["before"]))
+        elif mode == "halt-seconds":
+            cairn_halt(args, prefix, "--seconds", "4")
+        elif mode == "halt-after":
+            v, done = watch.right_after_a_checkpoint()
+            expect["after"] = int(math.ceil(done + 0.1))
+            expect["version"] = v + 1
+            cairn_halt(args, prefix, "--after", str(expect["after"]))
+        elif mode == "halt-immediate":
+            v, _ = watch.right_after_a_checkpoint()
+            expect["version"] = v
+            cairn_halt(args, prefix, "--immediate")
+
+    poke_failed = []
+
+    def poke_checked():
+        try:
+            poke()
+        except SystemExit:  # fail() in this thread: stop the job, report after
+            poke_failed.append(True)
+            proc.kill()
+
+    t = threading.Thread(target=poke_checked)
     t.start()
-    out1, _ = proc.communicate(timeout=args.timeout)
+    proc.wait(timeout=args.timeout)
+    reader.join(timeout=10)
     t.join()
+    watch.stop = True
+    watch.join()
+    if poke_failed:
+        fail("could not interrupt the first run (see above)")
+    out1 = "".join(line for _, line in lines)
     print(out1)
     if proc.returncode != 0:
         fail(f"the interrupted run exited {proc.returncode}")
-    if not re.search(r"exiting on request at iteration \d+", out1):
+    exits = [(when, line) for when, line in lines if re.search(r"exiting on request at iteration \d+", line)]
+    if not exits:
         fail("the first run did not exit on request")
+    exit_time, exit_line = exits[-1]
+    iteration = int(re.search(r"iteration (\d+)", exit_line).group(1))
     if re.search(r"^result ", out1, re.M):
         fail("the first run ran to the end despite the request")
-    if args.interrupt == "halt-file":
+    state = dict(l.split("=", 1) for l in open(os.path.join(prefix, ".cairn", "state")).read().split())
+    final = int(state["version"])
+    print(f"scenario: exited at iteration {iteration}, {exit_time:.3f}; newest version {final}; expected {expect}")
+    checkpoint_every = int(HEAT_ARGS[HEAT_ARGS.index("--checkpoint-every") + 1])
+    if "version" in expect and final != expect["version"]:
+        fail(f"the job's newest version is {final}, expected {expect['version']}")
+    if mode in ("halt-checkpoints", "halt-after") and iteration % checkpoint_every != 0:
+        fail(f"exited at iteration {iteration}, not right after one of the job's own checkpoints")
+    if mode == "halt-before" and not expect["before"] - 2 <= exit_time < expect["before"]:
+        fail(f"exited at {exit_time:.3f}, outside [before - 2, before) = [{expect['before'] - 2}, {expect['before']})")
+    if mode == "halt-seconds" and not end_time - 4 <= exit_time < end_time:
+        fail(f"exited at {exit_time:.3f}, outside [end - 4, end) = [{end_time - 4}, {end_time})")
+    if mode in ("halt-before", "halt-seconds"):
+        start = expect["before"] - 2 if mode == "halt-before" else end_time - 4
+        if watch.first_seen.get(final, 0) < start:
+            fail(f"version {final} was started before the halt's time {start}: no checkpoint was taken for it")
+    if mode == "halt-after" and exit_time < expect["after"]:
+        fail(f"exited at {exit_time:.3f}, before after={expect['after']}")
+
+    if mode == "halt-file":
         os.remove(os.path.join(prefix, ".cairn", "halt"))
-    proc2 = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+    elif mode.startswith("halt-"):
+        cairn_halt(args, prefix, "--unset")
+    # The resumed run needs no slowing down.
+    resumed = list(cmd)
+    if "--sleep-ms" in resumed:
+        i = resumed.index("--sleep-ms")
+        del resumed[i:i + 2]
+    proc2 = subprocess.run(resumed, env=env, capture_output=True, text=True, timeout=args.timeout)
     out2 = proc2.stdout + proc2.stderr
     print(out2)
     if proc2.returncode != 0:
         fail(f"the resumed run exited {proc2.returncode}")
-    if not re.search(r"^restart: version \d+ from level L1$", out2, re.M):
-        fail("the resumed run did not restart from L1")
+    if not re.search(rf"^restart: version {final} from level L1$", out2, re.M):
+        fail(f"the resumed run did not restart from version {final} at L1")
     return out2
 
 
@@ -278,7 +421,9 @@ def main():
                    help="damage a file before the relaunch (also the hook's own mode)")
     p.add_argument("--expect", help="LEVEL[:VERSION] the relaunch must restart from, e.g. L2:8")
     p.add_argument("--expect-fail", help="regex: the job must fail with a message matching it")
-    p.add_argument("--interrupt", choices=["halt-file", "end-time", "signal"])
+    p.add_argument("--interrupt", choices=["halt-file", "end-time", "signal", "signal-usr2", "halt-checkpoints",
+                                           "halt-before", "halt-after", "halt-seconds", "halt-immediate"],
+                   help="ask the first run to exit (see interrupted_runs), then resume")
     p.add_argument("--env", action="append", default=[], help="extra VAR=VALUE for the job")
     p.add_argument("--no-spare", action="store_true", help="relaunch on the surviving nodes only")
     p.add_argument("--reshape", help="M:K - after a run on --np ranks, restart on M ranks over K nodes")

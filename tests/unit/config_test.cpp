@@ -164,10 +164,17 @@ set_size = 8
 rs_parity = 3
 flush_every = 0
 keep_flushed = 5
+files_per_node = 2
+turnstile_width = 1
+data_prefixes = "/fs1:2,/fs2"
+compress = "zstd:5"
 flush_on_finalize = false
+interval = "auto"
 interval_seconds = 120.5
+mtbf_seconds = 86400
 halt_seconds = 300
 end_time = 1700000000
+exit_signal = "USR2"
 node = "n07"
 log = "debug"
 chunk_size = "256K"
@@ -184,10 +191,17 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.rs_parity, 3);
   EXPECT_EQ(c.flush_every, 0);
   EXPECT_EQ(c.keep_flushed, 5);
+  EXPECT_EQ(c.files_per_node, 2);
+  EXPECT_EQ(c.turnstile_width, 1);
+  EXPECT_EQ(c.data_prefixes, "/fs1:2,/fs2");
+  EXPECT_EQ(c.compress, "zstd:5");
   EXPECT_FALSE(c.flush_on_finalize);
+  EXPECT_EQ(c.interval, IntervalMode::automatic);
   EXPECT_EQ(c.interval_seconds, 120.5);
+  EXPECT_EQ(c.mtbf_seconds, 86400.0);
   EXPECT_EQ(c.halt_seconds, 300.0);
   EXPECT_EQ(c.end_time, 1700000000);
+  EXPECT_EQ(c.exit_signal, "USR2");
   EXPECT_EQ(c.node, "n07");
   EXPECT_EQ(c.log_level, log::Level::debug);
   EXPECT_EQ(c.chunk_size, 256u * 1024);

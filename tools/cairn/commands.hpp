@@ -27,6 +27,15 @@ struct Command {
 // One function per subcommand, each in its own file; main.cpp lists them.
 Command add_run_command(CLI::App& root);
 Command add_config_command(CLI::App& root);
+Command add_interval_command(CLI::App& root);
 Command add_strerror_command(CLI::App& root);
+Command add_halt_command(CLI::App& root);
+Command add_list_command(CLI::App& root);
+Command add_show_command(CLI::App& root);
+Command add_verify_command(CLI::App& root);
+Command add_flush_command(CLI::App& root);
+Command add_clean_command(CLI::App& root);
+Command add_watch_command(CLI::App& root);
+Command add_plot_command(CLI::App& root);
 
 }  // namespace cairn::tool

@@ -17,7 +17,16 @@ using AddCommand = Command (*)(CLI::App&);
 constexpr AddCommand kCommands[] = {
     cairn::tool::add_run_command,
     cairn::tool::add_config_command,
+    cairn::tool::add_interval_command,
     cairn::tool::add_strerror_command,
+    cairn::tool::add_halt_command,
+    cairn::tool::add_list_command,
+    cairn::tool::add_show_command,
+    cairn::tool::add_verify_command,
+    cairn::tool::add_flush_command,
+    cairn::tool::add_clean_command,
+    cairn::tool::add_watch_command,
+    cairn::tool::add_plot_command,
 };
 
 std::string version_text() {

@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# tools: the inspection tools (list, show, verify, flush, clean, watch, plot) on an empty prefix, on
+# checkpoints written by heat2d under `cairn run`, and on damaged ones; `flush` gives an L3 version a
+# relaunched job restarts from once the caches are gone, with the failure-free result.
+#
+# Usage: tools_test.sh PATH/TO/cairn PATH/TO/heat2d
+# Environment: CAIRN_MPIRUN_ARGS (e.g. --oversubscribe) and, for Open MPI as root,
+# OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.
+set -u
+
+CAIRN=${1:?usage: tools_test.sh PATH/TO/cairn PATH/TO/heat2d}
+HEAT=${2:?usage: tools_test.sh PATH/TO/cairn PATH/TO/heat2d}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/cairn-tools.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+unset CAIRN_CONFIG CAIRN_LOG CAIRN_FLUSH_EVERY CAIRN_FLUSH_ON_FINALIZE CAIRN_KEEP_FLUSHED CAIRN_CACHE_VERSIONS
+
+failures=0
+pass() { echo "ok   - $1"; }
+fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
+
+# expect_rc NAME RC CMD... : runs CMD (stdout in $WORK/out, stderr in $WORK/err), checks its status.
+expect_rc() {
+  local name=$1 want=$2
+  shift 2
+  "$@" >"$WORK/out" 2>"$WORK/err"
+  local rc=$?
+  if [ "$rc" -eq "$want" ]; then pass "$name"; else
+    fail "$name: exit status $rc, expected $want"
+    sed 's/^/    out: /' "$WORK/out"
+    sed 's/^/    err: /' "$WORK/err"
+  fi
+}
+# expect_in NAME FILE TEXT : FILE contains TEXT (fixed string).
+expect_in() {
+  if grep -qF -- "$3" "$2"; then pass "$1"; else
+    fail "$1: '$3' not in $(basename "$2")"
+    sed 's/^/    | /' "$2"
+  fi
+}
+expect_not_in() {
+  if ! grep -qF -- "$3" "$2"; then pass "$1"; else
+    fail "$1: '$3' unexpectedly in $(basename "$2")"
+    sed 's/^/    | /' "$2"
+  fi
+}
+# expect_py NAME EXPR : python3 EXPR over the JSON in $WORK/out (bound to j) is true.
+expect_py() {
+  if python3 -c "import json,sys; j=json.load(open('$WORK/out')); sys.exit(0 if ($2) else 1)" 2>"$WORK/pyerr"; then
+    pass "$1"
+  else
+    fail "$1: $2"
+    sed 's/^/    | /' "$WORK/out" | head -40
+    sed 's/^/    py: /' "$WORK/pyerr"
+  fi
+}
+# use NAME: the job's prefix, cache and name (every tool finds them through the CAIRN_* variables).
+use() {
+  export CAIRN_PREFIX=$WORK/$1/prefix CAIRN_CACHE_DIR=$WORK/$1/cache CAIRN_JOB=tools-$1-$$
+  CACHE_JOB=$CAIRN_CACHE_DIR/cairn-$CAIRN_JOB
+}
+# heat2d on 4 ranks / 2 simulated nodes; the output is in $WORK/run.out.
+heat() {
+  "$CAIRN" run -n 4 --nodes 2 -- "$HEAT" --n 128 --iters 200 --checkpoint-every 20 >"$WORK/run.out" 2>&1
+}
+# flip_byte FILE OFFSET
+flip_byte() {
+  python3 -c "
+import sys
+p, off = sys.argv[1], int(sys.argv[2])
+b = bytearray(open(p, 'rb').read()); b[off] ^= 0xff; open(p, 'wb').write(b)" "$1" "$2"
+}
+# The slot file of rank R's record of version V on NODE.
+slot_of() {
+  python3 -c "
+import struct, sys
+d = sys.argv[1]
+print(d + '/slot-%d.data' % struct.unpack('<I', open(d + '/v' + sys.argv[2] + '.l1', 'rb').read(4))[0])" \
+    "$CACHE_JOB/$1/r$2" "$3"
+}
+
+# ---- an empty prefix ----------------------------------------------------------------------------
+use empty
+expect_rc "empty: list" 0 "$CAIRN" list
+expect_in "empty: list says so" "$WORK/out" "no checkpoints in $CAIRN_PREFIX"
+expect_rc "empty: list --json" 0 "$CAIRN" list --json
+expect_py "empty: list --json has no version" 'j["versions"] == [] and j["prefix"] == "'"$CAIRN_PREFIX"'"'
+expect_rc "empty: show 1" 3 "$CAIRN" show 1
+expect_in "empty: show says so" "$WORK/err" "no checkpoints"
+expect_rc "empty: verify" 3 "$CAIRN" verify
+expect_in "empty: verify says so" "$WORK/out" "nothing to verify: no checkpoints"
+expect_rc "empty: verify --json" 3 "$CAIRN" verify --json
+expect_py "empty: verify --json" 'j["results"] == [] and j["exit_status"] == 3'
+expect_rc "empty: flush" 3 "$CAIRN" flush
+expect_in "empty: flush says so" "$WORK/err" "nothing to flush"
+expect_rc "empty: clean" 0 "$CAIRN" clean
+expect_in "empty: clean says so" "$WORK/out" "nothing to clean: no checkpoints"
+expect_rc "empty: watch --once" 3 "$CAIRN" watch --once
+expect_in "empty: watch says so" "$WORK/out" "no job state"
+expect_rc "empty: plot" 3 "$CAIRN" plot --out "$WORK/empty.png"
+[ ! -e "$WORK/empty.png" ] && pass "empty: plot wrote nothing" || fail "empty: plot wrote a file"
+expect_rc "usage: verify --level l2" 2 "$CAIRN" verify --level l2
+expect_rc "usage: show needs a version" 2 "$CAIRN" show
+expect_rc "usage: show abc" 2 "$CAIRN" show abc
+expect_rc "usage: clean --keep 0" 2 "$CAIRN" clean --keep 0
+expect_rc "usage: plot needs --out" 2 "$CAIRN" plot
+expect_rc "usage: verify 1 2 3" 2 "$CAIRN" verify 1 2 3
+
+# ---- job a: a good prefix, then flush and restart from L3 ---------------------------------------
+# Checkpoints 1..9; every 4th is flushed (4, 8); 9 stays in L1 only (no flush at finalize).
+use a
+export CAIRN_FLUSH_EVERY=4 CAIRN_FLUSH_ON_FINALIZE=false CAIRN_KEEP_FLUSHED=10 CAIRN_CHUNK_SIZE=4K
+heat || { cat "$WORK/run.out"; fail "job a ran"; }
+result=$(grep '^result ' "$WORK/run.out")
+[ -n "$result" ] && pass "job a: $result" || fail "job a printed no result"
+
+expect_rc "good: list" 0 "$CAIRN" list
+expect_in "good: list shows version 9 in L1 and L2" "$WORK/out" "4/4      protected (xor)    -"
+expect_in "good: list shows version 8 committed" "$WORK/out" "committed"
+expect_rc "good: list --json" 0 "$CAIRN" list --json
+expect_py "good: list --json newest first" '[v["version"] for v in j["versions"]] == [9, 8, 4]'
+expect_py "good: list --json levels of 9" 'j["versions"][0]["l1"]["complete"] and j["versions"][0]["l2"]["complete"] and j["versions"][0]["l3"]["state"] == "absent" and j["versions"][0]["l1"]["nodes"] == ["node0", "node1"]'
+expect_py "good: list --json size of 9" 'j["versions"][0]["size_bytes"] > 128*128*8 and j["versions"][0]["nranks"] == 4'
+# (CAIRN_JOB names the job, so the cache stays the job's: only the prefix changes.)
+expect_rc "good: list PREFIX argument" 0 "$CAIRN" list --json "$WORK/empty/prefix"
+expect_py "good: the PREFIX argument overrides" 'j["prefix"] == "'"$WORK/empty/prefix"'" and [v["version"] for v in j["versions"]] == [9, 8]'
+
+expect_rc "good: show 9" 0 "$CAIRN" show 9
+expect_in "good: show 9 regions" "$WORK/out" "block_rows 128x128"
+expect_in "good: show 9 L1 nodes" "$WORK/out" "L1  4/4 ranks: node0 (ranks 0,1), node1 (ranks 2,3)"
+expect_in "good: show 9 L2 sets" "$WORK/out" "set: xor"
+expect_rc "good: show v00000008" 0 "$CAIRN" show v00000008
+expect_in "good: show 8 L3 layout" "$WORK/out" "rank-3.manifest"
+expect_in "good: show 8 COMMIT" "$WORK/out" "COMMIT: version 8, 4 ranks"
+expect_rc "good: show 9 --json" 0 "$CAIRN" show 9 --json
+expect_py "good: show --json regions" 'sorted(r["name"] for r in j["regions"]) == ["grid", "iter"] and len(j["ranks"]) == 4'
+expect_py "good: show --json chunks" 'all(r["chunk_size"] == 4096 and r["chunks"] >= 2 for r in j["ranks"])'
+expect_rc "good: show 5 (gone)" 3 "$CAIRN" show 5
+
+expect_rc "good: verify" 0 "$CAIRN" verify
+expect_in "good: verify totals" "$WORK/out" "4 good, 0 bad, 0 incomplete"
+expect_not_in "good: verify draws no progress bar without a terminal" "$WORK/err" "verify ["
+expect_rc "good: verify --json" 0 "$CAIRN" verify --json
+expect_py "good: verify --json" 'j["good"] == 4 and j["bad"] == 0 and all(r["state"] == "good" for r in j["results"])'
+expect_rc "good: verify 9 --level l1" 0 "$CAIRN" verify 9 --level l1
+expect_rc "good: verify 4 --level l3" 0 "$CAIRN" verify 4 --level l3
+expect_rc "good: verify 9 --level l3 (not there)" 3 "$CAIRN" verify 9 --level l3
+
+expect_rc "good: watch --once" 0 "$CAIRN" watch --once
+expect_in "good: watch shows the finalized job" "$WORK/out" "finalized  version 9  last checkpoint 9"
+expect_rc "good: watch --once --json" 0 "$CAIRN" watch --once --json
+expect_py "good: watch --json" 'j["finalized"] and j["last_checkpoint"]["version"] == 9 and j["last_checkpoint"]["source"] == "manifest" and j["levels"]["l3"]["version"] == 8'
+expect_rc "good: watch (finalized: exits at once)" 0 timeout 20 "$CAIRN" watch --interval 0.1
+
+expect_rc "good: plot" 0 "$CAIRN" plot --out "$WORK/a.png"
+if python3 - "$WORK/a.png" <<'EOF'; then pass "good: plot wrote a valid PNG (signature, IHDR 1000x640, CRCs, image size)"; else fail "good: plot PNG is not valid"; fi
+import struct, sys, zlib
+data = open(sys.argv[1], 'rb').read()
+assert data[:8] == b'\x89PNG\r\n\x1a\n', 'signature'
+pos, chunks, idat = 8, [], b''
+while pos < len(data):
+    n, kind = struct.unpack('>I4s', data[pos:pos + 8])
+    body = data[pos + 8:pos + 8 + n]
+    crc, = struct.unpack('>I', data[pos + 8 + n:pos + 12 + n])
+    assert zlib.crc32(kind + body) == crc, 'crc of ' + kind.decode()
+    chunks.append(kind)
+    if kind == b'IDAT':
+        idat += body
+    pos += 12 + n
+assert chunks[0] == b'IHDR' and chunks[-1] == b'IEND', chunks
+w, h, depth, color = struct.unpack('>IIBB', data[16:26])
+assert (w, h, depth, color) == (1000, 640, 8, 2), (w, h, depth, color)
+assert len(zlib.decompress(idat)) == h * (1 + 3 * w), 'image data size'
+EOF
+
+# flush: version 9 goes to L3; a relaunch without the caches restarts from it.
+expect_rc "flush" 0 "$CAIRN" flush
+expect_in "flush: names the version" "$WORK/out" "cairn flush: version 9 committed in $CAIRN_PREFIX/v00000009"
+[ -f "$CAIRN_PREFIX/v00000009/COMMIT" ] && pass "flush: COMMIT written" || fail "flush: no COMMIT"
+expect_rc "flush: L3 copy verifies" 0 "$CAIRN" verify 9 --level l3
+expect_rc "flush again" 0 "$CAIRN" flush
+expect_in "flush again: nothing to do" "$WORK/out" "already committed"
+rm -rf "$CAIRN_CACHE_DIR"
+heat || { cat "$WORK/run.out"; fail "job a relaunched"; }
+expect_in "flush: the relaunch restarts from L3" "$WORK/run.out" "restart: version 9 from level L3"
+expect_in "flush: the relaunch gives the failure-free result" "$WORK/run.out" "$result"
+
+# ---- job b: damaged copies ----------------------------------------------------------------------
+# Checkpoints 1..9 with 3 L1 versions kept (7, 8, 9); every 2nd flushed and 9 at finalize.
+use b
+export CAIRN_FLUSH_EVERY=2 CAIRN_FLUSH_ON_FINALIZE=true CAIRN_CACHE_VERSIONS=3
+heat || { cat "$WORK/run.out"; fail "job b ran"; }
+expect_rc "clean --dry-run" 0 "$CAIRN" clean --dry-run
+expect_in "clean --dry-run: keeps the newest at L1" "$WORK/out" "L1: newest good version 9; keeping 9"
+expect_in "clean --dry-run: would remove L1 8" "$WORK/out" "would remove L1 version 8"
+expect_in "clean --dry-run: would remove L3 2" "$WORK/out" "would remove L3 version 2 (committed)"
+expect_rc "clean --dry-run removed nothing" 0 "$CAIRN" list --json
+expect_py "clean --dry-run removed nothing: versions" '[v["version"] for v in j["versions"]] == [9, 8, 7, 6, 4, 2]'
+
+flip_byte "$(slot_of node1 2 9)" 100      # rank 2's L1 copy of version 9
+flip_byte "$CAIRN_PREFIX/v00000009/rank-1.data" 5000
+expect_rc "corrupt: verify" 1 "$CAIRN" verify
+expect_in "corrupt: verify names the L1 chunk" "$WORK/out" "version 9  L1  BAD         rank 2 (node1/r2, slot"
+expect_in "corrupt: verify names the L1 chunk (2)" "$WORK/out" "chunk 0 (bytes 0..4095, region 'grid') checksum mismatch"
+expect_in "corrupt: verify names the L3 chunk" "$WORK/out" "v00000009/rank-1.data): chunk 1 (bytes 4096..8191, region 'grid') checksum mismatch"
+expect_in "corrupt: verify counts" "$WORK/out" "2 bad"
+expect_rc "corrupt: verify --json" 1 "$CAIRN" verify --json
+expect_py "corrupt: verify --json" 'j["bad"] == 2 and j["exit_status"] == 1 and sum(r["state"] == "bad" for r in j["results"]) == 2'
+expect_rc "corrupt: verify 8" 0 "$CAIRN" verify 8
+expect_rc "corrupt: list still works" 0 "$CAIRN" list
+expect_in "corrupt: list shows 9" "$WORK/out" "ckpt.9"
+expect_rc "corrupt: show 9 still works" 0 "$CAIRN" show 9
+
+# flush refuses a damaged version.
+mv "$CAIRN_PREFIX/v00000009" "$WORK/b-v9"
+expect_rc "corrupt: flush 9" 1 "$CAIRN" flush 9
+expect_in "corrupt: flush 9 names the chunk" "$WORK/err" "checksum mismatch"
+[ ! -e "$CAIRN_PREFIX/v00000009/COMMIT" ] && pass "corrupt: flush 9 committed nothing" || fail "corrupt: flush 9 committed"
+expect_rc "corrupt: flush (9 bad, 8 already in L3)" 1 "$CAIRN" flush
+expect_in "corrupt: flush falls back to 8" "$WORK/out" "version 8, the newest good version complete in L1, is already committed"
+rm -rf "$CAIRN_PREFIX/v00000009"
+mv "$WORK/b-v9" "$CAIRN_PREFIX/v00000009"
+
+# clean never removes the newest good version (8 at both levels, 9 being damaged) nor newer ones.
+mkdir -p "$CAIRN_PREFIX/v00000003" "$CAIRN_PREFIX/v00000010"
+echo partial >"$CAIRN_PREFIX/v00000003/rank-0.data"
+expect_rc "clean" 0 "$CAIRN" clean
+expect_in "clean: L1 9 is not good" "$WORK/out" "L1 version 9 is not good"
+expect_in "clean: keeps the newest good at L1" "$WORK/out" "L1: newest good version 8; keeping 9, 8"
+expect_in "clean: keeps the newest good at L3" "$WORK/out" "L3: newest good version 8; keeping 9, 8"
+expect_in "clean: removes L1 7" "$WORK/out" "removed L1 version 7 from 4 rank directories"
+expect_in "clean: removes an incomplete L3 directory" "$WORK/out" "removed L3 version 3 (incomplete)"
+expect_not_in "clean: keeps the newer incomplete L3 directory" "$WORK/out" "version 10"
+expect_rc "clean: list" 0 "$CAIRN" list --json
+expect_py "clean: what is left" '[(v["version"], v["l1"]["ranks"], v["l3"]["state"]) for v in j["versions"]] == [(10, 0, "incomplete"), (9, 4, "committed"), (8, 4, "committed")]'
+expect_rc "clean: the newest good version still verifies" 0 "$CAIRN" verify 8
+expect_rc "clean again: nothing to remove" 0 "$CAIRN" clean
+expect_in "clean again: nothing to remove" "$WORK/out" "nothing to remove"
+
+# ---- watch: stall alarm -------------------------------------------------------------------------
+use stall
+mkdir -p "$CAIRN_PREFIX/.cairn"
+printf 'phase=compute\nversion=5\nl1=5\nl2=5\nl3=4\nupdated_unix_ns=%s000000000\n' $(($(date +%s) - 100)) \
+  >"$CAIRN_PREFIX/.cairn/state"
+expect_rc "watch --once --stall: stalled" 4 "$CAIRN" watch --once --stall 30
+expect_in "watch --once --stall: alarm" "$WORK/err" "STALL: no new checkpoint"
+expect_rc "watch --once --stall --json" 4 "$CAIRN" watch --once --stall 30 --json
+expect_py "watch --json: stalled" 'j["stalled"] and not j["finalized"] and j["last_checkpoint"]["source"] == "state"'
+expect_rc "watch --once (no --stall)" 0 "$CAIRN" watch --once
+printf 'phase=compute\nversion=5\nl1=5\nl2=5\nl3=4\nupdated_unix_ns=%s\n' "$(date +%s%N)" >"$CAIRN_PREFIX/.cairn/state"
+expect_rc "watch --stall 1: alarm after a second" 4 timeout 20 "$CAIRN" watch --stall 1 --interval 0.1
+( sleep 0.5; printf 'phase=finalized\nversion=6\nl1=6\nl2=6\nl3=6\n' >"$CAIRN_PREFIX/.cairn/state" ) &
+expect_rc "watch: exits 0 when the job finalizes" 0 timeout 20 "$CAIRN" watch --stall 10 --interval 0.1
+wait
+expect_in "watch: saw the finalize" "$WORK/out" "the job finalized"
+
+echo
+if [ "$failures" -eq 0 ]; then echo "tools: all checks passed"; else echo "tools: $failures check(s) failed"; fi
+[ "$failures" -eq 0 ]

@@ -1,0 +1,281 @@
+// `cairn clean [PREFIX] [--keep N] [--level l1|l3|all] [--dry-run] [--config FILE]`: removes older
+// versions, level by level, but never the newest good one (complete at that level and verified by
+// reading it back) nor anything newer than it; removes L3 directories without COMMIT that are older
+// than the newest committed version. Prints what it removes.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cache/cache_store.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "core/fsutil.hpp"
+#include "inventory.hpp"
+
+namespace cairn::tool {
+namespace {
+
+struct CleanOptions {
+  std::string prefix, config_path, level = "all";
+  int keep = 1;
+  bool dry_run = false;
+};
+
+struct Cleaner {
+  const CleanOptions& o;
+  const Inventory& inv;
+  bool failed = false;
+  int removed = 0;
+
+  void say(const std::string& what) {
+    printf("cairn clean: %s%s\n", o.dry_run ? "would remove " : "removed ", what.c_str());
+    ++removed;
+  }
+  void check(const Status& st) {
+    if (!st.is_ok()) {
+      print_error("clean", st.message());
+      failed = true;
+    }
+  }
+
+  // The newest version of `complete` (newest first) whose check is good, or 0. Verifies only when
+  // something older could be removed: with nothing to remove, there is nothing to protect.
+  template <class Check>
+  uint64_t newest_good(const std::vector<const VersionInfo*>& complete, const char* level, Check check) {
+    for (const VersionInfo* v : complete) {
+      LevelCheck c = check(*v);
+      if (c.state == LevelCheck::State::good) return v->version;
+      printf("cairn clean: %s version %llu is not good (%s); looking at older ones\n", level,
+             static_cast<unsigned long long>(v->version), c.error.c_str());
+    }
+    return 0;
+  }
+
+  void clean_l1() {
+    std::vector<const VersionInfo*> present, complete;
+    for (const auto& [ver, v] : inv.versions) {
+      if (v.l1.empty()) continue;
+      present.push_back(&v);
+      if (v.l1_complete()) complete.push_back(&v);
+    }
+    if (present.size() <= static_cast<size_t>(o.keep) && present.size() == complete.size()) return;
+    uint64_t total = 0;
+    for (const VersionInfo* v : complete) total += l1_check_bytes(*v);
+    uint64_t good;
+    {
+      Progress progress("clean: verifying L1", total);
+      good = newest_good(complete, "L1", [&](const VersionInfo& v) { return check_l1(v, &progress); });
+    }
+    if (!good) {
+      printf("cairn clean: L1: no version is complete and good in the cache visible here; L1 left alone\n");
+      return;
+    }
+    std::set<uint64_t> keep{good};
+    for (size_t i = 0; i < complete.size() && i < static_cast<size_t>(o.keep); ++i) keep.insert(complete[i]->version);
+    printf("cairn clean: L1: newest good version %llu; keeping %s\n", static_cast<unsigned long long>(good),
+           join(keep).c_str());
+    std::set<std::string> touched;
+    std::set<uint64_t> dropped;
+    for (const VersionInfo* v : present) {
+      if (v->version > good || keep.count(v->version)) continue;
+      dropped.insert(v->version);
+      for (const auto& c : v->l1) {
+        touched.insert(c.rank_dir);
+        if (o.dry_run) continue;
+        CacheStore store;
+        Status st = store.open(c.rank_dir, 64);
+        if (st.is_ok()) st = store.drop(v->version);
+        check(st);
+      }
+      say("L1 version " + std::to_string(v->version) + (v->l1_complete() ? "" : " (incomplete)") + " from " +
+          std::to_string(v->l1.size()) + " rank director" + (v->l1.size() == 1 ? "y" : "ies"));
+    }
+    release_slots(touched, dropped);
+  }
+
+  // After versions were dropped from these rank directories: a directory left without any version
+  // holds only slots nobody will read, and goes; in the others, the slots (data and L2 redundancy)
+  // that no remaining record names go. Only when the job has ended: a running job's slots are open.
+  // A remaining version whose record cannot be read may own any slot, so then no slot is removed.
+  void release_slots(const std::set<std::string>& dirs, const std::set<uint64_t>& dropped) {
+    if (dirs.empty()) return;
+    if (!job_not_running(inv.layout)) {
+      printf("cairn clean: slots kept: the job state (%s) says the job has not finished\n",
+             inv.layout.state_file().c_str());
+      return;
+    }
+    for (const auto& dir : dirs) {
+      CacheStore store;
+      if (!store.open(dir, 64).is_ok()) continue;
+      std::set<uint32_t> used;
+      bool versions_left = false, unknown_slot = false;
+      auto names = fs::list_dir(dir);
+      if (!names) continue;
+      // (With --dry-run the dropped versions' files are still there: they count as gone.)
+      auto version_of = [](const std::string& n) -> int64_t {
+        size_t dot = n.find('.');
+        if (n.size() < 2 || n[0] != 'v' || dot == std::string::npos || dot < 2) return -1;
+        std::string num = n.substr(1, dot - 1);
+        return num.find_first_not_of("0123456789") == std::string::npos ? std::stoll(num) : -1;
+      };
+      for (const auto& n : *names) {
+        int64_t v = version_of(n);
+        if (v < 0 || dropped.count(static_cast<uint64_t>(v)) || n.find(".tmp") != std::string::npos) continue;
+        versions_left = true;
+        if (n.ends_with(".l1")) {
+          auto rec = store.read_record(static_cast<uint64_t>(v));
+          if (rec) used.insert(rec->slot);
+          else unknown_slot = true;
+        } else if ((n.ends_with(".protected") || n.ends_with(".set")) &&
+                   !fs::exists(dir + "/v" + std::to_string(v) + ".l1")) {
+          unknown_slot = true;  // a marker or set record without its record: its slot is unknown
+        }
+      }
+      if (!versions_left) {
+        if (!o.dry_run) check(fs::remove_tree(dir));
+        say("rank directory " + dir + " (no version left)");
+        continue;
+      }
+      if (unknown_slot) continue;
+      std::vector<std::string> gone;
+      uint64_t bytes = 0;
+      for (const auto& n : *names) {
+        size_t dash = n.find('-'), dot = n.rfind('.');
+        if (n.rfind("slot-", 0) != 0 || dot == std::string::npos || dot <= dash + 1) continue;
+        std::string ext = n.substr(dot);
+        if (ext != ".data" && ext != ".red") continue;
+        std::string num = n.substr(dash + 1, dot - dash - 1);
+        if (num.find_first_not_of("0123456789") != std::string::npos) continue;
+        if (used.count(static_cast<uint32_t>(std::stoul(num)))) continue;
+        struct stat st;
+        if (::stat((dir + "/" + n).c_str(), &st) == 0) bytes += static_cast<uint64_t>(st.st_size);
+        if (!o.dry_run) check(fs::remove_file(dir + "/" + n));
+        gone.push_back(n);
+      }
+      if (gone.empty()) continue;
+      std::sort(gone.begin(), gone.end());
+      std::string list;
+      for (const auto& g : gone) list += (list.empty() ? "" : " ") + g;
+      say("unused slots of " + dir + ": " + list + " (" + format_bytes(bytes) + ")");
+    }
+  }
+
+  void clean_l3() {
+    std::vector<const VersionInfo*> committed;
+    size_t dirs = 0;
+    for (const auto& [ver, v] : inv.versions) {
+      if (!v.l3.present) continue;
+      ++dirs;
+      if (v.l3.committed) committed.push_back(&v);
+    }
+    if (dirs == 0) return;
+    uint64_t newest_committed = committed.empty() ? 0 : committed.front()->version;
+    // Directories without COMMIT older than the newest committed version: never read, never finished.
+    auto remove_dir = [&](const VersionInfo& v, const char* what) {
+      if (!o.dry_run) {
+        // COMMIT first: a half-removed directory then reads as uncommitted, never as good. Data
+        // kept on other prefixes (N-to-M layouts) is named by the where-records; as l3::prune does.
+        check(fs::remove_file(l3::commit_path(inv.layout, v.version)));
+        for (uint32_t r = 0; r < v.l3.data_files + v.l3.manifests.size() + 1; ++r) {
+          if (!fs::exists(l3::where_path(inv.layout, v.version, r))) continue;
+          auto w = l3_where(inv.layout, v.version, r);
+          if (w && w->file.rfind(v.l3.dir + "/", 0) != 0 && fs::exists(w->file)) {
+            check(fs::remove_file(w->file));
+            ::rmdir(fs::dirname(w->file).c_str());  // the version's directory there, once empty
+          }
+        }
+        check(fs::remove_tree(v.l3.dir));
+      }
+      say("L3 version " + std::to_string(v.version) + " (" + what + "): " + v.l3.dir);
+    };
+    std::set<uint64_t> keep;
+    uint64_t good = 0;
+    bool removable = committed.size() > static_cast<size_t>(o.keep);
+    if (removable) {
+      uint64_t total = 0;
+      for (const VersionInfo* v : committed) total += l3_check_bytes(*v);
+      {
+        Progress progress("clean: verifying L3", total);
+        good = newest_good(committed, "L3", [&](const VersionInfo& v) { return check_l3(inv.layout, v, &progress); });
+      }
+      if (!good) printf("cairn clean: L3: no committed version is good; committed versions left alone\n");
+    }
+    if (good) {
+      keep.insert(good);
+      for (size_t i = 0; i < committed.size() && i < static_cast<size_t>(o.keep); ++i) keep.insert(committed[i]->version);
+      printf("cairn clean: L3: newest good version %llu; keeping %s\n", static_cast<unsigned long long>(good),
+             join(keep).c_str());
+    }
+    for (const auto& [ver, v] : inv.versions) {
+      if (!v.l3.present) continue;
+      if (!v.l3.committed) {
+        if (ver < newest_committed) remove_dir(v, "incomplete");
+      } else if (good && ver < good && !keep.count(ver)) {
+        remove_dir(v, "committed");
+      }
+    }
+  }
+
+  static std::string join(const std::set<uint64_t>& s) {
+    std::string out;
+    for (auto it = s.rbegin(); it != s.rend(); ++it) out += (out.empty() ? "" : ", ") + std::to_string(*it);
+    return out;
+  }
+};
+
+int run_clean(const CleanOptions& o) {
+  if (o.keep < 1) {
+    print_error("clean", "--keep must be at least 1 (the newest good version is never removed)");
+    return kExitUsage;
+  }
+  auto ctx = load_tool_context("clean", o.config_path, o.prefix);
+  if (!ctx) {
+    print_error("clean", ctx.status().message());
+    return kExitUsage;
+  }
+  Inventory inv = scan_inventory(ctx->layout);
+  if (inv.versions.empty()) {
+    printf("cairn clean: nothing to clean: no checkpoints in %s or in the cache %s\n", inv.layout.prefix.c_str(),
+           inv.layout.cache_job.c_str());
+    return kExitOk;
+  }
+  Cleaner cleaner{o, inv};
+  if (o.level != "l3") cleaner.clean_l1();
+  if (o.level != "l1") cleaner.clean_l3();
+  if (cleaner.removed == 0 && !cleaner.failed) printf("cairn clean: nothing to remove\n");
+  return cleaner.failed ? kExitFailure : kExitOk;
+}
+
+}  // namespace
+
+Command add_clean_command(CLI::App& root) {
+  auto o = std::make_shared<CleanOptions>();
+  CLI::App* app = root.add_subcommand("clean", "Remove older checkpoint versions, never the newest good one.");
+  app->add_option("prefix", o->prefix, "L3 directory (default: the configured prefix)")->type_name("PREFIX");
+  app->add_option("--keep", o->keep, "Complete versions to keep at each level, newest first (default 1)")
+      ->type_name("N");
+  app->add_option("--level", o->level, "Levels to clean: l1 (the cache visible here), l3 (the prefix) or all")
+      ->check(CLI::IsMember({"l1", "l3", "all"}))
+      ->type_name("LEVEL");
+  app->add_flag("--dry-run", o->dry_run, "Print what would be removed, remove nothing");
+  app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")
+      ->type_name("FILE");
+  app->footer(
+      "At each level the newest good version (complete there, and every chunk verified) and every newer\n"
+      "version are kept, with the N newest complete ones; older versions are removed (at L1 with their L2\n"
+      "data). L3 directories without COMMIT older than the newest committed version are removed too.\n"
+      "Exit status: 0 (also when there is nothing to remove), 1 a removal failed, 2 bad options.");
+  set_usage(app, "cairn clean [PREFIX] [--keep N] [--level l1|l3|all] [--dry-run] [--config FILE]");
+  Command cmd;
+  cmd.app = app;
+  cmd.run = [o](const Invocation&) { return run_clean(*o); };
+  return cmd;
+}
+
+}  // namespace cairn::tool

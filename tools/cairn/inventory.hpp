@@ -1,0 +1,193 @@
+// What a job left on disk, as this machine sees it: every version in the L1 cache (each node
+// directory under <cache_dir>/cairn-<job> that is visible here), its L2 markers and set records, and
+// every version directory of L3. Shared by the inspection tools: list, show, verify, flush, clean,
+// watch and plot. Reads only the formats of docs/format.md; needs no MPI (STYLE habit 12).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/layout.hpp"
+#include "core/manifest.hpp"
+#include "core/status.hpp"
+#include "pfs/l3_store.hpp"
+#include "redundancy/set_record.hpp"
+
+namespace cairn::tool {
+
+// Exit statuses of the inspection tools, beyond kExitOk/kExitFailure/kExitUsage (common.hpp).
+constexpr int kExitNothing = 3;  // nothing to show, verify or flush (an empty prefix and cache)
+constexpr int kExitStall = 4;    // `cairn watch --stall S`: no new checkpoint for S seconds
+
+// The job's configuration and layout as `cairn run` and the library derive them: defaults, the config
+// file (`config_path`, else CAIRN_CONFIG), CAIRN_* variables; a non-empty `prefix` overrides the
+// configured one (and with it the derived job name, as it would for the job). Errors: ERR_CONFIG.
+struct ToolContext {
+  Config config;
+  Layout layout;
+};
+Result<ToolContext> load_tool_context(const std::string& who, const std::string& config_path,
+                                      const std::string& prefix);
+
+// One rank directory of the cache that holds a file of a version (record, marker or set record).
+struct L1Copy {
+  std::string node;              // node directory name (the failure group)
+  std::string rank_dir;          // <cache_job>/<node>/r<rank>
+  uint32_t rank = 0;             // from the directory name
+  bool has_record = false;       // v<N>.l1 present and readable; `slot` and `manifest` valid
+  std::string record_error;      // v<N>.l1 present but unreadable (why)
+  uint32_t slot = 0;
+  Manifest manifest;
+  bool is_protected = false;     // v<N>.protected present
+  bool has_set = false;          // v<N>.set present
+  int64_t record_mtime_ns = 0;   // when the record was written (0: none)
+  int64_t protected_mtime_ns = 0;
+};
+
+// One version directory of L3.
+struct L3Version {
+  bool present = false;             // the directory exists
+  bool committed = false;           // COMMIT present and readable
+  l3::Committed commit;             // valid when committed
+  std::string commit_error;         // COMMIT present but unreadable (why)
+  std::string dir;
+  std::map<uint32_t, Manifest> manifests;  // readable rank-<r>.manifest files
+  std::vector<std::string> errors;         // unreadable manifests, inconsistent COMMIT
+  uint32_t data_files = 0;                 // ranks with a rank-<r>.data or rank-<r>.where file
+  uint64_t bytes = 0;                      // every file of the directory together (data kept
+                                           // elsewhere by an N-to-M layout is not counted)
+  int64_t commit_mtime_ns = 0;             // when COMMIT was written (0: none)
+  int64_t data_birth_ns = 0;  // earliest creation (statx birth time) of a rank's data file; 0: unknown
+};
+
+struct VersionInfo {
+  uint64_t version = 0;
+  std::vector<L1Copy> l1;                  // every rank directory holding a file of this version
+  std::map<uint32_t, Manifest> set_manifests;  // manifests recovered from L2 set records, by rank
+  std::vector<redundancy::SetRecord> sets;     // distinct set records (one per set)
+  std::vector<std::string> l2_errors;          // unreadable set records
+  L3Version l3;
+
+  // Ranks of the job that wrote it (from any manifest, else COMMIT); 0 when unknown.
+  uint32_t nranks() const;
+  std::string label() const;
+  // The rank's manifest from the best source: its L1 record, else an L2 set record, else L3.
+  const Manifest* manifest(uint32_t rank) const;
+  // The rank's readable L1 record (the newest one if several node directories hold one), or nullptr.
+  const L1Copy* l1_copy(uint32_t rank) const;
+  uint32_t l1_ranks() const;      // distinct ranks with a readable record
+  uint32_t l2_ranks() const;      // distinct ranks with a protected marker
+  bool l1_complete() const;       // every rank 0..nranks-1 has a readable record here
+  bool l2_complete() const;       // every rank 0..nranks-1 has a protected marker here
+  std::vector<std::string> l1_nodes() const;  // node directories holding a readable record
+  uint32_t known_ranks() const;   // ranks whose manifest is known from some level
+  uint64_t total_bytes() const;   // snapshot bytes over the ranks whose manifest is known
+  int64_t created_unix_ns() const;  // the newest created_unix_ns among the known manifests; 0 if none
+  std::string scheme() const;     // L2 scheme from the set records; empty if none
+};
+
+struct Inventory {
+  Layout layout;
+  std::vector<std::string> nodes;  // node directories under layout.cache_job
+  std::map<uint64_t, VersionInfo, std::greater<uint64_t>> versions;  // newest first
+};
+
+// Reads every record, marker, set record, COMMIT and L3 manifest (not the data). Never fails: what
+// cannot be read is recorded in the VersionInfo (record_error, l2_errors, l3.errors).
+Inventory scan_inventory(const Layout& layout);
+
+// Where rank `rank`'s L3 data of version v lies: its rank-<r>.where record (N-to-M files, other
+// prefixes, compression), or, without one, the whole rank-<r>.data file of the version directory.
+Result<l3::Where> l3_where(const Layout& layout, uint64_t v, uint32_t rank);
+
+// When a version reached each level, from the times its files carry (no history is kept): the
+// manifests' created_unix_ns, the mtimes of the L1 records, protected markers and COMMIT, and the
+// birth time of the L3 data files. 0 where unknown. Approximate: see docs/tools.md.
+struct VersionTimes {
+  int64_t created_ns = 0;   // earliest created_unix_ns of a rank's manifest: the checkpoint began
+  int64_t l1_ns = 0;        // last L1 record written (every visible rank sealed)
+  int64_t l2_ns = 0;        // last protected marker written
+  int64_t l3_start_ns = 0;  // first L3 data file created, else l2_ns, else l1_ns
+  int64_t l3_ns = 0;        // COMMIT written
+  uint64_t bytes = 0;       // snapshot bytes over the ranks whose manifest is known
+  double l1_seconds() const { return span(created_ns, l1_ns); }
+  double l2_seconds() const { return span(l1_ns, l2_ns); }
+  double l3_seconds() const { return span(l3_start_ns, l3_ns); }
+  // File times have the file system's granularity (a few ms on tmpfs): a shorter span is not a
+  // measurement, and reads as 0 (unknown).
+  static constexpr double kMinSeconds = 0.01;
+  static double span(int64_t a, int64_t b) {
+    double s = a && b > a ? static_cast<double>(b - a) / 1e9 : 0;
+    return s >= kMinSeconds ? s : 0;
+  }
+};
+VersionTimes version_times(const VersionInfo& v);
+
+// A progress bar on stderr, drawn only when stderr is a terminal; otherwise every call is free.
+class Progress {
+ public:
+  Progress(std::string what, uint64_t total_bytes);
+  ~Progress();
+  void add(uint64_t bytes);
+  void finish();  // erases the bar
+
+ private:
+  void draw(bool force);
+  std::string what_;
+  uint64_t total_ = 0, done_ = 0;
+  bool enabled_ = false, drawn_ = false;
+  int64_t last_draw_ns_ = 0;
+};
+
+// The outcome of checking one version at one level.
+struct LevelCheck {
+  enum class State { good, bad, incomplete, absent };
+  State state = State::absent;
+  uint32_t nranks = 0;        // ranks the version has
+  uint32_t ranks_checked = 0; // ranks whose data was read and checked
+  uint32_t ranks_good = 0;
+  uint64_t chunks = 0, bytes = 0;  // checked
+  std::string error;          // the first bad rank and chunk (verify_stream's message), or why incomplete
+};
+const char* state_name(LevelCheck::State s);  // "good", "bad", "incomplete", "absent"
+
+// Bytes a check of the version at L1 / L3 reads (for progress bars).
+uint64_t l1_check_bytes(const VersionInfo& v);
+uint64_t l3_check_bytes(const VersionInfo& v);
+// L1: every readable record's slot against its manifest (verify_stream). An unreadable record is
+// bad; missing ranks make it incomplete (the ranks present are still checked).
+LevelCheck check_l1(const VersionInfo& v, Progress* progress);
+// L3: a committed version, every rank's manifest and data file. Missing files of a committed version
+// are bad; an uncommitted directory is incomplete and not read (restart never reads it either).
+LevelCheck check_l3(const Layout& layout, const VersionInfo& v, Progress* progress);
+
+// Writes version v from the L1 cache to L3 in the format of src/pfs/l3_store (each rank's data and
+// manifest with l3::write_rank in the one-file-per-rank layout, which every reader reads, then COMMIT
+// with l3::commit), after checking every rank's slot. An
+// uncommitted directory of v is written over; on failure it is left uncommitted (never read). Each
+// rank's record is re-read after its data is written: a record gone or changed means a running job
+// reused the slot meanwhile, and the flush fails before COMMIT. Errors: ERR_NO_CHECKPOINT (v is not
+// complete in L1 here), ERR_INVALID_ARG (already committed), ERR_CORRUPT (a slot fails verification
+// or changed), ERR_IO/ERR_NO_SPACE (writing).
+Status flush_to_l3(const Layout& layout, const VersionInfo& v, Progress* progress);
+
+// Whether the job is known to have ended: its state file says phase=finalized, or there is none.
+bool job_not_running(const Layout& layout);
+
+// ---- formatting ----------------------------------------------------------------------------------
+int64_t now_unix_ns();
+std::string format_bytes(uint64_t bytes);        // "128.0 KiB"
+std::string format_duration(double seconds);     // "850 ms", "12 s", "3 min", "2.5 h", "4.1 d"
+std::string format_utc(int64_t unix_ns);         // "2026-11-23 10:15:01 UTC"
+std::string format_rate(uint64_t bytes, double seconds);  // "1.25 GB/s"; "-" when seconds <= 0
+std::string hex64(uint64_t v);                   // "0x0123456789abcdef"
+// "9" or "v00000009" (an L3 directory name) into 9; false otherwise.
+bool parse_version_arg(const std::string& text, uint64_t* version);
+// "rank 2 (node1/r2)" style ranges: "0-3,6".
+std::string rank_ranges(std::vector<uint32_t> ranks);
+
+}  // namespace cairn::tool
