@@ -194,13 +194,17 @@ CAIRN_EXPORT int cairn_complete_restart(int valid);
 
 /* ---- Policy ------------------------------------------------------------------------------------ */
 
-/* *flag = 1 when a checkpoint is due: interval_seconds of compute since the last one, or a halt
- * condition or a signal asks for one before exiting. Collective (all ranks get the same answer). */
+/* *flag = 1 when a checkpoint is due: interval_seconds of compute since the last one (interval =
+ * fixed) or Daly's optimum from the measured checkpoint cost and mtbf_seconds (interval = auto), or an
+ * exit request (halt file, end time, exit_signal) asks for one before the job exits. Collective (all
+ * ranks get the same answer). */
 CAIRN_EXPORT int cairn_need_checkpoint(int *flag);
 
-/* *flag = 1 when the job should exit now: a halt file in the prefix, the end time (CAIRN_END_TIME
- * minus halt_seconds) reached, or a caught signal, and the newest version has been taken since.
- * Collective (all ranks get the same answer). */
+/* *flag = 1 when the job should exit now: an exit request was made -- a halt file in the prefix
+ * (`cairn halt`: its conditions are in docs/halt.md), the end time (end_time, or Slurm's, minus
+ * halt_seconds), or the exit_signal (default SIGUSR1) or SIGTERM caught -- and the version it asked
+ * for has been taken (a halt with `immediate` exits without one). Collective (all ranks get the same
+ * answer). */
 CAIRN_EXPORT int cairn_should_exit(int *flag);
 
 /* ---- Errors ------------------------------------------------------------------------------------ */
