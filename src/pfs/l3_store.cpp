@@ -87,11 +87,17 @@ Result<Committed> read_commit(const Layout& l, uint64_t v) {
   bool have_version = false, have_nranks = false;
   std::string line;
   std::getline(is, line);
+  auto number = [](const std::string& text, uint64_t* out) {
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 19) return false;
+    *out = std::stoull(text);
+    return true;
+  };
   while (std::getline(is, line)) {
     auto sp = line.find(' ');
     std::string k = line.substr(0, sp), val = sp == std::string::npos ? "" : line.substr(sp + 1);
-    if (k == "version") c.version = std::stoull(val), have_version = true;
-    else if (k == "nranks") c.nranks = static_cast<uint32_t>(std::stoul(val)), have_nranks = true;
+    uint64_t n = 0;
+    if (k == "version") have_version = number(val, &c.version);
+    else if (k == "nranks") have_nranks = number(val, &n) && n <= UINT32_MAX, c.nranks = static_cast<uint32_t>(n);
     else if (k == "label") c.label = val;
   }
   if (!have_version || !have_nranks || c.version != v)
@@ -168,6 +174,24 @@ Status read_data(const Layout& l, const Manifest& m, uint8_t* dst) {
                            m.chunk_size, dst, m.total_size).prefixed(w->file);
 }
 
+Status remove_version(const Layout& l, uint64_t v) {
+  // Remove COMMIT first: a half-removed directory then reads as uncommitted, never as good. Data
+  // files on other prefixes are named by the where-records.
+  CAIRN_TRY(fs::remove_file(commit_path(l, v)));
+  std::string dir = l.l3_version_dir(v);
+  auto names = fs::list_dir(dir);
+  for (const auto& n : names ? *names : std::vector<std::string>{}) {
+    if (n.size() < 6 || n.compare(n.size() - 6, 6, ".where") != 0) continue;
+    auto text = fs::read_file(dir + "/" + n);
+    auto w = text ? decode_where(*text) : Result<Where>(text.status());
+    if (w && w->file.rfind(dir + "/", 0) != 0) {
+      CAIRN_TRY(fs::remove_file(w->file));
+      ::rmdir(fs::dirname(w->file).c_str());  // the version's directory there, once empty
+    }
+  }
+  return fs::remove_tree(dir);
+}
+
 Status prune(const Layout& l, int keep) {
   auto committed = list_committed(l);
   if (committed.empty()) return Status::ok();
@@ -178,21 +202,7 @@ Status prune(const Layout& l, int keep) {
   for (uint64_t v : version_dirs(l)) {
     if (v >= newest) continue;  // newer uncommitted ones may be in flight
     if (std::find(kept.begin(), kept.end(), v) != kept.end()) continue;
-    // Remove COMMIT first: a half-removed directory then reads as uncommitted, never as good. Data
-    // files on other prefixes are named by the where-records.
-    CAIRN_TRY(fs::remove_file(commit_path(l, v)));
-    std::string dir = l.l3_version_dir(v);
-    auto names = fs::list_dir(dir);
-    for (const auto& n : names ? *names : std::vector<std::string>{}) {
-      if (n.size() < 6 || n.compare(n.size() - 6, 6, ".where") != 0) continue;
-      auto text = fs::read_file(dir + "/" + n);
-      auto w = text ? decode_where(*text) : Result<Where>(text.status());
-      if (w && w->file.rfind(dir + "/", 0) != 0) {
-        fs::remove_file(w->file).ignore();
-        ::rmdir(fs::dirname(w->file).c_str());  // the version's directory there, once empty
-      }
-    }
-    CAIRN_TRY(fs::remove_tree(dir));
+    CAIRN_TRY(remove_version(l, v));
   }
   return Status::ok();
 }

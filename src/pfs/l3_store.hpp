@@ -43,6 +43,9 @@ Result<Manifest> read_manifest(const Layout& l, uint64_t v, uint32_t rank);
 // Read the rank's data (m.total_size bytes) into dst, whatever layout wrote it.
 Status read_data(const Layout& l, const Manifest& m, uint8_t* dst);
 
+// Remove one version: COMMIT first, then the data files its where-records name on other prefixes,
+// then its directory.
+Status remove_version(const Layout& l, uint64_t v);
 // Keep the `keep` newest committed versions; remove older committed ones and every uncommitted
 // directory older than the newest committed version. Never removes the newest committed version.
 Status prune(const Layout& l, int keep);

@@ -82,7 +82,9 @@ TEST(L3Store, CommitListPrune) {
       Manifest m = sample(v, r, data);
       ASSERT_TRUE(l3::write_rank(l, m, reinterpret_cast<const uint8_t*>(data.data())).is_ok());
     }
-    if (v != 3) ASSERT_TRUE(l3::commit(l, v, 2, "ckpt." + std::to_string(v)).is_ok());
+    if (v != 3) {
+      ASSERT_TRUE(l3::commit(l, v, 2, "ckpt." + std::to_string(v)).is_ok());
+    }
   }
   auto listed = l3::list_committed(l);
   ASSERT_EQ(listed.size(), 3u) << "version 3 has no COMMIT";

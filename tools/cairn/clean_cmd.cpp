@@ -130,8 +130,10 @@ struct Cleaner {
         versions_left = true;
         if (n.ends_with(".l1")) {
           auto rec = store.read_record(static_cast<uint64_t>(v));
-          if (rec) used.insert(rec->slot);
-          else unknown_slot = true;
+          if (rec)
+            used.insert(rec->slot);
+          else
+            unknown_slot = true;
         } else if ((n.ends_with(".protected") || n.ends_with(".set")) &&
                    !fs::exists(dir + "/v" + std::to_string(v) + ".l1")) {
           unknown_slot = true;  // a marker or set record without its record: its slot is unknown
@@ -179,18 +181,7 @@ struct Cleaner {
     // Directories without COMMIT older than the newest committed version: never read, never finished.
     auto remove_dir = [&](const VersionInfo& v, const char* what) {
       if (!o.dry_run) {
-        // COMMIT first: a half-removed directory then reads as uncommitted, never as good. Data
-        // kept on other prefixes (N-to-M layouts) is named by the where-records; as l3::prune does.
-        check(fs::remove_file(l3::commit_path(inv.layout, v.version)));
-        for (uint32_t r = 0; r < v.l3.data_files + v.l3.manifests.size() + 1; ++r) {
-          if (!fs::exists(l3::where_path(inv.layout, v.version, r))) continue;
-          auto w = l3_where(inv.layout, v.version, r);
-          if (w && w->file.rfind(v.l3.dir + "/", 0) != 0 && fs::exists(w->file)) {
-            check(fs::remove_file(w->file));
-            ::rmdir(fs::dirname(w->file).c_str());  // the version's directory there, once empty
-          }
-        }
-        check(fs::remove_tree(v.l3.dir));
+        check(l3::remove_version(inv.layout, v.version));
       }
       say("L3 version " + std::to_string(v.version) + " (" + what + "): " + v.l3.dir);
     };
@@ -208,7 +199,8 @@ struct Cleaner {
     }
     if (good) {
       keep.insert(good);
-      for (size_t i = 0; i < committed.size() && i < static_cast<size_t>(o.keep); ++i) keep.insert(committed[i]->version);
+      for (size_t i = 0; i < committed.size() && i < static_cast<size_t>(o.keep); ++i)
+        keep.insert(committed[i]->version);
       printf("cairn clean: L3: newest good version %llu; keeping %s\n", static_cast<unsigned long long>(good),
              join(keep).c_str());
     }

@@ -76,8 +76,8 @@ int run_flush(const FlushOptions& o) {
   }
   Inventory inv = scan_inventory(ctx->layout);
   const std::string where = "the L1 cache visible here (" + inv.layout.cache_job + ")";
-  if (auto state = read_job_state(inv.layout.state_file()); state && state->has_value() &&
-                                                           (*state)->phase != "finalized" && !(*state)->phase.empty())
+  if (auto state = read_job_state(inv.layout.state_file());
+      state && state->has_value() && (*state)->phase != "finalized" && !(*state)->phase.empty())
     print_error("flush", "warning: the job state says phase '" + (*state)->phase +
                              "': if the job is still running, this flush may race with it");
 
@@ -108,9 +108,10 @@ int run_flush(const FlushOptions& o) {
     if (!v.l1_complete()) continue;
     if (ver <= committed) {
       if (v.l3.committed)
-        printf("cairn flush: version %llu, the newest %sversion complete in L1, is already committed in %s; "
-               "nothing to do\n",
-               static_cast<unsigned long long>(ver), failed ? "good " : "", v.l3.dir.c_str());
+        printf(
+            "cairn flush: version %llu, the newest %sversion complete in L1, is already committed in %s; "
+            "nothing to do\n",
+            static_cast<unsigned long long>(ver), failed ? "good " : "", v.l3.dir.c_str());
       else
         printf("cairn flush: L3 already holds version %llu, newer than version %llu in L1; nothing to do\n",
                static_cast<unsigned long long>(committed), static_cast<unsigned long long>(ver));

@@ -109,8 +109,8 @@ void scan_rank_dir(Inventory& inv, const std::string& node, const std::string& d
       if (!rec) {
         info.l2_errors.push_back(store.set_path(v) + ": " + rec.status().message());
       } else {
-        bool known = std::any_of(info.sets.begin(), info.sets.end(),
-                                 [&](const auto& s) { return s.ranks == rec->ranks; });
+        bool known =
+            std::any_of(info.sets.begin(), info.sets.end(), [&](const auto& s) { return s.ranks == rec->ranks; });
         if (!known) {
           for (size_t i = 0; i < rec->ranks.size() && i < rec->manifests.size(); ++i) {
             auto m = decode_manifest(rec->manifests[i].data(), rec->manifests[i].size());
@@ -160,8 +160,10 @@ void scan_l3(Inventory& inv) {
         if (b && (!d.data_birth_ns || b < d.data_birth_ns)) d.data_birth_ns = b;
       } else if (parse_name(f, "rank-", ".manifest", &r)) {
         auto m = l3::read_manifest(l, v, static_cast<uint32_t>(r));
-        if (m) d.manifests.emplace(static_cast<uint32_t>(r), std::move(m).value());
-        else d.errors.push_back(m.status().message());
+        if (m)
+          d.manifests.emplace(static_cast<uint32_t>(r), std::move(m).value());
+        else
+          d.errors.push_back(m.status().message());
       }
     }
     d.data_files = static_cast<uint32_t>(data_ranks.size());
@@ -271,9 +273,7 @@ int64_t VersionInfo::created_unix_ns() const {
   return t;
 }
 
-std::string VersionInfo::scheme() const {
-  return sets.empty() ? std::string() : redundancy_name(sets.front().scheme);
-}
+std::string VersionInfo::scheme() const { return sets.empty() ? std::string() : redundancy_name(sets.front().scheme); }
 
 VersionTimes version_times(const VersionInfo& v) {
   VersionTimes t;
@@ -365,10 +365,14 @@ void Progress::finish() {
 
 const char* state_name(LevelCheck::State s) {
   switch (s) {
-    case LevelCheck::State::good: return "good";
-    case LevelCheck::State::bad: return "bad";
-    case LevelCheck::State::incomplete: return "incomplete";
-    case LevelCheck::State::absent: return "absent";
+    case LevelCheck::State::good:
+      return "good";
+    case LevelCheck::State::bad:
+      return "bad";
+    case LevelCheck::State::incomplete:
+      return "incomplete";
+    case LevelCheck::State::absent:
+      return "absent";
   }
   return "unknown";
 }
@@ -416,7 +420,8 @@ LevelCheck check_l1(const VersionInfo& v, Progress* progress) {
   LevelCheck out;
   out.nranks = v.nranks();
   for (const auto& c : v.l1)
-    if (!c.record_error.empty()) note_bad(&out, "rank " + std::to_string(c.rank) + " (" + node_rank(c) + "): " + c.record_error);
+    if (!c.record_error.empty())
+      note_bad(&out, "rank " + std::to_string(c.rank) + " (" + node_rank(c) + "): " + c.record_error);
   std::vector<uint32_t> missing;
   for (uint32_t r = 0; r < out.nranks; ++r) {
     const L1Copy* c = v.l1_copy(r);
@@ -555,11 +560,16 @@ std::string format_bytes(uint64_t bytes) {
 std::string format_duration(double s) {
   char buf[32];
   if (s < 0) s = 0;
-  if (s < 1) snprintf(buf, sizeof buf, "%.0f ms", s * 1e3);
-  else if (s < 120) snprintf(buf, sizeof buf, "%.0f s", s);
-  else if (s < 7200) snprintf(buf, sizeof buf, "%.0f min", s / 60);
-  else if (s < 172800) snprintf(buf, sizeof buf, "%.1f h", s / 3600);
-  else snprintf(buf, sizeof buf, "%.1f d", s / 86400);
+  if (s < 1)
+    snprintf(buf, sizeof buf, "%.0f ms", s * 1e3);
+  else if (s < 120)
+    snprintf(buf, sizeof buf, "%.0f s", s);
+  else if (s < 7200)
+    snprintf(buf, sizeof buf, "%.0f min", s / 60);
+  else if (s < 172800)
+    snprintf(buf, sizeof buf, "%.1f h", s / 3600);
+  else
+    snprintf(buf, sizeof buf, "%.1f d", s / 86400);
   return buf;
 }
 
@@ -576,9 +586,12 @@ std::string format_rate(uint64_t bytes, double seconds) {
   if (seconds <= 0) return "-";
   double r = static_cast<double>(bytes) / seconds;
   char buf[32];
-  if (r >= 1e9) snprintf(buf, sizeof buf, "%.2f GB/s", r / 1e9);
-  else if (r >= 1e6) snprintf(buf, sizeof buf, "%.1f MB/s", r / 1e6);
-  else snprintf(buf, sizeof buf, "%.1f kB/s", r / 1e3);
+  if (r >= 1e9)
+    snprintf(buf, sizeof buf, "%.2f GB/s", r / 1e9);
+  else if (r >= 1e6)
+    snprintf(buf, sizeof buf, "%.1f MB/s", r / 1e6);
+  else
+    snprintf(buf, sizeof buf, "%.1f kB/s", r / 1e3);
   return buf;
 }
 

@@ -35,25 +35,25 @@ Result<ToolContext> load_tool_context(const std::string& who, const std::string&
 
 // One rank directory of the cache that holds a file of a version (record, marker or set record).
 struct L1Copy {
-  std::string node;              // node directory name (the failure group)
-  std::string rank_dir;          // <cache_job>/<node>/r<rank>
-  uint32_t rank = 0;             // from the directory name
-  bool has_record = false;       // v<N>.l1 present and readable; `slot` and `manifest` valid
-  std::string record_error;      // v<N>.l1 present but unreadable (why)
+  std::string node;          // node directory name (the failure group)
+  std::string rank_dir;      // <cache_job>/<node>/r<rank>
+  uint32_t rank = 0;         // from the directory name
+  bool has_record = false;   // v<N>.l1 present and readable; `slot` and `manifest` valid
+  std::string record_error;  // v<N>.l1 present but unreadable (why)
   uint32_t slot = 0;
   Manifest manifest;
-  bool is_protected = false;     // v<N>.protected present
-  bool has_set = false;          // v<N>.set present
-  int64_t record_mtime_ns = 0;   // when the record was written (0: none)
+  bool is_protected = false;    // v<N>.protected present
+  bool has_set = false;         // v<N>.set present
+  int64_t record_mtime_ns = 0;  // when the record was written (0: none)
   int64_t protected_mtime_ns = 0;
 };
 
 // One version directory of L3.
 struct L3Version {
-  bool present = false;             // the directory exists
-  bool committed = false;           // COMMIT present and readable
-  l3::Committed commit;             // valid when committed
-  std::string commit_error;         // COMMIT present but unreadable (why)
+  bool present = false;      // the directory exists
+  bool committed = false;    // COMMIT present and readable
+  l3::Committed commit;      // valid when committed
+  std::string commit_error;  // COMMIT present but unreadable (why)
   std::string dir;
   std::map<uint32_t, Manifest> manifests;  // readable rank-<r>.manifest files
   std::vector<std::string> errors;         // unreadable manifests, inconsistent COMMIT
@@ -61,12 +61,12 @@ struct L3Version {
   uint64_t bytes = 0;                      // every file of the directory together (data kept
                                            // elsewhere by an N-to-M layout is not counted)
   int64_t commit_mtime_ns = 0;             // when COMMIT was written (0: none)
-  int64_t data_birth_ns = 0;  // earliest creation (statx birth time) of a rank's data file; 0: unknown
+  int64_t data_birth_ns = 0;               // earliest creation (statx birth time) of a rank's data file; 0: unknown
 };
 
 struct VersionInfo {
   uint64_t version = 0;
-  std::vector<L1Copy> l1;                  // every rank directory holding a file of this version
+  std::vector<L1Copy> l1;                      // every rank directory holding a file of this version
   std::map<uint32_t, Manifest> set_manifests;  // manifests recovered from L2 set records, by rank
   std::vector<redundancy::SetRecord> sets;     // distinct set records (one per set)
   std::vector<std::string> l2_errors;          // unreadable set records
@@ -79,20 +79,20 @@ struct VersionInfo {
   const Manifest* manifest(uint32_t rank) const;
   // The rank's readable L1 record (the newest one if several node directories hold one), or nullptr.
   const L1Copy* l1_copy(uint32_t rank) const;
-  uint32_t l1_ranks() const;      // distinct ranks with a readable record
-  uint32_t l2_ranks() const;      // distinct ranks with a protected marker
-  bool l1_complete() const;       // every rank 0..nranks-1 has a readable record here
-  bool l2_complete() const;       // every rank 0..nranks-1 has a protected marker here
+  uint32_t l1_ranks() const;                  // distinct ranks with a readable record
+  uint32_t l2_ranks() const;                  // distinct ranks with a protected marker
+  bool l1_complete() const;                   // every rank 0..nranks-1 has a readable record here
+  bool l2_complete() const;                   // every rank 0..nranks-1 has a protected marker here
   std::vector<std::string> l1_nodes() const;  // node directories holding a readable record
-  uint32_t known_ranks() const;   // ranks whose manifest is known from some level
-  uint64_t total_bytes() const;   // snapshot bytes over the ranks whose manifest is known
-  int64_t created_unix_ns() const;  // the newest created_unix_ns among the known manifests; 0 if none
-  std::string scheme() const;     // L2 scheme from the set records; empty if none
+  uint32_t known_ranks() const;               // ranks whose manifest is known from some level
+  uint64_t total_bytes() const;               // snapshot bytes over the ranks whose manifest is known
+  int64_t created_unix_ns() const;            // the newest created_unix_ns among the known manifests; 0 if none
+  std::string scheme() const;                 // L2 scheme from the set records; empty if none
 };
 
 struct Inventory {
   Layout layout;
-  std::vector<std::string> nodes;  // node directories under layout.cache_job
+  std::vector<std::string> nodes;                                    // node directories under layout.cache_job
   std::map<uint64_t, VersionInfo, std::greater<uint64_t>> versions;  // newest first
 };
 
@@ -147,11 +147,11 @@ class Progress {
 struct LevelCheck {
   enum class State { good, bad, incomplete, absent };
   State state = State::absent;
-  uint32_t nranks = 0;        // ranks the version has
-  uint32_t ranks_checked = 0; // ranks whose data was read and checked
+  uint32_t nranks = 0;         // ranks the version has
+  uint32_t ranks_checked = 0;  // ranks whose data was read and checked
   uint32_t ranks_good = 0;
   uint64_t chunks = 0, bytes = 0;  // checked
-  std::string error;          // the first bad rank and chunk (verify_stream's message), or why incomplete
+  std::string error;               // the first bad rank and chunk (verify_stream's message), or why incomplete
 };
 const char* state_name(LevelCheck::State s);  // "good", "bad", "incomplete", "absent"
 
@@ -180,11 +180,11 @@ bool job_not_running(const Layout& layout);
 
 // ---- formatting ----------------------------------------------------------------------------------
 int64_t now_unix_ns();
-std::string format_bytes(uint64_t bytes);        // "128.0 KiB"
-std::string format_duration(double seconds);     // "850 ms", "12 s", "3 min", "2.5 h", "4.1 d"
-std::string format_utc(int64_t unix_ns);         // "2026-11-23 10:15:01 UTC"
+std::string format_bytes(uint64_t bytes);                 // "128.0 KiB"
+std::string format_duration(double seconds);              // "850 ms", "12 s", "3 min", "2.5 h", "4.1 d"
+std::string format_utc(int64_t unix_ns);                  // "2026-11-23 10:15:01 UTC"
 std::string format_rate(uint64_t bytes, double seconds);  // "1.25 GB/s"; "-" when seconds <= 0
-std::string hex64(uint64_t v);                   // "0x0123456789abcdef"
+std::string hex64(uint64_t v);                            // "0x0123456789abcdef"
 // "9" or "v00000009" (an L3 directory name) into 9; false otherwise.
 bool parse_version_arg(const std::string& text, uint64_t* version);
 // "rank 2 (node1/r2)" style ranges: "0-3,6".

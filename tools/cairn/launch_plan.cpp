@@ -30,7 +30,8 @@ std::vector<std::string> mpirun_argv(const LaunchSpec& spec, bool with_injection
     if (!first) argv.push_back(":");
     first = false;
     argv.insert(argv.end(), {"-np", std::to_string(spec.ranks_per_node[node]), "env",
-                             "CAIRN_NODE=" + node_name(static_cast<int>(node))});
+                             "CAIRN_NODE=" + (node < spec.node_names.size() ? spec.node_names[node]
+                                                                       : node_name(static_cast<int>(node)))});
     for (const auto& [name, value] : spec.job_env) argv.push_back(name + "=" + value);
     bool killed = std::find(spec.inject_nodes.begin(), spec.inject_nodes.end(), static_cast<int>(node)) !=
                   spec.inject_nodes.end();

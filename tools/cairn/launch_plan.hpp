@@ -22,6 +22,8 @@ struct LaunchSpec {
   std::string mpirun;                    // the launcher to run (absolute path)
   std::vector<std::string> mpirun_args;  // words put before the app contexts (CAIRN_MPIRUN_ARGS)
   std::vector<int> ranks_per_node;
+  std::vector<std::string> node_names;   // the node each entry of ranks_per_node runs on (a spare
+                                         // replaces a killed one); empty: node0, node1, ...
   std::vector<std::string> command;      // CMD ARGS
   EnvAssignments job_env;                // given to every rank (CAIRN_CONFIG)
   std::vector<int> inject_nodes;         // nodes whose ranks also get inject_env

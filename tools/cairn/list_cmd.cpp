@@ -56,7 +56,9 @@ nlohmann::json version_json(const VersionInfo& v, int64_t now) {
   j["l1"] = {{"ranks", v.l1_ranks()}, {"complete", v.l1_complete()}, {"nodes", v.l1_nodes()}};
   j["l2"] = {{"protected_ranks", v.l2_ranks()}, {"complete", v.l2_complete()}, {"scheme", v.scheme()}};
   std::string l3 = !v.l3.present ? "absent" : v.l3.committed ? "committed" : "incomplete";
-  j["l3"] = {{"state", l3}, {"manifests", v.l3.manifests.size()}, {"data_files", v.l3.data_files},
+  j["l3"] = {{"state", l3},
+             {"manifests", v.l3.manifests.size()},
+             {"data_files", v.l3.data_files},
              {"dir", v.l3.present ? v.l3.dir : std::string()}};
   return j;
 }

@@ -103,11 +103,14 @@ class Canvas {
       if (ch < 32 || ch > 126) ch = '?';
       for (int col = 0; col < 5; ++col)
         for (int bit = 0; bit < 8; ++bit)
-          if (kFont[ch - 32][col] >> bit & 1) fill(x + col * scale, y + bit * scale, x + col * scale + scale - 1, y + bit * scale + scale - 1, c);
+          if (kFont[ch - 32][col] >> bit & 1)
+            fill(x + col * scale, y + bit * scale, x + col * scale + scale - 1, y + bit * scale + scale - 1, c);
       x += 6 * scale;
     }
   }
-  void text_right(int x, int y, const std::string& s, Rgb c, int scale = 1) { text(x - text_width(s, scale), y, s, c, scale); }
+  void text_right(int x, int y, const std::string& s, Rgb c, int scale = 1) {
+    text(x - text_width(s, scale), y, s, c, scale);
+  }
   void text_center(int x, int y, const std::string& s, Rgb c, int scale = 1) {
     text(x - text_width(s, scale) / 2, y, s, c, scale);
   }
@@ -160,10 +163,14 @@ double nice_step(double span, int ticks) {
 
 std::string seconds_label(double s, double step) {
   char buf[32];
-  if (step >= 1) snprintf(buf, sizeof buf, "%.0f s", s);
-  else if (step >= 0.1) snprintf(buf, sizeof buf, "%.1f s", s);
-  else if (step >= 0.001) snprintf(buf, sizeof buf, "%.0f ms", s * 1e3);
-  else snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  if (step >= 1)
+    snprintf(buf, sizeof buf, "%.0f s", s);
+  else if (step >= 0.1)
+    snprintf(buf, sizeof buf, "%.1f s", s);
+  else if (step >= 0.001)
+    snprintf(buf, sizeof buf, "%.0f ms", s * 1e3);
+  else
+    snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
   return buf;
 }
 
@@ -172,9 +179,12 @@ std::string short_rate(double bytes_per_s) {
   char buf[16];
   const char* unit = "";
   double v = bytes_per_s;
-  if (v >= 1e9) v /= 1e9, unit = "G";
-  else if (v >= 1e6) v /= 1e6, unit = "M";
-  else if (v >= 1e3) v /= 1e3, unit = "k";
+  if (v >= 1e9)
+    v /= 1e9, unit = "G";
+  else if (v >= 1e6)
+    v /= 1e6, unit = "M";
+  else if (v >= 1e3)
+    v /= 1e3, unit = "k";
   snprintf(buf, sizeof buf, v < 10 ? "%.1f%s" : "%.0f%s", v, unit);
   return buf;
 }
@@ -305,14 +315,15 @@ int run_plot(const PlotOptions& o) {
     if (t.created_ns || t.l1_ns || t.l3_ns) pts.push_back({it->first, t});
   }
   if (pts.empty()) {
-    print_error("plot", "nothing to plot: no checkpoints in " + inv.layout.prefix + " or in the cache " +
-                            inv.layout.cache_job);
+    print_error("plot",
+                "nothing to plot: no checkpoints in " + inv.layout.prefix + " or in the cache " + inv.layout.cache_job);
     return kExitNothing;
   }
   std::string title = "cairn checkpoints: " + inv.layout.prefix;
   if (Canvas::text_width(title, 2) > o.width - 40)
-    title = "cairn checkpoints: ..." + inv.layout.prefix.substr(inv.layout.prefix.size() -
-                                                               std::min<size_t>(inv.layout.prefix.size(), (o.width - 40) / 12 - 23));
+    title = "cairn checkpoints: ..." +
+            inv.layout.prefix.substr(inv.layout.prefix.size() -
+                                     std::min<size_t>(inv.layout.prefix.size(), (o.width - 40) / 12 - 23));
   int64_t first = INT64_MAX;
   for (const auto& p : pts)
     if (p.times.created_ns) first = std::min(first, p.times.created_ns);
@@ -327,8 +338,8 @@ int run_plot(const PlotOptions& o) {
     print_error("plot", st.message());
     return kExitFailure;
   }
-  printf("cairn plot: wrote %s (%dx%d): %zu version(s), %llu..%llu\n", o.out.c_str(), canvas.width(),
-         canvas.height(), pts.size(), static_cast<unsigned long long>(pts.front().version),
+  printf("cairn plot: wrote %s (%dx%d): %zu version(s), %llu..%llu\n", o.out.c_str(), canvas.width(), canvas.height(),
+         pts.size(), static_cast<unsigned long long>(pts.front().version),
          static_cast<unsigned long long>(pts.back().version));
   return kExitOk;
 }

@@ -22,6 +22,7 @@
 #include "core/log.hpp"
 #include "core/manifest.hpp"
 #include "injection.hpp"
+#include "inventory.hpp"
 #include "pfs/l3_store.hpp"
 #include "job_state.hpp"
 #include "launch_plan.hpp"
@@ -39,7 +40,12 @@ struct RunOptions {
   int nranks = 0;
   int nnodes = 1;
   std::vector<int> kill_nodes;
-  uint64_t at_checkpoint = 0;
+  std::vector<uint64_t> at_checkpoints;  // attempt k is killed at the k-th entry
+  bool kill_every_attempt = false;       // attempts past the list are killed at its last entry
+  int retries = -1;                      // relaunches after failed attempts; -1: the default
+  int spares = 0;                        // spare nodes node<K>..node<K+S-1>
+  bool scavenge = false;                 // flush the newest version complete in cache at the end
+  uint64_t at_checkpoint = 0;            // the current attempt's (set per attempt)
   std::string phase = "checkpoint";
   std::string config_path;
   std::string between_attempts;
@@ -54,6 +60,9 @@ struct Attempt {
   bool injected = false;              // ran with the injection variables
   bool reached = false;               // the injection point was reached and the node(s) killed
   bool interrupted = false;           // the launcher was asked to stop (SIGINT/SIGTERM/SIGHUP)
+  uint64_t at_checkpoint = 0;         // where this attempt was to be killed (0: not injected)
+  std::string killed_text;            // "node1 (ranks 2,3)" when killed
+  double wall_seconds = 0;            // how long the attempt ran
   std::optional<JobState> state;      // the job state file, when this attempt wrote it
 };
 
@@ -63,6 +72,8 @@ struct RunContext {
   LaunchSpec spec;
   Layout layout;
   std::string inject_text;  // "checkpoint:5"
+  int next_spare = 0;       // the number of the next unused spare node
+  int last_spare = -1;      // the number of the last spare node
 };
 
 std::string join_ints(const std::vector<int>& values) {
@@ -76,7 +87,7 @@ std::string killed_nodes_text(const RunContext& ctx) {
   const auto& nodes = ctx.options.kill_nodes;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (i > 0) out += i + 1 == nodes.size() ? " and " : ", ";
-    out += node_name(nodes[i]) + " (ranks " + join_ints(ranks_of_node(ctx.spec.ranks_per_node, nodes[i])) + ")";
+    out += ctx.spec.node_names[static_cast<size_t>(nodes[i])] + " (ranks " + join_ints(ranks_of_node(ctx.spec.ranks_per_node, nodes[i])) + ")";
   }
   return out;
 }
@@ -103,8 +114,14 @@ Status check_options(const RunOptions& o, const Invocation& inv) {
     if (!seen.insert(node).second)
       return make_error(Code::ERR_INVALID_ARG, "--kill-node %d: node given twice", node);
   }
-  if (!o.kill_nodes.empty() && o.at_checkpoint < 1)
-    return make_error(Code::ERR_INVALID_ARG, "--at-checkpoint: checkpoints are numbered from 1");
+  for (uint64_t c : o.at_checkpoints)
+    if (c < 1) return make_error(Code::ERR_INVALID_ARG, "--at-checkpoint: checkpoints are numbered from 1");
+  if (o.kill_every_attempt && o.kill_nodes.empty())
+    return make_error(Code::ERR_INVALID_ARG, "--kill-every-attempt needs --kill-node");
+  if (o.retries < -1) return make_error(Code::ERR_INVALID_ARG, "--retries %d: must be 0 or more", o.retries);
+  if (o.retries > 0 && o.no_relaunch)
+    return make_error(Code::ERR_INVALID_ARG, "--retries and --no-relaunch contradict each other");
+  if (o.spares < 0) return make_error(Code::ERR_INVALID_ARG, "--spares %d: must be 0 or more", o.spares);
   return Status::ok();
 }
 
@@ -139,10 +156,13 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
   ctx.layout = make_layout(loaded->config);
 
   ctx.spec.ranks_per_node = ranks_per_node(o.nranks, o.nnodes);
+  for (int i = 0; i < o.nnodes; ++i) ctx.spec.node_names.push_back(node_name(i));
+  ctx.next_spare = o.nnodes;
+  ctx.last_spare = o.nnodes + o.spares - 1;
+  if (ctx.options.retries < 0)
+    ctx.options.retries = o.no_relaunch || o.kill_nodes.empty() ? 0 : static_cast<int>(o.at_checkpoints.size());
   ctx.spec.command = inv.trailing;
   ctx.spec.inject_nodes = ctx.options.kill_nodes;
-  ctx.inject_text = o.phase + ":" + std::to_string(o.at_checkpoint);
-  ctx.spec.inject_env = {{"CAIRN_INJECT", ctx.inject_text}, {"CAIRN_INJECT_DIR", ctx.layout.inject_dir()}};
   return ctx;
 }
 
@@ -259,18 +279,20 @@ Attempt run_attempt(const RunContext& ctx, int number, bool inject) {
 
 void delete_killed_caches(const RunContext& ctx) {
   for (int node : ctx.options.kill_nodes) {
-    std::string dir = ctx.layout.node_cache(node_name(node));
+    const std::string& name = ctx.spec.node_names[static_cast<size_t>(node)];
+    std::string dir = ctx.layout.node_cache(name);
     Status st = fs::remove_tree(dir);
-    if (!st) fprintf(stderr, "cairn run: warning: deleting the cache of %s: %s\n", node_name(node).c_str(), st.message().c_str());
+    if (!st) fprintf(stderr, "cairn run: warning: deleting the cache of %s: %s\n", name.c_str(), st.message().c_str());
     else if (log::level() >= log::Level::info)
-      fprintf(stderr, "cairn run: deleted the cache of %s (%s)\n", node_name(node).c_str(), dir.c_str());
+      fprintf(stderr, "cairn run: deleted the cache of %s (%s)\n", name.c_str(), dir.c_str());
   }
 }
 
 // Runs the --between-attempts command; true when it succeeded.
 bool run_between_attempts(const RunContext& ctx, int finished_attempt) {
   std::string killed;
-  for (int node : ctx.options.kill_nodes) killed += (killed.empty() ? "" : ",") + node_name(node);
+  for (int node : ctx.options.kill_nodes)
+    killed += (killed.empty() ? "" : ",") + ctx.spec.node_names[static_cast<size_t>(node)];
   EnvAssignments env = {{"CAIRN_PREFIX", ctx.layout.prefix},
                         {"CAIRN_CACHE_JOB", ctx.layout.cache_job},
                         {"CAIRN_ATTEMPT", std::to_string(finished_attempt)},

@@ -1,6 +1,7 @@
 // `cairn show VERSION [PREFIX] [--config FILE] [--json]`: one version in detail: its ranks and where
 // each is, its regions and files, its chunks and checksums, its L3 directory and its L2 set records.
 // Manifests come from the best source per rank (L1 record, else L2 set record, else L3).
+#include <sys/stat.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -8,7 +9,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/stat.h>
 
 #include "commands.hpp"
 #include "common.hpp"
@@ -33,8 +33,10 @@ const char* type_name(const RegionEntry& e) {
 std::string distribution_text(const RegionEntry& e) {
   std::string s = redist::kind_name(static_cast<redist::Kind>(e.distribution));
   const auto& p = e.dist_params;
-  if (e.distribution == 2 && p.size() == 1) s += " of " + std::to_string(p[0]);
-  else if (e.distribution == 3 && p.size() == 2) s += " of " + std::to_string(p[0]) + " by " + std::to_string(p[1]);
+  if (e.distribution == 2 && p.size() == 1)
+    s += " of " + std::to_string(p[0]);
+  else if (e.distribution == 3 && p.size() == 2)
+    s += " of " + std::to_string(p[0]) + " by " + std::to_string(p[1]);
   else if ((e.distribution == 4 || e.distribution == 5) && p.size() == 2)
     s += " " + std::to_string(p[0]) + "x" + std::to_string(p[1]);
   else if (!p.empty()) {
@@ -47,7 +49,7 @@ std::string distribution_text(const RegionEntry& e) {
 
 // One region (or file) over every rank that has it.
 struct RegionSummary {
-  RegionEntry first;            // rank-independent fields from the first rank holding it
+  RegionEntry first;  // rank-independent fields from the first rank holding it
   uint64_t count_min = UINT64_MAX, count_max = 0, bytes = 0;
   uint32_t ranks = 0;
 };
@@ -114,10 +116,14 @@ std::string count_text(const RegionSummary& s) {
 }
 
 nlohmann::json region_json(const RegionEntry& e) {
-  return {{"name", e.name},         {"kind", e.kind == RegionKind::file ? "file" : "memory"},
-          {"type", type_name(e)},   {"elem_size", e.elem_size},
-          {"count", e.count},       {"offset", e.offset},
-          {"size_bytes", e.size},   {"distribution", redist::kind_name(static_cast<redist::Kind>(e.distribution))},
+  return {{"name", e.name},
+          {"kind", e.kind == RegionKind::file ? "file" : "memory"},
+          {"type", type_name(e)},
+          {"elem_size", e.elem_size},
+          {"count", e.count},
+          {"offset", e.offset},
+          {"size_bytes", e.size},
+          {"distribution", redist::kind_name(static_cast<redist::Kind>(e.distribution))},
           {"dist_params", e.dist_params}};
 }
 
@@ -160,15 +166,19 @@ nlohmann::json show_json(const Inventory& inv, const VersionInfo& v) {
   }
   nlohmann::json l1 = nlohmann::json::array();
   for (const auto& c : v.l1)
-    l1.push_back({{"node", c.node}, {"rank", c.rank}, {"dir", c.rank_dir}, {"record", c.has_record},
-                  {"record_error", c.record_error}, {"slot", c.slot}, {"protected", c.is_protected},
+    l1.push_back({{"node", c.node},
+                  {"rank", c.rank},
+                  {"dir", c.rank_dir},
+                  {"record", c.has_record},
+                  {"record_error", c.record_error},
+                  {"slot", c.slot},
+                  {"protected", c.is_protected},
                   {"set", c.has_set}});
   j["l1"] = {{"ranks", v.l1_ranks()}, {"complete", v.l1_complete()}, {"copies", l1}};
   nlohmann::json sets = nlohmann::json::array();
   for (const auto& s : v.sets)
     sets.push_back({{"scheme", redundancy_name(s.scheme)}, {"n", s.n}, {"m", s.m}, {"ranks", s.ranks}});
-  j["l2"] = {{"protected_ranks", v.l2_ranks()}, {"complete", v.l2_complete()}, {"sets", sets},
-             {"errors", v.l2_errors}};
+  j["l2"] = {{"protected_ranks", v.l2_ranks()}, {"complete", v.l2_complete()}, {"sets", sets}, {"errors", v.l2_errors}};
   nlohmann::json files = nlohmann::json::array();
   if (v.l3.present)
     for (const auto& f : dir_files(v.l3.dir)) files.push_back({{"name", f.name}, {"bytes", f.bytes}});
@@ -176,16 +186,19 @@ nlohmann::json show_json(const Inventory& inv, const VersionInfo& v) {
   for (uint32_t r = 0; v.l3.present && r < v.nranks(); ++r) {
     auto w = l3_where(inv.layout, v.version, r);
     if (w)
-      data.push_back({{"rank", r}, {"file", w->file}, {"offset", w->offset}, {"stored_bytes", w->stored},
-                      {"zstd", w->zstd}});
+      data.push_back(
+          {{"rank", r}, {"file", w->file}, {"offset", w->offset}, {"stored_bytes", w->stored}, {"zstd", w->zstd}});
   }
-  j["l3"] = {{"state", !v.l3.present ? "absent" : v.l3.committed ? "committed" : "incomplete"},
+  j["l3"] = {{"state", !v.l3.present    ? "absent"
+                       : v.l3.committed ? "committed"
+                                        : "incomplete"},
              {"dir", v.l3.present ? v.l3.dir : std::string()},
              {"files", files},
              {"data", data},
              {"errors", v.l3.errors}};
   if (v.l3.committed)
-    j["l3"]["commit"] = {{"version", v.l3.commit.version}, {"nranks", v.l3.commit.nranks}, {"label", v.l3.commit.label}};
+    j["l3"]["commit"] = {
+        {"version", v.l3.commit.version}, {"nranks", v.l3.commit.nranks}, {"label", v.l3.commit.label}};
   j["prefix"] = inv.layout.prefix;
   j["cache"] = inv.layout.cache_job;
   return j;
@@ -194,8 +207,8 @@ nlohmann::json show_json(const Inventory& inv, const VersionInfo& v) {
 void show_text(const Layout& layout, const VersionInfo& v) {
   int64_t now = now_unix_ns(), created = v.created_unix_ns();
   uint32_t n = v.nranks();
-  printf("version %llu, label \"%s\", %u ranks, %s%s\n", static_cast<unsigned long long>(v.version),
-         v.label().c_str(), n, format_bytes(v.total_bytes()).c_str(), v.known_ranks() < n ? " (ranks missing)" : "");
+  printf("version %llu, label \"%s\", %u ranks, %s%s\n", static_cast<unsigned long long>(v.version), v.label().c_str(),
+         n, format_bytes(v.total_bytes()).c_str(), v.known_ranks() < n ? " (ranks missing)" : "");
   if (created)
     printf("written %s (%s ago)\n", format_utc(created).c_str(),
            format_duration(static_cast<double>(now - created) / 1e9).c_str());
@@ -213,7 +226,9 @@ void show_text(const Layout& layout, const VersionInfo& v) {
   printf("  L1  %s\n", l1.c_str());
   if (v.l2_ranks() || !v.sets.empty()) {
     printf("  L2  protected on %u/%u ranks%s\n", v.l2_ranks(), n,
-           v.scheme().empty() ? "" : (", " + v.scheme() + ", " + std::to_string(v.sets.size()) + " set record(s) seen").c_str());
+           v.scheme().empty()
+               ? ""
+               : (", " + v.scheme() + ", " + std::to_string(v.sets.size()) + " set record(s) seen").c_str());
     for (const auto& s : v.sets)
       printf("        set: %s, %u members + %u parity, ranks %s\n", redundancy_name(s.scheme), s.n, s.m,
              rank_ranges(s.ranks).c_str());
@@ -221,9 +236,12 @@ void show_text(const Layout& layout, const VersionInfo& v) {
     printf("  L2  -\n");
   }
   for (const auto& e : v.l2_errors) printf("        unreadable set record: %s\n", e.c_str());
-  if (!v.l3.present) printf("  L3  -\n");
-  else if (v.l3.committed) printf("  L3  committed: %s\n", v.l3.dir.c_str());
-  else printf("  L3  incomplete (no COMMIT, never read): %s\n", v.l3.dir.c_str());
+  if (!v.l3.present)
+    printf("  L3  -\n");
+  else if (v.l3.committed)
+    printf("  L3  committed: %s\n", v.l3.dir.c_str());
+  else
+    printf("  L3  incomplete (no COMMIT, never read): %s\n", v.l3.dir.c_str());
   for (const auto& c : v.l1)
     if (!c.record_error.empty()) printf("  unreadable L1 record: %s\n", c.record_error.c_str());
   for (const auto& e : v.l3.errors) printf("  unreadable L3 manifest: %s\n", e.c_str());
@@ -260,14 +278,16 @@ void show_text(const Layout& layout, const VersionInfo& v) {
   uint64_t chunks = 0;
   uint32_t chunk_size = 0;
   for (uint32_t r = 0; r < n; ++r)
-    if (const Manifest* m = v.manifest(r)) chunks += m->chunk_hashes.size(), chunk_size = std::max(chunk_size, m->chunk_size);
+    if (const Manifest* m = v.manifest(r))
+      chunks += m->chunk_hashes.size(), chunk_size = std::max(chunk_size, m->chunk_size);
   printf("\nchunks\n  %llu chunks of %s over %u ranks (the last of each rank may be short); xxh3-64 each\n",
          static_cast<unsigned long long>(chunks), format_bytes(chunk_size).c_str(), v.known_ranks());
   printf("  digest of every chunk checksum, in rank order: %s\n", hex64(checksum_digest(v)).c_str());
 
   if (v.l3.present) {
     printf("\nL3 layout: %s\n", v.l3.dir.c_str());
-    for (const auto& f : dir_files(v.l3.dir)) printf("  %-24s  %12llu B\n", f.name.c_str(), static_cast<unsigned long long>(f.bytes));
+    for (const auto& f : dir_files(v.l3.dir))
+      printf("  %-24s  %12llu B\n", f.name.c_str(), static_cast<unsigned long long>(f.bytes));
     if (v.l3.committed)
       printf("  COMMIT: version %llu, %u ranks, label \"%s\"\n", static_cast<unsigned long long>(v.l3.commit.version),
              v.l3.commit.nranks, v.l3.commit.label.c_str());
@@ -275,7 +295,8 @@ void show_text(const Layout& layout, const VersionInfo& v) {
     for (uint32_t r = 0; r < n; ++r) {
       if (!fs::exists(l3::where_path(layout, v.version, r))) continue;
       auto w = l3_where(layout, v.version, r);
-      if (!w) printf("  rank %u: %s\n", r, w.status().message().c_str());
+      if (!w)
+        printf("  rank %u: %s\n", r, w.status().message().c_str());
       else
         printf("  rank %u: %s at byte %llu, %llu B stored%s\n", r, w->file.c_str(),
                static_cast<unsigned long long>(w->offset), static_cast<unsigned long long>(w->stored),
@@ -306,8 +327,10 @@ int run_show(const ShowOptions& o) {
                               "; see 'cairn list')");
     return kExitNothing;
   }
-  if (o.json) printf("%s\n", show_json(inv, it->second).dump(2).c_str());
-  else show_text(inv.layout, it->second);
+  if (o.json)
+    printf("%s\n", show_json(inv, it->second).dump(2).c_str());
+  else
+    show_text(inv.layout, it->second);
   return kExitOk;
 }
 
@@ -315,7 +338,8 @@ int run_show(const ShowOptions& o) {
 
 Command add_show_command(CLI::App& root) {
   auto o = std::make_shared<ShowOptions>();
-  CLI::App* app = root.add_subcommand("show", "One checkpoint version in detail: ranks, regions, files, chunks, layout.");
+  CLI::App* app =
+      root.add_subcommand("show", "One checkpoint version in detail: ranks, regions, files, chunks, layout.");
   app->add_option("version", o->version_text, "Version number (or its L3 directory name, v00000042)")
       ->required()
       ->type_name("VERSION");

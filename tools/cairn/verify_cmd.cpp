@@ -31,8 +31,7 @@ std::string detail(const LevelCheck& c) {
   std::string s = std::to_string(c.ranks_checked) + "/" + std::to_string(c.nranks) + " ranks checked, " +
                   std::to_string(c.chunks) + " chunks, " + format_bytes(c.bytes);
   if (c.state == LevelCheck::State::bad) return c.error;
-  if (c.state == LevelCheck::State::incomplete)
-    return c.ranks_checked ? c.error + "; " + s : c.error;
+  if (c.state == LevelCheck::State::incomplete) return c.ranks_checked ? c.error + "; " + s : c.error;
   return s;
 }
 
@@ -73,9 +72,12 @@ int run_verify(const VerifyOptions& o) {
   std::erase_if(rows, [](const Row& r) { return r.check.state == LevelCheck::State::absent; });
   int good = 0, bad = 0, incomplete = 0;
   for (const auto& r : rows) {
-    if (r.check.state == LevelCheck::State::bad) ++bad;
-    else if (r.check.state == LevelCheck::State::good) ++good;
-    else ++incomplete;
+    if (r.check.state == LevelCheck::State::bad)
+      ++bad;
+    else if (r.check.state == LevelCheck::State::good)
+      ++good;
+    else
+      ++incomplete;
   }
   bool checked_any = false;
   for (const auto& r : rows) checked_any |= r.check.ranks_checked > 0;
@@ -111,7 +113,7 @@ int run_verify(const VerifyOptions& o) {
       printf("version %*llu  %s  %-10s  %s\n", width, static_cast<unsigned long long>(r.version), r.level,
              state_name(r.check.state), detail(r.check).c_str());
     std::string what = only ? "version " + std::to_string(only) : std::string("checkpoints");
-    std::string where = o.level == "l1" ? "in the cache " + inv.layout.cache_job
+    std::string where = o.level == "l1"   ? "in the cache " + inv.layout.cache_job
                         : o.level == "l3" ? "in " + inv.layout.prefix
                                           : "in " + inv.layout.prefix + " or in the cache " + inv.layout.cache_job;
     printf("nothing to verify: no %s %s\n", what.c_str(), where.c_str());
@@ -128,7 +130,8 @@ int run_verify(const VerifyOptions& o) {
 
 Command add_verify_command(CLI::App& root) {
   auto o = std::make_shared<VerifyOptions>();
-  CLI::App* app = root.add_subcommand("verify", "Re-read every chunk of the checkpoints and check it against the manifests.");
+  CLI::App* app =
+      root.add_subcommand("verify", "Re-read every chunk of the checkpoints and check it against the manifests.");
   app->add_option("args", o->args,
                   "VERSION (a number, or v00000042) and/or PREFIX; one word that is not a version is the prefix")
       ->expected(0, 2)

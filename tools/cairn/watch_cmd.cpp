@@ -67,9 +67,10 @@ nlohmann::json snapshot_json(const Snapshot& s, int64_t now, double stall, bool 
 
 std::string snapshot_text(const Snapshot& s, int64_t now) {
   char buf[512];
-  std::string ago = s.checkpoint_ns ? format_duration(static_cast<double>(now - s.checkpoint_ns) / 1e9) + " ago" : "time unknown";
-  std::string last = s.checkpoint ? "last checkpoint " + std::to_string(s.checkpoint) + " (" + ago + ")"
-                                  : "no checkpoint yet";
+  std::string ago =
+      s.checkpoint_ns ? format_duration(static_cast<double>(now - s.checkpoint_ns) / 1e9) + " ago" : "time unknown";
+  std::string last =
+      s.checkpoint ? "last checkpoint " + std::to_string(s.checkpoint) + " (" + ago + ")" : "no checkpoint yet";
   snprintf(buf, sizeof buf, "%s  %-9s  version %llu  %s  L1 %llu  L2 %llu  L3 %llu  bandwidth L1 %s, L2 %s, L3 %s",
            format_utc(now).c_str(), s.state.phase.empty() ? "?" : s.state.phase.c_str(),
            static_cast<unsigned long long>(s.state.version), last.c_str(), static_cast<unsigned long long>(s.state.l1),
@@ -143,8 +144,10 @@ int run_watch(const WatchOptions& o) {
     bool stalled = false;
     if (!read->has_value()) {
       if (o.once) {
-        if (o.json) printf("%s\n", nlohmann::json{{"state", nullptr}, {"path", path}}.dump().c_str());
-        else printf("no job state at %s (no job has run with this prefix)\n", path.c_str());
+        if (o.json)
+          printf("%s\n", nlohmann::json{{"state", nullptr}, {"path", path}}.dump().c_str());
+        else
+          printf("no job state at %s (no job has run with this prefix)\n", path.c_str());
         return kExitNothing;
       }
       if (!waiting_said) {
@@ -170,8 +173,10 @@ int run_watch(const WatchOptions& o) {
       bool finalized = s.state.phase == "finalized";
       stalled = !finalized && o.stall > 0 && idle > o.stall;
       if (changed || o.once || stalled) {
-        if (o.json) printf("%s\n", snapshot_json(s, now, o.stall, stalled).dump(o.once ? 2 : -1).c_str());
-        else printf("%s\n", snapshot_text(s, now).c_str());
+        if (o.json)
+          printf("%s\n", snapshot_json(s, now, o.stall, stalled).dump(o.once ? 2 : -1).c_str());
+        else
+          printf("%s\n", snapshot_text(s, now).c_str());
         fflush(stdout);
       }
       have = true;
@@ -196,7 +201,8 @@ int run_watch(const WatchOptions& o) {
 
 Command add_watch_command(CLI::App& root) {
   auto o = std::make_shared<WatchOptions>();
-  CLI::App* app = root.add_subcommand("watch", "Follow a running job: last checkpoint, levels, bandwidth, stall alarm.");
+  CLI::App* app =
+      root.add_subcommand("watch", "Follow a running job: last checkpoint, levels, bandwidth, stall alarm.");
   app->add_option("prefix", o->prefix, "L3 directory (default: the configured prefix)")->type_name("PREFIX");
   app->add_option("--stall", o->stall, "Alarm and exit 4 after this many seconds without a new checkpoint")
       ->type_name("SECONDS");
