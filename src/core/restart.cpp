@@ -3,6 +3,8 @@
 // whose cache is gone or fails verification from their redundancy sets (and writing the rebuilt data
 // back into their cache); else L3. Any mismatch moves on to the next candidate. The application's
 // memory is written only after its version verified everywhere.
+#include <xxhash.h>
+
 #include <algorithm>
 #include <cstring>
 #include <set>
@@ -392,8 +394,95 @@ Status Runtime::restart_available(int* available, int* version) {
   return Status::ok();
 }
 
+// The common case, fast: every rank holds the newest version anywhere in its own L1 slot, with the
+// regions protected now. Each rank copies its slot into the regions chunk by chunk and hashes every
+// chunk while it is still in the CPU cache -- one pass over the slot instead of two. Any
+// doubt (another version, a size, a checksum on any rank) and the full search runs instead, which
+// writes the regions again; the application gets success only for verified bytes.
+Status Runtime::fast_restart_l1(bool* done) {
+  *done = false;
+  uint64_t newest = next_version_ - 1;
+  Status mine = [&]() -> Status {
+    if (newest == 0 || std::find(rejected_.begin(), rejected_.end(), newest) != rejected_.end())
+      return Status(Code::ERR_NO_CHECKPOINT, "");
+    CAIRN_ASSIGN_OR_RETURN(rec, cache_.read_record(newest));
+    const Manifest& m = rec.manifest;
+    if (m.nranks != static_cast<uint32_t>(nranks_) || m.rank != static_cast<uint32_t>(rank_) ||
+        m.regions.size() != regions_.size() || m.chunk_size == 0)
+      return Status(Code::ERR_NO_CHECKPOINT, "");
+    for (const auto& e : m.regions) {
+      auto it = regions_.find(e.name);
+      if (e.kind != RegionKind::memory || it == regions_.end() || it->second.bytes() != e.size)
+        return Status(Code::ERR_NO_CHECKPOINT, "");
+    }
+    std::string path = cache_.slot_path(static_cast<int>(rec.slot));
+    CAIRN_ASSIGN_OR_RETURN(slot, cache_.slot(static_cast<int>(rec.slot), 0));
+    if (slot->size() < m.total_size) return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", path.c_str());
+    const uint8_t* src = slot->data();
+    XXH3_state_t* state = XXH3_createState();
+    if (!state) return make_error(Code::ERR_NO_MEMORY, "xxh3 state");
+    Status st = Status::ok();
+    size_t r = 0;  // regions are in stream order
+    for (uint64_t c = 0; c * m.chunk_size < m.total_size && st.is_ok(); ++c) {
+      uint64_t a = c * m.chunk_size, b = std::min<uint64_t>(a + m.chunk_size, m.total_size);
+      XXH3_64bits_reset(state);
+      for (size_t i = r; i < m.regions.size() && m.regions[i].offset < b && st.is_ok(); ++i) {
+        const RegionEntry& e = m.regions[i];
+        uint64_t lo = std::max(a, e.offset), hi = std::min(b, e.offset + e.size);
+        if (lo >= hi) continue;
+        uint8_t* dst = static_cast<uint8_t*>(regions_[e.name].ptr) + (lo - e.offset);
+        memcpy(dst, src + lo, hi - lo);
+        XXH3_64bits_update(state, dst, hi - lo);
+      }
+      while (r < m.regions.size() && m.regions[r].offset + m.regions[r].size <= b) ++r;
+      if (st.is_ok() && XXH3_64bits_digest(state) != m.chunk_hashes[c])
+        st = make_error(Code::ERR_CORRUPT, "%s: chunk %llu checksum mismatch", path.c_str(), static_cast<unsigned long long>(c));
+    }
+    XXH3_freeState(state);
+    if (st.is_ok()) restored_label_ = m.label;
+    return st;
+  }();
+  if (!mine.is_ok() && mine.code() != Code::ERR_NO_CHECKPOINT)
+    LOG_WARN("restart: version %llu in L1: %s", static_cast<unsigned long long>(newest), mine.message().c_str());
+  int ok = mine.is_ok() ? 1 : 0, all = 0;
+  CAIRN_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, app_comm_));
+  if (!all) return Status::ok();
+  // The same bookkeeping as apply_restart for an L1 version.
+  restored_version_ = newest;
+  restored_level_ = CAIRN_LEVEL_L1;
+  restored_files_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    before_restart_local_ = last_local_version_;
+    before_restart_flushed_ = last_flushed_version_;
+    last_local_version_ = newest;
+    if (cache_.is_protected(newest)) last_protected_version_ = newest;
+  }
+  int committed = 0;
+  if (rank_ == 0) committed = l3::read_commit(layout_, newest).is_ok() ? 1 : 0;
+  CAIRN_MPI(MPI_Bcast(&committed, 1, MPI_INT, 0, app_comm_));
+  if (committed) {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_flushed_version_ = newest;  // already in L3: finalize must not write it again
+  }
+  if (rank_ == 0) {
+    state_.set({{"restart_version", std::to_string(newest)}, {"restart_level", "L1"}});
+    LOG_INFO("restarted from version %llu ('%s') at L1", static_cast<unsigned long long>(newest), restored_label_.c_str());
+  }
+  last_checkpoint_time_ = now_seconds();
+  *done = true;
+  return Status::ok();
+}
+
 Status Runtime::restart() {
   if (in_output_) return make_error(Code::ERR_SEQUENCE, "cairn_restart: an output is open (call cairn_complete_output first)");
+  if (!pending_) {
+    Status drained = wait_all();  // a failed background version does not stop a restart
+    if (drained.code() == Code::ERR_MPI) return drained;
+    bool done = false;
+    CAIRN_TRY(fast_restart_l1(&done));
+    if (done) return Status::ok();
+  }
   if (!pending_) {
     RestartChoice c;
     CAIRN_TRY(find_restart(&c));

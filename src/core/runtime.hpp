@@ -168,6 +168,7 @@ class Runtime {
   Status try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, RestartChoice* out, bool* handled);
   Status try_l3(uint64_t v, RestartChoice* out);
   Status apply_restart(const RestartChoice& c);
+  Status fast_restart_l1(bool* done);
   // Restart from a version written by another number of ranks (reshape.cpp).
   // Only versions in (above, at_most] are tried.
   Status find_reshaped(RestartChoice* out, std::string* why, uint64_t above, uint64_t at_most);
