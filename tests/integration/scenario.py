@@ -9,6 +9,7 @@ or, for unrecoverable cases, when the job fails with a clear message.
 Usage: scenario.py --build BUILD --name NAME [options]   (see --help)
 """
 import argparse
+import glob
 import json
 import math
 import os
@@ -160,6 +161,14 @@ def run_scenario(args):
         cmd += ["--kill-node", args.kill, "--at-checkpoint", str(args.at), "--phase", args.phase]
     if args.no_spare:
         cmd += ["--no-spare"]
+    if args.retries is not None:
+        cmd += ["--retries", str(args.retries)]
+    if args.spares:
+        cmd += ["--spares", str(args.spares)]
+    if args.no_relaunch:
+        cmd += ["--no-relaunch"]
+    if args.scavenge:
+        cmd += ["--scavenge"]
     if args.damage:
         hook = f"{sys.executable} {os.path.abspath(__file__)} --damage {args.damage}"
         cmd += ["--between-attempts", hook]
@@ -182,10 +191,38 @@ def run_scenario(args):
             print(f"PASS: failed as expected (exit {proc.returncode})")
             shutil.rmtree(work, ignore_errors=True)
             return
-        if proc.returncode != 0:
+        if proc.returncode != 0 and not args.no_relaunch:
             fail(f"cairn run exited {proc.returncode}")
-    check_result(args, ref, out)
+    check_launcher(args, env, out)
+    if args.no_relaunch:
+        print(f"PASS: launcher checks (exit {proc.returncode})")
+    else:
+        check_result(args, ref, out)
     shutil.rmtree(work, ignore_errors=True)
+
+
+def check_launcher(args, env, out):
+    """The launcher's own promises: failures seen, spares used, caches rebuilt, versions committed."""
+    if args.expect_failures is not None:
+        m = re.search(r"cairn run: summary: (\d+) attempts?, (\d+) failed", out)
+        if not m or int(m.group(2)) != args.expect_failures:
+            fail(f"expected {args.expect_failures} failed attempts in the summary, saw {m and m.group(0)}")
+    for spec in args.expect_spare:  # SPARE:OLD:RANK - the spare replaced OLD and holds RANK's cache
+        spare, old, rank = spec.split(":")
+        if not re.search(rf"^cairn run: spare {spare} replaces {old} ", out, re.M):
+            fail(f"no line saying spare {spare} replaces {old}")
+        found = glob.glob(os.path.join(env["CAIRN_CACHE_DIR"], "*", spare, f"r{rank}"))
+        d = found[0] if found else os.path.join(env["CAIRN_CACHE_DIR"], "<job>", spare, f"r{rank}")
+        if not found or not [n for n in os.listdir(d) if re.fullmatch(r"v\d+\.l1", n)]:
+            fail(f"the spare's cache {d} holds no L1 record of rank {rank}")
+        print(f"scenario: {d} holds {sorted(os.listdir(d))}")
+    if args.expect_commit:
+        c = os.path.join(env["CAIRN_PREFIX"], f"v{args.expect_commit:08d}", "COMMIT")
+        if not os.path.exists(c):
+            fail(f"{c} does not exist")
+        if not re.search(rf"scavenge: flushed version {args.expect_commit} to L3", out):
+            fail(f"the launcher did not report scavenging version {args.expect_commit}")
+        print(f"scenario: {c} exists")
 
 
 def run_reshape(args):
@@ -414,7 +451,15 @@ def main():
     p.add_argument("--np", type=int, default=8)
     p.add_argument("--nodes", type=int, default=4)
     p.add_argument("--kill", help="node(s) to kill, e.g. 2 or 1,2")
-    p.add_argument("--at", type=int, default=8, help="checkpoint at which to kill")
+    p.add_argument("--at", default="8", help="checkpoint at which to kill; C1,C2,...: attempt k at Ck")
+    p.add_argument("--retries", type=int, help="cairn run --retries")
+    p.add_argument("--spares", type=int, default=0, help="cairn run --spares")
+    p.add_argument("--no-relaunch", action="store_true", help="cairn run --no-relaunch (no result expected)")
+    p.add_argument("--scavenge", action="store_true", help="cairn run --scavenge")
+    p.add_argument("--expect-failures", type=int, help="failed attempts the summary must count")
+    p.add_argument("--expect-spare", action="append", default=[],
+                   help="SPARE:OLD:RANK - spare node SPARE replaced OLD and its cache holds RANK's record")
+    p.add_argument("--expect-commit", type=int, help="version the scavenge must commit in L3")
     p.add_argument("--phase", default="compute", choices=["compute", "checkpoint", "flush"])
     p.add_argument("--flush-every", type=int, default=4)
     p.add_argument("--damage", choices=["l1-flip", "l1-truncate", "l3-flip", "l3-truncate"],

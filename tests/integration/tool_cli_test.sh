@@ -173,7 +173,8 @@ done
 [ ! -e "$WORK/prefix/.cairn/inject" ] && pass "the rendezvous directory was removed" || fail "rendezvous left behind"
 expect_in "--between-attempts ran with its variables" "$WORK/hook" "1|$WORK/prefix|$CACHE_JOB|node1"
 expect_in "the job was relaunched" "$WORK/out" "rank 3 on node1 relaunched"
-expect_in "the summary counts the attempts" "$WORK/inject.err" "cairn run: summary: 2 attempts; killed node1 (ranks 2,3)"
+expect_in "the summary counts the attempts" "$WORK/inject.err" "cairn run: summary: 2 attempts, 1 failed"
+expect_in "the summary names the kill" "$WORK/inject.err" "killed node1 (ranks 2,3) at checkpoint 5"
 expect_in "the summary gives attempt 1's state" "$WORK/inject.err" "attempt 1: started without a restart"
 expect_in "the summary gives the restart" "$WORK/inject.err" "attempt 2: restarted from version 4 at L2"
 
@@ -186,7 +187,7 @@ rc=$?
 [ "$rc" -ne 0 ] && [ "$rc" -ne 2 ] && [ "$rc" -ne 3 ] && pass "--no-relaunch: the killed attempt's status ($rc)" ||
   fail "--no-relaunch: exit status $rc"
 expect_in "--no-relaunch: node0 killed" "$WORK/err" "killed node0 (ranks 0,1)"
-expect_in "--no-relaunch: one attempt" "$WORK/err" "summary: 1 attempt;"
+expect_in "--no-relaunch: one attempt" "$WORK/err" "summary: 1 attempt, 1 failed"
 [ ! -e "$WORK/hook" ] && pass "--no-relaunch: no hook" || fail "--no-relaunch: the hook ran"
 [ ! -e "$CACHE_JOB/node0" ] && [ -e "$CACHE_JOB/node1" ] && pass "--no-relaunch: node0's cache deleted" ||
   fail "--no-relaunch: caches"

@@ -346,75 +346,186 @@ std::string why_job_cannot_shrink(const RunContext& ctx) {
   return "";
 }
 
-// ---- the summary ----------------------------------------------------------------------------------
+// ---- the end of the run: scavenge and summary -----------------------------------------------------
+
+// SCR's scavenge: writes the newest version complete in the caches that survive to L3 unless L3
+// already holds it (or a newer one), with the code of `cairn flush` (flush_to_l3). A damaged newest
+// version makes it try the one before.
+void scavenge(const RunContext& ctx) {
+  Inventory inv = scan_inventory(ctx.layout);
+  uint64_t committed = 0;
+  for (const auto& [ver, v] : inv.versions)
+    if (v.l3.committed) {
+      committed = ver;
+      break;
+    }
+  for (const auto& [ver, v] : inv.versions) {
+    if (!v.l1_complete()) continue;
+    if (ver <= committed) {
+      fprintf(stderr, "cairn run: scavenge: version %llu, the newest complete in cache, is %s; nothing to flush\n",
+              static_cast<unsigned long long>(ver),
+              ver == committed ? "already committed in L3" : "older than L3's newest");
+      return;
+    }
+    int64_t t0 = now_unix_ns();
+    Status st = flush_to_l3(ctx.layout, v, nullptr);
+    if (!st.is_ok()) {
+      fprintf(stderr, "cairn run: scavenge: version %llu not flushed: %s\n", static_cast<unsigned long long>(ver),
+              st.message().c_str());
+      continue;
+    }
+    double secs = static_cast<double>(now_unix_ns() - t0) / 1e9;
+    fprintf(stderr, "cairn run: scavenge: flushed version %llu to L3: committed in %s (%s in %s)\n",
+            static_cast<unsigned long long>(ver), ctx.layout.l3_version_dir(ver).c_str(),
+            format_bytes(v.total_bytes()).c_str(), format_duration(secs).c_str());
+    return;
+  }
+  fprintf(stderr, "cairn run: scavenge: no version newer than L3's newest (%llu) is complete in the surviving caches\n",
+          static_cast<unsigned long long>(committed));
+}
 
 std::string describe_attempt(const Attempt& a) {
   std::string out = "attempt " + std::to_string(a.number) + ": ";
-  if (!a.state) return out + describe_wait_status(a.wait_status) + "; the job wrote no state file";
-  const JobState& s = *a.state;
-  if (s.restart_level.empty() || s.restart_level == "none" || s.restart_version == 0)
-    out += "started without a restart";
-  else
-    out += "restarted from version " + std::to_string(s.restart_version) + " at " + s.restart_level;
-  out += "; " + describe_wait_status(a.wait_status);
-  out += "; newest version " + std::to_string(s.version) + " (L1 " + std::to_string(s.l1) + ", L2 " +
-         std::to_string(s.l2) + ", L3 " + std::to_string(s.l3) + ")";
-  if (a.reached) out += "; node killed";
+  if (!a.state) {
+    out += describe_wait_status(a.wait_status) + "; the job wrote no state file";
+  } else {
+    const JobState& s = *a.state;
+    if (s.restart_level.empty() || s.restart_level == "none" || s.restart_version == 0)
+      out += "started without a restart";
+    else
+      out += "restarted from version " + std::to_string(s.restart_version) + " at " + s.restart_level;
+    out += "; " + describe_wait_status(a.wait_status);
+    out += "; newest version " + std::to_string(s.version) + " (L1 " + std::to_string(s.l1) + ", L2 " +
+           std::to_string(s.l2) + ", L3 " + std::to_string(s.l3) + ")";
+  }
+  if (a.reached) out += "; killed " + a.killed_text + " at checkpoint " + std::to_string(a.at_checkpoint);
   return out;
 }
 
-void print_summary(const RunContext& ctx, const std::vector<Attempt>& attempts) {
-  bool killed = std::any_of(attempts.begin(), attempts.end(), [](const Attempt& a) { return a.reached; });
-  std::string head = std::to_string(attempts.size()) + (attempts.size() == 1 ? " attempt" : " attempts");
-  head += killed ? "; killed " + killed_nodes_text(ctx) + " at " + injection_point_text(ctx) : "; no node killed";
-  fprintf(stderr, "cairn run: summary: %s\n", head.c_str());
+bool attempt_failed(const Attempt& a) { return a.reached || exit_code_of(a.wait_status) != 0; }
+
+void print_summary(const std::vector<Attempt>& attempts) {
+  int failures = 0;
+  double lost = 0;
+  for (const auto& a : attempts)
+    if (attempt_failed(a)) ++failures, lost += a.wall_seconds;
+  fprintf(stderr, "cairn run: summary: %zu %s, %d failed; time lost %.1f s (whole wall time of the failed attempts)\n",
+          attempts.size(), attempts.size() == 1 ? "attempt" : "attempts", failures, lost);
   for (const auto& a : attempts) fprintf(stderr, "cairn run: %s\n", describe_attempt(a).c_str());
+  for (auto it = attempts.rbegin(); it != attempts.rend(); ++it)
+    if (it->state) {
+      fprintf(stderr, "cairn run: newest version per level (state file of attempt %d): L1 %llu, L2 %llu, L3 %llu\n",
+              it->number, static_cast<unsigned long long>(it->state->l1),
+              static_cast<unsigned long long>(it->state->l2), static_cast<unsigned long long>(it->state->l3));
+      break;
+    }
 }
 
-int run_job(const RunContext& ctx) {
-  install_signal_relay();
-  const bool inject = !ctx.options.kill_nodes.empty();
-  std::vector<Attempt> attempts;
-  attempts.push_back(run_attempt(ctx, 1, inject));
-  int status = exit_code_of(attempts.back().wait_status);
+// Where attempt k is killed: the k-th --at-checkpoint; past the list, its last entry with
+// --kill-every-attempt; else 0 (not injected).
+uint64_t kill_point(const RunOptions& o, int k) {
+  if (o.kill_nodes.empty() || o.at_checkpoints.empty()) return 0;
+  if (static_cast<size_t>(k) <= o.at_checkpoints.size()) return o.at_checkpoints[static_cast<size_t>(k - 1)];
+  return o.kill_every_attempt ? o.at_checkpoints.back() : 0;
+}
 
-  if (inject && !attempts.back().reached) {
-    print_summary(ctx, attempts);
-    fprintf(stderr, "cairn run: checkpoint %llu phase %s was never reached (the job ended with %s); no node was killed\n",
-            static_cast<unsigned long long>(ctx.options.at_checkpoint), ctx.options.phase.c_str(),
-            describe_wait_status(attempts.back().wait_status).c_str());
-    return kExitNotReached;
-  }
-  if (inject) {
-    delete_killed_caches(ctx);
-    bool relaunch = !ctx.options.no_relaunch && !attempts.back().interrupted;
-    if (relaunch && !ctx.options.between_attempts.empty() && !run_between_attempts(ctx, 1)) {
-      print_summary(ctx, attempts);
-      return kExitFailure;
+// After killed nodes: a spare takes each killed node's ranks while there is one; then, with
+// --no-spare, the job continues on the survivors; else a fresh node of the same name. Empty: ok.
+std::string replace_killed_nodes(RunContext& ctx) {
+  std::vector<int> shrink;
+  for (int node : ctx.options.kill_nodes) {
+    auto idx = static_cast<size_t>(node);
+    if (ctx.next_spare <= ctx.last_spare) {
+      std::string spare = node_name(ctx.next_spare++);
+      fprintf(stderr, "cairn run: spare %s replaces %s (ranks %s)\n", spare.c_str(), ctx.spec.node_names[idx].c_str(),
+              join_ints(ranks_of_node(ctx.spec.ranks_per_node, node)).c_str());
+      ctx.spec.node_names[idx] = spare;
+    } else if (ctx.options.no_spare) {
+      shrink.push_back(node);
     }
-    RunContext next = ctx;
-    if (relaunch && ctx.options.no_spare) {
-      std::string why = why_job_cannot_shrink(ctx);
-      int left = ctx.options.nranks;
-      for (int node : ctx.options.kill_nodes) left -= ctx.spec.ranks_per_node[static_cast<size_t>(node)];
-      if (!why.empty() || left < 1) {
-        print_summary(ctx, attempts);
-        fprintf(stderr, "cairn run: %s is lost and there is no spare; the job cannot continue on %d ranks: %s. "
-                        "Protect such state with cairn_protect_distributed, or give the job a spare node.\n",
-                killed_nodes_text(ctx).c_str(), left, left < 1 ? "no node is left" : why.c_str());
+  }
+  if (shrink.empty()) return "";
+  std::string why = why_job_cannot_shrink(ctx);
+  int left = 0;
+  for (int c : ctx.spec.ranks_per_node) left += c;
+  std::string lost;
+  for (int node : shrink) {
+    left -= ctx.spec.ranks_per_node[static_cast<size_t>(node)];
+    lost += (lost.empty() ? "" : ", ") + ctx.spec.node_names[static_cast<size_t>(node)];
+  }
+  if (!why.empty() || left < 1) {
+    char buf[1024];
+    snprintf(buf, sizeof buf,
+             "%s lost and there is no spare; the job cannot continue on %d ranks: %s. "
+             "Protect such state with cairn_protect_distributed, or give the job a spare node.",
+             lost.c_str(), left, left < 1 ? "no node is left" : why.c_str());
+    return buf;
+  }
+  for (int node : shrink) ctx.spec.ranks_per_node[static_cast<size_t>(node)] = 0;
+  fprintf(stderr, "cairn run: no spare: continuing on the %d ranks of the surviving nodes\n", left);
+  return "";
+}
+
+int run_job(const RunContext& start) {
+  install_signal_relay();
+  RunContext ctx = start;
+  const RunOptions& o = ctx.options;
+  std::vector<Attempt> attempts;
+  int status = 0;
+  auto finish = [&](int code) {
+    print_summary(attempts);
+    if (o.scavenge) scavenge(ctx);
+    return code;
+  };
+  for (int k = 1;; ++k) {
+    const uint64_t at = kill_point(o, k);
+    const bool inject = at > 0;
+    if (inject) {
+      for (int node : o.kill_nodes)
+        if (ctx.spec.ranks_per_node[static_cast<size_t>(node)] == 0) {
+          fprintf(stderr, "cairn run: node %d has no ranks left (lost without a spare); cannot kill it again\n", node);
+          return finish(kExitFailure);
+        }
+      ctx.options.at_checkpoint = at;
+      ctx.inject_text = o.phase + ":" + std::to_string(at);
+      ctx.spec.inject_env = {{"CAIRN_INJECT", ctx.inject_text}, {"CAIRN_INJECT_DIR", ctx.layout.inject_dir()}};
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    attempts.push_back(run_attempt(ctx, k, inject));
+    Attempt& a = attempts.back();
+    a.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    a.at_checkpoint = inject ? at : 0;
+    if (a.reached) a.killed_text = killed_nodes_text(ctx);
+    status = exit_code_of(a.wait_status);
+
+    if (inject && !a.reached) {
+      print_summary(attempts);
+      fprintf(stderr, "cairn run: checkpoint %llu phase %s was never reached in attempt %d (the job ended with %s); "
+                      "no node was killed\n",
+              static_cast<unsigned long long>(at), o.phase.c_str(), k, describe_wait_status(a.wait_status).c_str());
+      if (o.scavenge) scavenge(ctx);
+      return kExitNotReached;
+    }
+    if (!attempt_failed(a) || a.interrupted) break;
+    const bool killed = a.reached;
+    if (killed) delete_killed_caches(ctx);
+    if (k - 1 >= o.retries) {
+      if (o.retries > 0) fprintf(stderr, "cairn run: attempt %d failed and no retry is left (--retries %d)\n", k, o.retries);
+      break;
+    }
+    if (killed && !o.between_attempts.empty() && !run_between_attempts(ctx, k)) return finish(kExitFailure);
+    if (killed) {
+      std::string why = replace_killed_nodes(ctx);
+      if (!why.empty()) {
+        print_summary(attempts);
+        fprintf(stderr, "cairn run: %s\n", why.c_str());
+        if (o.scavenge) scavenge(ctx);
         return kExitFailure;
       }
-      for (int node : ctx.options.kill_nodes) next.spec.ranks_per_node[static_cast<size_t>(node)] = 0;
-      fprintf(stderr, "cairn run: no spare: continuing on the %d ranks of the surviving nodes\n", left);
     }
-    if (relaunch) {
-      fprintf(stderr, "cairn run: relaunching the job (attempt 2)\n");
-      attempts.push_back(run_attempt(next, 2, false));
-      status = exit_code_of(attempts.back().wait_status);
-    }
+    fprintf(stderr, "cairn run: relaunching the job (attempt %d)\n", k + 1);
   }
-  print_summary(ctx, attempts);
-  return status;
+  return finish(status);
 }
 
 const char* const kFooter = R"(Simulated nodes:
@@ -430,11 +541,19 @@ Failure injection (--kill-node, --at-checkpoint, --phase):
   When one of them reaches the phase of checkpoint C, every rank of those nodes is sent SIGKILL; the
   MPI launcher then ends the job. The nodes' cache directories are deleted, the --between-attempts
   command runs (sh -c, with CAIRN_PREFIX, CAIRN_CACHE_JOB, CAIRN_ATTEMPT=<attempt that ended> and
-  CAIRN_KILLED_NODES set), and the job is started again without injection, to restart: on as many
-  nodes as before (a fresh node replaces each killed one), or with --no-spare on the surviving nodes
-  only, with fewer ranks, when every region of the newest version is distributed (not private).
+  CAIRN_KILLED_NODES set), and the job is started again, to restart: on as many nodes as before (the
+  next unused spare node, else a fresh node of the same name, replaces each killed one), or, with
+  --no-spare once no spare is left, on the surviving nodes only, with fewer ranks, when every region
+  of the newest version is distributed (not private). With C1,C2,... attempt k is killed at Ck (the
+  node number I names the k-th node of the job, wherever a spare moved it); --kill-every-attempt
+  kills every later attempt at the last entry. --retries R bounds the relaunches after failed
+  attempts (non-zero exit or killed); the default is the number of entries with --kill-node, else 0.
   Phases: compute (after checkpoint C, while the job computes), checkpoint (during checkpoint C),
   flush (while version C is written to the file system).
+
+At the end (success, failure or halt) a summary gives the attempts, the failures and the time lost
+(the whole wall time of the failed attempts); --scavenge then flushes the newest version complete in
+the surviving caches to L3, as `cairn flush` does, unless L3 holds it or a newer one.
 
 Exit status:
   the last attempt's (128+N when it was killed by signal N); 2 for bad options or configuration, a
@@ -448,8 +567,9 @@ See docs/launcher.md.)";
 Command add_run_command(CLI::App& root) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* app = root.add_subcommand("run", "Run an MPI job on simulated nodes, with optional failure injection.");
-  set_usage(app, "cairn run -n NP [--nodes K] [--kill-node I[,J...] --at-checkpoint C [--phase PHASE]]\n"
-                 "                 [--config FILE] [--between-attempts CMD] [--no-relaunch] [--no-spare] -- CMD [ARGS...]");
+  set_usage(app, "cairn run -n NP [--nodes K] [--spares S] [--kill-node I[,J...] --at-checkpoint C[,C2...]\n"
+                 "                 [--phase PHASE] [--kill-every-attempt]] [--retries R] [--config FILE]\n"
+                 "                 [--between-attempts CMD] [--no-relaunch] [--no-spare] [--scavenge] -- CMD [ARGS...]");
   app->add_option("-n,--np", o->nranks, "Number of MPI ranks")->required()->type_name("NP");
   app->add_option("--nodes", o->nnodes, "Number of simulated nodes, 1..NP")
       ->type_name("K")
@@ -457,8 +577,10 @@ Command add_run_command(CLI::App& root) {
   auto* kill = app->add_option("--kill-node", o->kill_nodes, "Node(s) to kill, numbered from 0 (comma-separated)")
                    ->delimiter(',')
                    ->type_name("I[,J...]");
-  auto* at = app->add_option("--at-checkpoint", o->at_checkpoint, "Checkpoint (version) at which to kill them")
-                 ->type_name("C");
+  auto* at = app->add_option("--at-checkpoint", o->at_checkpoints,
+                             "Checkpoint (version) at which to kill them; C1,C2,...: attempt k is killed at Ck")
+                 ->delimiter(',')
+                 ->type_name("C[,C2...]");
   auto* phase = app->add_option("--phase", o->phase, "Phase of that checkpoint at which to kill them")
                     ->check(CLI::IsMember({"compute", "checkpoint", "flush"}))
                     ->type_name("PHASE")
@@ -473,8 +595,20 @@ Command add_run_command(CLI::App& root) {
                   "Shell command run after a node was killed, before the relaunch")
       ->type_name("CMD");
   app->add_flag("--no-relaunch", o->no_relaunch, "After killing the node(s), do not start the job again");
+  app->add_option("--retries", o->retries,
+                  "Relaunches after failed attempts (non-zero exit or killed); default: the number of\n"
+                  "--at-checkpoint entries with --kill-node, else 0")
+      ->type_name("R");
+  app->add_flag("--kill-every-attempt", o->kill_every_attempt,
+                "Kill the node(s) in every attempt, past the --at-checkpoint list at its last entry")
+      ->needs(kill);
+  app->add_option("--spares", o->spares, "Spare nodes node<K>..node<K+S-1>, held back to replace killed nodes")
+      ->type_name("S")
+      ->capture_default_str();
+  app->add_flag("--scavenge", o->scavenge,
+                "At the end, flush the newest version complete in the caches to L3 unless it is there");
   app->add_flag("--no-spare", o->no_spare,
-                "Relaunch on the surviving nodes only (fewer ranks); refused when the job has private state");
+                "Once no spare is left, relaunch on the surviving nodes only (fewer ranks); refused when the job has private state");
   app->add_option("stray", o->stray)->group("");  // a command given without "--": reported clearly
   app->footer(kFooter);
 
