@@ -73,20 +73,7 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
     Manifest& m = h.manifest;
     m.rank = static_cast<uint32_t>(rank_);
     m.nranks = static_cast<uint32_t>(nranks_);
-    uint64_t off = 0;
-    for (const auto& [name, r] : regions_) {
-      RegionEntry e;
-      e.name = name;
-      e.type = static_cast<uint32_t>(r.type);
-      e.elem_size = r.elem_size;
-      e.count = r.count;
-      e.offset = off;
-      e.size = r.bytes();
-      e.distribution = r.dist_kind;
-      e.dist_params = r.dist_params;
-      off += e.size;
-      m.regions.push_back(std::move(e));
-    }
+    uint64_t off = memory_region_entries(&m.regions);
     m.total_size = off;
     h.storage.resize(std::max<uint64_t>(off, 1));
     for (const auto& e : m.regions)

@@ -376,6 +376,26 @@ Status Runtime::unprotect(const char* name) {
   return Status::ok();
 }
 
+// The protected memory regions as manifest entries, back to back in name order; returns their bytes.
+uint64_t Runtime::memory_region_entries(std::vector<RegionEntry>* out) const {
+  uint64_t off = 0;
+  for (const auto& [name, r] : regions_) {
+    RegionEntry e;
+    e.name = name;
+    e.kind = RegionKind::memory;
+    e.type = static_cast<uint32_t>(r.type);
+    e.elem_size = r.elem_size;
+    e.count = r.count;
+    e.offset = off;
+    e.size = r.bytes();
+    e.distribution = r.dist_kind;
+    e.dist_params = r.dist_params;
+    off += e.size;
+    out->push_back(std::move(e));
+  }
+  return off;
+}
+
 Status Runtime::checkpoint() {
   if (in_output_) return make_error(Code::ERR_SEQUENCE, "cairn_checkpoint: an output is open (call cairn_complete_output first)");
   // start_output fails alone only for local reasons (the cache directory); complete_output then votes
@@ -413,21 +433,7 @@ Status Runtime::take_version(const std::string& label, bool have_files, const St
     m.node = cfg_.node;
     m.created_unix_ns = static_cast<int64_t>(now_seconds() * 1e9);
     m.chunk_size = static_cast<uint32_t>(cfg_.chunk_size);
-    uint64_t off = 0;
-    for (const auto& [name, r] : regions_) {
-      RegionEntry e;
-      e.name = name;
-      e.kind = RegionKind::memory;
-      e.type = static_cast<uint32_t>(r.type);
-      e.elem_size = r.elem_size;
-      e.count = r.count;
-      e.offset = off;
-      e.size = r.bytes();
-      e.distribution = r.dist_kind;
-      e.dist_params = r.dist_params;
-      off += e.size;
-      m.regions.push_back(std::move(e));
-    }
+    uint64_t off = memory_region_entries(&m.regions);
     if (have_files) {
       for (const auto& [name, path] : routed_) {
         struct stat st;

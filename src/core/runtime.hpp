@@ -138,6 +138,7 @@ class Runtime {
   Status agree_next_version();
 
   // checkpoint path (app thread)
+  uint64_t memory_region_entries(std::vector<RegionEntry>* out) const;
   Status take_version(const std::string& label, bool have_files, const Status& failed_before = Status::ok());
   // complete_output's body; vote = false for cairn_checkpoint, where every rank passes valid = 1.
   Status finish_output(int valid, bool vote);
