@@ -115,7 +115,15 @@ Status Runtime::run_mpi_stages(VersionJob& job) {
     jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(), [&](auto& j) { return j.get() == &job; }), jobs_.end());
   }
   cv_.notify_all();
+  if (job.prune) prune_l3();
   return st;
+}
+
+// Rank 0, after a commit: remove the versions beyond keep_flushed. Deleting every rank's file of an
+// old version takes time on some file systems, so it runs after the version counts as flushed.
+void Runtime::prune_l3() {
+  Status p = l3::prune(layout_, cfg_.keep_flushed);
+  if (!p.is_ok()) LOG_WARN("pruning old L3 versions: %s", p.message().c_str());
 }
 
 // Funneled mode: the L3 write of a job runs on the worker; wait for it.
@@ -219,8 +227,7 @@ Status Runtime::stage_agree_flushed(VersionJob& job) {
     Status c = l3::commit(layout_, job.version, static_cast<uint32_t>(nranks_), job.manifest.label);
     if (c.is_ok()) {
       committed = 1;
-      Status p = l3::prune(layout_, cfg_.keep_flushed);
-      if (!p.is_ok()) LOG_WARN("pruning old L3 versions: %s", p.message().c_str());
+      job.prune = true;  // done once the version is through: nobody waits for the deletions
     } else {
       all = c;
     }
@@ -351,6 +358,7 @@ Status Runtime::flush_now(uint64_t v) {
     job.l3_status = local;
   }
   CAIRN_TRY(stage_agree_flushed(job));
+  if (job.prune) prune_l3();
   if (!job.flushed_ok) return make_error(Code::ERR_IO, "flush of version %llu at finalize failed", static_cast<unsigned long long>(v));
   if (rank_ == 0) LOG_INFO("version %llu flushed to %s at finalize", static_cast<unsigned long long>(v), layout_.prefix.c_str());
   return Status::ok();

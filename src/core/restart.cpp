@@ -442,7 +442,8 @@ Status Runtime::fast_restart_l1(bool* done) {
     if (st.is_ok()) restored_label_ = m.label;
     return st;
   }();
-  if (!mine.is_ok() && mine.code() != Code::ERR_NO_CHECKPOINT)
+  // A record that is simply not here (a lost node's cache) is no news: the full search handles it.
+  if (!mine.is_ok() && mine.code() != Code::ERR_NO_CHECKPOINT && !(mine.code() == Code::ERR_IO && !fs::exists(cache_.record_path(newest))))
     LOG_WARN("restart: version %llu in L1: %s", static_cast<unsigned long long>(newest), mine.message().c_str());
   int ok = mine.is_ok() ? 1 : 0, all = 0;
   CAIRN_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, app_comm_));

@@ -67,6 +67,7 @@ struct VersionJob {
   std::atomic<bool> l2_decided{false};  // agree_local and (when on) L2 are through
   // Set by the MPI stages (agreed by all ranks):
   bool local_ok = false, protected_ok = false, flushed_ok = false;
+  bool prune = false;  // rank 0 prunes L3 once the version is through
   std::atomic<bool> done{false};
 };
 
@@ -149,6 +150,7 @@ class Runtime {
   // Block until no version in flight reads `slot` (an older version still being flushed).
   void wait_slot_free(int slot);
   void set_flag(std::atomic<bool>& flag);
+  void prune_l3();
   l3::WriteOptions l3_options();
   Status setup_l3_options();
 
