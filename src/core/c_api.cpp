@@ -1,6 +1,7 @@
 // The C API edge: the only place C error codes are made from Status values, and where the per-thread
 // detailed message is set.
 #include "cairn/cairn.h"
+#include "core/history.hpp"
 #include "core/last_error.hpp"
 #include "core/runtime.hpp"
 #include "core/status.hpp"
@@ -33,6 +34,18 @@ int call(const char* name, F&& f) {
   }
 }
 
+// The job history's restart events (docs/format.md), written by rank 0 where the restart calls return;
+// every other rank has no history writer and these do nothing.
+void history_probe(const Status& st, const int* available) {
+  if (auto* h = cairn::history::Writer::current(); h && st.is_ok() && available && *available) h->restart_probe();
+}
+void history_restart(Runtime& rt, const Status& st, int64_t start_ns) {
+  auto* h = cairn::history::Writer::current();
+  if (!h || !st.is_ok()) return;
+  int version = 0, level = 0;
+  rt.restart_level(&version, &level);
+  h->restart(static_cast<uint64_t>(version), level, start_ns);
+}
 }  // namespace
 
 extern "C" {
@@ -81,10 +94,19 @@ int cairn_wait(void) {
   return call("cairn_wait", [&](Runtime& rt) { return rt.wait_all(); });
 }
 int cairn_restart_available(int* available, int* version) {
-  return call("cairn_restart_available", [&](Runtime& rt) { return rt.restart_available(available, version); });
+  return call("cairn_restart_available", [&](Runtime& rt) {
+    Status st = rt.restart_available(available, version);
+    history_probe(st, available);
+    return st;
+  });
 }
 int cairn_restart(void) {
-  return call("cairn_restart", [&](Runtime& rt) { return rt.restart(); });
+  return call("cairn_restart", [&](Runtime& rt) {
+    int64_t t0 = cairn::history::now_ns();
+    Status st = rt.restart();
+    history_restart(rt, st, t0);
+    return st;
+  });
 }
 int cairn_restart_level(int* version, int* level) {
   return call("cairn_restart_level", [&](Runtime& rt) {
@@ -102,13 +124,31 @@ int cairn_complete_output(int valid) {
   return call("cairn_complete_output", [&](Runtime& rt) { return rt.complete_output(valid); });
 }
 int cairn_have_restart(int* available, char* label_out, size_t len) {
-  return call("cairn_have_restart", [&](Runtime& rt) { return rt.have_restart(available, label_out, len); });
+  return call("cairn_have_restart", [&](Runtime& rt) {
+    Status st = rt.have_restart(available, label_out, len);
+    history_probe(st, available);
+    return st;
+  });
 }
 int cairn_start_restart(char* label_out, size_t len) {
-  return call("cairn_start_restart", [&](Runtime& rt) { return rt.start_restart(label_out, len); });
+  return call("cairn_start_restart", [&](Runtime& rt) {
+    int64_t t0 = cairn::history::now_ns();
+    Status st = rt.start_restart(label_out, len);
+    history_restart(rt, st, t0);
+    return st;
+  });
 }
 int cairn_complete_restart(int valid) {
-  return call("cairn_complete_restart", [&](Runtime& rt) { return rt.complete_restart(valid); });
+  return call("cairn_complete_restart", [&](Runtime& rt) {
+    Status st = rt.complete_restart(valid);
+    auto* h = cairn::history::Writer::current();
+    if (h && st.code() == cairn::Code::ERR_INVALID_VERSION) {
+      int version = 0, level = 0;
+      rt.restart_level(&version, &level);
+      h->restart_rejected(static_cast<uint64_t>(version), level);
+    }
+    return st;
+  });
 }
 int cairn_need_checkpoint(int* flag) {
   return call("cairn_need_checkpoint", [&](Runtime& rt) { return rt.need_checkpoint(flag); });

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/fsutil.hpp"
+#include "core/history.hpp"
 #include "core/mpi_util.hpp"
 #include "core/runtime.hpp"
 
@@ -87,6 +88,7 @@ Status Runtime::finish_output(int valid, bool vote) {
     uint64_t v = next_version_++;
     st = make_error(Code::ERR_INVALID_VERSION, "version %llu ('%s') discarded: %s", static_cast<unsigned long long>(v),
                     label.c_str(), mine ? "another rank passed valid=0" : "this rank passed valid=0");
+    if (auto* h = history::Writer::current()) h->discarded(v, st.message());  // rank 0 only (docs/format.md)
   } else {
     st = take_version(label, !routed_.empty(), failure);
   }

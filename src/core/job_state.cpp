@@ -18,6 +18,7 @@ void JobState::open(const Layout& layout, bool writer) {
   writer_ = writer;
   path_ = layout.state_file();
   kv_.clear();
+  history_.open(history::path(layout), writer);
 }
 
 void JobState::set(const std::map<std::string, std::string>& kv) {

@@ -1,6 +1,7 @@
 // The job state file (<prefix>/.cairn/state), written by rank 0 so that the launcher and `cairn watch`
-// know where a job is without talking to it; and the failure-injection rendezvous used by
-// `cairn run --kill-node` (protocol in docs/launcher.md).
+// know where a job is without talking to it; beside it the job history (<prefix>/.cairn/history,
+// core/history.hpp), the events of every launch, appended by the same rank; and the failure-injection
+// rendezvous used by `cairn run --kill-node` (protocol in docs/launcher.md).
 #pragma once
 
 #include <cstdint>
@@ -8,18 +9,22 @@
 #include <mutex>
 #include <string>
 
+#include "core/history.hpp"
 #include "core/layout.hpp"
 
 namespace cairn {
 
 class JobState {
  public:
-  void open(const Layout& layout, bool writer);  // only rank 0 is a writer
+  void open(const Layout& layout, bool writer);  // only rank 0 is a writer (of the history too)
   // Set keys and rewrite the file (atomically; cheap: a few hundred bytes).
   void set(const std::map<std::string, std::string>& kv);
   void set(const std::string& key, const std::string& value) { set({{key, value}}); }
+  // The job history; on ranks other than 0 every call on it does nothing.
+  history::Writer& history() { return history_; }
 
  private:
+  history::Writer history_;
   std::mutex mu_;
   bool writer_ = false;
   std::string path_;

@@ -77,6 +77,7 @@ void Runtime::run_local_stages(VersionJob& job) {
   if (rank_ == 0) state_.set("version", std::to_string(job.version));  // off the application's path
   set_flag(job.sealed);
   if (!mpi_in_worker_ && job.flush) {
+    if (rank_ == 0) state_.history().l3_began(job.version, false);
     double t1 = now_seconds();
     const l3::WriteOptions opts = l3_options();
     job.l3_status = job.local_status.is_ok()
@@ -95,6 +96,7 @@ Status Runtime::run_mpi_stages(VersionJob& job) {
   if (st.is_ok() && job.local_ok) inject_.point("compute", job.version);
   if (st.is_ok() && job.flush) {
     if (mpi_in_worker_) {
+      if (rank_ == 0) state_.history().l3_began(job.version, false);
       double t1 = now_seconds();
       const l3::WriteOptions opts = l3_options();
       job.l3_status = job.local_ok ? l3::write_rank(layout_, job.manifest, job.data,
@@ -135,12 +137,15 @@ void Runtime::wait_job(VersionJob& job) {
 Status Runtime::stage_agree_local(VersionJob& job) {
   Status all = agree(bg_comm_, job.local_status);
   if (all.code() == Code::ERR_MPI) return all;
+  unsigned long long bytes = job.manifest.total_size, all_bytes = 0;  // over every rank, for the history
+  CAIRN_MPI(MPI_Reduce(&bytes, &all_bytes, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, bg_comm_));
   job.local_ok = all.is_ok();
   if (!job.local_ok) {
     // A version that is not whole everywhere must not count anywhere: remove this rank's record.
     cache_.drop(job.version).ignore();
     if (rank_ == 0)
       LOG_ERROR("version %llu discarded: %s", static_cast<unsigned long long>(job.version), all.message().c_str());
+    if (rank_ == 0) state_.history().failed(job.version, 1, all.message());
     std::lock_guard<std::mutex> lock(mu_);
     if (bg_error_.is_ok()) bg_error_ = all.prefixed("version " + std::to_string(job.version));
     return Status::ok();
@@ -150,6 +155,9 @@ Status Runtime::stage_agree_local(VersionJob& job) {
     last_local_version_ = job.version;
   }
   if (rank_ == 0) state_.set("l1", std::to_string(job.version));
+  if (rank_ == 0)
+    state_.history().l1(job.version, job.manifest.created_unix_ns, job.t_copy, job.t_seal, all_bytes,
+                        job.manifest.total_size);
   return Status::ok();
 }
 
@@ -158,6 +166,7 @@ Status Runtime::stage_encode(VersionJob& job) {
   double t0 = now_seconds();
   const auto& members = placement_.members[static_cast<size_t>(placement_.my_set)];
   int n = static_cast<int>(members.size());
+  unsigned long long red_bytes = 0;  // this rank's redundancy data, for the history
   Status local = [&]() -> Status {
     // Every member's manifest and length, replicated across the set.
     std::string mine = encode_manifest(job.manifest);
@@ -182,6 +191,7 @@ Status Runtime::stage_encode(VersionJob& job) {
     }
     size_t max_len = *std::max_element(lens.begin(), lens.end());
     auto red = cache_.red(job.slot, std::max<size_t>(code_->redundancy_len(max_len), 1));
+    red_bytes = code_->redundancy_len(max_len);
     // The whole set enters the exchange or none of it does: a member that could not set up its buffer
     // must not leave the others waiting inside encode_set.
     CAIRN_TRY(agree(set_comm_, red.status()));
@@ -192,11 +202,14 @@ Status Runtime::stage_encode(VersionJob& job) {
   if (local.code() == Code::ERR_MPI) return local;
   Status all = agree(bg_comm_, local);
   if (all.code() == Code::ERR_MPI) return all;
+  unsigned long long all_red_bytes = 0;
+  CAIRN_MPI(MPI_Reduce(&red_bytes, &all_red_bytes, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, bg_comm_));
   job.protected_ok = all.is_ok();
   job.t_l2 = now_seconds() - t0;
   if (!job.protected_ok) {
     if (rank_ == 0)
       LOG_ERROR("version %llu not protected at L2: %s", static_cast<unsigned long long>(job.version), all.message().c_str());
+    if (rank_ == 0) state_.history().failed(job.version, 2, all.message());
     std::lock_guard<std::mutex> lock(mu_);
     if (bg_error_.is_ok()) bg_error_ = all;
     return Status::ok();
@@ -209,6 +222,7 @@ Status Runtime::stage_encode(VersionJob& job) {
   if (!marked.is_ok()) {
     job.protected_ok = false;
     if (rank_ == 0) LOG_ERROR("version %llu: %s", static_cast<unsigned long long>(job.version), marked.message().c_str());
+    if (rank_ == 0) state_.history().failed(job.version, 2, marked.message());
     return Status::ok();
   }
   {
@@ -216,6 +230,8 @@ Status Runtime::stage_encode(VersionJob& job) {
     last_protected_version_ = job.version;
   }
   if (rank_ == 0) state_.set("l2", std::to_string(job.version));
+  if (rank_ == 0)
+    state_.history().l2(job.version, static_cast<int64_t>(t0 * 1e9), all_red_bytes, redundancy_name(cfg_.redundancy));
   return Status::ok();
 }
 
@@ -238,6 +254,7 @@ Status Runtime::stage_agree_flushed(VersionJob& job) {
     if (rank_ == 0)
       LOG_ERROR("version %llu not flushed to %s: %s", static_cast<unsigned long long>(job.version),
                 layout_.prefix.c_str(), all.message().c_str());
+    if (rank_ == 0) state_.history().failed(job.version, 3, all.is_ok() ? "L3 commit failed" : all.message());
     std::lock_guard<std::mutex> lock(mu_);
     if (bg_error_.is_ok()) bg_error_ = all.is_ok() ? make_error(Code::ERR_IO, "L3 commit failed") : all;
     return Status::ok();
@@ -247,6 +264,7 @@ Status Runtime::stage_agree_flushed(VersionJob& job) {
     last_flushed_version_ = std::max(last_flushed_version_, job.version);
   }
   if (rank_ == 0) state_.set("l3", std::to_string(job.version));
+  if (rank_ == 0) state_.history().l3(job.version, job.t_l3, job.manifest.total_size);
   return Status::ok();
 }
 
@@ -348,6 +366,7 @@ Status Runtime::flush_now(uint64_t v) {
     auto slot = cache_.slot(static_cast<int>(rec->slot), rec->manifest.total_size);
     if (slot.is_ok()) {
       if (rank_ == 0) state_.set("phase", "flush");
+      if (rank_ == 0) state_.history().l3_began(v, true);
       const l3::WriteOptions opts = l3_options();
       job.l3_status = l3::write_rank(layout_, job.manifest, (*slot)->data(),
                                      [&] { inject_.point("flush", v); }, &opts);

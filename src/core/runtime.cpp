@@ -126,6 +126,9 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
   layout_ = make_layout(cfg_);
   inject_.init(rank_);
   CAIRN_TRY(bind_comm(app_comm_));
+  if (rank_ == 0)  // the job history's start line (docs/format.md)
+    state_.history().start(history::start_info(cfg_, static_cast<uint64_t>(nranks_), node_of_rank_, placement_.enabled,
+                                               mpi_in_worker_, next_version_ - 1));
   // Time limit, halt file and signals (docs/halt.md). Rank 0 asks Slurm once; every rank gets its answer.
   long long end_time = cfg_.end_time;
   if (rank_ == 0 && end_time == 0) end_time = end_time_from_slurm();
@@ -301,6 +304,7 @@ Status Runtime::finalize() {
   if (worker_.joinable()) worker_.join();
   policy::restore_signal_handlers();
   if (rank_ == 0) state_.set("phase", "finalized");
+  if (rank_ == 0) state_.history().end(st.is_ok() ? "ok" : st.message(), versions_taken_, exit_requested_);
   release_comms();
   return st;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools: the inspection tools (list, show, verify, flush, clean, watch, plot) on an empty prefix, on
 # checkpoints written by heat2d under `cairn run`, and on damaged ones; `flush` gives an L3 version a
-# relaunched job restarts from once the caches are gone, with the failure-free result.
+# relaunched job restarts from once the caches are gone, with the failure-free result; the job history
+# of a run that lost a node (both launches, the restart, every version), drawn by plot and read by watch.
 #
 # Usage: tools_test.sh PATH/TO/cairn PATH/TO/heat2d
 # Environment: CAIRN_MPIRUN_ARGS (e.g. --oversubscribe) and, for Open MPI as root,
@@ -12,7 +13,7 @@ CAIRN=${1:?usage: tools_test.sh PATH/TO/cairn PATH/TO/heat2d}
 HEAT=${2:?usage: tools_test.sh PATH/TO/cairn PATH/TO/heat2d}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/cairn-tools.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-unset CAIRN_CONFIG CAIRN_LOG CAIRN_FLUSH_EVERY CAIRN_FLUSH_ON_FINALIZE CAIRN_KEEP_FLUSHED CAIRN_CACHE_VERSIONS
+unset CAIRN_CONFIG CAIRN_LOG CAIRN_FLUSH_EVERY CAIRN_FLUSH_ON_FINALIZE CAIRN_KEEP_FLUSHED CAIRN_CACHE_VERSIONS CAIRN_CHUNK_SIZE
 
 failures=0
 pass() { echo "ok   - $1"; }
@@ -53,14 +54,40 @@ expect_py() {
     sed 's/^/    py: /' "$WORK/pyerr"
   fi
 }
+# expect_png NAME FILE WIDTH HEIGHT: FILE is a valid 8-bit RGB PNG of that size (signature, IHDR, every
+# chunk's CRC, the image data's length).
+expect_png() {
+  if python3 - "$2" "$3" "$4" <<'EOF'; then pass "$1 wrote a valid PNG (signature, IHDR $3x$4, CRCs, image size)"; else fail "$1: the PNG is not valid"; fi
+import struct, sys, zlib
+data = open(sys.argv[1], 'rb').read()
+assert data[:8] == b'\x89PNG\r\n\x1a\n', 'signature'
+pos, chunks, idat = 8, [], b''
+while pos < len(data):
+    n, kind = struct.unpack('>I4s', data[pos:pos + 8])
+    body = data[pos + 8:pos + 8 + n]
+    crc, = struct.unpack('>I', data[pos + 8 + n:pos + 12 + n])
+    assert zlib.crc32(kind + body) == crc, 'crc of ' + kind.decode()
+    chunks.append(kind)
+    if kind == b'IDAT':
+        idat += body
+    pos += 12 + n
+assert chunks[0] == b'IHDR' and chunks[-1] == b'IEND', chunks
+w, h, depth, color = struct.unpack('>IIBB', data[16:26])
+assert (w, h, depth, color) == (int(sys.argv[2]), int(sys.argv[3]), 8, 2), (w, h, depth, color)
+assert len(zlib.decompress(idat)) == h * (1 + 3 * w), 'image data size'
+EOF
+}
 # use NAME: the job's prefix, cache and name (every tool finds them through the CAIRN_* variables).
 use() {
   export CAIRN_PREFIX=$WORK/$1/prefix CAIRN_CACHE_DIR=$WORK/$1/cache CAIRN_JOB=tools-$1-$$
   CACHE_JOB=$CAIRN_CACHE_DIR/cairn-$CAIRN_JOB
 }
-# heat2d on 4 ranks / 2 simulated nodes; the output is in $WORK/run.out.
+# heat2d on 4 ranks / 2 simulated nodes; the output is in $WORK/run.out. The tools look at what the
+# library alone left: no scavenge by `cairn run` at the end, where it has one.
+RUN_OPTS=()
+"$CAIRN" run --help 2>/dev/null | grep -q -- --no-scavenge && RUN_OPTS=(--no-scavenge)
 heat() {
-  "$CAIRN" run -n 4 --nodes 2 -- "$HEAT" --n 128 --iters 200 --checkpoint-every 20 >"$WORK/run.out" 2>&1
+  "$CAIRN" run "${RUN_OPTS[@]}" -n 4 --nodes 2 -- "$HEAT" --n 128 --iters 200 --checkpoint-every 20 >"$WORK/run.out" 2>&1
 }
 # flip_byte FILE OFFSET
 flip_byte() {
@@ -103,6 +130,9 @@ expect_rc "usage: show needs a version" 2 "$CAIRN" show
 expect_rc "usage: show abc" 2 "$CAIRN" show abc
 expect_rc "usage: clean --keep 0" 2 "$CAIRN" clean --keep 0
 expect_rc "usage: plot needs --out" 2 "$CAIRN" plot
+expect_in "usage: plot says what it needs" "$WORK/err" "--out FILE.png is required (or --json"
+expect_rc "empty: plot --json" 3 "$CAIRN" plot --json
+expect_py "empty: plot --json has nothing" 'j["versions"] == [] and j["launches"] == []'
 expect_rc "usage: verify 1 2 3" 2 "$CAIRN" verify 1 2 3
 
 # ---- job a: a good prefix, then flush and restart from L3 ---------------------------------------
@@ -152,25 +182,8 @@ expect_py "good: watch --json" 'j["finalized"] and j["last_checkpoint"]["version
 expect_rc "good: watch (finalized: exits at once)" 0 timeout 20 "$CAIRN" watch --interval 0.1
 
 expect_rc "good: plot" 0 "$CAIRN" plot --out "$WORK/a.png"
-if python3 - "$WORK/a.png" <<'EOF'; then pass "good: plot wrote a valid PNG (signature, IHDR 1000x640, CRCs, image size)"; else fail "good: plot PNG is not valid"; fi
-import struct, sys, zlib
-data = open(sys.argv[1], 'rb').read()
-assert data[:8] == b'\x89PNG\r\n\x1a\n', 'signature'
-pos, chunks, idat = 8, [], b''
-while pos < len(data):
-    n, kind = struct.unpack('>I4s', data[pos:pos + 8])
-    body = data[pos + 8:pos + 8 + n]
-    crc, = struct.unpack('>I', data[pos + 8 + n:pos + 12 + n])
-    assert zlib.crc32(kind + body) == crc, 'crc of ' + kind.decode()
-    chunks.append(kind)
-    if kind == b'IDAT':
-        idat += body
-    pos += 12 + n
-assert chunks[0] == b'IHDR' and chunks[-1] == b'IEND', chunks
-w, h, depth, color = struct.unpack('>IIBB', data[16:26])
-assert (w, h, depth, color) == (1000, 640, 8, 2), (w, h, depth, color)
-assert len(zlib.decompress(idat)) == h * (1 + 3 * w), 'image data size'
-EOF
+expect_in "good: plot draws from the history" "$WORK/out" "from the history $CAIRN_PREFIX/.cairn/history: 1 launch, 9 versions (1..9), 0 restarts"
+expect_png "good: plot" "$WORK/a.png" 1000 640
 
 # flush: version 9 goes to L3; a relaunch without the caches restarts from it.
 expect_rc "flush" 0 "$CAIRN" flush
@@ -235,6 +248,86 @@ expect_py "clean: what is left" '[(v["version"], v["l1"]["ranks"], v["l3"]["stat
 expect_rc "clean: the newest good version still verifies" 0 "$CAIRN" verify 8
 expect_rc "clean again: nothing to remove" 0 "$CAIRN" clean
 expect_in "clean again: nothing to remove" "$WORK/out" "nothing to remove"
+
+# ---- job h: the history of a job that lost a node -----------------------------------------------
+# Node 1 is killed after checkpoint 6 and the relaunch restarts from L2. Only 2 versions stay at each
+# level (cache_versions, keep_flushed), but the history keeps all 9 and both launches.
+use hist
+export CAIRN_FLUSH_EVERY=2 CAIRN_FLUSH_ON_FINALIZE=true CAIRN_CACHE_VERSIONS=2 CAIRN_KEEP_FLUSHED=2
+HIST=$CAIRN_PREFIX/.cairn/history
+"$CAIRN" run -n 4 --nodes 2 --kill-node 1 --at-checkpoint 6 --phase compute -- \
+  "$HEAT" --n 128 --iters 200 --checkpoint-every 20 >"$WORK/run.out" 2>&1 || { cat "$WORK/run.out"; fail "job h ran"; }
+expect_in "history: the relaunch restarted from L2" "$WORK/run.out" "restart: version 6 from level L2"
+expect_in "history: the relaunch gives the failure-free result" "$WORK/run.out" "$result"
+if python3 - "$HIST" <<'EOF' >"$WORK/pyout" 2>&1; then pass "history: the file holds both launches, the restart and every version"; else fail "history: the file"; sed 's/^/    | /' "$WORK/pyout"; fi
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert all(l["v"] == 1 and isinstance(l["t"], int) and l["launch"] for l in lines), "v, t, launch on every line"
+starts = [l for l in lines if l["ev"] == "start"]
+assert len(starts) == 2 and starts[0]["launch"] != starts[1]["launch"], starts
+assert all(s["ranks"] == 4 and s["nodes"] == 2 and s["groups"] == ["node0", "node1"] and s["redundancy"] == "xor"
+           and s["flush_every"] == 2 and s["l2"] for s in starts), starts
+a, b = starts[0]["launch"], starts[1]["launch"]
+of = lambda ev, launch: [l for l in lines if l["ev"] == ev and l["launch"] == launch]
+assert [l["version"] for l in of("l1", a)] == [1, 2, 3, 4, 5, 6], of("l1", a)
+assert [l["version"] for l in of("l2", a)] == [1, 2, 3, 4, 5, 6], of("l2", a)
+assert [l["version"] for l in of("l3", a)] == [2, 4], of("l3", a)
+assert [l["version"] for l in of("l1", b)] == [7, 8, 9], of("l1", b)
+assert [(l["version"], l["at_finalize"]) for l in of("l3", b)] == [(8, False), (9, True)], of("l3", b)
+assert of("end", a) == [], "the killed launch has no end line"
+assert [l["status"] for l in of("end", b)] == ["ok"], of("end", b)
+r = of("restart", b)
+assert len(r) == 1 and r[0]["version"] == 6 and r[0]["level"] == "L2" and r[0]["start_ns"] <= r[0]["end_ns"], r
+v1 = of("l1", a)[0]
+assert v1["bytes"] == 4 * v1["rank_bytes"] and v1["rank_bytes"] > 128 * 32 * 8, v1
+assert r[0]["bytes"] == v1["bytes"], (r, v1)
+assert all(l["start_ns"] <= l["end_ns"] and l["copy_s"] > 0 for l in of("l1", a) + of("l1", b))
+assert all(l["redundancy_bytes"] > 0 and l["bytes"] == v1["bytes"] for l in of("l2", a) + of("l2", b))
+EOF
+expect_rc "history: list shows what survived pruning" 0 "$CAIRN" list --json
+expect_py "history: 2 versions on disk" '[v["version"] for v in j["versions"]] == [9, 8]'
+
+expect_rc "history: plot" 0 "$CAIRN" plot --out "$WORK/h.png"
+expect_in "history: plot summary" "$WORK/out" "from the history $HIST: 2 launches, 9 versions (1..9), 1 restart (last: version 6 from L2), 0 failures"
+expect_png "history: plot" "$WORK/h.png" 1000 640
+expect_rc "history: plot --json --width 640" 0 "$CAIRN" plot --json --out "$WORK/h2.png" --width 640
+expect_png "history: plot --width 640" "$WORK/h2.png" 640 409
+expect_py "history: plot --json has every version" 'j["source"] == "history" and [v["version"] for v in j["versions"]] == list(range(1, 10))'
+expect_py "history: plot --json has both launches" '[(l["launch"], l["finalized"], l["versions"]) for l in j["launches"]] == [(1, False, [1, 2, 3, 4, 5, 6]), (2, True, [7, 8, 9])]'
+expect_py "history: plot --json restart" '[(r["version"], r["level"]) for r in j["launches"][1]["restarts"]] == [(6, "L2")] and j["launches"][0]["restarts"] == []'
+expect_py "history: plot --json levels" 'all(v["levels"]["l1"] and v["levels"]["l2"] for v in j["versions"]) and [v["version"] for v in j["versions"] if v["levels"]["l3"]] == [2, 4, 8, 9]'
+expect_py "history: plot --json bandwidths" 'all(j["bandwidth"][l]["samples"] > 0 and j["bandwidth"][l]["mean_bytes_per_s"] > 0 for l in ("l1", "l2", "l3"))'
+expect_py "history: plot --json size" 'j["out"] and (j["width"], j["height"]) == (640, 409)'
+expect_rc "history: plot --json alone writes no PNG" 0 "$CAIRN" plot --json
+expect_py "history: plot --json alone" 'j["out"] is None and len(j["versions"]) == 9'
+
+expect_rc "history: watch --once" 0 "$CAIRN" watch --once
+expect_in "history: watch shows the finalized job" "$WORK/out" "finalized  version 9  last checkpoint 9"
+expect_in "history: watch shows bandwidth means" "$WORK/out" "(mean "
+expect_in "history: watch shows the launches and the restart" "$WORK/out" "launches 2, restarts 1 (last: version 6 from L2)"
+expect_rc "history: watch --once --json" 0 "$CAIRN" watch --once --json
+expect_py "history: watch --json bandwidth per level" 'all(j["levels"][l]["bandwidth_source"] == "history" and j["levels"][l]["bandwidth_bytes_per_s"] > 0 and j["levels"][l]["mean_bandwidth_bytes_per_s"] > 0 and j["levels"][l]["samples"] > 0 for l in ("l1", "l2", "l3"))'
+expect_py "history: watch --json levels reached" 'j["levels"]["l3"]["version"] == 9 and j["levels"]["l3"]["reached_unix_ns"] > 0'
+expect_py "history: watch --json restarts" 'j["history"]["present"] and j["history"]["launches"] == 2 and [(r["launch"], r["version"], r["level"]) for r in j["history"]["restarts"]] == [(2, 6, "L2")]'
+
+# A torn last line (a launch killed inside a write) is skipped with a warning, not an error.
+printf '{"v":1,"ev":"l1","launch":"x","t":1,"vers' >>"$HIST"
+expect_rc "history: plot with a torn last line" 0 "$CAIRN" plot --json
+expect_in "history: plot warns about the torn line" "$WORK/err" "torn last line"
+expect_py "history: plot still has every version" 'len(j["versions"]) == 9 and any("torn last line" in w for w in j["warnings"])'
+expect_rc "history: watch with a torn last line" 0 "$CAIRN" watch --once
+expect_in "history: watch warns about the torn line" "$WORK/err" "torn last line"
+
+# Without the history, plot falls back to the versions on disk, and says so.
+mv "$HIST" "$WORK/history.saved"
+expect_rc "history: plot without it" 0 "$CAIRN" plot --out "$WORK/h3.png"
+expect_in "history: plot says it has none" "$WORK/out" "no history at $HIST; times reconstructed from the 2 version(s) still on disk"
+expect_png "history: plot from disk" "$WORK/h3.png" 1000 640
+expect_rc "history: plot --json without it" 0 "$CAIRN" plot --json
+expect_py "history: plot --json from disk" 'j["source"] == "disk" and [v["version"] for v in j["versions"]] == [8, 9] and j["launches"] == []'
+expect_rc "history: watch --once without it" 0 "$CAIRN" watch --once --json
+expect_py "history: watch --json without it" 'not j["history"]["present"] and j["levels"]["l1"]["bandwidth_source"] in ("files", None)'
+mv "$WORK/history.saved" "$HIST"
 
 # ---- watch: stall alarm -------------------------------------------------------------------------
 use stall

@@ -104,9 +104,10 @@ Inventory scan_inventory(const Layout& layout);
 // prefixes, compression), or, without one, the whole rank-<r>.data file of the version directory.
 Result<l3::Where> l3_where(const Layout& layout, uint64_t v, uint32_t rank);
 
-// When a version reached each level, from the times its files carry (no history is kept): the
-// manifests' created_unix_ns, the mtimes of the L1 records, protected markers and COMMIT, and the
-// birth time of the L3 data files. 0 where unknown. Approximate: see docs/tools.md.
+// When a version reached each level, from the times its files carry (used where there is no job
+// history, core/history.hpp): the manifests' created_unix_ns, the mtimes of the L1 records, protected
+// markers and COMMIT, and the birth time of the L3 data files. 0 where unknown. Approximate: see
+// docs/tools.md.
 struct VersionTimes {
   int64_t created_ns = 0;   // earliest created_unix_ns of a rank's manifest: the checkpoint began
   int64_t l1_ns = 0;        // last L1 record written (every visible rank sealed)

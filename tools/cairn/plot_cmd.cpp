@@ -1,21 +1,26 @@
-// `cairn plot --out FILE.png [PREFIX] [--width W] [--config FILE]`: a PNG timeline of a job's
-// checkpoints and the levels each reached, and the bandwidth per level. No history is kept; the times
-// come from the versions still on disk (docs/tools.md, "Where the times come from"): the manifests'
-// created_unix_ns and the mtimes of the L1 records, protected markers and COMMIT files. Drawn with a
-// built-in 5x7 bitmap font and written with libpng.
+// `cairn plot [--out FILE.png] [PREFIX] [--width W] [--json] [--config FILE]`: a PNG timeline of a job's
+// checkpoints and the levels each reached, and the bandwidth per level. From the job history
+// (<prefix>/.cairn/history, core/history.hpp) when there is one: every launch as a band, its restart
+// marked with the version and level, every version at every level, failures, and the bandwidth of each
+// level over time. Without a history, from the versions still on disk (docs/tools.md, "Where the times
+// come from"): the manifests' created_unix_ns and the mtimes of the L1 records, protected markers and
+// COMMIT files. Drawn with a built-in 5x7 bitmap font and written with libpng.
 #include <png.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "commands.hpp"
 #include "common.hpp"
 #include "core/fsutil.hpp"
+#include "core/history.hpp"
 #include "inventory.hpp"
 
 namespace cairn::tool {
@@ -24,6 +29,7 @@ namespace {
 struct PlotOptions {
   std::string out, prefix, config_path;
   int width = 1000;
+  bool json = false;
 };
 
 // ---- drawing -------------------------------------------------------------------------------------
@@ -32,6 +38,8 @@ struct Rgb {
   uint8_t r, g, b;
 };
 constexpr Rgb kWhite{255, 255, 255}, kInk{40, 40, 40}, kGrid{225, 225, 225}, kMuted{120, 120, 120};
+constexpr Rgb kRed{214, 39, 40};
+constexpr Rgb kBand[2] = {{236, 242, 250}, {250, 243, 232}};  // alternate launches
 constexpr Rgb kLevelColor[3] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44}};  // L1, L2, L3
 const char* const kLevelName[3] = {"L1 cache", "L2 redundancy", "L3 prefix"};
 
@@ -93,6 +101,22 @@ class Canvas {
   void vline(int x, int y0, int y1, Rgb c) { fill(x, y0, x, y1, c); }
   void frame(int x0, int y0, int x1, int y1, Rgb c) {
     hline(x0, x1, y0, c), hline(x0, x1, y1, c), vline(x0, y0, y1, c), vline(x1, y0, y1, c);
+  }
+
+  // Bresenham; `thick` 2 draws a second line one pixel below.
+  void line(int x0, int y0, int x1, int y1, Rgb c, int thick = 1) {
+    int dx = std::abs(x1 - x0), dy = -std::abs(y1 - y0), sx = x0 < x1 ? 1 : -1, sy = y0 < y1 ? 1 : -1, err = dx + dy;
+    for (;;) {
+      for (int t = 0; t < thick; ++t) set(x0, y0 + t, c);
+      if (x0 == x1 && y0 == y1) break;
+      int e2 = 2 * err;
+      if (e2 >= dy) err += dy, x0 += sx;
+      if (e2 <= dx) err += dx, y0 += sy;
+    }
+  }
+  void cross(int x, int y, int r, Rgb c) {
+    line(x - r, y - r, x + r, y + r, c, 2);
+    line(x - r, y + r, x + r, y - r, c, 2);
   }
 
   static int text_width(const std::string& s, int scale) { return static_cast<int>(s.size()) * 6 * scale - scale; }
@@ -191,11 +215,8 @@ std::string short_rate(double bytes_per_s) {
 
 std::string rate_label(double bytes_per_s) { return format_rate(static_cast<uint64_t>(bytes_per_s), 1.0); }
 
-void draw_chart(Canvas& c, const std::vector<Point>& pts, const std::string& title, const std::string& footer) {
-  const int W = c.width(), left = 110, right = W - 30;
-  c.text(20, 14, title, kInk, 2);
-
-  // Legend, top right.
+// Returns the legend's left edge.
+int draw_legend(Canvas& c, int right) {
   int lx = right;
   for (int i = 2; i >= 0; --i) {
     lx -= Canvas::text_width(kLevelName[i], 1);
@@ -204,6 +225,15 @@ void draw_chart(Canvas& c, const std::vector<Point>& pts, const std::string& tit
     c.fill(lx, 43, lx + 10, 51, kLevelColor[i]);
     lx -= 24;
   }
+  return lx + 24;
+}
+
+// Without a history: the versions still on disk, their times from their files.
+void draw_disk_chart(Canvas& c, const std::vector<Point>& pts, const std::string& title, const std::string& footer) {
+  const int W = c.width(), left = 110, right = W - 30;
+  c.text(20, 14, title, kInk, 2);
+
+  draw_legend(c, right);
 
   // Panel 1: a lane per level; a bar per version from when the level began to when it was reached.
   int64_t t0 = INT64_MAX, t1 = 0;
@@ -298,7 +328,271 @@ void draw_chart(Canvas& c, const std::vector<Point>& pts, const std::string& tit
   c.text(20, c.height() - 22, footer, kMuted);
 }
 
+// With a history: every launch as a band (its restart marked), every version at every level, the
+// failures, and below the bandwidth of each level over time.
+void draw_history_chart(Canvas& c, const history::Summary& s, const std::string& title, const std::string& footer) {
+  const int W = c.width(), H = c.height(), left = 110, right = W - 30;
+  c.text(20, 14, title, kInk, 2);
+  const int legend_left = draw_legend(c, right);
+
+  const int64_t t0 = s.first_ns, t1 = s.last_ns;
+  const double span = t1 > t0 ? static_cast<double>(t1 - t0) / 1e9 : 1.0;
+  const double lo = -span * 0.01, hi = span * 1.03;
+  auto xs = [&](double sec) { return left + static_cast<int>((sec - lo) / (hi - lo) * (right - left)); };
+  auto xat = [&](int64_t ns) { return xs(static_cast<double>(ns - t0) / 1e9); };
+  const int lane_h = std::clamp((H - 300) / 6, 16, 50);
+  const int band_top = 66, top = band_top + 20, lanes_bottom = top + 3 * lane_h;
+  const double step = nice_step(hi - lo, 10);
+  auto time_axis = [&](int y_top, int y_bottom) {
+    for (double sec = 0; sec <= hi; sec += step) {
+      int x = xs(sec);
+      c.vline(x, y_top, y_bottom, kGrid);
+      c.vline(x, y_bottom, y_bottom + 4, kInk);
+      c.text_center(x, y_bottom + 8, seconds_label(sec, step), kInk);
+    }
+  };
+
+  // Panel 1: the launches as bands, a lane per level.
+  for (const char* sub : {"timeline (time since the first launch began): launches, restarts, versions per level",
+                          "timeline (time since the first launch began)", "timeline"})
+    if (Canvas::text_width(sub, 1) < legend_left - 30 || std::string(sub) == "timeline") {
+      c.text(20, band_top - 14, sub, kMuted);
+      break;
+    }
+  std::vector<std::pair<int, int>> band_x;  // each launch's x range
+  for (size_t i = 0; i < s.launches.size(); ++i) {
+    const history::Launch& L = s.launches[i];
+    int xa = xat(L.start_ns), xb = std::max(xat(L.last_ns), xa + 2);
+    band_x.emplace_back(xa, xb);
+    c.fill(xa, band_top, xb, lanes_bottom, kBand[i % 2]);
+  }
+  time_axis(top, lanes_bottom);
+  for (size_t i = 0; i < s.launches.size(); ++i) {
+    const history::Launch& L = s.launches[i];
+    auto [xa, xb] = band_x[i];
+    // The label: "launch 2", then what fits of its restart and its end.
+    std::string label = "launch " + std::to_string(i + 1);
+    for (const auto& r : L.restarts)
+      label += ": restart " + std::to_string(r.version) + " " + history::level_name(r.level) + (r.rejected ? " rejected" : "");
+    if (!L.finalized) label += " (no finalize)";
+    // From the band's left edge up to the next band; else ending at its right edge, from the band
+    // before; else cut to the larger room.
+    const int next = i + 1 < band_x.size() ? band_x[i + 1].first : right;
+    const int prev = i > 0 ? band_x[i - 1].second : left;
+    const int room_right = next - xa - 6, room_left = xb - prev - 6;
+    const Rgb ink = L.finalized ? kInk : kRed;
+    if (Canvas::text_width(label, 1) <= room_right) {
+      c.text(xa + 3, band_top + 4, label, ink);
+    } else if (Canvas::text_width(label, 1) <= room_left) {
+      c.text_right(xb - 3, band_top + 4, label, ink);
+    } else {
+      std::string fit = label;
+      const int room = std::max(room_right, room_left);
+      while (!fit.empty() && Canvas::text_width(fit, 1) > room) fit.pop_back();
+      if (fit.size() < label.size() && fit.size() > 1) fit.back() = '.';
+      if (fit.size() < 3) fit = "#" + std::to_string(i + 1);
+      if (room_right >= room_left) c.text(xa + 3, band_top + 4, fit, ink);
+      else c.text_right(xb - 3, band_top + 4, fit, ink);
+    }
+    for (const auto& r : L.restarts) {
+      int x = xat(r.end_ns);
+      for (int y = top; y <= lanes_bottom; y += 4) c.vline(x, y, y + 1, kInk);  // dashed
+      c.fill(x - 3, top, x + 3, top + 2, kInk);
+    }
+    if (!L.finalized) c.fill(xb - 1, top, xb, lanes_bottom, kRed);  // ended without cairn_finalize (killed?)
+  }
+  for (int lane = 0; lane < 3; ++lane) {
+    int y0 = top + lane * lane_h;
+    c.text_right(left - 10, y0 + lane_h / 2 - 7, std::string("L") + char('1' + lane), kLevelColor[lane], 2);
+    c.hline(left, right, y0 + lane_h, kGrid);
+    int last_label_end = -1000;
+    for (const auto& [v, rec] : s.versions) {
+      const history::LevelRecord& r = rec.level[lane];
+      if (!r.reached) continue;
+      int64_t a = r.start_ns, b = r.end_ns;
+      if (!a || a > b) a = b;
+      int xa = xat(a), xb = std::max(xat(b), xa + 1);
+      c.fill(xa, y0 + std::min(18, lane_h / 3), xb, y0 + lane_h - std::min(8, lane_h / 5), kLevelColor[lane]);
+      std::string label = std::to_string(v);
+      int lw = Canvas::text_width(label, 1);
+      int lxx = (xa + xb) / 2 - lw / 2;
+      if (lxx > last_label_end + 4 && lane_h >= 30) {
+        c.text(lxx, y0 + 5, label, kInk);
+        last_label_end = lxx + lw;
+      }
+    }
+  }
+  for (const auto& f : s.failures) {  // a level that failed, a version discarded (in the L1 lane)
+    int lane = f.level >= 1 && f.level <= 3 ? f.level - 1 : 0;
+    c.cross(xat(f.t_ns), top + lane * lane_h + lane_h / 2, 4, kRed);
+  }
+  c.frame(left, top, right, lanes_bottom, kInk);
+
+  // Panel 2: bandwidth per level over time, a point per version at the time it reached the level.
+  const int btop = lanes_bottom + 64, bbottom = std::max(btop + 20, H - 64);
+  struct Pt {
+    int64_t t;
+    double bw;
+    size_t launch;
+  };
+  std::vector<Pt> pts[3];
+  double minbw = 0, maxbw = 0;
+  for (const auto& [v, rec] : s.versions)
+    for (int lv = 0; lv < 3; ++lv) {
+      const history::LevelRecord& r = rec.level[lv];
+      double bw = r.bandwidth();
+      if (!r.reached || bw <= 0) continue;
+      pts[lv].push_back({r.end_ns, bw, r.launch});
+      minbw = minbw > 0 ? std::min(minbw, bw) : bw;
+      maxbw = std::max(maxbw, bw);
+    }
+  const bool logy = maxbw > 0 && maxbw / minbw > 20;
+  c.text(20, btop - 20,
+         std::string("bandwidth per level over time (bytes of all ranks / time at the level") +
+             (logy ? "; log scale)" : ")"),
+         kMuted);
+  if (maxbw <= 0) {
+    c.text_center((left + right) / 2, (btop + bbottom) / 2, "no level durations known", kMuted, 2);
+  } else {
+    std::function<int(double)> yat;
+    if (logy) {
+      double d0 = std::floor(std::log10(minbw)), d1 = std::ceil(std::log10(maxbw));
+      if (d1 <= d0) d1 = d0 + 1;
+      yat = [=](double v) { return bbottom - static_cast<int>((std::log10(v) - d0) / (d1 - d0) * (bbottom - btop)); };
+      for (double d = d0; d <= d1 + 1e-9; d += 1) {
+        int y = yat(std::pow(10.0, d));
+        c.hline(left, right, y, kGrid);
+        c.text_right(left - 8, y - 3, rate_label(std::pow(10.0, d)), kInk);
+      }
+    } else {
+      double bstep = nice_step(maxbw, 5), bhi = std::ceil(maxbw / bstep) * bstep;
+      yat = [=](double v) { return bbottom - static_cast<int>(v / bhi * (bbottom - btop)); };
+      for (double v = 0; v <= bhi * 1.0001; v += bstep) {
+        int y = yat(v);
+        c.hline(left, right, y, kGrid);
+        c.text_right(left - 8, y - 3, v == 0 ? "0" : rate_label(v), kInk);
+      }
+    }
+    time_axis(btop, bbottom);
+    for (int lv = 0; lv < 3; ++lv) {
+      for (size_t i = 0; i < pts[lv].size(); ++i) {
+        int x = xat(pts[lv][i].t), y = yat(pts[lv][i].bw);
+        if (i > 0 && pts[lv][i - 1].launch == pts[lv][i].launch)
+          c.line(xat(pts[lv][i - 1].t), yat(pts[lv][i - 1].bw), x, y, kLevelColor[lv]);
+        c.fill(x - 2, y - 2, x + 2, y + 2, kLevelColor[lv]);
+      }
+    }
+    c.frame(left, btop, right, bbottom, kInk);
+  }
+  c.text(20, c.height() - 22, footer, kMuted);
+}
+
+// ---- what was plotted, as JSON -------------------------------------------------------------------
+
+nlohmann::json bandwidth_json(double bw) { return bw > 0 ? nlohmann::json(bw) : nlohmann::json(); }
+
+nlohmann::json level_json(const history::LevelRecord& r) {
+  if (!r.reached) return nullptr;
+  nlohmann::json j = {{"start_unix_ns", r.start_ns}, {"end_unix_ns", r.end_ns}, {"seconds", r.seconds},
+                      {"bytes", r.bytes}, {"bandwidth_bytes_per_s", bandwidth_json(r.bandwidth())},
+                      {"launch", r.launch + 1}};
+  if (r.rank_bytes) j["rank_bytes"] = r.rank_bytes;
+  if (r.redundancy_bytes) j["redundancy_bytes"] = r.redundancy_bytes;
+  if (r.at_finalize) j["at_finalize"] = true;
+  return j;
+}
+
+nlohmann::json history_json(const history::Summary& s) {
+  nlohmann::json j;
+  j["launches"] = nlohmann::json::array();
+  for (size_t i = 0; i < s.launches.size(); ++i) {
+    const history::Launch& L = s.launches[i];
+    nlohmann::json restarts = nlohmann::json::array();
+    for (const auto& r : L.restarts)
+      restarts.push_back({{"version", r.version},
+                          {"level", history::level_name(r.level)},
+                          {"start_unix_ns", r.start_ns},
+                          {"end_unix_ns", r.end_ns},
+                          {"seconds", static_cast<double>(r.end_ns - r.start_ns) / 1e9},
+                          {"bytes", r.bytes},
+                          {"rejected", r.rejected}});
+    j["launches"].push_back({{"launch", i + 1},
+                             {"id", L.id},
+                             {"started", L.started},
+                             {"start_unix_ns", L.start_ns},
+                             {"last_unix_ns", L.last_ns},
+                             {"finalized", L.finalized},
+                             {"end_status", L.finalized ? nlohmann::json(L.end_status) : nlohmann::json()},
+                             {"exit_requested", L.exit_requested},
+                             {"ranks", L.ranks},
+                             {"nodes", L.nodes},
+                             {"groups", L.groups},
+                             {"restarts", restarts},
+                             {"versions", L.versions}});
+  }
+  j["versions"] = nlohmann::json::array();
+  for (const auto& [v, rec] : s.versions)
+    j["versions"].push_back({{"version", v},
+                             {"launch", rec.launch + 1},
+                             {"discarded", rec.discarded},
+                             {"levels",
+                              {{"l1", level_json(rec.level[0])},
+                               {"l2", level_json(rec.level[1])},
+                               {"l3", level_json(rec.level[2])}}}});
+  j["failures"] = nlohmann::json::array();
+  for (const auto& f : s.failures)
+    j["failures"].push_back({{"version", f.version},
+                             {"level", f.level ? history::level_name(f.level) : "discarded"},
+                             {"unix_ns", f.t_ns},
+                             {"error", f.error},
+                             {"launch", f.launch + 1}});
+  for (int lv = 1; lv <= 3; ++lv) {
+    history::LevelStats st = history::level_stats(s, lv);
+    j["bandwidth"]["l" + std::to_string(lv)] = {{"samples", st.samples},
+                                                {"last_version", st.last_version},
+                                                {"last_bytes_per_s", bandwidth_json(st.last)},
+                                                {"mean_bytes_per_s", bandwidth_json(st.mean)}};
+  }
+  return j;
+}
+
+nlohmann::json disk_level_json(int64_t a, int64_t b, double seconds, uint64_t bytes) {
+  if (!b) return nullptr;
+  return {{"start_unix_ns", a ? a : b}, {"end_unix_ns", b}, {"seconds", seconds}, {"bytes", bytes},
+          {"bandwidth_bytes_per_s", bandwidth_json(seconds > 0 ? static_cast<double>(bytes) / seconds : 0)}};
+}
+
+nlohmann::json disk_json(const std::vector<Point>& pts) {
+  nlohmann::json j;
+  j["launches"] = nlohmann::json::array();
+  j["versions"] = nlohmann::json::array();
+  for (const auto& p : pts) {
+    const VersionTimes& t = p.times;
+    j["versions"].push_back({{"version", p.version},
+                             {"levels",
+                              {{"l1", disk_level_json(t.created_ns, t.l1_ns, t.l1_seconds(), t.bytes)},
+                               {"l2", disk_level_json(t.l1_ns, t.l2_ns, t.l2_seconds(), t.bytes)},
+                               {"l3", disk_level_json(t.l3_start_ns, t.l3_ns, t.l3_seconds(), t.bytes)}}}});
+  }
+  return j;
+}
+
+std::string fit_title(const std::string& prefix, int width) {
+  std::string title = "cairn checkpoints: " + prefix;
+  if (Canvas::text_width(title, 2) > width - 40)
+    title = "cairn checkpoints: ..." + prefix.substr(prefix.size() - std::min<size_t>(prefix.size(), (width - 40) / 12 - 23));
+  return title;
+}
+
+std::string plural(uint64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 int run_plot(const PlotOptions& o) {
+  if (o.out.empty() && !o.json) {
+    print_error("plot", "--out FILE.png is required (or --json to print the data only)");
+    return kExitUsage;
+  }
   if (o.width < 400 || o.width > 8000) {
     print_error("plot", "--width must be 400..8000 pixels");
     return kExitUsage;
@@ -308,39 +602,93 @@ int run_plot(const PlotOptions& o) {
     print_error("plot", ctx.status().message());
     return kExitUsage;
   }
-  Inventory inv = scan_inventory(ctx->layout);
-  std::vector<Point> pts;
-  for (auto it = inv.versions.rbegin(); it != inv.versions.rend(); ++it) {
-    VersionTimes t = version_times(it->second);
-    if (t.created_ns || t.l1_ns || t.l3_ns) pts.push_back({it->first, t});
+  const Layout& layout = ctx->layout;
+  Canvas canvas(o.width, std::max(o.width * 16 / 25, 400));
+  nlohmann::json j = {{"prefix", layout.prefix}, {"history", history::path(layout)}};
+  std::vector<std::string> warnings;
+  std::string what;  // the summary line's middle
+
+  auto hist = history::read_history(history::path(layout));
+  if (!hist) warnings.push_back("cannot read the history: " + hist.status().message());
+  else
+    for (const auto& w : hist->parsed.warnings) warnings.push_back("history " + hist->path + ": " + w);
+  for (const auto& w : warnings) print_error("plot", w);
+  const bool use_history = hist && hist->exists && !hist->parsed.lines.empty();
+
+  if (use_history) {
+    history::Summary s = history::summarize(hist->parsed.lines);
+    uint64_t restarts = 0;
+    std::string last_restart;
+    for (const auto& L : s.launches)
+      for (const auto& r : L.restarts) {
+        ++restarts;
+        last_restart = "version " + std::to_string(r.version) + " from " + history::level_name(r.level);
+      }
+    std::string range = s.versions.empty() ? std::string()
+                                           : " (" + std::to_string(s.versions.begin()->first) + ".." +
+                                                 std::to_string(s.versions.rbegin()->first) + ")";
+    what = "from the history " + hist->path + ": " + plural(s.launches.size(), "launch", "launches") + ", " +
+           plural(s.versions.size(), "version", "versions") + range + ", " +
+           plural(restarts, "restart", "restarts") + (restarts ? " (last: " + last_restart + ")" : "") + ", " +
+           plural(s.failures.size(), "failure", "failures");
+    std::string footer = plural(s.launches.size(), "launch", "launches") + ", " +
+                         plural(s.versions.size(), "version", "versions") + range + ", " +
+                         plural(restarts, "restart", "restarts") + "; from " + format_utc(s.first_ns) +
+                         "; times from the job history";
+    j.update(history_json(s));
+    j["source"] = "history";
+    draw_history_chart(canvas, s, fit_title(layout.prefix, o.width), footer);
+  } else {
+    Inventory inv = scan_inventory(layout);
+    std::vector<Point> pts;
+    for (auto it = inv.versions.rbegin(); it != inv.versions.rend(); ++it) {
+      VersionTimes t = version_times(it->second);
+      if (t.created_ns || t.l1_ns || t.l3_ns) pts.push_back({it->first, t});
+    }
+    if (pts.empty()) {
+      if (o.json)
+        printf("%s\n", nlohmann::json{{"prefix", layout.prefix}, {"source", nullptr}, {"versions", nlohmann::json::array()},
+                                      {"launches", nlohmann::json::array()}}
+                           .dump(2)
+                           .c_str());
+      print_error("plot", "nothing to plot: no history and no checkpoints in " + layout.prefix + " or in the cache " +
+                              layout.cache_job);
+      return kExitNothing;
+    }
+    std::string why = hist && hist->exists ? "the history " + hist->path + " holds no events"
+                                           : "no history at " + history::path(layout);
+    if (!o.json)
+      printf("cairn plot: %s; times reconstructed from the %zu version(s) still on disk (approximate)\n", why.c_str(),
+             pts.size());
+    int64_t first = INT64_MAX;
+    for (const auto& p : pts)
+      if (p.times.created_ns) first = std::min(first, p.times.created_ns);
+    std::string footer = std::to_string(pts.size()) + " version(s) on disk, " + std::to_string(pts.front().version) +
+                         ".." + std::to_string(pts.back().version) +
+                         (first != INT64_MAX ? ", from " + format_utc(first) : std::string()) +
+                         "; no history: times from manifests and file mtimes (approximate)";
+    what = "from the " + std::to_string(pts.size()) + " version(s) on disk, " + std::to_string(pts.front().version) +
+           ".." + std::to_string(pts.back().version);
+    j.update(disk_json(pts));
+    j["source"] = "disk";
+    j["note"] = why;
+    draw_disk_chart(canvas, pts, fit_title(layout.prefix, o.width), footer);
   }
-  if (pts.empty()) {
-    print_error("plot",
-                "nothing to plot: no checkpoints in " + inv.layout.prefix + " or in the cache " + inv.layout.cache_job);
-    return kExitNothing;
+  j["warnings"] = warnings;
+  j["out"] = o.out.empty() ? nlohmann::json() : nlohmann::json(o.out);
+  j["width"] = canvas.width();
+  j["height"] = canvas.height();
+  if (!o.out.empty()) {
+    Status st = write_png(o.out, canvas);
+    if (!st.is_ok()) {
+      print_error("plot", st.message());
+      return kExitFailure;
+    }
   }
-  std::string title = "cairn checkpoints: " + inv.layout.prefix;
-  if (Canvas::text_width(title, 2) > o.width - 40)
-    title = "cairn checkpoints: ..." +
-            inv.layout.prefix.substr(inv.layout.prefix.size() -
-                                     std::min<size_t>(inv.layout.prefix.size(), (o.width - 40) / 12 - 23));
-  int64_t first = INT64_MAX;
-  for (const auto& p : pts)
-    if (p.times.created_ns) first = std::min(first, p.times.created_ns);
-  std::string footer = std::to_string(pts.size()) + " version(s) on disk, " + std::to_string(pts.front().version) +
-                       ".." + std::to_string(pts.back().version) +
-                       (first != INT64_MAX ? ", from " + format_utc(first) : std::string()) +
-                       "; times from manifests and file mtimes (approximate)";
-  Canvas canvas(o.width, o.width * 16 / 25);
-  draw_chart(canvas, pts, title, footer);
-  Status st = write_png(o.out, canvas);
-  if (!st.is_ok()) {
-    print_error("plot", st.message());
-    return kExitFailure;
-  }
-  printf("cairn plot: wrote %s (%dx%d): %zu version(s), %llu..%llu\n", o.out.c_str(), canvas.width(), canvas.height(),
-         pts.size(), static_cast<unsigned long long>(pts.front().version),
-         static_cast<unsigned long long>(pts.back().version));
+  if (o.json)
+    printf("%s\n", j.dump(2).c_str());
+  else
+    printf("cairn plot: wrote %s (%dx%d) %s\n", o.out.c_str(), canvas.width(), canvas.height(), what.c_str());
   return kExitOk;
 }
 
@@ -348,18 +696,20 @@ int run_plot(const PlotOptions& o) {
 
 Command add_plot_command(CLI::App& root) {
   auto o = std::make_shared<PlotOptions>();
-  CLI::App* app = root.add_subcommand("plot", "Draw a PNG timeline of a job's checkpoints per level, with bandwidths.");
-  app->add_option("--out", o->out, "The PNG file to write")->required()->type_name("FILE.png");
+  CLI::App* app = root.add_subcommand("plot", "Draw a PNG timeline of a job's launches and checkpoints per level, with bandwidths.");
+  app->add_option("--out", o->out, "The PNG file to write")->type_name("FILE.png");
   app->add_option("prefix", o->prefix, "L3 directory (default: the configured prefix)")->type_name("PREFIX");
-  app->add_option("--width", o->width, "Image width in pixels (default 1000; height is 0.64 of it)")
+  app->add_option("--width", o->width, "Image width in pixels (default 1000; height is 0.64 of it, at least 400)")
       ->type_name("PIXELS");
+  app->add_flag("--json", o->json, "Print the data plotted as JSON (without --out, write no PNG)");
   app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")
       ->type_name("FILE");
   app->footer(
-      "Only versions still on disk appear (cache_versions in L1, keep_flushed in L3): the times come from\n"
-      "their manifests and files (docs/tools.md).\n"
+      "The times come from the job history (<prefix>/.cairn/history): every launch, restart and version.\n"
+      "Without one, only the versions still on disk appear (cache_versions in L1, keep_flushed in L3), their\n"
+      "times from their manifests and files (docs/tools.md).\n"
       "Exit status: 0 written, 1 the file could not be written, 2 bad options, 3 nothing to plot.");
-  set_usage(app, "cairn plot --out FILE.png [PREFIX] [--width PIXELS] [--config FILE]");
+  set_usage(app, "cairn plot --out FILE.png [PREFIX] [--width PIXELS] [--json] [--config FILE]");
   Command cmd;
   cmd.app = app;
   cmd.run = [o](const Invocation&) { return run_plot(*o); };

@@ -1,7 +1,11 @@
 // `cairn watch [PREFIX] [--stall SECONDS] [--interval S] [--once] [--json] [--config FILE]`: follows a
-// running job through its state file (<prefix>/.cairn/state): the last checkpoint, the newest version
-// at each level and, where the files are visible from here, the bandwidth per level. Raises a stall
-// alarm (exit status 4) after --stall seconds without a new checkpoint; exits 0 when the job finalizes.
+// running job through its state file (<prefix>/.cairn/state) and its history (<prefix>/.cairn/history,
+// read as it grows): the last checkpoint, the newest version at each level and when it got there, the
+// bandwidth per level (the newest version's and the mean, from the history; else from the files' times
+// where they are visible from here), the launches and restarts. Raises a stall alarm (exit status 4)
+// after --stall seconds without a new checkpoint; exits 0 when the job finalizes.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +18,8 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "core/fsutil.hpp"
+#include "core/history.hpp"
 #include "inventory.hpp"
 #include "job_state.hpp"
 
@@ -26,13 +32,72 @@ struct WatchOptions {
   bool once = false, json = false;
 };
 
+// The history, read as it grows: each look reads only the bytes appended since the last one.
+class HistoryFollower {
+ public:
+  explicit HistoryFollower(std::string path) : path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+  bool present() const { return present_; }
+  const history::Summary& summary() const { return z_.summary(); }
+  // at_end: the bytes after the last newline are a torn line (warned about), not one being written.
+  void poll(bool at_end) {
+    struct stat st;
+    if (::stat(path_.c_str(), &st) != 0) {
+      if (present_) reset();
+      present_ = false;
+      return;
+    }
+    present_ = true;
+    uint64_t size = static_cast<uint64_t>(st.st_size);
+    if (size < offset_) reset();  // replaced or truncated: start over
+    if (size > offset_) {
+      fs::Fd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+      std::string more(size - offset_, '\0');
+      Status rd = fd.valid() ? fs::pread_all(fd.get(), more.data(), more.size(), offset_, path_)
+                             : posix_error("open", path_, errno);
+      if (!rd.is_ok()) {
+        warn(rd.message());
+        return;
+      }
+      pending_ += more;
+      offset_ = size;
+    }
+    history::Parsed p = history::parse_history(pending_, at_end, next_line_);
+    for (const auto& w : p.warnings) warn(w);
+    for (const auto& l : p.lines) z_.add(l);
+    next_line_ += p.line_count;
+    pending_.erase(0, p.consumed);
+  }
+
+ private:
+  void reset() {
+    offset_ = 0;
+    next_line_ = 1;
+    pending_.clear();
+    z_ = history::Summarizer{};
+  }
+  void warn(const std::string& w) { print_error("watch", "history " + path_ + ": " + w); }
+
+  std::string path_, pending_;
+  uint64_t offset_ = 0, next_line_ = 1;
+  bool present_ = false;
+  history::Summarizer z_;
+};
+
 // What one look at the job shows.
 struct Snapshot {
   JobState state;
   uint64_t checkpoint = 0;        // the newest version complete at L1 (the state's l1)
   int64_t checkpoint_ns = 0;      // when it was taken, as far as known
-  std::string checkpoint_source;  // "manifest", "state" (its last update) or "watch" (first seen)
-  double bw[3] = {0, 0, 0};       // bytes/s per level for the state's l1, l2, l3 versions; 0 unknown
+  std::string checkpoint_source;  // "manifest", "history", "state" (its last update) or "watch" (first seen)
+  double bw[3] = {0, 0, 0};       // bytes/s per level, the newest known; 0 unknown
+  double mean[3] = {0, 0, 0};     // bytes/s per level over the history; 0 unknown
+  uint64_t samples[3] = {0, 0, 0};
+  const char* bw_source[3] = {nullptr, nullptr, nullptr};  // "history" or "files"
+  int64_t reached_ns[3] = {0, 0, 0};  // when the state's version of the level reached it (history)
+  bool have_history = false;
+  size_t launches = 0, failures = 0;
+  std::vector<std::pair<size_t, history::Restart>> restarts;  // (launch number, restart)
 };
 
 // Bandwidth of version v at `level` (1..3) from its files' times; 0 when they are not visible here.
@@ -46,7 +111,10 @@ double level_bandwidth(const Inventory& inv, uint64_t v, int level) {
 
 std::string bw_text(double bw) { return bw > 0 ? format_rate(static_cast<uint64_t>(bw), 1.0) : "?"; }
 
-nlohmann::json snapshot_json(const Snapshot& s, int64_t now, double stall, bool stalled) {
+nlohmann::json optional_number(double x) { return x > 0 ? nlohmann::json(x) : nlohmann::json(); }
+
+nlohmann::json snapshot_json(const Snapshot& s, const std::string& history_path, int64_t now, double stall,
+                             bool stalled) {
   nlohmann::json j;
   j["state"] = s.state.values;
   j["phase"] = s.state.phase;
@@ -59,29 +127,68 @@ nlohmann::json snapshot_json(const Snapshot& s, int64_t now, double stall, bool 
   const uint64_t lv[3] = {s.state.l1, s.state.l2, s.state.l3};
   for (int i = 0; i < 3; ++i)
     j["levels"]["l" + std::to_string(i + 1)] = {
-        {"version", lv[i]}, {"bandwidth_bytes_per_s", s.bw[i] > 0 ? nlohmann::json(s.bw[i]) : nlohmann::json()}};
+        {"version", lv[i]},
+        {"reached_unix_ns", s.reached_ns[i] ? nlohmann::json(s.reached_ns[i]) : nlohmann::json()},
+        {"bandwidth_bytes_per_s", optional_number(s.bw[i])},
+        {"mean_bandwidth_bytes_per_s", optional_number(s.mean[i])},
+        {"samples", s.samples[i]},
+        {"bandwidth_source", s.bw_source[i] ? nlohmann::json(s.bw_source[i]) : nlohmann::json()}};
+  nlohmann::json restarts = nlohmann::json::array();
+  for (const auto& [launch, r] : s.restarts)
+    restarts.push_back({{"launch", launch},
+                        {"version", r.version},
+                        {"level", history::level_name(r.level)},
+                        {"seconds", static_cast<double>(r.end_ns - r.start_ns) / 1e9},
+                        {"rejected", r.rejected}});
+  j["history"] = {{"path", history_path},
+                  {"present", s.have_history},
+                  {"launches", s.launches},
+                  {"restarts", restarts},
+                  {"failures", s.failures}};
   j["stall_seconds"] = stall;
   j["stalled"] = stalled;
   return j;
 }
 
 std::string snapshot_text(const Snapshot& s, int64_t now) {
-  char buf[512];
   std::string ago =
       s.checkpoint_ns ? format_duration(static_cast<double>(now - s.checkpoint_ns) / 1e9) + " ago" : "time unknown";
   std::string last =
       s.checkpoint ? "last checkpoint " + std::to_string(s.checkpoint) + " (" + ago + ")" : "no checkpoint yet";
-  snprintf(buf, sizeof buf, "%s  %-9s  version %llu  %s  L1 %llu  L2 %llu  L3 %llu  bandwidth L1 %s, L2 %s, L3 %s",
-           format_utc(now).c_str(), s.state.phase.empty() ? "?" : s.state.phase.c_str(),
-           static_cast<unsigned long long>(s.state.version), last.c_str(), static_cast<unsigned long long>(s.state.l1),
-           static_cast<unsigned long long>(s.state.l2), static_cast<unsigned long long>(s.state.l3),
-           bw_text(s.bw[0]).c_str(), bw_text(s.bw[1]).c_str(), bw_text(s.bw[2]).c_str());
-  return buf;
+  char head[256];
+  snprintf(head, sizeof head, "%s  %-9s  version %llu  %s", format_utc(now).c_str(),
+           s.state.phase.empty() ? "?" : s.state.phase.c_str(), static_cast<unsigned long long>(s.state.version),
+           last.c_str());
+  std::string out = head;
+  const uint64_t lv[3] = {s.state.l1, s.state.l2, s.state.l3};
+  for (int i = 0; i < 3; ++i) {
+    out += "  L" + std::to_string(i + 1) + " " + std::to_string(lv[i]);
+    // The level's age where it differs from the last checkpoint's (L3 lags behind when flushes are rare).
+    if (s.reached_ns[i] && lv[i] != s.checkpoint)
+      out += " (" + format_duration(static_cast<double>(now - s.reached_ns[i]) / 1e9) + " ago)";
+  }
+  out += "  bandwidth";
+  for (int i = 0; i < 3; ++i) {
+    out += std::string(i ? ", " : " ") + "L" + std::to_string(i + 1) + " " + bw_text(s.bw[i]);
+    if (s.mean[i] > 0) out += " (mean " + bw_text(s.mean[i]) + ")";
+  }
+  if (s.have_history) {
+    out += "  launches " + std::to_string(s.launches) + ", restarts " + std::to_string(s.restarts.size());
+    if (!s.restarts.empty()) {
+      const history::Restart& r = s.restarts.back().second;
+      out += " (last: version " + std::to_string(r.version) + " from " + history::level_name(r.level) +
+             (r.rejected ? ", rejected" : "") + ")";
+    }
+    if (s.failures) out += ", failures " + std::to_string(s.failures);
+  }
+  return out;
 }
 
 // When the state's newest L1 version was taken: its manifest's created_unix_ns where the files are
-// visible; else, on the first look, the state's last update; else the moment this watch saw it.
-void find_checkpoint_time(const Inventory& inv, Snapshot* s, int64_t now, const Snapshot* before) {
+// visible; else the history's record of it; else, on the first look, the state's last update; else the
+// moment this watch saw it.
+void find_checkpoint_time(const Inventory& inv, const history::Summary* hs, Snapshot* s, int64_t now,
+                          const Snapshot* before) {
   s->checkpoint = s->state.l1;
   if (before && before->checkpoint == s->checkpoint) {
     s->checkpoint_ns = before->checkpoint_ns;
@@ -93,9 +200,16 @@ void find_checkpoint_time(const Inventory& inv, Snapshot* s, int64_t now, const 
   if (!s->checkpoint) return;  // none yet: the stall clock runs from the first look
   auto it = inv.versions.find(s->checkpoint);
   int64_t created = it != inv.versions.end() ? it->second.created_unix_ns() : 0;
+  int64_t recorded = 0;
+  if (hs)
+    if (auto v = hs->versions.find(s->checkpoint); v != hs->versions.end() && v->second.level[0].reached)
+      recorded = v->second.level[0].start_ns;
   if (created) {
     s->checkpoint_ns = created;
     s->checkpoint_source = "manifest";
+  } else if (recorded > 0 && recorded <= now) {
+    s->checkpoint_ns = recorded;
+    s->checkpoint_source = "history";
   } else if (!before) {
     auto upd = s->state.values.find("updated_unix_ns");
     int64_t u = upd != s->state.values.end() ? std::atoll(upd->second.c_str()) : 0;
@@ -106,13 +220,50 @@ void find_checkpoint_time(const Inventory& inv, Snapshot* s, int64_t now, const 
   }
 }
 
-// Fills the checkpoint time and the bandwidths from the files, for a snapshot whose versions changed.
-void look_at_files(const Layout& layout, Snapshot* s, int64_t now, const Snapshot* before) {
+// Per level: when the state's version reached it, and the bandwidths: from the history where it has
+// them, else from the files' times (only looked at when `inv` is given: the versions changed).
+void fill_levels(const Inventory* inv, const history::Summary* hs, Snapshot* s, const Snapshot* before) {
+  const uint64_t lv[3] = {s->state.l1, s->state.l2, s->state.l3};
+  s->have_history = hs != nullptr;
+  if (hs) {
+    s->launches = hs->launches.size();
+    s->failures = hs->failures.size();
+    s->restarts.clear();
+    for (size_t i = 0; i < hs->launches.size(); ++i)
+      for (const auto& r : hs->launches[i].restarts) s->restarts.emplace_back(i + 1, r);
+  }
+  for (int i = 0; i < 3; ++i) {
+    s->reached_ns[i] = 0;
+    s->bw[i] = s->mean[i] = 0;
+    s->samples[i] = 0;
+    s->bw_source[i] = nullptr;
+    if (hs) {
+      if (auto v = hs->versions.find(lv[i]); lv[i] && v != hs->versions.end() && v->second.level[i].reached)
+        s->reached_ns[i] = v->second.level[i].end_ns;
+      history::LevelStats st = history::level_stats(*hs, i + 1);
+      if (st.samples) {
+        s->bw[i] = st.last;
+        s->mean[i] = st.mean;
+        s->samples[i] = st.samples;
+        s->bw_source[i] = "history";
+        continue;
+      }
+    }
+    if (inv) {
+      double files = level_bandwidth(*inv, lv[i], i + 1);
+      if (files > 0) s->bw[i] = files, s->bw_source[i] = "files";
+    } else if (before && before->bw_source[i] && std::string(before->bw_source[i]) == "files") {
+      s->bw[i] = before->bw[i];
+      s->bw_source[i] = "files";
+    }
+  }
+}
+
+// Fills the checkpoint time and the bandwidths, for a snapshot whose versions changed.
+void look_at_files(const Layout& layout, const history::Summary* hs, Snapshot* s, int64_t now, const Snapshot* before) {
   Inventory inv = scan_inventory(layout);
-  find_checkpoint_time(inv, s, now, before);
-  s->bw[0] = level_bandwidth(inv, s->state.l1, 1);
-  s->bw[1] = level_bandwidth(inv, s->state.l2, 2);
-  s->bw[2] = level_bandwidth(inv, s->state.l3, 3);
+  find_checkpoint_time(inv, hs, s, now, before);
+  fill_levels(&inv, hs, s, before);
 }
 
 bool same_versions(const JobState& a, const JobState& b) {
@@ -131,11 +282,14 @@ int run_watch(const WatchOptions& o) {
   }
   const Layout& layout = ctx->layout;
   const std::string path = layout.state_file();
+  HistoryFollower hist(history::path(layout));
   int64_t started = now_unix_ns();
   bool have = false, waiting_said = false;
   Snapshot last;
   for (;;) {
     int64_t now = now_unix_ns();
+    hist.poll(/*at_end=*/o.once);
+    const history::Summary* hs = hist.present() ? &hist.summary() : nullptr;
     auto read = read_job_state(path);
     if (!read) {
       print_error("watch", read.status().message());
@@ -164,17 +318,18 @@ int run_watch(const WatchOptions& o) {
       s.state = **read;
       bool changed = !have || !same_versions(s.state, last.state);
       if (changed) {
-        look_at_files(layout, &s, now, have ? &last : nullptr);
+        look_at_files(layout, hs, &s, now, have ? &last : nullptr);
       } else {
         s = last;
         s.state = **read;
+        fill_levels(nullptr, hs, &s, &last);  // the history may have grown
       }
       double idle = static_cast<double>(now - s.checkpoint_ns) / 1e9;
       bool finalized = s.state.phase == "finalized";
       stalled = !finalized && o.stall > 0 && idle > o.stall;
       if (changed || o.once || stalled) {
         if (o.json)
-          printf("%s\n", snapshot_json(s, now, o.stall, stalled).dump(o.once ? 2 : -1).c_str());
+          printf("%s\n", snapshot_json(s, hist.path(), now, o.stall, stalled).dump(o.once ? 2 : -1).c_str());
         else
           printf("%s\n", snapshot_text(s, now).c_str());
         fflush(stdout);
@@ -213,8 +368,9 @@ Command add_watch_command(CLI::App& root) {
       ->type_name("FILE");
   app->footer(
       "A new checkpoint is a change of the state's l1 key (a version complete in L1). A line is printed\n"
-      "when the state's version, phase or l1/l2/l3 change. Bandwidths come from the files' times when the\n"
-      "cache and prefix are visible from here ('?' otherwise).\n"
+      "when the state's version, phase or l1/l2/l3 change. Bandwidths (the newest version's, and the mean)\n"
+      "come from the job history (<prefix>/.cairn/history), with the launches and restarts; without one,\n"
+      "from the files' times when the cache and prefix are visible from here ('?' otherwise).\n"
       "Exit status: 0 the job finalized (or --once printed a job that is not stalled), 1 the state file\n"
       "cannot be read, 2 bad options, 3 --once and no state file, 4 stall alarm.");
   set_usage(app, "cairn watch [PREFIX] [--stall SECONDS] [--interval S] [--once] [--json] [--config FILE]");
