@@ -1,12 +1,30 @@
+# CAIRN_TEST_MPIRUN_ARGS: launcher options the tests put before the ranks (space-separated; the
+# scripts get them as CAIRN_MPIRUN_ARGS). Tests put more ranks than cores on one machine: Open MPI's
+# mpirun needs --oversubscribe for that, MPICH's hydra does it anyway and rejects the option. The
+# default follows `$MPIEXEC_EXECUTABLE --version`; set the variable to override it.
+if(NOT DEFINED CACHE{CAIRN_TEST_MPIRUN_ARGS})
+  execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _cairn_mpiexec_version
+                  ERROR_VARIABLE _cairn_mpiexec_version TIMEOUT 20 RESULT_VARIABLE _cairn_rc)
+  if(_cairn_mpiexec_version MATCHES "Open MPI|OpenRTE|open-mpi")
+    set(_cairn_args "--oversubscribe")
+  else()
+    set(_cairn_args "")
+  endif()
+  set(CAIRN_TEST_MPIRUN_ARGS "${_cairn_args}" CACHE STRING
+      "Options for MPIEXEC_EXECUTABLE in the tests (--oversubscribe for Open MPI, empty for MPICH)")
+  message(STATUS "MPI launcher for tests: ${MPIEXEC_EXECUTABLE} ${CAIRN_TEST_MPIRUN_ARGS}")
+endif()
+separate_arguments(CAIRN_TEST_MPIRUN_ARGV UNIX_COMMAND "${CAIRN_TEST_MPIRUN_ARGS}")
+
 # cairn_add_mpi_test(NAME name NP n COMMAND cmd... [LABELS l...] [TIMEOUT s])
-# Runs a test under the site's MPI launcher: srun inside a Slurm allocation, else mpirun
-# (with --oversubscribe, since tests put more ranks than cores on one machine).
+# Runs a test under the site's MPI launcher: srun inside a Slurm allocation, else MPIEXEC_EXECUTABLE
+# with CAIRN_TEST_MPIRUN_ARGS.
 function(cairn_add_mpi_test)
   cmake_parse_arguments(T "" "NAME;NP;TIMEOUT" "COMMAND;LABELS" ${ARGN})
   if(DEFINED ENV{SLURM_JOB_ID} AND NOT DEFINED ENV{CAIRN_TEST_NO_SRUN})
     set(launch srun -n ${T_NP})
   else()
-    set(launch ${MPIEXEC_EXECUTABLE} --oversubscribe ${MPIEXEC_NUMPROC_FLAG} ${T_NP})
+    set(launch ${MPIEXEC_EXECUTABLE} ${CAIRN_TEST_MPIRUN_ARGV} ${MPIEXEC_NUMPROC_FLAG} ${T_NP})
   endif()
   add_test(NAME ${T_NAME} COMMAND ${launch} ${T_COMMAND})
   if(NOT T_TIMEOUT)
