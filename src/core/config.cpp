@@ -194,7 +194,10 @@ const std::vector<Knob>& knobs() {
 // Environment variables of the launcher and tools that are not knobs (no "unknown" warning).
 const char* const kNonKnobVariables[] = {
     "CAIRN_CONFIG",    "CAIRN_INJECT",       "CAIRN_INJECT_DIR",  "CAIRN_MPIRUN",
-    "CAIRN_MPIRUN_ARGS", "CAIRN_LAUNCHER", "CAIRN_TEST_NO_SRUN", "CAIRN_BENCH_CHILD",
+    "CAIRN_MPIRUN_ARGS", "CAIRN_LAUNCHER", "CAIRN_SRUN", "CAIRN_SRUN_ARGS", "CAIRN_BENCH_CHILD",
+    "CAIRN_TEST_NO_SRUN",  // read at configure time by cmake/CairnMpiTest.cmake
+    // read by scripts/slurm-cluster.sh (the one-host test cluster)
+    "CAIRN_SLURM_CPUS", "CAIRN_SLURM_TIMEOUT", "CAIRN_SLURM_PORTS",
     // set by `cairn run` for its --between-attempts hook
     "CAIRN_ATTEMPT",   "CAIRN_CACHE_JOB",    "CAIRN_KILLED_NODES",
 };

@@ -17,6 +17,11 @@ struct Layout {
   std::string state_file() const { return control + "/state"; }
   std::string halt_file() const { return control + "/halt"; }
   std::string inject_dir() const { return control + "/inject"; }
+  // Process migration (docs/migration.md): `cairn run`'s launcher file, `cairn migrate`'s request,
+  // and the launcher's answer to it.
+  std::string launcher_file() const { return control + "/launcher"; }
+  std::string migrate_file() const { return control + "/migrate"; }
+  std::string migrate_result_file() const { return control + "/migrate.result"; }
   std::string node_cache(const std::string& node) const;            // <cache_job>/<node>
   std::string rank_cache(const std::string& node, int rank) const;  // <cache_job>/<node>/r<rank>
   std::string l3_version_dir(uint64_t version) const;               // <prefix>/v<00000042>

@@ -136,7 +136,9 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
   cfg_.end_time = end_time;
   g_halt_watcher = policy::HaltWatcher{};
   if (!policy::install_signal_handlers(policy::parse_exit_signal(cfg_.exit_signal)) && rank_ == 0)
-    LOG_WARN("exit_signal %s: the application handles this signal itself; cairn does not catch it",
+    LOG_WARN("exit_signal %s: a handler is already installed (by the application, or by the MPI library: "
+             "MPICH takes SIGUSR1); cairn does not catch it. Choose another signal with exit_signal "
+             "(CAIRN_EXIT_SIGNAL), e.g. USR2",
              cfg_.exit_signal.c_str());
   last_checkpoint_time_ = now_seconds();
   worker_ = std::thread([this] { worker_loop(); });
@@ -292,7 +294,11 @@ Status Runtime::agree_next_version() {
 Status Runtime::finalize() {
   // An earlier failed version does not stop the newest good one from reaching L3.
   Status st = wait_all();
-  if (cfg_.flush_on_finalize && last_local_version_ > last_flushed_version_) {
+  if (exit_for_migration_ && cfg_.flush_on_finalize && last_local_version_ > last_flushed_version_) {
+    if (rank_ == 0)
+      LOG_INFO("finalize: version %llu stays in the caches: the launcher migrates it (no flush to L3)",
+               static_cast<unsigned long long>(last_local_version_));
+  } else if (cfg_.flush_on_finalize && last_local_version_ > last_flushed_version_) {
     Status fl = flush_now(last_local_version_);
     if (!fl.is_ok() && st.is_ok()) st = fl;
   }
@@ -524,11 +530,13 @@ Status Runtime::policy_observe(int* need, int* exit) {
   double now = now_seconds();
   double halt = rank_ != 0 ? 0.0 : observe_halt_file(layout_.halt_file(), {now, cfg_.end_time, cfg_.halt_seconds,
       next_version_ - 1, versions_taken_ > 0 ? last_checkpoint_time_ : 0.0});
-  double local[5] = {policy::caught_signal() != 0 ? 1.0 : 0.0, halt,
+  // A migration request (`cairn migrate`, docs/migration.md): rank 0 looks for the file, one stat().
+  double migrate = rank_ == 0 && fs::exists(layout_.migrate_file()) ? 1.0 : 0.0;
+  double local[6] = {policy::caught_signal() != 0 ? 1.0 : 0.0, halt,
                      policy::end_time_reached(cfg_.end_time, cfg_.halt_seconds, now) ? 1.0 : 0.0,
-                     now - last_checkpoint_time_, checkpoint_cost_.value()};
-  double all[5];
-  CAIRN_MPI(MPI_Allreduce(local, all, 5, MPI_DOUBLE, MPI_MAX, app_comm_));
+                     now - last_checkpoint_time_, checkpoint_cost_.value(), migrate};
+  double all[6];
+  CAIRN_MPI(MPI_Allreduce(local, all, 6, MPI_DOUBLE, MPI_MAX, app_comm_));
   double interval = cfg_.interval_seconds;
   if (cfg_.interval == IntervalMode::automatic) {
     interval = policy::auto_interval(all[4], cfg_.mtbf_seconds, cfg_.interval_seconds);
@@ -543,10 +551,16 @@ Status Runtime::policy_observe(int* need, int* exit) {
   policy::Observation o{all[0] != 0, all[1] != 0, all[2] != 0, policy::interval_due(interval, all[3])};
   o.halt_file = all[1] == static_cast<int>(policy::HaltAction::checkpoint_then_exit);
   o.halt_exit_now = all[1] == static_cast<int>(policy::HaltAction::exit_now);
+  o.migrate = all[5] != 0;
   if (o.exit_requested() && !exit_requested_) {
     exit_requested_ = true;
     checkpoint_since_request_ = false;
-    if (rank_ == 0) LOG_WARN("exit requested by %s: checkpoint at the next chance, then exit", policy::describe(o).c_str());
+    // Only a migration alone leaves the final flush to the launcher (the snapshots move to the spare).
+    exit_for_migration_ = o.migrate && !o.signal && !o.halt_file && !o.end_time;
+    if (rank_ == 0) {
+      LOG_WARN("exit requested by %s: checkpoint at the next chance, then exit", policy::describe(o).c_str());
+      state_.set("exit_request", exit_for_migration_ ? "migrate" : policy::describe(o));
+    }
   }
   o.signal = o.signal || exit_requested_;
   auto d = policy::decide(o, checkpoint_since_request_);

@@ -239,6 +239,7 @@ class Runtime {
   uint64_t auto_interval_logged_ = 0;  // cost samples when the interval was last logged
   bool exit_requested_ = false;
   bool checkpoint_since_request_ = false;
+  bool exit_for_migration_ = false;  // the exit request came from `cairn migrate` alone
 
   // progress engine
   std::mutex mu_;

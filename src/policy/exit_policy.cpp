@@ -116,6 +116,7 @@ std::string describe(const Observation& o) {
   if (o.signal) add("a termination signal");
   if (o.halt_file || o.halt_exit_now) add("the halt file");
   if (o.end_time) add("the job's end time");
+  if (o.migrate) add("a migration request");
   if (o.interval_due) add("the checkpoint interval");
   return s.empty() ? "nothing" : s;
 }

@@ -35,7 +35,10 @@ struct Observation {
   // A halt condition that wants no further checkpoint: immediate=1, checkpoints=N used up, after=T
   // passed with a checkpoint since (policy/halt.hpp). Wins over everything else.
   bool halt_exit_now = false;
-  bool exit_requested() const { return signal || halt_file || end_time; }
+  // `cairn migrate` asked the launcher to move a node's ranks to a spare (<prefix>/.cairn/migrate):
+  // checkpoint, then exit so that the launcher can move the snapshots and relaunch.
+  bool migrate = false;
+  bool exit_requested() const { return signal || halt_file || end_time || migrate; }
 };
 
 // end_time: Unix seconds, 0 = none. now: Unix seconds.

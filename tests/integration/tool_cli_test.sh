@@ -9,6 +9,9 @@
 set -u
 
 CAIRN=${1:?usage: tool_cli_test.sh PATH/TO/cairn}
+# The mpirun checks below use a fake or the real mpirun even if the suite runs inside a Slurm allocation
+# (where auto would pick srun); the Slurm checks set --launcher themselves.
+export CAIRN_LAUNCHER=${CAIRN_LAUNCHER:-mpirun}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/cairn-tool-cli.XXXXXX")
 export WORK
 trap 'rm -rf "$WORK"' EXIT
@@ -173,7 +176,7 @@ done
 [ ! -e "$WORK/prefix/.cairn/inject" ] && pass "the rendezvous directory was removed" || fail "rendezvous left behind"
 expect_in "--between-attempts ran with its variables" "$WORK/hook" "1|$WORK/prefix|$CACHE_JOB|node1"
 expect_in "the job was relaunched" "$WORK/out" "rank 3 on node1 relaunched"
-expect_in "the summary counts the attempts" "$WORK/inject.err" "cairn run: summary: 2 attempts, 1 failed"
+expect_in "the summary counts the attempts" "$WORK/inject.err" "cairn run: summary (mpirun): 2 attempts, 1 failed"
 expect_in "the summary names the kill" "$WORK/inject.err" "killed node1 (ranks 2,3) at checkpoint 5"
 expect_in "the summary gives attempt 1's state" "$WORK/inject.err" "attempt 1: started without a restart"
 expect_in "the summary gives the restart" "$WORK/inject.err" "attempt 2: restarted from version 4 at L2"
@@ -187,7 +190,7 @@ rc=$?
 [ "$rc" -ne 0 ] && [ "$rc" -ne 2 ] && [ "$rc" -ne 3 ] && pass "--no-relaunch: the killed attempt's status ($rc)" ||
   fail "--no-relaunch: exit status $rc"
 expect_in "--no-relaunch: node0 killed" "$WORK/err" "killed node0 (ranks 0,1)"
-expect_in "--no-relaunch: one attempt" "$WORK/err" "summary: 1 attempt, 1 failed"
+expect_in "--no-relaunch: one attempt" "$WORK/err" "summary (mpirun): 1 attempt, 1 failed"
 [ ! -e "$WORK/hook" ] && pass "--no-relaunch: no hook" || fail "--no-relaunch: the hook ran"
 [ ! -e "$CACHE_JOB/node0" ] && [ -e "$CACHE_JOB/node1" ] && pass "--no-relaunch: node0's cache deleted" ||
   fail "--no-relaunch: caches"
@@ -197,6 +200,38 @@ expect_rc "injection point never reached: exit 3" 3 env FAKE_NEVER_REACH=1 "$CAI
   --kill-node 1 --at-checkpoint 5 --phase flush -- "$WORK/fake-job"
 expect_in "never reached is said clearly" "$WORK/err" "checkpoint 5 phase flush was never reached"
 expect_in "and no node was killed" "$WORK/err" "no node was killed"
+
+# ---- run: Slurm (the real cluster is tests/integration/slurm_test.sh) ------------------------------------
+# Outside an allocation srun is refused; inside one (SLURM_JOB_ID) auto picks srun, here a fake that
+# prints its arguments and the --multi-prog file it was given.
+expect_rc "run --launcher srun outside an allocation" 2 env -u SLURM_JOB_ID "$CAIRN" run -n 2 --launcher srun -- true
+expect_in "srun outside an allocation says what to do" "$WORK/err" \
+  "cairn run: --launcher srun: not inside a Slurm allocation (SLURM_JOB_ID is not set); run \`cairn run\` under salloc"
+expect_rc "run --launcher bogus" 2 "$CAIRN" run -n 2 --launcher bogus -- true
+expect_rc "CAIRN_LAUNCHER=bogus" 2 env CAIRN_LAUNCHER=bogus "$CAIRN" run -n 2 -- true
+expect_in "CAIRN_LAUNCHER=bogus is named" "$WORK/err" "CAIRN_LAUNCHER=bogus: unknown launcher; use auto, mpirun or srun"
+expect_rc "run --launcher srun without srun" 2 env SLURM_JOB_ID=4242 CAIRN_SRUN="$WORK/no-srun" \
+  "$CAIRN" run -n 2 --launcher srun -- true
+expect_in "srun not found is said clearly" "$WORK/err" "srun not found (CAIRN_SRUN=$WORK/no-srun is not an executable)"
+cat >"$WORK/fake-srun" <<'EOF2'
+#!/bin/sh
+for a in "$@"; do printf '[%s]' "$a"; done
+echo
+while [ $# -gt 1 ] && [ "$1" != --multi-prog ]; do shift; done
+grep -v '^#' "$2"
+EOF2
+chmod +x "$WORK/fake-srun"
+expect_rc "auto picks srun inside an allocation" 0 env -u CAIRN_LAUNCHER SLURM_JOB_ID=4242 CAIRN_SRUN="$WORK/fake-srun" CAIRN_LOG=info \
+  "$CAIRN" run -n 5 --nodes 2 --config "$WORK/good.toml" -- echo "a b" "it's"
+expect_in "the srun command line" "$WORK/out" \
+  "[--mpi=pmix][--kill-on-bad-exit=1][--quit-on-interrupt][-n][5][--multi-prog][$WORK/prefix/.cairn/srun-multi-prog.conf]"
+expect_in "a --multi-prog line per node: node0" "$WORK/out" "0-2 env CAIRN_NODE=node0 CAIRN_CONFIG=$WORK/good.toml echo 'a b' 'it'\\''s'"
+expect_in "a --multi-prog line per node: node1" "$WORK/out" "3-4 env CAIRN_NODE=node1 CAIRN_CONFIG=$WORK/good.toml echo 'a b' 'it'\\''s'"
+expect_in "the launcher is said at info level" "$WORK/err" "cairn run: launcher: srun (auto: inside Slurm allocation 4242)"
+expect_in "the attempt line names srun" "$WORK/err" "cairn run: attempt 1 (srun): $WORK/fake-srun --mpi=pmix"
+expect_rc "--launcher mpirun inside an allocation" 0 env SLURM_JOB_ID=4242 CAIRN_SRUN="$WORK/fake-srun" \
+  CAIRN_MPIRUN="$WORK/fake-mpirun" CAIRN_MPIRUN_ARGS= "$CAIRN" run -n 2 --launcher mpirun -- true
+expect_in "... runs mpirun" "$WORK/out" "[-np][2][env][CAIRN_NODE=node0][true]"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed"

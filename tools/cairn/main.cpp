@@ -27,6 +27,7 @@ constexpr AddCommand kCommands[] = {
     cairn::tool::add_clean_command,
     cairn::tool::add_watch_command,
     cairn::tool::add_plot_command,
+    cairn::tool::add_migrate_command,
 };
 
 std::string version_text() {

@@ -26,6 +26,8 @@
 #include "pfs/l3_store.hpp"
 #include "job_state.hpp"
 #include "launch_plan.hpp"
+#include "launcher.hpp"
+#include "migration.hpp"
 #include "process.hpp"
 
 namespace cairn::tool {
@@ -44,13 +46,14 @@ struct RunOptions {
   bool kill_every_attempt = false;       // attempts past the list are killed at its last entry
   int retries = -1;                      // relaunches after failed attempts; -1: the default
   int spares = 0;                        // spare nodes node<K>..node<K+S-1>
-  bool scavenge = false;                 // flush the newest version complete in cache at the end
+  bool scavenge = true;                  // flush the newest version complete in cache at the end
   uint64_t at_checkpoint = 0;            // the current attempt's (set per attempt)
   std::string phase = "checkpoint";
   std::string config_path;
   std::string between_attempts;
   bool no_relaunch = false;
   bool no_spare = false;  // relaunch on the surviving nodes only
+  std::string launcher;   // --launcher: auto, mpirun or srun; empty: CAIRN_LAUNCHER, else auto
   std::vector<std::string> stray;  // words before "--" that are no option: a forgotten "--"
 };
 
@@ -63,6 +66,8 @@ struct Attempt {
   uint64_t at_checkpoint = 0;         // where this attempt was to be killed (0: not injected)
   std::string killed_text;            // "node1 (ranks 2,3)" when killed
   double wall_seconds = 0;            // how long the attempt ran
+  double restarted_after = -1;        // seconds from the launch until the job had restarted; -1: no restart seen
+  std::string migrated_text;          // "node1 to node4 (...)" when the job exited for a migration
   std::optional<JobState> state;      // the job state file, when this attempt wrote it
 };
 
@@ -134,14 +139,9 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
 
   if (find_executable(inv.trailing.front()).empty())
     return make_error(Code::ERR_INVALID_ARG, "command not found: %s", inv.trailing.front().c_str());
-  const char* mpirun_env = getenv("CAIRN_MPIRUN");
-  std::string mpirun_name = mpirun_env && *mpirun_env ? mpirun_env : "mpirun";
-  ctx.spec.mpirun = find_executable(mpirun_name);
-  if (ctx.spec.mpirun.empty())
-    return make_error(Code::ERR_INVALID_ARG, "MPI launcher not found: %s (%s)", mpirun_name.c_str(),
-                      mpirun_env && *mpirun_env ? "from CAIRN_MPIRUN" : "not in PATH; set CAIRN_MPIRUN to it");
-  const char* mpirun_args = getenv("CAIRN_MPIRUN_ARGS");
-  ctx.spec.mpirun_args = split_whitespace(mpirun_args ? mpirun_args : "");
+  // mpirun, or srun inside a Slurm allocation (--launcher, CAIRN_LAUNCHER; launcher.hpp).
+  auto launcher_reason = resolve_launcher(o.launcher, &ctx.spec);
+  if (!launcher_reason) return launcher_reason.status();
 
   // The job loads the same configuration (same environment, same file), so the layout agrees.
   std::string config_path;
@@ -154,6 +154,9 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
   if (!loaded) return loaded.status();
   log::set_level(loaded->config.log_level);
   ctx.layout = make_layout(loaded->config);
+  ctx.spec.multi_prog_file = ctx.layout.control + "/srun-multi-prog.conf";  // written per attempt, for srun
+  if (log::level() >= log::Level::info)
+    fprintf(stderr, "cairn run: launcher: %s (%s)\n", launcher_name(ctx.spec.launcher), launcher_reason->c_str());
 
   ctx.spec.ranks_per_node = ranks_per_node(o.nranks, o.nnodes);
   for (int i = 0; i < o.nnodes; ++i) ctx.spec.node_names.push_back(node_name(i));
@@ -163,6 +166,7 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
     ctx.options.retries = o.no_relaunch || o.kill_nodes.empty() ? 0 : static_cast<int>(o.at_checkpoints.size());
   ctx.spec.command = inv.trailing;
   ctx.spec.inject_nodes = ctx.options.kill_nodes;
+  if (ctx.spec.launcher == LauncherKind::srun) CAIRN_TRY(multi_prog_text(ctx.spec, false).status());
   return ctx;
 }
 
@@ -214,7 +218,172 @@ void kill_injected_ranks(const RunContext& ctx, const InjectionRendezvous& rende
             join_ints(report.missing).c_str(), rendezvous.dir().c_str());
 }
 
-Attempt run_attempt(const RunContext& ctx, int number, bool inject) {
+// ---- process migration (docs/migration.md) ------------------------------------------------------------
+
+// The launcher's side of `cairn migrate`: answers requests in <prefix>/.cairn/migrate, moves the node's
+// snapshots once the job has checkpointed and exited for it, and reports until the relaunched job has
+// restarted. One request at a time.
+bool attempt_failed(const Attempt& a);
+
+class MigrationDesk {
+ public:
+  explicit MigrationDesk(const Layout& layout) : layout_(layout) {}
+
+  // While the job runs: acknowledges a new request (a stat() per call).
+  void poll() {
+    if (pending_ || !fs::exists(layout_.migrate_file())) return;
+    auto text = fs::read_file(layout_.migrate_file());
+    if (!text) return;  // being replaced; next time
+    auto req = parse_migrate_request(*text);
+    if (!req) {
+      fprintf(stderr, "cairn run: ignoring %s: %s\n", layout_.migrate_file().c_str(), req.status().message().c_str());
+      (void)fs::remove_file(layout_.migrate_file());
+      return;
+    }
+    pending_ = *req;
+    result_ = MigrateResult{};
+    result_.id = req->id;
+    result_.node = req->node;
+    result_.status = "waiting";
+    result_.message = "the job checkpoints at its next cairn_need_checkpoint and exits";
+    publish();
+    fprintf(stderr, "cairn run: migration of %s requested; waiting for the job to checkpoint and exit\n",
+            req->node.c_str());
+  }
+
+  // After an attempt: true when the job exited for the pending migration and the node was moved, so
+  // the job is to be relaunched with the spare in its place. Answers the request otherwise.
+  bool after_attempt(RunContext& ctx, Attempt& a) {
+    poll();  // a request placed just before the job ended
+    if (!pending_) return false;
+    const MigrateRequest req = *pending_;
+    result_.wind_down_seconds = seconds_since(req.requested_unix_ns);
+    const bool for_us = a.state && a.state->values.count("exit_request") && a.state->values.at("exit_request") == "migrate";
+    if (attempt_failed(a) || !for_us) {
+      fail(attempt_failed(a) ? "the job failed (" + describe_wait_status(a.wait_status) + ") before it could migrate"
+                             : "the job ended without acting on the request (it finished, or exited for another reason)");
+      return false;
+    }
+    size_t idx = ctx.spec.node_names.size();
+    for (size_t i = 0; i < ctx.spec.node_names.size(); ++i)
+      if (ctx.spec.node_names[i] == req.node && ctx.spec.ranks_per_node[i] > 0) idx = i;
+    if (idx == ctx.spec.node_names.size()) return fail(req.node + " is not a node of the job any more"), false;
+    if (ctx.next_spare > ctx.last_spare) return fail("no spare node is left"), false;
+    const std::string spare = node_name(ctx.next_spare);
+    result_.spare = spare;
+    result_.status = "transferring";
+    result_.message = req.node + " to " + spare;
+    publish();
+
+    TransferOptions topt;
+    topt.buffers = req.buffers;
+    topt.buffer_size = req.buffer_size;
+    uint64_t expected = 0;
+    Progress* bar = nullptr;
+    std::unique_ptr<Progress> progress;
+    topt.progress = [&](uint64_t done, uint64_t total) {
+      if (!bar) {
+        progress = std::make_unique<Progress>("migrating " + req.node + " to " + spare, total);
+        bar = progress.get();
+      }
+      bar->add(done - expected);
+      expected = done;
+    };
+    auto moved = transfer_node_cache(ctx.layout, req.node, spare, topt);
+    if (progress) progress->finish();
+    if (!moved) {
+      fail("moving the snapshots of " + req.node + " to " + spare + " failed: " + moved.status().message() +
+           "; the job goes on on its nodes");
+      a.migrated_text = "migration of " + req.node + " failed";
+      return true;  // relaunch as it was: the job only exited to migrate
+    }
+    const TransferStats& t = *moved;
+    ctx.next_spare++;
+    ctx.spec.node_names[idx] = spare;
+    result_.version = t.version;
+    result_.bytes = t.bytes;
+    result_.transfer_seconds = t.seconds;
+    char text[512];
+    snprintf(text, sizeof text,
+             "version %llu of %d ranks, %s (%s verified chunk by chunk) in %s, %.2f GB/s; pool %d x %s, at most %d "
+             "filled at once",
+             static_cast<unsigned long long>(t.version), t.ranks, format_bytes(t.bytes).c_str(),
+             format_bytes(t.verified).c_str(), format_duration(t.seconds).c_str(),
+             t.seconds > 0 ? static_cast<double>(t.bytes) / t.seconds / 1e9 : 0.0, t.buffers,
+             format_bytes(t.buffer_size).c_str(), t.peak_in_use);
+    fprintf(stderr, "cairn run: migrated %s to %s: %s\n", req.node.c_str(), spare.c_str(), text);
+    a.migrated_text = req.node + " to " + spare + " (" + format_bytes(t.bytes) + " in " + format_duration(t.seconds) + ")";
+    // The node leaves the job: its cache goes (the spare holds the version, verified, and L2 still protects it).
+    Status st = fs::remove_tree(ctx.layout.node_cache(req.node));
+    if (!st) fprintf(stderr, "cairn run: warning: removing the cache of %s: %s\n", req.node.c_str(), st.message().c_str());
+    (void)fs::remove_file(layout_.migrate_file());
+    result_.status = "relaunching";
+    result_.message = "the job restarts with " + spare + " in place of " + req.node;
+    publish();
+    relaunched_ = true;
+    return true;
+  }
+
+  // The relaunched job has restarted: the migration is complete.
+  void restarted(const JobState& s, double since_launch) {
+    if (!pending_ || !relaunched_) return;
+    result_.restart_seconds = since_launch;
+    result_.restart_level = s.restart_level;
+    result_.total_seconds = seconds_since(pending_->requested_unix_ns);
+    result_.status = "done";
+    result_.message = "restarted from version " + std::to_string(s.restart_version) + " at " + s.restart_level;
+    publish();
+    fprintf(stderr, "cairn run: migration done: checkpoint and exit %.2f s, transfer %.2f s, relaunch and restart "
+                    "from %s %.2f s; %.2f s in all\n",
+            result_.wind_down_seconds, result_.transfer_seconds, s.restart_level.c_str(), since_launch,
+            result_.total_seconds);
+    pending_.reset();
+    relaunched_ = false;
+  }
+
+  // The run ends with a request outstanding.
+  void abandon() {
+    poll();
+    if (pending_) fail(relaunched_ ? "the relaunched job ended before it restarted" : "cairn run ended before the job migrated");
+  }
+
+ private:
+  static double seconds_since(int64_t unix_ns) {
+    return unix_ns > 0 ? static_cast<double>(now_unix_ns() - unix_ns) / 1e9 : 0.0;
+  }
+  void publish() {
+    Status st = fs::write_file_atomic(layout_.migrate_result_file(), format_migrate_result(result_), false);
+    if (!st) fprintf(stderr, "cairn run: warning: %s\n", st.message().c_str());
+  }
+  void fail(const std::string& why) {
+    fprintf(stderr, "cairn run: migration of %s abandoned: %s\n", result_.node.c_str(), why.c_str());
+    result_.status = "failed";
+    result_.message = why;
+    publish();
+    (void)fs::remove_file(layout_.migrate_file());
+    pending_.reset();
+    relaunched_ = false;
+  }
+
+  const Layout& layout_;
+  std::optional<MigrateRequest> pending_;
+  MigrateResult result_;
+  bool relaunched_ = false;  // the node moved; the result is final once the job has restarted
+};
+
+// The launcher file: tells `cairn migrate` that this process manages the job, and its nodes and spares.
+void write_launcher_file(const RunContext& ctx) {
+  LauncherInfo info;
+  info.pid = getpid();
+  for (size_t i = 0; i < ctx.spec.node_names.size(); ++i)
+    if (ctx.spec.ranks_per_node[i] > 0) info.nodes.push_back(ctx.spec.node_names[i]);
+  for (int s = ctx.next_spare; s <= ctx.last_spare; ++s) info.spares.push_back(node_name(s));
+  Status st = fs::make_dirs(ctx.layout.control);
+  if (st) st = fs::write_file_atomic(ctx.layout.launcher_file(), format_launcher_info(info), false);
+  if (!st) fprintf(stderr, "cairn run: warning: %s (cairn migrate will not find this job)\n", st.message().c_str());
+}
+
+Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDesk& desk) {
   Attempt attempt;
   attempt.number = number;
   attempt.injected = inject;
@@ -223,11 +392,22 @@ Attempt run_attempt(const RunContext& ctx, int number, bool inject) {
     Status st = rendezvous.reset();
     if (!st) fprintf(stderr, "cairn run: warning: failure-injection directory: %s\n", st.message().c_str());
   }
-  std::vector<std::string> argv = mpirun_argv(ctx.spec, inject);
-  if (log::level() >= log::Level::info)
-    fprintf(stderr, "cairn run: attempt %d: %s\n", number, join_quoted(argv).c_str());
+  auto launch = launch_argv(ctx.spec, inject);  // srun: also writes the --multi-prog file
+  if (!launch) {
+    fprintf(stderr, "cairn run: %s\n", launch.status().message().c_str());
+    attempt.wait_status = 127 << 8;
+    return attempt;
+  }
+  std::vector<std::string> argv = std::move(launch).value();
+  if (log::level() >= log::Level::info) {
+    fprintf(stderr, "cairn run: attempt %d (%s): %s\n", number, launcher_name(ctx.spec.launcher), join_quoted(argv).c_str());
+    if (auto text = multi_prog_text(ctx.spec, inject); text && ctx.spec.launcher == LauncherKind::srun)
+      fprintf(stderr, "cairn run: %s:\n%s", ctx.spec.multi_prog_file.c_str(), text->c_str());
+  }
 
   const FileStamp state_before = stamp_of(ctx.layout.state_file());
+  FileStamp state_seen = state_before;
+  const auto launched = std::chrono::steady_clock::now();
   auto child = spawn(argv, {}, /*own_group=*/true);
   if (!child) {
     fprintf(stderr, "cairn run: %s\n", child.status().message().c_str());
@@ -262,6 +442,19 @@ Attempt run_attempt(const RunContext& ctx, int number, bool inject) {
       ::kill(-child->pid, SIGKILL);
       group_killed = true;
     }
+    // Watch the state file for the restart (how long it took) and answer migration requests.
+    if (attempt.restarted_after < 0) {
+      FileStamp now = stamp_of(ctx.layout.state_file());
+      if (!(now == state_seen)) {
+        state_seen = now;
+        auto s = read_state_written_since(ctx.layout.state_file(), state_before);
+        if (s && s->restart_version > 0) {
+          attempt.restarted_after = std::chrono::duration<double>(clock::now() - launched).count();
+          desk.restarted(*s, attempt.restarted_after);
+        }
+      }
+    }
+    desk.poll();
     std::this_thread::sleep_for(kPollInterval);
   }
   release_terminal(*child);
@@ -394,23 +587,27 @@ std::string describe_attempt(const Attempt& a) {
       out += "started without a restart";
     else
       out += "restarted from version " + std::to_string(s.restart_version) + " at " + s.restart_level;
+    if (a.restarted_after >= 0) out += " (" + format_duration(a.restarted_after) + " after the launch)";
     out += "; " + describe_wait_status(a.wait_status);
     out += "; newest version " + std::to_string(s.version) + " (L1 " + std::to_string(s.l1) + ", L2 " +
            std::to_string(s.l2) + ", L3 " + std::to_string(s.l3) + ")";
   }
   if (a.reached) out += "; killed " + a.killed_text + " at checkpoint " + std::to_string(a.at_checkpoint);
+  if (!a.migrated_text.empty()) out += "; exited to migrate: " + a.migrated_text;
   return out;
 }
 
 bool attempt_failed(const Attempt& a) { return a.reached || exit_code_of(a.wait_status) != 0; }
 
-void print_summary(const std::vector<Attempt>& attempts) {
+void print_summary(const RunContext& ctx, const std::vector<Attempt>& attempts) {
   int failures = 0;
   double lost = 0;
   for (const auto& a : attempts)
     if (attempt_failed(a)) ++failures, lost += a.wall_seconds;
-  fprintf(stderr, "cairn run: summary: %zu %s, %d failed; time lost %.1f s (whole wall time of the failed attempts)\n",
-          attempts.size(), attempts.size() == 1 ? "attempt" : "attempts", failures, lost);
+  fprintf(stderr,
+          "cairn run: summary (%s): %zu %s, %d failed; time lost %.1f s (whole wall time of the failed attempts)\n",
+          launcher_name(ctx.spec.launcher), attempts.size(), attempts.size() == 1 ? "attempt" : "attempts", failures,
+          lost);
   for (const auto& a : attempts) fprintf(stderr, "cairn run: %s\n", describe_attempt(a).c_str());
   for (auto it = attempts.rbegin(); it != attempts.rend(); ++it)
     if (it->state) {
@@ -471,61 +668,65 @@ int run_job(const RunContext& start) {
   RunContext ctx = start;
   const RunOptions& o = ctx.options;
   std::vector<Attempt> attempts;
-  int status = 0;
-  auto finish = [&](int code) {
-    print_summary(attempts);
+  MigrationDesk desk(ctx.layout);
+  write_launcher_file(ctx);
+  // Every way out: the summary, an answer to an outstanding migration request, the scavenge.
+  auto finish = [&](int code, const std::string& last_words = "") {
+    (void)fs::remove_file(ctx.layout.launcher_file());
+    desk.abandon();
+    print_summary(ctx, attempts);
+    if (!last_words.empty()) fprintf(stderr, "cairn run: %s\n", last_words.c_str());
     if (o.scavenge) scavenge(ctx);
     return code;
   };
+  int relaunches = 0;  // after failed attempts (bounded by --retries); migrations do not count
   for (int k = 1;; ++k) {
-    const uint64_t at = kill_point(o, k);
+    // The n-th attempt that may fail is killed at the n-th --at-checkpoint entry.
+    const uint64_t at = kill_point(o, relaunches + 1);
     const bool inject = at > 0;
     if (inject) {
       for (int node : o.kill_nodes)
-        if (ctx.spec.ranks_per_node[static_cast<size_t>(node)] == 0) {
-          fprintf(stderr, "cairn run: node %d has no ranks left (lost without a spare); cannot kill it again\n", node);
-          return finish(kExitFailure);
-        }
+        if (ctx.spec.ranks_per_node[static_cast<size_t>(node)] == 0)
+          return finish(kExitFailure, "node " + std::to_string(node) +
+                                          " has no ranks left (lost without a spare); cannot kill it again");
       ctx.options.at_checkpoint = at;
       ctx.inject_text = o.phase + ":" + std::to_string(at);
       ctx.spec.inject_env = {{"CAIRN_INJECT", ctx.inject_text}, {"CAIRN_INJECT_DIR", ctx.layout.inject_dir()}};
     }
     auto t0 = std::chrono::steady_clock::now();
-    attempts.push_back(run_attempt(ctx, k, inject));
+    attempts.push_back(run_attempt(ctx, k, inject, desk));
     Attempt& a = attempts.back();
     a.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     a.at_checkpoint = inject ? at : 0;
     if (a.reached) a.killed_text = killed_nodes_text(ctx);
-    status = exit_code_of(a.wait_status);
+    const int status = exit_code_of(a.wait_status);
 
-    if (inject && !a.reached) {
-      print_summary(attempts);
-      fprintf(stderr, "cairn run: checkpoint %llu phase %s was never reached in attempt %d (the job ended with %s); "
-                      "no node was killed\n",
-              static_cast<unsigned long long>(at), o.phase.c_str(), k, describe_wait_status(a.wait_status).c_str());
-      if (o.scavenge) scavenge(ctx);
-      return kExitNotReached;
+    if (inject && !a.reached)
+      return finish(kExitNotReached,
+                    "checkpoint " + std::to_string(at) + " phase " + o.phase + " was never reached in attempt " +
+                        std::to_string(k) + " (the job ended with " + describe_wait_status(a.wait_status) +
+                        "); no node was killed");
+    if (!a.interrupted && desk.after_attempt(ctx, a)) {
+      write_launcher_file(ctx);
+      fprintf(stderr, "cairn run: relaunching the job after the migration (attempt %d)\n", k + 1);
+      continue;
     }
-    if (!attempt_failed(a) || a.interrupted) break;
+    if (!attempt_failed(a) || a.interrupted) return finish(status);
     const bool killed = a.reached;
     if (killed) delete_killed_caches(ctx);
-    if (k - 1 >= o.retries) {
+    if (relaunches >= o.retries) {
       if (o.retries > 0) fprintf(stderr, "cairn run: attempt %d failed and no retry is left (--retries %d)\n", k, o.retries);
-      break;
+      return finish(status);
     }
     if (killed && !o.between_attempts.empty() && !run_between_attempts(ctx, k)) return finish(kExitFailure);
     if (killed) {
       std::string why = replace_killed_nodes(ctx);
-      if (!why.empty()) {
-        print_summary(attempts);
-        fprintf(stderr, "cairn run: %s\n", why.c_str());
-        if (o.scavenge) scavenge(ctx);
-        return kExitFailure;
-      }
+      if (!why.empty()) return finish(kExitFailure, why);
+      write_launcher_file(ctx);
     }
+    ++relaunches;
     fprintf(stderr, "cairn run: relaunching the job (attempt %d)\n", k + 1);
   }
-  return finish(status);
 }
 
 const char* const kFooter = R"(Simulated nodes:
@@ -534,7 +735,19 @@ const char* const kFooter = R"(Simulated nodes:
   The job is started as
     $CAIRN_MPIRUN $CAIRN_MPIRUN_ARGS -np c0 env CAIRN_NODE=node0 CMD ARGS : -np c1 env CAIRN_NODE=node1 ...
   CAIRN_MPIRUN defaults to mpirun (from PATH); CAIRN_MPIRUN_ARGS is split on whitespace (e.g.
-  --oversubscribe for more ranks than cores). CAIRN_LOG=info prints the command line.
+  --oversubscribe for more ranks than cores). CAIRN_LOG=info prints the launcher chosen and the
+  command line.
+
+Slurm (--launcher, CAIRN_LAUNCHER: auto, mpirun or srun):
+  auto (the default) uses srun inside a Slurm allocation (SLURM_JOB_ID set; salloc, sbatch) when
+  srun is found, else mpirun. Under srun the job is started as
+    $CAIRN_SRUN --mpi=pmix --kill-on-bad-exit=1 --quit-on-interrupt $CAIRN_SRUN_ARGS -n NP \
+        --multi-prog <prefix>/.cairn/srun-multi-prog.conf
+  where the file has one line per node, "0-1 env CAIRN_NODE=node0 CMD ARGS", so every rank gets
+  its node as under mpirun. CAIRN_SRUN defaults to srun (from PATH); CAIRN_SRUN_ARGS is split on
+  whitespace and replaces the default of an option it gives (e.g. --mpi=pmi2). --launcher srun
+  outside an allocation is an error. With more ranks than cores, Open MPI started by srun needs
+  OMPI_MCA_mpi_yield_when_idle=1, or its ranks busy-wait (under mpirun --oversubscribe they yield).
 
 Failure injection (--kill-node, --at-checkpoint, --phase):
   The ranks of the chosen nodes run with CAIRN_INJECT=<phase>:<C> and CAIRN_INJECT_DIR=<prefix>/.cairn/inject.
@@ -552,13 +765,20 @@ Failure injection (--kill-node, --at-checkpoint, --phase):
   flush (while version C is written to the file system).
 
 At the end (success, failure or halt) a summary gives the attempts, the failures and the time lost
-(the whole wall time of the failed attempts); --scavenge then flushes the newest version complete in
-the surviving caches to L3, as `cairn flush` does, unless L3 holds it or a newer one.
+(the whole wall time of the failed attempts); then (unless --no-scavenge) the newest version complete
+in the surviving caches is flushed to L3, as `cairn flush` does, unless L3 holds it or a newer one.
+
+Migration (cairn migrate --node I, docs/migration.md):
+  While the job runs, <prefix>/.cairn/launcher names this process, the nodes and the free spares. A
+  request makes the job checkpoint and exit; the node's newest snapshots are piped through a bounded
+  pool of buffers into the next spare's cache, verified chunk by chunk, and the job is relaunched
+  with the spare in place of the node, every rank restarting from L1. Migrations do not count as
+  failures or retries.
 
 Exit status:
   the last attempt's (128+N when it was killed by signal N); 2 for bad options or configuration, a
-  command or MPI launcher not found; 3 when the injection point was never reached; 1 when the
-  --between-attempts command failed.
+  command or MPI launcher not found, or srun asked for outside an allocation; 3 when the injection
+  point was never reached; 1 when the --between-attempts command failed.
 
 See docs/launcher.md.)";
 
@@ -569,7 +789,8 @@ Command add_run_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand("run", "Run an MPI job on simulated nodes, with optional failure injection.");
   set_usage(app, "cairn run -n NP [--nodes K] [--spares S] [--kill-node I[,J...] --at-checkpoint C[,C2...]\n"
                  "                 [--phase PHASE] [--kill-every-attempt]] [--retries R] [--config FILE]\n"
-                 "                 [--between-attempts CMD] [--no-relaunch] [--no-spare] [--scavenge] -- CMD [ARGS...]");
+                 "                 [--between-attempts CMD] [--no-relaunch] [--no-spare] [--no-scavenge]\n"
+                 "                 [--launcher auto|mpirun|srun] -- CMD [ARGS...]");
   app->add_option("-n,--np", o->nranks, "Number of MPI ranks")->required()->type_name("NP");
   app->add_option("--nodes", o->nnodes, "Number of simulated nodes, 1..NP")
       ->type_name("K")
@@ -605,10 +826,16 @@ Command add_run_command(CLI::App& root) {
   app->add_option("--spares", o->spares, "Spare nodes node<K>..node<K+S-1>, held back to replace killed nodes")
       ->type_name("S")
       ->capture_default_str();
-  app->add_flag("--scavenge", o->scavenge,
-                "At the end, flush the newest version complete in the caches to L3 unless it is there");
+  app->add_flag("--scavenge,!--no-scavenge", o->scavenge,
+                "At the end (the default), flush the newest version complete in the caches to L3 unless it is\n"
+                "there; --no-scavenge leaves the caches as they are");
   app->add_flag("--no-spare", o->no_spare,
                 "Once no spare is left, relaunch on the surviving nodes only (fewer ranks); refused when the job has private state");
+  app->add_option("--launcher", o->launcher,
+                  "What starts the ranks: srun inside a Slurm allocation, else mpirun (auto, the default;\n"
+                  "CAIRN_LAUNCHER sets another default), or mpirun or srun")
+      ->check(CLI::IsMember({"auto", "mpirun", "srun"}))
+      ->type_name("LAUNCHER");
   app->add_option("stray", o->stray)->group("");  // a command given without "--": reported clearly
   app->footer(kFooter);
 

@@ -1,0 +1,186 @@
+// The process-migration transfer (tools/cairn/migration.cpp): a node's newest L1 version moves into a
+// spare's cache through the bounded pool, verified chunk by chunk; damage is refused and leaves
+// nothing behind. And the control files round-trip.
+#include "migration.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "cache/cache_store.hpp"
+#include "core/fsutil.hpp"
+#include "core/manifest.hpp"
+
+namespace cairn::tool {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+class MigrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cairn-migration-test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    layout_.prefix = root_ + "/prefix";
+    layout_.control = layout_.prefix + "/.cairn";
+    layout_.cache_job = root_ + "/cache";
+  }
+  void TearDown() override { stdfs::remove_all(root_); }
+
+  // Writes version v of `rank` on `node` the way the library does: slot data, redundancy data, the
+  // set file, the protected marker, and the record last. Returns the stream.
+  std::string write_version(const std::string& node, int rank, uint64_t v, int slot, size_t size) {
+    CacheStore store;
+    EXPECT_TRUE(store.open(layout_.rank_cache(node, rank), 2).is_ok());
+    std::string data(size, '\0');
+    std::mt19937_64 rng(v * 1000 + static_cast<uint64_t>(rank));
+    for (auto& c : data) c = static_cast<char>(rng());
+    auto s = store.slot(slot, size);
+    EXPECT_TRUE(s.is_ok());
+    memcpy((*s)->data(), data.data(), size);
+    auto r = store.red(slot, size / 2);
+    EXPECT_TRUE(r.is_ok());
+    memset((*r)->data(), 0x5a, size / 2);
+    L1Record rec;
+    rec.slot = static_cast<uint32_t>(slot);
+    rec.manifest.version = v;
+    rec.manifest.rank = static_cast<uint32_t>(rank);
+    rec.manifest.nranks = 4;
+    rec.manifest.node = node;
+    rec.manifest.chunk_size = 64 * 1024;
+    rec.manifest.total_size = size;
+    rec.manifest.chunk_hashes = chunk_hashes(data.data(), size, rec.manifest.chunk_size);
+    EXPECT_TRUE(store.write_set(v, "set of version " + std::to_string(v)).is_ok());
+    EXPECT_TRUE(store.mark_protected(v).is_ok());
+    EXPECT_TRUE(store.write_record(v, rec).is_ok());
+    return data;
+  }
+
+  std::string read(const std::string& path) {
+    auto b = fs::read_file(path);
+    EXPECT_TRUE(b.is_ok()) << path;
+    return b.is_ok() ? *b : "";
+  }
+
+  std::string root_;
+  Layout layout_;
+};
+
+TEST_F(MigrationTest, MovesTheNewestCommonVersionVerified) {
+  // Ranks 2 and 3 on node1; version 5 in slot 1 on both, version 6 only on rank 2 (not common).
+  write_version("node1", 2, 4, 0, 300 * 1024);
+  std::string d2 = write_version("node1", 2, 5, 1, 1000 * 1024 + 100);  // not a multiple of the chunk
+  std::string d3 = write_version("node1", 3, 5, 1, 700 * 1024);
+  write_version("node1", 2, 6, 0, 300 * 1024);
+  TransferOptions opt;
+  opt.buffers = 2;                 // a small pool: the reader must wait for the writer
+  opt.buffer_size = 100 * 1024;    // rounded up to a multiple of the 64 KiB chunk
+  uint64_t last = 0, total = 0;
+  opt.progress = [&](uint64_t done, uint64_t all) { last = done, total = all; };
+  auto t = transfer_node_cache(layout_, "node1", "node4", opt);
+  ASSERT_TRUE(t.is_ok()) << t.status().message();
+  EXPECT_EQ(t->version, 5u);
+  EXPECT_EQ(t->ranks, 2);
+  EXPECT_EQ(t->buffer_size, 128u * 1024);
+  EXPECT_LE(t->peak_in_use, 2);
+  EXPECT_EQ(t->verified, d2.size() + d3.size());
+  EXPECT_EQ(last, total);
+  EXPECT_EQ(t->bytes, total);
+
+  CacheStore spare2, spare3;
+  ASSERT_TRUE(spare2.open(layout_.rank_cache("node4", 2), 2).is_ok());
+  ASSERT_TRUE(spare3.open(layout_.rank_cache("node4", 3), 2).is_ok());
+  EXPECT_EQ(spare2.versions(), std::vector<uint64_t>{5});  // only the migrated version
+  EXPECT_EQ(read(spare2.slot_path(1)).substr(0, d2.size()), d2);
+  EXPECT_EQ(read(spare3.slot_path(1)).substr(0, d3.size()), d3);
+  EXPECT_EQ(read(spare2.red_path(1)), read(layout_.rank_cache("node1", 2) + "/slot-1.red"));
+  EXPECT_EQ(read(spare3.set_path(5)), "set of version 5");
+  EXPECT_TRUE(spare3.is_protected(5));
+  auto rec = spare2.read_record(5);
+  ASSERT_TRUE(rec.is_ok());
+  EXPECT_EQ(rec->slot, 1u);
+  EXPECT_TRUE(verify_stream(rec->manifest, d2.data(), d2.size()).is_ok());
+  // The source is left as it was.
+  EXPECT_EQ(read(layout_.rank_cache("node1", 2) + "/slot-1.data").substr(0, d2.size()), d2);
+}
+
+TEST_F(MigrationTest, DamagedSourceIsRefusedAndLeavesNothing) {
+  write_version("node1", 2, 5, 0, 512 * 1024);
+  write_version("node1", 3, 5, 0, 512 * 1024);
+  // Flip one byte in the middle of rank 3's slot: its chunk no longer matches the manifest.
+  std::string slot = layout_.rank_cache("node1", 3) + "/slot-0.data";
+  std::string bytes = read(slot);
+  bytes[300 * 1024] ^= 1;
+  ASSERT_TRUE(fs::write_file_atomic(slot, bytes, false).is_ok());
+  auto t = transfer_node_cache(layout_, "node1", "node4", {});
+  ASSERT_FALSE(t.is_ok());
+  EXPECT_EQ(t.status().code(), Code::ERR_CORRUPT);
+  EXPECT_NE(t.status().message().find("chunk 4"), std::string::npos) << t.status().message();
+  EXPECT_FALSE(fs::exists(layout_.node_cache("node4")));
+}
+
+TEST_F(MigrationTest, NothingToMove) {
+  auto none = transfer_node_cache(layout_, "node1", "node4", {});
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_NE(none.status().message().find("no cache"), std::string::npos) << none.status().message();
+  // Two ranks without a version in common.
+  write_version("node1", 2, 5, 0, 64 * 1024);
+  write_version("node1", 3, 6, 0, 64 * 1024);
+  auto disjoint = transfer_node_cache(layout_, "node1", "node4", {});
+  ASSERT_FALSE(disjoint.is_ok());
+  EXPECT_NE(disjoint.status().message().find("no version is complete"), std::string::npos);
+  EXPECT_FALSE(fs::exists(layout_.node_cache("node4")));
+  EXPECT_FALSE(transfer_node_cache(layout_, "node1", "node1", {}).is_ok());
+}
+
+TEST(MigrationFiles, RoundTrip) {
+  MigrateRequest req;
+  req.id = "12-34";
+  req.node = "node2";
+  req.buffers = 3;
+  req.buffer_size = 1 << 20;
+  req.requested_unix_ns = 1795456800123456789;
+  auto back = parse_migrate_request(format_migrate_request(req));
+  ASSERT_TRUE(back.is_ok());
+  EXPECT_EQ(back->id, req.id);
+  EXPECT_EQ(back->node, req.node);
+  EXPECT_EQ(back->buffers, 3);
+  EXPECT_EQ(back->buffer_size, 1u << 20);
+  EXPECT_EQ(back->requested_unix_ns, req.requested_unix_ns);
+  EXPECT_FALSE(parse_migrate_request("id=1\n").is_ok());
+  EXPECT_FALSE(parse_migrate_request("id=1\nnode=n\nbuffers=1\n").is_ok());
+  EXPECT_FALSE(parse_migrate_request("id=1\nnode=n\nbuffer_size=12x\n").is_ok());
+
+  MigrateResult res;
+  res.id = "12-34";
+  res.status = "done";
+  res.node = "node2";
+  res.spare = "node4";
+  res.version = 7;
+  res.bytes = 123;
+  res.transfer_seconds = 0.25;
+  res.total_seconds = 1.5;
+  res.restart_level = "L1";
+  res.message = "two\nlines";
+  MigrateResult r = parse_migrate_result(format_migrate_result(res));
+  EXPECT_EQ(r.id, res.id);
+  EXPECT_TRUE(r.final());
+  EXPECT_EQ(r.spare, "node4");
+  EXPECT_EQ(r.version, 7u);
+  EXPECT_DOUBLE_EQ(r.transfer_seconds, 0.25);
+  EXPECT_EQ(r.message, "two lines");
+
+  LauncherInfo info{4242, {"node0", "node4", "node2"}, {"node5"}};
+  LauncherInfo i2 = parse_launcher_info(format_launcher_info(info));
+  EXPECT_EQ(i2.pid, 4242);
+  EXPECT_EQ(i2.nodes, info.nodes);
+  EXPECT_EQ(i2.spares, info.spares);
+  EXPECT_TRUE(parse_launcher_info(format_launcher_info({1, {"a"}, {}})).spares.empty());
+}
+
+}  // namespace
+}  // namespace cairn::tool

@@ -1,0 +1,96 @@
+// Process migration (PPMR, docs/migration.md): `cairn migrate` asks the `cairn run` that manages a job
+// to move one node's ranks to a spare node. The job checkpoints and exits; the launcher pipes the
+// node's newest snapshots, chunk by chunk through a bounded pool of buffers, into the spare's cache
+// (verifying every chunk against the manifest as it passes), and relaunches with the spare in place of
+// the node, every rank restarting from L1.
+//
+// The three control files, in <prefix>/.cairn/, are key=value lines (read with parse_job_state):
+//   launcher        written by `cairn run` while it runs: pid, nodes, free spares
+//   migrate         the request, written by `cairn migrate`; removed by the launcher when it is done
+//   migrate.result  the launcher's progress and answer, for the request id it names
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/layout.hpp"
+#include "core/status.hpp"
+
+namespace cairn::tool {
+
+// ---- control files --------------------------------------------------------------------------------
+
+struct LauncherInfo {
+  pid_t pid = 0;
+  std::vector<std::string> nodes;   // the job's nodes, in order (index I of --node I)
+  std::vector<std::string> spares;  // spare nodes not used yet, in the order they are taken
+};
+
+struct MigrateRequest {
+  std::string id;                       // unique per request: "<pid>-<unix ns>"
+  std::string node;                     // the node to leave
+  int buffers = 8;                      // buffers in the pool
+  uint64_t buffer_size = 8ull << 20;    // bytes per buffer (rounded up to a multiple of chunk_size)
+  int64_t requested_unix_ns = 0;
+};
+
+struct MigrateResult {
+  std::string id;
+  std::string status;  // waiting | transferring | relaunching | done | failed
+  std::string message;
+  std::string node, spare;
+  uint64_t version = 0;
+  uint64_t bytes = 0;
+  double wind_down_seconds = 0;  // request -> the job has checkpointed and exited
+  double transfer_seconds = 0;   // the pipelined copy into the spare's cache, verified
+  double restart_seconds = 0;    // relaunch -> every rank restarted
+  double total_seconds = 0;      // request -> restarted
+  std::string restart_level;
+  bool final() const { return status == "done" || status == "failed"; }
+};
+
+std::string format_launcher_info(const LauncherInfo& info);
+LauncherInfo parse_launcher_info(const std::string& text);
+std::string format_migrate_request(const MigrateRequest& r);
+// ERR_FORMAT when a key is missing or malformed.
+Result<MigrateRequest> parse_migrate_request(const std::string& text);
+std::string format_migrate_result(const MigrateResult& r);
+MigrateResult parse_migrate_result(const std::string& text);
+
+// ---- the transfer ---------------------------------------------------------------------------------
+
+struct TransferOptions {
+  int buffers = 8;
+  uint64_t buffer_size = 8ull << 20;
+  // Called from the writer thread with the bytes moved so far and the total (for a progress bar).
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+struct TransferStats {
+  uint64_t version = 0;
+  int ranks = 0;
+  int files = 0;
+  uint64_t bytes = 0;        // bytes moved (slot data verified against the manifests, plus the rest)
+  uint64_t verified = 0;     // of which checked chunk by chunk against the manifests
+  double seconds = 0;
+  int buffers = 0;           // the pool's size
+  uint64_t buffer_size = 0;  // bytes per buffer, after rounding
+  int peak_in_use = 0;       // the most buffers filled and not yet written at one moment
+};
+
+// Moves the newest version that every rank directory of `from` holds at L1 into the same rank
+// directories under `to` (<cache_job>/<to>/r<rank>/): the slot data (verified chunk by chunk against
+// the version's manifest while it passes), the slot's redundancy data, the set file and the protected
+// marker, and the L1 record last, so the spare holds the version only once all of it is there. A
+// reader thread fills buffers from the pool; a writer thread checks and writes them; the pool bounds
+// the memory in flight. On any error the files written under `to` are removed and `from` is left
+// as it was.
+Result<TransferStats> transfer_node_cache(const Layout& layout, const std::string& from, const std::string& to,
+                                          const TransferOptions& options);
+
+}  // namespace cairn::tool
