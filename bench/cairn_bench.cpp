@@ -44,6 +44,7 @@
 #include <xxhash.h>
 
 #include "cairn/cairn.h"
+#include "core/layout.hpp"
 #include "redundancy/set_code.hpp"
 
 namespace stdfs = std::filesystem;
@@ -68,8 +69,10 @@ struct Options {
   bool verbose = false;
   std::string only_text;
   std::set<std::string> only;
+  bool redistribute = false;  // --redistribute: N -> M restart beside N -> N (docs/performance.md)
+  int to = 0;                 // M; 0 = ranks + 1
   // Set by the parent for the MPI job.
-  std::string child_dir, child_job;
+  std::string child_dir, child_job, child_stage;
   bool wants(const char* phase) const { return only.count(phase) != 0; }
 };
 
@@ -123,32 +126,20 @@ void forward_signal(int sig) {
   if (g_child > 0) kill(g_child, sig);
 }
 
-int run_parent(const Options& o, int argc, char** argv) {
-  std::error_code ec;
-  std::string base = stdfs::absolute(o.prefix_base, ec).string();
-  std::string tmpl = base + "/cairn-bench.XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (!mkdtemp(buf.data())) {
-    fprintf(stderr, "cairn-bench: cannot create a work directory under %s: %s\n", base.c_str(), strerror(errno));
-    return 1;
-  }
-  std::string dir = buf.data();
-  std::string job = "bench-" + std::to_string(getpid()) + "-" + dir.substr(dir.size() - 6);
-  std::string cache_job = o.cache_dir + "/cairn-" + job;
-  std::string exe = stdfs::read_symlink("/proc/self/exe", ec).string();
-  if (exe.empty()) exe = argv[0];
-
+// One MPI job: `nranks` app contexts of this program as a child, each its own simulated node, with the
+// command line it was given plus `extra`. Returns 0 when the job succeeded.
+int launch(const Options& o, int nranks, const std::vector<std::string>& extra, int argc, char** argv,
+           const std::string& exe) {
   const char* mpirun_env = getenv("CAIRN_MPIRUN");
   std::vector<std::string> cmd{mpirun_env && *mpirun_env ? mpirun_env : "mpirun"};
   for (auto& w : split_words(getenv("CAIRN_MPIRUN_ARGS"))) cmd.push_back(w);
-  for (int r = 0; r < o.ranks; ++r) {
+  for (int r = 0; r < nranks; ++r) {
     if (r) cmd.push_back(":");
     for (const char* w : {"-np", "1", "env", "CAIRN_BENCH_CHILD=1"}) cmd.push_back(w);
     cmd.push_back("CAIRN_NODE=node" + std::to_string(r));
     cmd.push_back(exe);
     for (int i = 1; i < argc; ++i) cmd.push_back(argv[i]);
-    for (const std::string& w : {std::string("--child-dir"), dir, std::string("--child-job"), job}) cmd.push_back(w);
+    for (const std::string& w : extra) cmd.push_back(w);
   }
   if (o.verbose) {
     std::string line;
@@ -164,7 +155,6 @@ int run_parent(const Options& o, int argc, char** argv) {
   pid_t pid = fork();
   if (pid < 0) {
     fprintf(stderr, "cairn-bench: fork: %s\n", strerror(errno));
-    stdfs::remove_all(dir, ec);
     return 1;
   }
   if (pid == 0) {
@@ -172,18 +162,11 @@ int run_parent(const Options& o, int argc, char** argv) {
     fprintf(stderr, "cairn-bench: cannot run the MPI launcher '%s': %s (set CAIRN_MPIRUN)\n", cargv[0], strerror(errno));
     _exit(127);
   }
-  // Ctrl-C reaches mpirun directly (same process group); the parent stays to clean up.
   g_child = pid;
-  struct sigaction sa {};
-  sa.sa_handler = forward_signal;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGHUP, &sa, nullptr);
-  signal(SIGINT, SIG_IGN);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  stdfs::remove_all(dir, ec);
-  stdfs::remove_all(cache_job, ec);
+  g_child = -1;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
   if (WIFEXITED(status)) {
     if (WEXITSTATUS(status) != 127) fprintf(stderr, "cairn-bench: the MPI job failed (exit status %d)\n", WEXITSTATUS(status));
@@ -191,6 +174,57 @@ int run_parent(const Options& o, int argc, char** argv) {
   }
   fprintf(stderr, "cairn-bench: the MPI job was killed by signal %d\n", WTERMSIG(status));
   return 1;
+}
+
+int report_redistribute(const Options& o, const std::string& dir, const std::string& cache_job, double load_start,
+                        const std::string& date);
+double loadavg_1m();
+std::string utc_now();
+
+int run_parent(const Options& o, int argc, char** argv) {
+  std::error_code ec;
+  std::string base = stdfs::absolute(o.prefix_base, ec).string();
+  std::string tmpl = base + "/cairn-bench.XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data())) {
+    fprintf(stderr, "cairn-bench: cannot create a work directory under %s: %s\n", base.c_str(), strerror(errno));
+    return 1;
+  }
+  std::string dir = buf.data();
+  std::string job = "bench-" + std::to_string(getpid()) + "-" + dir.substr(dir.size() - 6);
+  std::string cache_job = o.cache_dir + "/cairn-" + job;
+  std::string exe = stdfs::read_symlink("/proc/self/exe", ec).string();
+  if (exe.empty()) exe = argv[0];
+  std::vector<std::string> extra{"--child-dir", dir, "--child-job", job};
+
+  // Ctrl-C reaches mpirun directly (same process group); the parent stays to clean up.
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGINT, SIG_IGN);
+  int rc = 0;
+  if (!o.redistribute) {
+    rc = launch(o, o.ranks, extra, argc, argv, exe);
+  } else {
+    // Three jobs on the same cache and prefix: N ranks write the version and restart it from L1 and L2;
+    // M ranks restart it from L1, L2 and L3; N ranks restart it from L3 (last: it needs the caches gone).
+    double load_start = loadavg_1m();
+    std::string date = utc_now();
+    std::vector<std::pair<std::string, int>> stages{{"write", o.ranks}, {"reshape", o.to}};
+    if (o.wants("l3")) stages.push_back({"same_l3", o.ranks});
+    for (const auto& [stage, n] : stages) {
+      std::vector<std::string> args = extra;
+      args.insert(args.end(), {"--child-stage", stage});
+      rc = launch(o, n, args, argc, argv, exe);
+      if (rc != 0) break;
+    }
+    if (rc == 0) rc = report_redistribute(o, dir, cache_job, load_start, date);
+  }
+  stdfs::remove_all(dir, ec);
+  stdfs::remove_all(cache_job, ec);
+  return rc;
 }
 
 // ---- the child: one rank of the MPI job -------------------------------------------------------------
@@ -414,6 +448,7 @@ class Bench {
       bench_l3();
     }
     if (o_.wants("restart")) {
+      if (!o_.wants("l3")) bench_raw_write();  // raw_read_gbps: the reference of restart_l3_gbps
       bench_restart_l1();
       if (g_nranks >= 2) bench_restart_l2();
       bench_restart_l3();
@@ -430,16 +465,20 @@ class Bench {
   // The library cuts the ranks (one per node here) into sets of set_size; a tail of one joins the
   // previous set. set_size 4 (the default) or fewer when there are fewer nodes; rs keeps at least one
   // data shard per stripe: rs_parity = min(2, smallest set - 1).
+  static std::vector<int> set_sizes(int nranks, int set_size) {
+    std::vector<int> sets;
+    for (int left = nranks; left > 0; left -= set_size) sets.push_back(std::min(left, set_size));
+    if (sets.size() >= 2 && sets.back() < 2) {
+      sets[sets.size() - 2] += sets.back();
+      sets.pop_back();
+    }
+    return sets;
+  }
   void plan_sets() {
     set_size_ = std::max(2, std::min(4, g_nranks));
     int smallest = g_nranks;
     if (g_nranks >= 2) {
-      std::vector<int> sets;
-      for (int left = g_nranks; left > 0; left -= set_size_) sets.push_back(std::min(left, set_size_));
-      if (sets.size() >= 2 && sets.back() < 2) {
-        sets[sets.size() - 2] += sets.back();
-        sets.pop_back();
-      }
+      auto sets = set_sizes(g_nranks, set_size_);
       smallest = *std::min_element(sets.begin(), sets.end());
     }
     rs_parity_ = std::max(1, std::min(2, smallest - 1));
@@ -477,7 +516,8 @@ class Bench {
     if (!lvl || strcmp(lvl, "debug") != 0) setenv_or_die("CAIRN_LOG", "info");
     g_capture.start(dir_ + "/log.r" + std::to_string(g_rank));
     CHECK_CAIRN(cairn_init(MPI_COMM_WORLD, nullptr));
-    CHECK_CAIRN(cairn_protect("state", state_, size_, CAIRN_BYTE));
+    if (protect_) protect_();
+    else CHECK_CAIRN(cairn_protect("state", state_, size_, CAIRN_BYTE));
   }
 
   // cairn_finalize; returns the session's log. Lines other than info are passed on to stderr.
@@ -496,7 +536,9 @@ class Bench {
     std::vector<double> blocking, until_wait;
     double first_blocking = 0;
   };
-  CkptTimes timed_checkpoints(int warm) {
+  // `settle`, if given, runs after each cairn_wait (untimed) until the library's background work of
+  // that version is over too (L3: rank 0's pruning of old versions, which cairn_wait does not wait for).
+  CkptTimes timed_checkpoints(int warm, const std::function<void()>& settle = {}) {
     CkptTimes t;
     for (int i = 0; i < warm + o_.reps; ++i) {
       reinterpret_cast<uint64_t*>(state_)[0] += 1;  // every version differs from the one before
@@ -506,6 +548,7 @@ class Bench {
       double t1 = now();
       CHECK_CAIRN(cairn_wait());
       double t2 = now();
+      if (settle) settle();
       double blocking = max_over_ranks(t1 - t0), until_wait = max_over_ranks(t2 - t0);
       if (i == 0) t.first_blocking = blocking;
       if (i >= warm) {
@@ -731,12 +774,35 @@ class Bench {
     r_["raw_write_gbps"] = gbps(size_, median(wr));
     extra_["raw_read_gbps"] = gbps(size_, median(rd));
     raw_write_s_ = median(wr);
+    raw_read_s_ = median(rd);
+  }
+
+  // Rank 0 prunes L3 to keep_flushed versions after a flushed version left the pipeline, so cairn_wait
+  // returns before the deletions are done. Wait (untimed) until the prefix holds no more than
+  // keep_flushed version directories, so that the next flush starts with an idle pipeline; 10 s at most.
+  void wait_for_prune() {
+    if (g_rank == 0) {
+      int keep = 2;
+      if (const char* k = getenv("CAIRN_KEEP_FLUSHED")) keep = std::max(1, atoi(k));
+      for (int tries = 0; tries < 10000; ++tries) {
+        std::error_code ec;
+        int versions = 0;
+        for (auto it = stdfs::directory_iterator(prefix_, ec); !ec && it != stdfs::directory_iterator(); it.increment(ec)) {
+          uint64_t v = 0;
+          if (cairn::Layout::parse_l3_version_name(it->path().filename().string(), &v)) ++versions;
+        }
+        if (versions <= keep) break;
+        usleep(1000);
+      }
+    }
+    barrier();
   }
 
   void bench_l3() {
     clean_levels();
     open_session("single", 1);
-    CkptTimes t = timed_checkpoints(cache_versions_);
+    // The target figure: every flush starts with an idle pipeline (the previous version's pruning done).
+    CkptTimes t = timed_checkpoints(cache_versions_, [this] { wait_for_prune(); });
     std::string log = close_session();
     r_["l3_flush_gbps"] = gbps(size_, median(t.until_wait));
     l3_s_ = median(t.until_wait);
@@ -746,6 +812,18 @@ class Bench {
     s["blocking_ms"] = round3(median(t.blocking) * 1e3);
     s["until_wait_ms"] = round3(median(t.until_wait) * 1e3);
     stages_["l3"] = s;
+    // Back to back: the next checkpoint right after cairn_wait returns, while rank 0 may still be
+    // pruning (its worker prunes before it takes up the next version), as for an application that
+    // flushes every checkpoint with nothing to compute in between.
+    clean_levels();
+    open_session("single", 1);
+    CkptTimes b = timed_checkpoints(cache_versions_);
+    std::string blog = close_session();
+    extra_["l3_flush_back_to_back_gbps"] = gbps(size_, median(b.until_wait));
+    json bs = stage_json(parse_summaries(blog, static_cast<uint64_t>(cache_versions_) + 1), size_);
+    bs["blocking_ms"] = round3(median(b.blocking) * 1e3);
+    bs["until_wait_ms"] = round3(median(b.until_wait) * 1e3);
+    stages_["l3_back_to_back"] = bs;
   }
 
   // ---- restart ----------------------------------------------------------------------------------------
@@ -816,8 +894,165 @@ class Bench {
       evict(prefix);
     });
     r_["restart_l3_gbps"] = gbps(size_, median(t));
+    restart_l3_s_ = median(t);
   }
 
+  // ---- --redistribute: one stage of the N -> M comparison (the parent runs the stages in turn) ----------
+  //
+  // The state is one BLOCK-distributed array of N x --size bytes of uint64 in all (G elements), element g
+  // holding splitmix64 of g, so that a rank of any job can check the piece it restored. Stage "write"
+  // (N ranks) takes one version with redundancy xor (single on one rank) and flush_every 1, so that it
+  // exists at L1, L2 and L3, and restarts it on N ranks from L1 and from L2; stage "reshape" (M ranks)
+  // restarts it on M ranks from L1, L2 and L3; stage "same_l3" (N ranks) restarts it on N ranks from L3
+  // (last, as it needs the caches gone). Rank 0 writes each stage's figures to
+  // <work dir>/redistribute-<stage>.json, from which the parent prints the report.
+ public:
+  void run_redistribute() {
+    dir_ = o_.child_dir;
+    prefix_ = dir_ + "/prefix";
+    cache_job_ = o_.cache_dir + "/cairn-" + o_.child_job;
+    const int n_old = o_.ranks, m_new = o_.to;
+    // The sets of the writing job, which the restarts of its version must use too.
+    set_size_ = std::max(2, std::min(4, n_old));
+    auto sets = set_sizes(n_old, set_size_);
+    rs_parity_ = std::max(1, std::min(2, *std::min_element(sets.begin(), sets.end()) - 1));
+    const uint64_t global = static_cast<uint64_t>(n_old) * (o_.size / 8);
+    global_bytes_ = global * 8;
+    dist_ = cairn_distribution{CAIRN_DIST_BLOCK, static_cast<size_t>(global), 0, 0, 0};
+    // This rank's BLOCK piece: q = G / P elements, one more on the first G % P ranks.
+    const uint64_t q = global / static_cast<uint64_t>(g_nranks), r = global % static_cast<uint64_t>(g_nranks);
+    const uint64_t k = static_cast<uint64_t>(g_rank);
+    count_ = q + (k < r ? 1 : 0);
+    const uint64_t start = k * q + std::min(k, r);
+    field_ = alloc_faulted(std::max<uint64_t>(count_ * 8, 8));
+    auto* expect = reinterpret_cast<uint64_t*>(alloc_faulted(std::max<uint64_t>(count_ * 8, 8)));
+    for (uint64_t i = 0; i < count_; ++i) {
+      uint64_t z = (start + i + 1) * 0x9E3779B97F4A7C15ull;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      expect[i] = z ^ (z >> 31);
+    }
+    expect_hash_ = XXH3_64bits(expect, count_ * 8);
+    protect_ = [this] {
+      size_t n = 0;
+      CHECK_CAIRN(cairn_local_count(&dist_, &n));
+      if (n != count_) die("cairn_local_count gives %zu elements, the bench computed %llu", n, static_cast<unsigned long long>(count_));
+      CHECK_CAIRN(cairn_protect_distributed("field", field_, count_, CAIRN_UINT64, &dist_));
+    };
+    const char* redundancy = g_nranks >= 2 ? "xor" : "single";
+    std::string lost_node = cache_job_ + "/node" + std::to_string(n_old - 1);
+    auto lose_node = [&] {
+      std::error_code ec;
+      stdfs::remove_all(lost_node, ec);
+      if (ec) die("cannot remove the cache of the lost node %s: %s", lost_node.c_str(), ec.message().c_str());
+    };
+    auto lose_all = [&] {
+      std::error_code ec;
+      stdfs::remove_all(cache_job_, ec);
+      if (ec) die("cannot remove the cache %s: %s", cache_job_.c_str(), ec.message().c_str());
+      evict(prefix_);
+    };
+    json figures = json::object(), skipped = json::object();
+    const std::string& stage = o_.child_stage;
+    if (stage == "write") {
+      clean_levels();
+      memcpy(field_, expect, count_ * 8);
+      open_session(redundancy, 1);
+      CHECK_CAIRN(cairn_checkpoint());
+      CHECK_CAIRN(cairn_wait());
+      close_session();
+      if (o_.wants("l1")) figures["l1"] = timed_field_restarts(redundancy, CAIRN_LEVEL_L1, [] {});
+      if (o_.wants("l2")) {
+        // The restart from L2 writes the rebuilt node's cache back, so L1 is whole again afterwards.
+        if (n_old >= 2) figures["l2"] = timed_field_restarts(redundancy, CAIRN_LEVEL_L2, lose_node);
+        else skipped["l2"] = "one rank is one failure group: no L2";
+      }
+    } else if (stage == "reshape") {
+      bool all_nodes = m_new >= n_old;  // every old rank's node (node<k>) is a node of this job
+      if (o_.wants("l1")) {
+        if (all_nodes) figures["l1"] = timed_field_restarts(redundancy, CAIRN_LEVEL_L1, [] {});
+        else skipped["l1"] = "--to " + std::to_string(m_new) + " < --ranks " + std::to_string(n_old) +
+                             ": the caches of old ranks " + std::to_string(m_new) + ".." + std::to_string(n_old - 1) +
+                             " are on nodes outside the new job";
+      }
+      if (o_.wants("l2")) {
+        // One old rank lost: node N-1's cache removed (M >= N), or its node absent (M = N - 1). Its set
+        // is rebuilt by as many ranks as it has members.
+        bool one_lost = all_nodes || n_old - m_new == 1;
+        if (n_old < 2) skipped["l2"] = "one rank is one failure group: no L2";
+        else if (!one_lost) skipped["l2"] = "more than one old rank lost (--to < --ranks - 1): beyond xor";
+        else if (sets.back() > m_new) skipped["l2"] = "the set of the lost rank has more members than the new job has ranks";
+        else figures["l2"] = timed_field_restarts(redundancy, CAIRN_LEVEL_L2, all_nodes ? std::function<void()>(lose_node) : [] {});
+      }
+      if (o_.wants("l3")) figures["l3"] = timed_field_restarts(redundancy, CAIRN_LEVEL_L3, lose_all);
+    } else if (stage == "same_l3") {
+      figures["l3"] = timed_field_restarts(redundancy, CAIRN_LEVEL_L3, lose_all);
+    } else {
+      die("unknown --child-stage '%s'", stage.c_str());
+    }
+    free(field_);
+    free(expect);
+    field_ = nullptr;
+    if (g_rank == 0) {
+      json out;
+      out["stage"] = stage;
+      out["ranks"] = g_nranks;
+      out["figures"] = figures;
+      out["skipped"] = skipped;
+      out["mpi_thread_multiple"] = thread_multiple_;
+      out["cpus_per_rank"] = cpus_per_rank_;
+      out["set_size"] = set_size_;
+      std::string path = dir_ + "/redistribute-" + stage + ".json";
+      std::ofstream f(path);
+      f << out.dump(2) << "\n";
+      if (!f) die("cannot write %s", path.c_str());
+    }
+    barrier();
+  }
+
+ private:
+  // `reps` times: what `lose` removes gone, the field zeroed, a fresh cairn_init, cairn_restart timed
+  // (slowest rank); the level must be want_level and every rank's piece must hash to what it should
+  // hold. Global bytes per second; the library's restart lines of rank 0's last repetition.
+  json timed_field_restarts(const char* redundancy, int want_level, const std::function<void()>& lose) {
+    static const char* kLevel[] = {"none", "L1", "L2", "L3"};
+    std::vector<double> times;
+    std::string lines;
+    for (int i = 0; i < o_.reps; ++i) {
+      barrier();
+      if (g_rank == 0) lose();
+      memset(field_, 0, count_ * 8);
+      barrier();
+      open_session(redundancy, 1);
+      barrier();
+      double t0 = now();
+      CHECK_CAIRN(cairn_restart());
+      double t = max_over_ranks(now() - t0);
+      int version = 0, level = 0;
+      CHECK_CAIRN(cairn_restart_level(&version, &level));
+      std::string log = close_session();
+      if (level != want_level)
+        die("restart on %d ranks came from %s, expected %s", g_nranks, kLevel[std::clamp(level, 0, 3)], kLevel[want_level]);
+      int ok = XXH3_64bits(field_, count_ * 8) == expect_hash_ ? 1 : 0, all = 0;
+      CHECK_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+      if (!all) die("restart on %d ranks from %s restored different bytes (rank %d: %s)", g_nranks, kLevel[want_level],
+                    g_rank, ok ? "right" : "wrong");
+      times.push_back(t);
+      lines.clear();
+      std::istringstream in(log);
+      for (std::string line; std::getline(in, line);)
+        if (line.find("restart") != std::string::npos) lines += line + "\n";
+    }
+    json j;
+    j["gbps"] = gbps(global_bytes_, median(times));
+    j["seconds"] = median(times);
+    j["ms"] = json::array();
+    for (double t : times) j["ms"].push_back(round3(t * 1e3));
+    j["log"] = lines;
+    return j;
+  }
+
+ public:
   // ---- report -----------------------------------------------------------------------------------------
 
   // ratio of two rates of the same bytes = inverse ratio of their times.
@@ -856,6 +1091,9 @@ class Bench {
           s_fig > 0 && memcpy_all_s_ > 0 ? round3(memcpy_all_s_ / s_fig) : json(nullptr);
     }
     out["targets"] = targets;
+    // Figures without a target, beside their reference: the restart from L3 against a cold raw read.
+    out["ratios"] = {{"restart_l3_vs_raw_read",
+                      restart_l3_s_ > 0 && raw_read_s_ > 0 ? round3(raw_read_s_ / restart_l3_s_) : json(nullptr)}};
     for (auto& [k, v] : extra_.items()) out[k] = v;
     out["stages"] = stages_;
     out["run"] = run_info();
@@ -929,6 +1167,7 @@ class Bench {
     row("raw read (page cache dropped)", "raw_read_gbps");
     row("L3 flush (until cairn_wait)", "l3_flush_gbps");
     row("L3 flush stage (library log)", "l3_flush_stage_gbps");
+    row("L3 flush, back to back", "l3_flush_back_to_back_gbps");
     row("restart from L1", "restart_l1_gbps");
     row("restart from L2", "restart_l2_gbps");
     row("restart from L3", "restart_l3_gbps");
@@ -940,6 +1179,9 @@ class Bench {
       else
         printf("  %-40s %6s\n", t["what"].get<std::string>().c_str(), "-");
     }
+    if (out["ratios"]["restart_l3_vs_raw_read"].is_number())
+      printf("\nwithout a target\n  %-40s %6.3f\n", "restart_l3_gbps / raw_read_gbps",
+             out["ratios"]["restart_l3_vs_raw_read"].get<double>());
   }
 
  public:
@@ -957,7 +1199,12 @@ class Bench {
   json r_ = json::object(), extra_ = json::object(), stages_ = json::object();
   // Median times (s) of the figures the targets compare; 0 when not measured.
   double memcpy_s_ = 0, l1_s_ = 0, raw_write_s_ = 0, l3_s_ = 0, restart_l1_s_ = 0, isal_s_ = 0, rs_s_ = 0;
-  double memcpy_all_s_ = 0;
+  double memcpy_all_s_ = 0, raw_read_s_ = 0, restart_l3_s_ = 0;
+  // --redistribute
+  std::function<void()> protect_;  // what open_session protects instead of the state, if set
+  cairn_distribution dist_{};
+  uint64_t count_ = 0, global_bytes_ = 0, expect_hash_ = 0;
+  uint8_t* field_ = nullptr;
 };
 
 int run_child(const Options& o, int argc, char** argv) {
@@ -968,15 +1215,138 @@ int run_child(const Options& o, int argc, char** argv) {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-  if (g_nranks != o.ranks) die("the MPI job has %d ranks, --ranks says %d", g_nranks, o.ranks);
+  int want = o.redistribute && o.child_stage == "reshape" ? o.to : o.ranks;
+  if (g_nranks != want) die("the MPI job has %d ranks, expected %d", g_nranks, want);
   Bench b(o);
   b.thread_multiple_ = provided == MPI_THREAD_MULTIPLE;
   cpu_set_t set;
   int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
   b.cpus_per_rank_.resize(static_cast<size_t>(g_nranks));
   CHECK_MPI(MPI_Gather(&ncpu, 1, MPI_INT, b.cpus_per_rank_.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
-  b.run();
+  if (o.redistribute) b.run_redistribute();
+  else b.run();
   MPI_Finalize();
+  return 0;
+}
+
+// The --redistribute report, from the stages' files: per level, N -> M beside N -> N, their ratio and
+// the 0.7 target.
+int report_redistribute(const Options& o, const std::string& dir, const std::string& cache_job, double load_start,
+                        const std::string& date) {
+  json stage_out = json::object();
+  for (const char* stage : {"write", "reshape", "same_l3"}) {
+    std::ifstream in(dir + "/redistribute-" + stage + ".json");
+    if (!in) continue;
+    try {
+      stage_out[stage] = json::parse(in);
+    } catch (const std::exception& e) {
+      fprintf(stderr, "cairn-bench: %s/redistribute-%s.json: %s\n", dir.c_str(), stage, e.what());
+      return 1;
+    }
+  }
+  auto figure = [&](const char* stage, const char* level) -> const json* {
+    if (!stage_out.contains(stage) || !stage_out[stage]["figures"].contains(level)) return nullptr;
+    return &stage_out[stage]["figures"][level];
+  };
+  const uint64_t global = static_cast<uint64_t>(o.ranks) * (o.size / 8) * 8;
+  json out;
+  out["mode"] = "redistribute";
+  out["from_ranks"] = o.ranks;
+  out["to_ranks"] = o.to;
+  out["bytes_per_old_rank"] = global / static_cast<uint64_t>(o.ranks);
+  out["global_bytes"] = global;
+  json targets = json::object(), skipped = json::object(), logs = json::object();
+  for (const char* level : {"l1", "l2", "l3"}) {
+    const json* same = figure(level == std::string("l3") ? "same_l3" : "write", level);
+    const json* moved = figure("reshape", level);
+    std::string key_same = std::string("restart_n_to_n_") + level + "_gbps";
+    std::string key_moved = std::string("restart_n_to_m_") + level + "_gbps";
+    out[key_same] = same ? (*same)["gbps"] : json(nullptr);
+    out[key_moved] = moved ? (*moved)["gbps"] : json(nullptr);
+    json t;
+    t["what"] = key_moved + " / " + key_same;
+    t["min_ratio"] = 0.7;
+    if (same && moved && (*same)["seconds"].get<double>() > 0 && (*moved)["seconds"].get<double>() > 0) {
+      double ratio = (*same)["seconds"].get<double>() / (*moved)["seconds"].get<double>();
+      t["ratio"] = round3(ratio);
+      t["pass"] = ratio >= 0.7;
+    } else {
+      t["ratio"] = nullptr;
+      t["pass"] = nullptr;
+    }
+    targets[std::string("n_to_m_") + level] = t;
+    for (const char* stage : {"write", "reshape", "same_l3"})
+      if (stage_out.contains(stage) && stage_out[stage]["skipped"].contains(level))
+        skipped[std::string(stage == std::string("reshape") ? "n_to_m_" : "n_to_n_") + level] = stage_out[stage]["skipped"][level];
+    if (!o.wants(level)) skipped[level] = "not asked for (--only)";
+    if (same) logs[std::string("n_to_n_") + level] = (*same)["log"];
+    if (moved) logs[std::string("n_to_m_") + level] = (*moved)["log"];
+  }
+  out["targets"] = targets;
+  out["skipped"] = skipped;
+  json ms = json::object();
+  for (const char* level : {"l1", "l2", "l3"}) {
+    const json* same = figure(level == std::string("l3") ? "same_l3" : "write", level);
+    const json* moved = figure("reshape", level);
+    if (same) ms[std::string("n_to_n_") + level] = (*same)["ms"];
+    if (moved) ms[std::string("n_to_m_") + level] = (*moved)["ms"];
+  }
+  out["restart_ms"] = ms;
+  out["restart_log"] = logs;
+  json run;
+  run["date"] = utc_now();  // the end of the run, as in the other mode
+  run["date_start"] = date;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  run["host"] = host;
+  run["cpu"] = cpu_model();
+  run["cores_online"] = sysconf(_SC_NPROCESSORS_ONLN);
+  run["loadavg_1m_start"] = round3(load_start);
+  run["loadavg_1m_end"] = round3(loadavg_1m());
+  run["ranks"] = o.ranks;
+  run["to_ranks"] = o.to;
+  run["size_bytes"] = o.size;
+  run["reps"] = o.reps;
+  run["statistic"] = "median of reps; global bytes (every old rank's --size) / slowest rank's cairn_restart time; GB/s = 1e9 bytes/s";
+  run["distribution"] = "one BLOCK region of uint64";
+  run["cache_dir"] = o.cache_dir;
+  run["cache_fs"] = fs_type_name(o.cache_dir);
+  run["prefix_fs"] = fs_type_name(dir);
+  run["work_dir"] = dir;
+  run["cache_job_dir"] = cache_job;
+  for (const char* stage : {"write", "reshape", "same_l3"})
+    if (stage_out.contains(stage)) {
+      run["stages"][stage] = {{"ranks", stage_out[stage]["ranks"]},
+                              {"mpi_thread_multiple", stage_out[stage]["mpi_thread_multiple"]},
+                              {"cpus_per_rank", stage_out[stage]["cpus_per_rank"]}};
+    }
+  run["set_size"] = stage_out.contains("write") ? stage_out["write"]["set_size"] : json(nullptr);
+  out["run"] = run;
+  if (o.json) {
+    printf("%s\n", out.dump(2).c_str());
+  } else {
+    printf("cairn-bench --redistribute  %s  %s, %ld cores  %d -> %d ranks, %.1f MiB per old rank, median of %d\n",
+           run["date"].get<std::string>().c_str(), run["cpu"].get<std::string>().c_str(), sysconf(_SC_NPROCESSORS_ONLN), o.ranks, o.to,
+           static_cast<double>(global / static_cast<uint64_t>(o.ranks)) / (1 << 20), o.reps);
+    printf("load average %.2f at start, %.2f at end; GB/s of the global state (1e9 B/s)\n\n", load_start, loadavg_1m());
+    printf("  %-6s %14s %14s %8s\n", "level", "N -> N", "N -> M", "ratio");
+    for (const char* level : {"l1", "l2", "l3"}) {
+      auto cell = [](const json& v) {
+        char b[32];
+        if (v.is_number()) snprintf(b, sizeof b, "%9.3f GB/s", v.get<double>());
+        else snprintf(b, sizeof b, "%14s", "-");
+        return std::string(b);
+      };
+      const json& t = targets[std::string("n_to_m_") + level];
+      char r[48] = "-";
+      if (t["ratio"].is_number())
+        snprintf(r, sizeof r, "%.3f >= 0.70 %s", t["ratio"].get<double>(), t["pass"].get<bool>() ? "PASS" : "MISS");
+      printf("  %-6s %14s %14s  %s\n", level, cell(out[std::string("restart_n_to_n_") + level + "_gbps"]).c_str(),
+             cell(out[std::string("restart_n_to_m_") + level + "_gbps"]).c_str(), r);
+    }
+    for (auto& [k, v] : skipped.items()) printf("  skipped %s: %s\n", k.c_str(), v.get<std::string>().c_str());
+  }
+  fflush(stdout);
   return 0;
 }
 
@@ -997,7 +1367,12 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "print one JSON object instead of a table");
   app.add_option("--only", o.only_text, "comma-separated subset of l1,l2,l3,restart,codec (memcpy always runs)");
   app.add_flag("-v,--verbose", o.verbose, "show the launch command and the library's info log");
+  app.add_flag("--redistribute", o.redistribute,
+               "restart a block-distributed version written by --ranks N ranks on --to M ranks, beside the same "
+               "version restarted on N ranks, from L1, L2 and L3 (three MPI jobs)");
+  app.add_option("--to", o.to, "--redistribute: ranks of the N -> M restart (default N + 1)")->check(CLI::Range(1, 4096));
   app.add_option("--child-dir", o.child_dir)->group("");
+  app.add_option("--child-stage", o.child_stage)->group("");
   app.add_option("--child-job", o.child_job)->group("");
   CLI11_PARSE(app, argc, argv);
 
@@ -1018,7 +1393,27 @@ int main(int argc, char** argv) {
       o.only.insert(w);
     }
   }
-  if (o.ranks < 2 && !o.only_text.empty() && o.wants("l2")) {  // asked for explicitly
+  if (o.redistribute) {
+    if (o.to == 0) o.to = o.ranks + 1;
+    if (o.to == o.ranks) {
+      fprintf(stderr, "cairn-bench: --redistribute: --to must differ from --ranks (%d)\n", o.ranks);
+      return 2;
+    }
+    if (o.size < 8 * 1024) {
+      fprintf(stderr, "cairn-bench: --redistribute: --size must be at least 8K\n");
+      return 2;
+    }
+    for (const std::string& p : o.only)
+      if (p != "l1" && p != "l2" && p != "l3") {
+        if (o.only_text.empty()) continue;
+        fprintf(stderr, "cairn-bench: --redistribute measures l1, l2 and l3 only (--only %s)\n", p.c_str());
+        return 2;
+      }
+  } else if (o.to != 0) {
+    fprintf(stderr, "cairn-bench: --to goes with --redistribute\n");
+    return 2;
+  }
+  if (o.ranks < 2 && !o.only_text.empty() && o.wants("l2") && !o.redistribute) {  // asked for explicitly
     fprintf(stderr, "cairn-bench: L2 needs two failure groups: use --ranks 2 or more\n");
     return 2;
   }

@@ -4,6 +4,10 @@
 Asserts behaviour, not speed: exit status 0, stdout is exactly one JSON object, every figure is present
 and a positive number (l3_flush_stage_gbps may be null: it comes from the library's log), every target
 has a ratio and a pass/fail, and the run's work and cache directories are gone afterwards.
+
+With --redistribute in the command line the object is the N -> M report: per level (l1, l2, l3) the
+N -> N and N -> M restart figures and the n_to_m_<level> target. `--measured l1,l3` (before the command)
+names the levels that must have been measured; the others must be null with a reason in `skipped`.
 """
 import json
 import os
@@ -13,10 +17,11 @@ import sys
 FIGURES = [
     "memcpy_gbps", "l1_checkpoint_gbps", "l2_partner_gbps", "l2_xor_gbps", "l2_rs_gbps",
     "isal_rs_encode_gbps", "rs_encode_gbps", "raw_write_gbps", "l3_flush_gbps", "l3_flush_stage_gbps",
-    "restart_l1_gbps", "restart_l2_gbps", "restart_l3_gbps",
+    "restart_l1_gbps", "restart_l2_gbps", "restart_l3_gbps", "l3_flush_back_to_back_gbps",
 ]
 OPTIONAL = {"l3_flush_stage_gbps"}
 TARGETS = ["l1_checkpoint", "rs_encode", "l3_flush", "restart_l1"]
+LEVELS = ["l1", "l2", "l3"]
 
 
 def fail(msg, out=""):
@@ -26,47 +31,100 @@ def fail(msg, out=""):
     sys.exit(1)
 
 
-def main():
-    if len(sys.argv) < 2:
-        fail("usage: check_bench_json.py CAIRN_BENCH [ARGS...]")
-    proc = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, text=True, timeout=280)
-    if proc.returncode != 0:
-        fail("cairn-bench exited with status %d" % proc.returncode, proc.stdout)
-    try:
-        data = json.loads(proc.stdout)
-    except json.JSONDecodeError as e:
-        fail("stdout is not one JSON object: %s" % e, proc.stdout)
-    if not isinstance(data, dict):
-        fail("stdout is JSON but not an object", proc.stdout)
+def positive(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+
+
+def check_target(targets, t, out):
+    entry = targets.get(t)
+    if not isinstance(entry, dict):
+        fail("targets.%s missing" % t, out)
+    if not isinstance(entry.get("ratio"), (int, float)) or not isinstance(entry.get("pass"), bool):
+        fail("targets.%s needs a numeric ratio and a boolean pass: %r" % (t, entry), out)
+    if not isinstance(entry.get("min_ratio"), (int, float)):
+        fail("targets.%s has no min_ratio" % t, out)
+
+
+def check_default(data, out):
     for key in FIGURES:
         if key not in data:
-            fail("missing key %s" % key, proc.stdout)
+            fail("missing key %s" % key, out)
         v = data[key]
         if v is None and key in OPTIONAL:
             continue
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
-            fail("%s is %r, expected a positive number" % (key, v), proc.stdout)
+        if not positive(v):
+            fail("%s is %r, expected a positive number" % (key, v), out)
     targets = data.get("targets")
     if not isinstance(targets, dict):
-        fail("missing targets object", proc.stdout)
+        fail("missing targets object", out)
     for t in TARGETS:
-        entry = targets.get(t)
-        if not isinstance(entry, dict):
-            fail("targets.%s missing" % t, proc.stdout)
-        if not isinstance(entry.get("ratio"), (int, float)) or not isinstance(entry.get("pass"), bool):
-            fail("targets.%s needs a numeric ratio and a boolean pass: %r" % (t, entry), proc.stdout)
-        if not isinstance(entry.get("min_ratio"), (int, float)):
-            fail("targets.%s has no min_ratio" % t, proc.stdout)
+        check_target(targets, t, out)
+    if not positive(data.get("ratios", {}).get("restart_l3_vs_raw_read")):
+        fail("ratios.restart_l3_vs_raw_read is %r" % data.get("ratios"), out)
+    return "%d figures, %d targets" % (len(FIGURES), len(TARGETS))
+
+
+def check_redistribute(data, measured, out):
+    if data.get("mode") != "redistribute":
+        fail("mode is %r, expected redistribute" % data.get("mode"), out)
+    n, m = data.get("from_ranks"), data.get("to_ranks")
+    if not isinstance(n, int) or not isinstance(m, int) or n == m:
+        fail("from_ranks %r, to_ranks %r" % (n, m), out)
+    if data.get("global_bytes") != n * data.get("bytes_per_old_rank", -1):
+        fail("global_bytes is not from_ranks x bytes_per_old_rank", out)
+    targets = data.get("targets", {})
+    skipped = data.get("skipped", {})
+    for level in LEVELS:
+        same, moved = data.get("restart_n_to_n_%s_gbps" % level), data.get("restart_n_to_m_%s_gbps" % level)
+        target = targets.get("n_to_m_" + level, {})
+        if target.get("min_ratio") != 0.7:
+            fail("targets.n_to_m_%s: min_ratio %r, expected 0.7" % (level, target.get("min_ratio")), out)
+        if level in measured:
+            if not positive(same) or not positive(moved):
+                fail("%s: N -> N %r, N -> M %r, expected positive numbers" % (level, same, moved), out)
+            check_target(targets, "n_to_m_" + level, out)
+        elif moved is not None or target.get("ratio") is not None:
+            fail("%s: expected not measured, got %r" % (level, moved), out)
+        elif not any(level in k and isinstance(v, str) and v for k, v in skipped.items()):
+            fail("%s: not measured and no reason in skipped: %r" % (level, skipped), out)
     run = data.get("run", {})
-    if run.get("ranks") != 2:
-        fail("run.ranks is %r" % run.get("ranks"), proc.stdout)
+    if run.get("ranks") != n or run.get("to_ranks") != m:
+        fail("run.ranks / run.to_ranks are %r / %r" % (run.get("ranks"), run.get("to_ranks")), out)
+    return "%d -> %d, measured %s" % (n, m, ",".join(sorted(measured)))
+
+
+def main():
+    args = sys.argv[1:]
+    measured = set(LEVELS)
+    if len(args) >= 2 and args[0] == "--measured":
+        measured = set(x for x in args[1].split(",") if x)
+        args = args[2:]
+    if not args:
+        fail("usage: check_bench_json.py [--measured l1,l2,l3] CAIRN_BENCH [ARGS...]")
+    proc = subprocess.run(args, stdout=subprocess.PIPE, text=True, timeout=280)
+    out = proc.stdout
+    if proc.returncode != 0:
+        fail("cairn-bench exited with status %d" % proc.returncode, out)
+    try:
+        data = json.loads(out)
+    except json.JSONDecodeError as e:
+        fail("stdout is not one JSON object: %s" % e, out)
+    if not isinstance(data, dict):
+        fail("stdout is JSON but not an object", out)
+    if "--redistribute" in args:
+        what = check_redistribute(data, measured, out)
+    else:
+        what = check_default(data, out)
+        if data.get("run", {}).get("ranks") != 2:
+            fail("run.ranks is %r" % data.get("run", {}).get("ranks"), out)
+    run = data.get("run", {})
     for key in ("work_dir", "cache_job_dir"):
         path = run.get(key)
         if not path:
-            fail("run.%s missing" % key, proc.stdout)
+            fail("run.%s missing" % key, out)
         if os.path.exists(path):
-            fail("%s was left behind" % path, proc.stdout)
-    print("bench_smoke: OK (%d figures, %d targets)" % (len(FIGURES), len(TARGETS)))
+            fail("%s was left behind" % path, out)
+    print("bench_smoke: OK (%s)" % what)
 
 
 if __name__ == "__main__":

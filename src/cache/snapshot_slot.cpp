@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <utility>
 
 namespace cairn {
@@ -61,6 +63,22 @@ Result<MappedFile> MappedFile::open_ro(const std::string& path) {
     if (p == MAP_FAILED) return posix_error("mmap", path, errno);
     f.data_ = static_cast<uint8_t*>(p);
   }
+  return f;
+}
+
+Result<MappedFile> MappedFile::anonymous(uint64_t size) {
+  MappedFile f;
+  uint64_t len = std::max<uint64_t>(size, 1);
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return make_error(Code::ERR_NO_MEMORY, "cannot map %llu bytes of staging memory: %s",
+                      static_cast<unsigned long long>(len), strerror(errno));
+  // 2 MiB pages where the kernel's THP mode is "madvise" (or "always"): 512 times fewer page faults
+  // while the stream is read in. Advice only; failure changes nothing.
+  (void)madvise(p, len, MADV_HUGEPAGE);
+  f.data_ = static_cast<uint8_t*>(p);
+  f.size_ = len;
+  f.writable_ = true;
   return f;
 }
 

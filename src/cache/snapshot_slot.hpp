@@ -26,6 +26,10 @@ class MappedFile {
   static Result<MappedFile> open_rw(const std::string& path, uint64_t size, bool prefault);
   // Map an existing file read-only (its whole length).
   static Result<MappedFile> open_ro(const std::string& path);
+  // Private anonymous memory of `size` bytes (at least one page), for staging a stream read from a
+  // file: nothing is zero-filled here (the kernel supplies zero pages as they are first written, huge
+  // pages where transparent huge pages allow it), so a reader pays for each page once. path() is empty.
+  static Result<MappedFile> anonymous(uint64_t size);
 
   // Grow (never shrink) the mapping to hold `size` bytes.
   Status reserve(uint64_t size, bool prefault);

@@ -3,9 +3,20 @@
 // it, verifies it and hosts it); else from L2, where the old redundancy sets rebuild their lost members
 // onto hosts that hold no other member of the set; else from L3 (old rank k's file is read once, by
 // rank k mod P). The hosts then send each new rank exactly the pieces its distributed regions need
-// (move_regions, also used by live redistribution). Reads are parallel, nothing is read twice, every
+// (move_regions, also used by live redistribution: one MPI_Ialltoallw per region with datatypes at the
+// pieces' addresses, so nothing is packed or unpacked). Reads are parallel, nothing is read twice, every
 // byte is verified before it moves.
+//
+// cairn_restart alone (not after cairn_restart_available), when every rank's regions already have the
+// size the new layout gives them, goes further: from L3 every rank reads its own pieces straight from the
+// old files into its regions, verifying the chunks they lie in (reshaped_from_l3_direct: no hosts, no
+// move); from L1 a host reads the pieces it keeps for itself straight into its regions and only the rest
+// moves.
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <set>
@@ -42,6 +53,35 @@ std::vector<int> ranks_on_node_of(const std::vector<std::string>& node_of_rank, 
   for (size_t r = 0; r < node_of_rank.size(); ++r)
     if (node_of_rank[r] == node_of_rank[static_cast<size_t>(rank)]) out.push_back(static_cast<int>(r));
   return out;
+}
+
+// A region of a version, with its distribution, as the new layout needs it.
+struct Want {
+  const RegionEntry* entry;
+  redist::Distribution dist;
+};
+
+// 1 if this process's regions already are what the new layout (rank `rank` of `p_new`) needs for the
+// version whose region table is `table`: every region protected, same element size, its new count
+// (no resize), no private region, and no protected region missing from the version. Then the version's
+// bytes may be read straight into the regions; the general path would accept them as they are.
+int regions_fit(const std::map<std::string, Region>& regions, const Manifest& table, int p_new, int rank,
+                std::vector<Want>* wants) {
+  wants->clear();
+  for (const auto& e : table.regions) {
+    auto d = redist::Distribution::from_params(e.distribution, e.dist_params, e.count);
+    auto it = regions.find(e.name);
+    if (e.kind != RegionKind::memory || !d || d->kind == redist::Kind::private_ || it == regions.end() ||
+        it->second.elem_size != e.elem_size)
+      return 0;
+    uint64_t want = d->kind == redist::Kind::replicated ? d->global_count : redist::local_count(*d, p_new, rank);
+    if (it->second.count != want || (want > 0 && !it->second.ptr)) return 0;
+    wants->push_back({&e, *d});
+  }
+  for (const auto& [name, r] : regions)
+    if (std::none_of(table.regions.begin(), table.regions.end(), [&](const RegionEntry& e) { return e.name == name; }))
+      return 0;
+  return 1;
 }
 
 }  // namespace
@@ -142,10 +182,13 @@ Status Runtime::find_reshaped(RestartChoice* out, std::string* why, uint64_t abo
       attempt += "L2: " + st.message() + "; ";
     }
     if (in_l3.count(v)) {
-      Status st = reshaped_from_l3(v, p_old, &c.held);
+      bool direct = false;
+      Status st = reshaped_from_l3_direct(v, p_old, &direct);
+      if (st.is_ok() && !direct) st = reshaped_from_l3(v, p_old, &c.held);
       if (st.code() == Code::ERR_MPI) return st;
       if (st.is_ok()) {
         c.level = CAIRN_LEVEL_L3;
+        c.in_place = direct;
         c.host_of_old.resize(static_cast<size_t>(p_old));
         for (int k = 0; k < p_old; ++k) c.host_of_old[k] = k % nranks_;
         *out = std::move(c);
@@ -164,61 +207,204 @@ Status Runtime::find_reshaped(RestartChoice* out, std::string* why, uint64_t abo
 Status Runtime::reshaped_from_l1(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
                                  std::vector<HeldStream>* held) {
   held->clear();
+  double t0 = now_seconds();
+  // The host of old rank k: a rank of the first reporting node, spread over that node's ranks.
+  std::vector<int> host_of_old(static_cast<size_t>(p_old));
+  for (int k = 0; k < p_old; ++k) {
+    auto on_node = ranks_on_node_of(node_of_rank_, static_cast<int>(holders[k][0]));
+    host_of_old[k] = on_node[static_cast<size_t>(k) % on_node.size()];
+  }
+  // cairn_restart alone, and every rank's regions already of their new size (decided together, on the
+  // version's region table from old rank 0's host): a host reads the pieces it keeps for itself straight
+  // into its regions, and only what goes to other ranks stays in the slot's mapping to be sent.
+  std::vector<Want> wants;
+  Manifest table;
+  int place = 0;
+  if (restart_in_place_) {
+    std::string bytes;
+    if (host_of_old[0] == rank_) {
+      CacheStore other;
+      if (other.open(layout_.rank_cache(cfg_.node, 0), cfg_.cache_versions).is_ok()) {
+        auto rec = other.read_record(v);
+        if (rec) bytes = encode_manifest(rec->manifest);
+      }
+    }
+    unsigned long long len = bytes.size();
+    CAIRN_MPI(MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG_LONG, host_of_old[0], app_comm_));
+    bytes.resize(len);
+    if (len) CAIRN_MPI(MPI_Bcast(bytes.data(), static_cast<int>(len), MPI_CHAR, host_of_old[0], app_comm_));
+    auto m = decode_manifest(bytes.data(), bytes.size());
+    int fits = 0;
+    if (len && m) {
+      table = std::move(m).value();
+      fits = regions_fit(regions_, table, nranks_, rank_, &wants);
+    }
+    CAIRN_MPI(MPI_Allreduce(&fits, &place, 1, MPI_INT, MPI_MIN, app_comm_));
+  }
   Status local = Status::ok();
   for (int k = 0; k < p_old && local.is_ok(); ++k) {
-    int reporter = static_cast<int>(holders[k][0]);
-    std::vector<int> on_node;
-    for (int r = 0; r < nranks_; ++r)
-      if (node_of_rank_[r] == node_of_rank_[reporter]) on_node.push_back(r);
-    if (on_node[static_cast<size_t>(k) % on_node.size()] != rank_) continue;
+    if (host_of_old[k] != rank_) continue;
     local = [&]() -> Status {
       // (reshaped_from_l2 reads the same way, read-write: the set exchange takes non-const buffers)
       CacheStore other;
       CAIRN_TRY(other.open(layout_.rank_cache(cfg_.node, k), cfg_.cache_versions));
       CAIRN_ASSIGN_OR_RETURN(rec, other.read_record(v));
+      const Manifest& m = rec.manifest;
       CAIRN_ASSIGN_OR_RETURN(map, MappedFile::open_ro(other.slot_path(static_cast<int>(rec.slot))));
-      if (map.size() < rec.manifest.total_size)
+      if (map.size() < m.total_size)
         return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", map.path().c_str());
-      CAIRN_TRY(verify_stream(rec.manifest, map.data(), rec.manifest.total_size).prefixed(map.path()));
       HeldStream h;
+      if (!place) {
+        CAIRN_TRY(verify_stream(m, map.data(), m.total_size).prefixed(map.path()));
+      } else {
+        // The stream tiled: this process's own pieces land in its regions (pread), the rest is hashed
+        // where it lies in the mapping; every chunk verified once, in one pass.
+        std::vector<StreamExtent> mine;
+        for (const auto& w : wants) {
+          const RegionEntry& e = *w.entry;
+          auto re = std::find_if(m.regions.begin(), m.regions.end(), [&](const RegionEntry& x) { return x.name == e.name; });
+          uint64_t held_want = w.dist.kind == redist::Kind::replicated ? w.dist.global_count : redist::local_count(w.dist, p_old, k);
+          if (re == m.regions.end() || re->elem_size != e.elem_size || re->count != held_want)
+            return make_error(Code::ERR_CORRUPT, "region '%s' is missing or differs on old rank %d", e.name.c_str(), k);
+          CAIRN_ASSIGN_OR_RETURN(plan, redist::plan_for_src(w.dist, p_old, nranks_, k));
+          for (const auto& t : plan)
+            if (t.dst == rank_)
+              mine.push_back({re->offset + t.src_offset * e.elem_size, t.count * e.elem_size,
+                              static_cast<uint8_t*>(regions_[e.name].ptr) + t.dst_offset * e.elem_size});
+        }
+        std::sort(mine.begin(), mine.end(), [](const StreamExtent& a, const StreamExtent& b) { return a.offset < b.offset; });
+        std::vector<StreamExtent> tiles;
+        uint64_t at = 0;
+        for (const auto& x : mine) {
+          if (x.offset > at) tiles.push_back({at, x.offset - at, map.data() + at});
+          tiles.push_back(x);
+          at = x.offset + x.size;
+        }
+        if (at < m.total_size) tiles.push_back({at, m.total_size - at, map.data() + at});
+        CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(map.path(), O_RDONLY));
+        struct stat sb;
+        if (fstat(fd.get(), &sb) != 0) return posix_error("fstat", map.path(), errno);
+        const uint8_t* base = map.data();
+        StreamSource file = map_to_read(static_cast<uint64_t>(sb.st_blksize)) ? copy_source(base)
+                                                                              : pread_source(fd.get(), 0, map.path());
+        CAIRN_TRY(read_verified(m, tiles, [&](uint64_t off, uint64_t len, uint8_t* dst) {
+                    return dst == base + off ? Status::ok() : file(off, len, dst);  // in the mapping already
+                  }).prefixed(map.path()));
+        h.self_placed = true;
+      }
       h.old_rank = k;
-      h.manifest = rec.manifest;
+      h.manifest = m;
       h.map = std::make_shared<MappedFile>(std::move(map));
       h.data = h.map->data();
       held->push_back(std::move(h));
       return Status::ok();
     }();
   }
+  double read_ms = (now_seconds() - t0) * 1e3;
   Status all = agree(app_comm_, local);
   if (!all.is_ok()) held->clear();
+  else if (rank_ == 0)
+    LOG_INFO("restart: version %llu (%d ranks) read and verified at L1 in %.1f ms on rank 0 (%zu old ranks hosted%s)",
+             static_cast<unsigned long long>(v), p_old, read_ms, held->size(),
+             place ? ", each host's own pieces read straight into its regions" : "");
   return all;
 }
 
 Status Runtime::reshaped_from_l3(uint64_t v, int p_old, std::vector<HeldStream>* held) {
   held->clear();
+  double t0 = now_seconds();
   Status local = Status::ok();
   for (int k = rank_; k < p_old && local.is_ok(); k += nranks_) {
     local = [&]() -> Status {
       CAIRN_ASSIGN_OR_RETURN(m, l3::read_manifest(layout_, v, static_cast<uint32_t>(k)));
       HeldStream h;
       h.old_rank = k;
-      try {
-        h.storage.assign(std::max<uint64_t>(m.total_size, 1), 0);
-      } catch (const std::bad_alloc&) {
-        return make_error(Code::ERR_NO_MEMORY, "no memory to stage old rank %d of version %llu", k,
-                          static_cast<unsigned long long>(v));
-      }
-      CAIRN_TRY(l3::read_data(layout_, m, h.storage.data()));
-      CAIRN_TRY(verify_stream(m, h.storage.data(), m.total_size).prefixed(l3::data_path(layout_, v, k)));
+      // Anonymous memory, not zero-filled; read and verified chunk by chunk in one pass.
+      auto buf = MappedFile::anonymous(m.total_size);
+      if (!buf)
+        return make_error(Code::ERR_NO_MEMORY, "no memory to stage old rank %d of version %llu: %s", k,
+                          static_cast<unsigned long long>(v), buf.status().message().c_str());
+      h.map = std::make_shared<MappedFile>(std::move(buf).value());
+      CAIRN_TRY(l3::read_data_verified(layout_, m, whole_stream(m, h.map->data())));
       h.manifest = std::move(m);
-      h.data = h.storage.data();
+      h.data = h.map->data();
       held->push_back(std::move(h));
       return Status::ok();
     }();
   }
+  double read_ms = (now_seconds() - t0) * 1e3;
   Status all = agree(app_comm_, local);
   if (!all.is_ok()) held->clear();
+  else if (rank_ == 0)
+    LOG_INFO("restart: version %llu (%d ranks) read and verified at L3 in %.1f ms on rank 0 (%zu old ranks' files)",
+             static_cast<unsigned long long>(v), p_old, read_ms, held->size());
   return all;
+}
+
+Status Runtime::reshaped_from_l3_direct(uint64_t v, int p_old, bool* done) {
+  *done = false;
+  if (!restart_in_place_) return Status::ok();  // cairn_restart_available: the regions stay untouched
+  double t0 = now_seconds();
+  // The version's region table (old rank 0's manifest), read once and shared.
+  std::string table;
+  if (rank_ == 0) {
+    auto m0 = l3::read_manifest(layout_, v, 0);
+    if (m0) table = encode_manifest(*m0);
+  }
+  unsigned long long tlen = table.size();
+  CAIRN_MPI(MPI_Bcast(&tlen, 1, MPI_UNSIGNED_LONG_LONG, 0, app_comm_));
+  if (tlen == 0) return Status::ok();  // the general path says what is wrong
+  table.resize(tlen);
+  CAIRN_MPI(MPI_Bcast(table.data(), static_cast<int>(tlen), MPI_CHAR, 0, app_comm_));
+  auto m0 = decode_manifest(table.data(), table.size());
+  if (!m0) return Status::ok();
+  // Direct only if every rank's regions already are what the new layout needs (no resize, nothing the
+  // general path would refuse), decided together: otherwise no region is touched here.
+  std::vector<Want> wants;
+  int fits = regions_fit(regions_, *m0, nranks_, rank_, &wants);
+  int all_fit = 0;
+  CAIRN_MPI(MPI_Allreduce(&fits, &all_fit, 1, MPI_INT, MPI_MIN, app_comm_));
+  if (!all_fit) return Status::ok();
+
+  // This rank's pieces, per old rank, as destinations of that old rank's stream.
+  Status local = [&]() -> Status {
+    std::map<int, std::vector<std::pair<size_t, redist::Transfer>>> by_old;
+    for (size_t i = 0; i < wants.size(); ++i) {
+      CAIRN_ASSIGN_OR_RETURN(plan, redist::plan_for_dst(wants[i].dist, p_old, nranks_, rank_));
+      for (const auto& t : plan) by_old[t.src].push_back({i, t});
+    }
+    for (const auto& [k, pieces] : by_old) {
+      CAIRN_ASSIGN_OR_RETURN(mk, l3::read_manifest(layout_, v, static_cast<uint32_t>(k)));
+      std::vector<StreamExtent> extents;
+      for (const auto& [i, t] : pieces) {
+        const RegionEntry& e = *wants[i].entry;
+        auto re = std::find_if(mk.regions.begin(), mk.regions.end(), [&](const RegionEntry& x) { return x.name == e.name; });
+        uint64_t held_want = wants[i].dist.kind == redist::Kind::replicated ? wants[i].dist.global_count
+                                                                            : redist::local_count(wants[i].dist, p_old, k);
+        if (re == mk.regions.end() || re->elem_size != e.elem_size || re->count != held_want)
+          return make_error(Code::ERR_CORRUPT, "region '%s' is missing or differs on old rank %d", e.name.c_str(), k);
+        extents.push_back({re->offset + t.src_offset * e.elem_size, t.count * e.elem_size,
+                           static_cast<uint8_t*>(regions_[e.name].ptr) + t.dst_offset * e.elem_size});
+      }
+      std::sort(extents.begin(), extents.end(), [](const StreamExtent& a, const StreamExtent& b) { return a.offset < b.offset; });
+      CAIRN_TRY(l3::read_ranges_verified(layout_, mk, extents));
+    }
+    return Status::ok();
+  }();
+  double read_ms = (now_seconds() - t0) * 1e3;
+  if (!local.is_ok())
+    LOG_WARN("restart: version %llu (%d ranks) in L3: %s", static_cast<unsigned long long>(v), p_old, local.message().c_str());
+  CAIRN_TRY(agree(app_comm_, local));
+  for (const auto& w : wants) {
+    Region& r = regions_[w.entry->name];
+    r.dist_kind = w.entry->distribution;
+    r.dist_params = w.dist.to_params();
+  }
+  if (rank_ == 0)
+    LOG_INFO("restart: version %llu (%d ranks) read from L3 by every rank straight into its regions and verified "
+             "in %.1f ms on rank 0", static_cast<unsigned long long>(v), p_old, read_ms);
+  *done = true;
+  return Status::ok();
 }
 
 // L2 across rank counts. The old ranks whose caches survive are hosted on their nodes (as for L1) and
@@ -468,13 +654,20 @@ Status Runtime::move_regions(MPI_Comm comm, int p_old, const std::vector<int>& h
       }
     }
   }
-  // Pack what this process sends before any buffer is resized (live: the sources are those buffers).
-  std::vector<std::vector<std::vector<char>>> sends(moves.size());  // per move, per comm rank
+  // What this process sends, per move and destination process: (address, bytes) pieces in the order
+  // the receiver expects them, by old rank then offset. Nothing is copied here: the pieces are sent
+  // straight out of the held streams (slots, staging buffers, the live copy).
+  using Pieces = std::vector<std::pair<const void*, uint64_t>>;
+  std::vector<std::vector<Pieces>> sends(moves.size());  // per move, per comm rank
+  std::vector<const HeldStream*> by_old;
+  for (const auto& h : held) by_old.push_back(&h);
+  std::sort(by_old.begin(), by_old.end(), [](const HeldStream* a, const HeldStream* b) { return a->old_rank < b->old_rank; });
   if (check.is_ok()) {
     for (size_t i = 0; i < moves.size() && check.is_ok(); ++i) {
       sends[i].assign(static_cast<size_t>(size), {});
       const RegionEntry& e = *moves[i].entry;
-      for (const auto& h : held) {
+      for (const HeldStream* hp : by_old) {
+        const HeldStream& h = *hp;
         auto re = std::find_if(h.manifest.regions.begin(), h.manifest.regions.end(),
                                [&](const RegionEntry& x) { return x.name == e.name; });
         if (re == h.manifest.regions.end() || re->elem_size != e.elem_size) {
@@ -497,10 +690,11 @@ Status Runtime::move_regions(MPI_Comm comm, int p_old, const std::vector<int>& h
           check = plan.status().prefixed("region '" + e.name + "'");
           break;
         }
+        // Sorted by (dst, dst_offset): for one destination that is also source order.
         for (const auto& t : *plan) {
-          const char* src = reinterpret_cast<const char*>(h.data) + re->offset + t.src_offset * e.elem_size;
-          auto& buf = sends[i][static_cast<size_t>(comm_of_new[static_cast<size_t>(t.dst)])];
-          buf.insert(buf.end(), src, src + t.count * e.elem_size);
+          if (h.self_placed && comm_of_new[static_cast<size_t>(t.dst)] == me) continue;  // already there
+          const uint8_t* src = h.data + re->offset + t.src_offset * e.elem_size;
+          sends[i][static_cast<size_t>(comm_of_new[static_cast<size_t>(t.dst)])].push_back({src, t.count * e.elem_size});
         }
       }
     }
@@ -544,39 +738,90 @@ Status Runtime::move_regions(MPI_Comm comm, int p_old, const std::vector<int>& h
   }
   CAIRN_TRY(agree(comm, check));
 
-  // Move, region by region: one all-to-all each; receivers unpack in plan order.
+  // Move, region by region: one MPI_Alltoallw each, with a datatype per peer that lists the pieces at
+  // their absolute addresses (MPI_BOTTOM), so the bytes go from the held streams straight into the new
+  // buffers: no packing, no unpacking, no staging of what moves.
+  auto make_type = [](const Pieces& pieces, MPI_Datatype* type, int* count) -> Status {
+    *type = MPI_BYTE;
+    *count = 0;
+    if (pieces.empty()) return Status::ok();
+    constexpr uint64_t kMaxBlock = uint64_t{1} << 30;  // block lengths are ints
+    std::vector<int> lens;
+    std::vector<MPI_Aint> displs;
+    for (const auto& [addr, bytes] : pieces)
+      for (uint64_t at = 0; at < bytes; at += kMaxBlock) {
+        MPI_Aint a = 0;
+        CAIRN_MPI(MPI_Get_address(static_cast<const uint8_t*>(addr) + at, &a));
+        lens.push_back(static_cast<int>(std::min(kMaxBlock, bytes - at)));
+        displs.push_back(a);
+      }
+    CAIRN_MPI(MPI_Type_create_hindexed(static_cast<int>(lens.size()), lens.data(), displs.data(), MPI_BYTE, type));
+    CAIRN_MPI(MPI_Type_commit(type));
+    *count = 1;
+    return Status::ok();
+  };
+  std::set<int> placed_here;  // old ranks hosted here whose pieces for this process are in place
+  for (const auto& h : held)
+    if (h.self_placed) placed_here.insert(h.old_rank);
+  Status kept = Status::ok();
   for (size_t i = 0; i < moves.size(); ++i) {
     const RegionEntry& e = *moves[i].entry;
-    std::vector<int> scount(static_cast<size_t>(size)), sdispl(static_cast<size_t>(size)),
-        rcount(static_cast<size_t>(size), 0), rdispl(static_cast<size_t>(size));
-    std::vector<char> sbuf;
-    for (int u = 0; u < size; ++u) {
-      sdispl[u] = static_cast<int>(sbuf.size());
-      scount[u] = static_cast<int>(sends[i][u].size());
-      sbuf.insert(sbuf.end(), sends[i][u].begin(), sends[i][u].end());
-      std::vector<char>().swap(sends[i][u]);
-    }
-    std::vector<redist::Transfer> incoming;
+    std::vector<Pieces> recvs(static_cast<size_t>(size));
     if (my_new >= 0) {
-      CAIRN_ASSIGN_OR_RETURN(plan, redist::plan_for_dst(moves[i].dist, p_old, p_new, my_new));
-      incoming = std::move(plan);
-      for (const auto& t : incoming) rcount[static_cast<size_t>(host_of_old[static_cast<size_t>(t.src)])] += static_cast<int>(t.count * e.elem_size);
-    }
-    int total = 0;
-    for (int u = 0; u < size; ++u) rdispl[u] = total, total += rcount[u];
-    std::vector<char> rbuf(static_cast<size_t>(total));
-    CAIRN_MPI(MPI_Alltoallv(sbuf.data(), scount.data(), sdispl.data(), MPI_BYTE, rbuf.data(), rcount.data(),
-                            rdispl.data(), MPI_BYTE, comm));
-    if (my_new >= 0) {
-      std::vector<size_t> cursor(rdispl.begin(), rdispl.end());
-      char* dst = static_cast<char*>(regions_[e.name].ptr);
+      // Sorted by (src, src_offset): per host, the order in which it sends.
+      CAIRN_ASSIGN_OR_RETURN(incoming, redist::plan_for_dst(moves[i].dist, p_old, p_new, my_new));
+      uint8_t* dst = static_cast<uint8_t*>(regions_[e.name].ptr);
       for (const auto& t : incoming) {
-        size_t& c = cursor[static_cast<size_t>(host_of_old[static_cast<size_t>(t.src)])];
-        memcpy(dst + t.dst_offset * e.elem_size, rbuf.data() + c, t.count * e.elem_size);
-        c += t.count * e.elem_size;
+        if (host_of_old[static_cast<size_t>(t.src)] == me && placed_here.count(t.src)) continue;  // already there
+        recvs[static_cast<size_t>(host_of_old[static_cast<size_t>(t.src)])].push_back(
+            {dst + t.dst_offset * e.elem_size, t.count * e.elem_size});
       }
     }
+    std::vector<int> scount(static_cast<size_t>(size)), rcount(static_cast<size_t>(size)), zero(static_cast<size_t>(size), 0);
+    std::vector<MPI_Datatype> stype(static_cast<size_t>(size), MPI_BYTE), rtype(static_cast<size_t>(size), MPI_BYTE);
+    auto free_types = [&] {
+      for (auto* v : {&stype, &rtype})
+        for (auto& t : *v)
+          if (t != MPI_BYTE) MPI_Type_free(&t);
+    };
+    // Post the exchange (what stays here has count 0 in it), copy what stays here while the peers pull
+    // their pieces (Open MPI's shared-memory transport copies large messages on the receiver's side),
+    // then wait.
+    Status built = Status::ok();
+    for (int u = 0; u < size && built.is_ok(); ++u) {
+      if (u == me) continue;
+      built = make_type(sends[i][static_cast<size_t>(u)], &stype[static_cast<size_t>(u)], &scount[static_cast<size_t>(u)]);
+      if (built.is_ok()) built = make_type(recvs[static_cast<size_t>(u)], &rtype[static_cast<size_t>(u)], &rcount[static_cast<size_t>(u)]);
+    }
+    if (!built.is_ok()) {
+      free_types();
+      return built;
+    }
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc = MPI_Ialltoallw(MPI_BOTTOM, scount.data(), zero.data(), stype.data(), MPI_BOTTOM, rcount.data(), zero.data(),
+                            rtype.data(), comm, &req);
+    if (rc == MPI_SUCCESS) {
+      // Piece against piece: both lists are in the same order.
+      const Pieces& from = sends[i][static_cast<size_t>(me)];
+      const Pieces& to = recvs[static_cast<size_t>(me)];
+      size_t a = 0, b = 0;
+      uint64_t at_a = 0, at_b = 0;
+      while (a < from.size() && b < to.size()) {
+        uint64_t n = std::min(from[a].second - at_a, to[b].second - at_b);
+        memcpy(const_cast<uint8_t*>(static_cast<const uint8_t*>(to[b].first)) + at_b,
+               static_cast<const uint8_t*>(from[a].first) + at_a, n);
+        if ((at_a += n) == from[a].second) ++a, at_a = 0;
+        if ((at_b += n) == to[b].second) ++b, at_b = 0;
+      }
+      if ((a != from.size() || b != to.size()) && kept.is_ok())  // the plans disagree: cannot happen
+        kept = make_error(Code::ERR_INTERNAL, "region '%s': the bytes to keep and their places differ", e.name.c_str());
+      rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+    free_types();
+    std::vector<Pieces>().swap(sends[i]);
+    if (rc != MPI_SUCCESS) return make_error(Code::ERR_MPI, "MPI_Ialltoallw moving region '%s' failed (%d)", e.name.c_str(), rc);
   }
+  CAIRN_TRY(agree(comm, kept));
   return Status::ok();
 }
 

@@ -1,15 +1,26 @@
 // Restart: collectively pick the newest version that can be rebuilt completely and verified.
 // For each candidate, newest first: L1 where every rank's slot verifies; else L2, rebuilding the ranks
 // whose cache is gone or fails verification from their redundancy sets (and writing the rebuilt data
-// back into their cache); else L3. Any mismatch moves on to the next candidate. The application's
-// memory is written only after its version verified everywhere.
-#include <xxhash.h>
+// back into their cache); else L3. Any mismatch moves on to the next candidate.
+//
+// cairn_restart_available (and cairn_restart after it) leaves the application's memory alone until a
+// version verified everywhere: the bytes are verified where they lie (slot, staging buffer) and copied.
+// cairn_restart alone reads straight into the regions, hashing every chunk as it lands (one pass, no
+// mapping, no staging): the newest L1 version from the slot file (fast_restart_l1), or an L3 version in
+// place when every rank's regions match it. It still returns success only for verified bytes -- a bad
+// chunk anywhere moves on as above, and the next candidate writes the regions again -- but after a
+// failure the regions may hold partial data. A size mismatch is found before anything is written.
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <sstream>
 
+#include "cache/stream_reader.hpp"
 #include "core/fsutil.hpp"
 #include "core/log.hpp"
 #include "core/mpi_util.hpp"
@@ -156,7 +167,8 @@ Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, Restar
     out->level = CAIRN_LEVEL_L1;
     out->manifest = m;
     out->data = data;
-    out->staging.clear();
+    out->staging.reset();
+    out->in_place = false;
     *handled = true;
     return Status::ok();
   }
@@ -269,34 +281,64 @@ Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, Restar
   out->level = CAIRN_LEVEL_L2;
   out->manifest = m;
   out->data = data;
-  out->staging.clear();
+  out->staging.reset();
+  out->in_place = false;
   *handled = true;
   return Status::ok();
 }
 
 Status Runtime::try_l3(uint64_t v, RestartChoice* out) {
-  Status local = [&]() -> Status {
-    CAIRN_ASSIGN_OR_RETURN(m, l3::read_manifest(layout_, v, static_cast<uint32_t>(rank_)));
-    try {
-      out->staging.assign(std::max<uint64_t>(m.total_size, 1), 0);
-    } catch (const std::bad_alloc&) {
-      return make_error(Code::ERR_NO_MEMORY, "no memory to stage %llu bytes of version %llu",
-                        static_cast<unsigned long long>(m.total_size), static_cast<unsigned long long>(v));
+  // Read straight into the application's regions when cairn_restart itself searches (not
+  // cairn_restart_available, which must leave the regions alone) and every rank's regions match the
+  // version's (memory only, same names and sizes): no staging buffer and no copy out of it. Decided
+  // together, so that a size mismatch on one rank leaves every rank's regions untouched.
+  auto manifest = l3::read_manifest(layout_, v, static_cast<uint32_t>(rank_));
+  int fits = 0;
+  if (restart_in_place_ && manifest) {
+    fits = manifest->regions.size() == regions_.size() ? 1 : 0;
+    for (const auto& e : manifest->regions) {
+      auto it = regions_.find(e.name);
+      if (e.kind != RegionKind::memory || it == regions_.end() || it->second.bytes() != e.size) fits = 0;
     }
-    CAIRN_TRY(l3::read_data(layout_, m, out->staging.data()));
-    CAIRN_TRY(verify_stream(m, out->staging.data(), m.total_size).prefixed(l3::data_path(layout_, v, rank_)));
+  }
+  int all_fit = 0;
+  CAIRN_MPI(MPI_Allreduce(&fits, &all_fit, 1, MPI_INT, MPI_MIN, app_comm_));
+  out->in_place = all_fit != 0;
+  out->staging.reset();
+  Status local = [&]() -> Status {
+    if (!manifest) return manifest.status();
+    Manifest& m = *manifest;
+    std::vector<StreamExtent> extents;
+    if (out->in_place) {
+      for (const auto& e : m.regions) extents.push_back({e.offset, e.size, static_cast<uint8_t*>(regions_.at(e.name).ptr)});
+      std::sort(extents.begin(), extents.end(), [](const StreamExtent& x, const StreamExtent& y) { return x.offset < y.offset; });
+    } else {
+      auto buf = MappedFile::anonymous(m.total_size);
+      if (!buf)
+        return make_error(Code::ERR_NO_MEMORY, "no memory to stage %llu bytes of version %llu: %s",
+                          static_cast<unsigned long long>(m.total_size), static_cast<unsigned long long>(v),
+                          buf.status().message().c_str());
+      out->staging = std::make_shared<MappedFile>(std::move(buf).value());
+      extents = whole_stream(m, out->staging->data());
+    }
+    double t0 = now_seconds();
+    CAIRN_TRY(l3::read_data_verified(layout_, m, extents));
+    if (rank_ == 0)
+      LOG_INFO("restart: version %llu read from L3 %s and verified in %.1f ms on rank 0", static_cast<unsigned long long>(v),
+               out->in_place ? "into the regions" : "into a staging buffer", (now_seconds() - t0) * 1e3);
     out->manifest = std::move(m);
     return Status::ok();
   }();
   if (!local.is_ok()) LOG_WARN("restart: version %llu in L3: %s", static_cast<unsigned long long>(v), local.message().c_str());
   Status all = agree(app_comm_, local);
   if (!all.is_ok()) {
-    out->staging.clear();
+    out->staging.reset();
+    out->in_place = false;
     return all;
   }
   out->version = v;
   out->level = CAIRN_LEVEL_L3;
-  out->data = out->staging.data();
+  out->data = out->in_place ? nullptr : out->staging->data();
   return Status::ok();
 }
 
@@ -304,15 +346,22 @@ Status Runtime::apply_restart(const RestartChoice& c) {
   if (c.p_old) {
     std::vector<int> identity(static_cast<size_t>(nranks_));
     for (int r = 0; r < nranks_; ++r) identity[r] = r;
-    CAIRN_TRY(move_regions(app_comm_, c.p_old, c.host_of_old, identity, c.held, /*restart=*/true));
+    double t0 = now_seconds();
+    if (!c.in_place)  // else every rank read its pieces itself (reshaped_from_l3_direct)
+      CAIRN_TRY(move_regions(app_comm_, c.p_old, c.host_of_old, identity, c.held, /*restart=*/true));
+    double moved_ms = (now_seconds() - t0) * 1e3;
     restored_version_ = c.version;
     restored_level_ = c.level;
     restored_files_.clear();
     static const char* kLevels[] = {"none", "L1", "L2", "L3"};
     if (rank_ == 0) {
       state_.set({{"restart_version", std::to_string(c.version)}, {"restart_level", kLevels[c.level]}});
-      LOG_INFO("restarted from version %llu at %s, written by %d ranks, redistributed onto %d",
-               static_cast<unsigned long long>(c.version), kLevels[c.level], c.p_old, nranks_);
+      if (c.in_place)
+        LOG_INFO("restarted from version %llu at %s, written by %d ranks, read in place by %d",
+                 static_cast<unsigned long long>(c.version), kLevels[c.level], c.p_old, nranks_);
+      else
+        LOG_INFO("restarted from version %llu at %s, written by %d ranks, redistributed onto %d (moved in %.1f ms on rank 0)",
+                 static_cast<unsigned long long>(c.version), kLevels[c.level], c.p_old, nranks_, moved_ms);
     }
     last_checkpoint_time_ = now_seconds();
     return Status::ok();
@@ -341,7 +390,7 @@ Status Runtime::apply_restart(const RestartChoice& c) {
   for (const auto& e : m.regions) {
     if (e.kind == RegionKind::memory) {
       auto it = regions_.find(e.name);
-      if (it != regions_.end() && e.size) memcpy(it->second.ptr, c.data + e.offset, e.size);
+      if (it != regions_.end() && e.size && !c.in_place) memcpy(it->second.ptr, c.data + e.offset, e.size);
     } else if (local.is_ok()) {
       std::string dir = cache_.files_dir(m.version);
       local = fs::make_dirs(dir);
@@ -395,18 +444,23 @@ Status Runtime::restart_available(int* available, int* version) {
 }
 
 // The common case, fast: every rank holds the newest version anywhere in its own L1 slot, with the
-// regions protected now. Each rank copies its slot into the regions chunk by chunk and hashes every
-// chunk while it is still in the CPU cache -- one pass over the slot instead of two. Any
-// doubt (another version, a size, a checksum on any rank) and the full search runs instead, which
-// writes the regions again; the application gets success only for verified bytes.
+// regions protected now. Each rank reads its slot file into the regions piece by piece (pread, no
+// mapping) and hashes every chunk while it is still in the CPU cache -- one pass over the slot. A
+// missing record or a region that does not match on any rank and nothing is read; a bad checksum on
+// any rank and the full search runs instead, which writes the regions again. The application gets
+// success only for verified bytes.
 Status Runtime::fast_restart_l1(bool* done) {
   *done = false;
   uint64_t newest = next_version_ - 1;
+  double read_s = 0;
+  // First, without touching any region: does every rank hold the version for the regions it protects?
+  // (Together, so that a rank whose regions do not match leaves every rank's regions alone.)
+  std::optional<L1Record> rec;
   Status mine = [&]() -> Status {
     if (newest == 0 || std::find(rejected_.begin(), rejected_.end(), newest) != rejected_.end())
       return Status(Code::ERR_NO_CHECKPOINT, "");
-    CAIRN_ASSIGN_OR_RETURN(rec, cache_.read_record(newest));
-    const Manifest& m = rec.manifest;
+    CAIRN_ASSIGN_OR_RETURN(r, cache_.read_record(newest));
+    const Manifest& m = r.manifest;
     if (m.nranks != static_cast<uint32_t>(nranks_) || m.rank != static_cast<uint32_t>(rank_) ||
         m.regions.size() != regions_.size() || m.chunk_size == 0)
       return Status(Code::ERR_NO_CHECKPOINT, "");
@@ -415,37 +469,50 @@ Status Runtime::fast_restart_l1(bool* done) {
       if (e.kind != RegionKind::memory || it == regions_.end() || it->second.bytes() != e.size)
         return Status(Code::ERR_NO_CHECKPOINT, "");
     }
-    std::string path = cache_.slot_path(static_cast<int>(rec.slot));
-    CAIRN_ASSIGN_OR_RETURN(slot, cache_.slot(static_cast<int>(rec.slot), 0));
-    if (slot->size() < m.total_size) return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", path.c_str());
-    const uint8_t* src = slot->data();
-    XXH3_state_t* state = XXH3_createState();
-    if (!state) return make_error(Code::ERR_NO_MEMORY, "xxh3 state");
-    Status st = Status::ok();
-    size_t r = 0;  // regions are in stream order
-    for (uint64_t c = 0; c * m.chunk_size < m.total_size && st.is_ok(); ++c) {
-      uint64_t a = c * m.chunk_size, b = std::min<uint64_t>(a + m.chunk_size, m.total_size);
-      XXH3_64bits_reset(state);
-      for (size_t i = r; i < m.regions.size() && m.regions[i].offset < b && st.is_ok(); ++i) {
-        const RegionEntry& e = m.regions[i];
-        uint64_t lo = std::max(a, e.offset), hi = std::min(b, e.offset + e.size);
-        if (lo >= hi) continue;
-        uint8_t* dst = static_cast<uint8_t*>(regions_[e.name].ptr) + (lo - e.offset);
-        memcpy(dst, src + lo, hi - lo);
-        XXH3_64bits_update(state, dst, hi - lo);
+    rec = std::move(r);
+    return Status::ok();
+  }();
+  // A record that is simply not here (a lost node's cache) is no news: the full search handles it.
+  auto warn = [&](const Status& st) {
+    if (!st.is_ok() && st.code() != Code::ERR_NO_CHECKPOINT && !(st.code() == Code::ERR_IO && !fs::exists(cache_.record_path(newest))))
+      LOG_WARN("restart: version %llu in L1: %s", static_cast<unsigned long long>(newest), st.message().c_str());
+  };
+  warn(mine);
+  int ok = mine.is_ok() ? 1 : 0, all = 0;
+  CAIRN_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, app_comm_));
+  if (!all) return Status::ok();
+  // Then read the slot file into the regions piece by piece and hash each piece while it is in cache:
+  // with pread on 4 KiB pages (mapping a 256 MiB tmpfs file costs about a memcpy of it in page tables),
+  // mapped where the cache is on huge pages (map_to_read).
+  mine = [&]() -> Status {
+    const Manifest& m = rec->manifest;
+    std::string path = cache_.slot_path(static_cast<int>(rec->slot));
+    std::vector<StreamExtent> extents;
+    for (const auto& e : m.regions)
+      extents.push_back({e.offset, e.size, static_cast<uint8_t*>(regions_.at(e.name).ptr)});
+    std::sort(extents.begin(), extents.end(), [](const StreamExtent& x, const StreamExtent& y) { return x.offset < y.offset; });
+    CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_RDONLY));
+    struct stat sb;
+    if (fstat(fd.get(), &sb) != 0) return posix_error("fstat", path, errno);
+    if (static_cast<uint64_t>(sb.st_size) < m.total_size)
+      return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", path.c_str());
+    std::optional<MappedFile> map;
+    StreamSource source = pread_source(fd.get(), 0, path);
+    if (map_to_read(static_cast<uint64_t>(sb.st_blksize))) {  // huge pages: mapping is cheap, memcpy fast
+      auto mm = MappedFile::open_ro(path);
+      if (mm && mm->size() >= m.total_size) {
+        map = std::move(mm).value();
+        source = copy_source(map->data());
       }
-      while (r < m.regions.size() && m.regions[r].offset + m.regions[r].size <= b) ++r;
-      if (st.is_ok() && XXH3_64bits_digest(state) != m.chunk_hashes[c])
-        st = make_error(Code::ERR_CORRUPT, "%s: chunk %llu checksum mismatch", path.c_str(), static_cast<unsigned long long>(c));
     }
-    XXH3_freeState(state);
+    double t0 = now_seconds();
+    Status st = read_verified(m, extents, source).prefixed(path);
+    read_s = now_seconds() - t0;
     if (st.is_ok()) restored_label_ = m.label;
     return st;
   }();
-  // A record that is simply not here (a lost node's cache) is no news: the full search handles it.
-  if (!mine.is_ok() && mine.code() != Code::ERR_NO_CHECKPOINT && !(mine.code() == Code::ERR_IO && !fs::exists(cache_.record_path(newest))))
-    LOG_WARN("restart: version %llu in L1: %s", static_cast<unsigned long long>(newest), mine.message().c_str());
-  int ok = mine.is_ok() ? 1 : 0, all = 0;
+  warn(mine);
+  ok = mine.is_ok() ? 1 : 0;
   CAIRN_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, app_comm_));
   if (!all) return Status::ok();
   // The same bookkeeping as apply_restart for an L1 version.
@@ -468,7 +535,8 @@ Status Runtime::fast_restart_l1(bool* done) {
   }
   if (rank_ == 0) {
     state_.set({{"restart_version", std::to_string(newest)}, {"restart_level", "L1"}});
-    LOG_INFO("restarted from version %llu ('%s') at L1", static_cast<unsigned long long>(newest), restored_label_.c_str());
+    LOG_INFO("restarted from version %llu ('%s') at L1 (slot read into the regions and verified in %.1f ms on rank 0)",
+             static_cast<unsigned long long>(newest), restored_label_.c_str(), read_s * 1e3);
   }
   last_checkpoint_time_ = now_seconds();
   *done = true;
@@ -486,7 +554,10 @@ Status Runtime::restart() {
   }
   if (!pending_) {
     RestartChoice c;
-    CAIRN_TRY(find_restart(&c));
+    restart_in_place_ = true;
+    Status found = find_restart(&c);
+    restart_in_place_ = false;
+    CAIRN_TRY(found);
     pending_ = std::move(c);
   }
   Status st = apply_restart(*pending_);

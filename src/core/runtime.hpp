@@ -47,9 +47,10 @@ struct HeldStream {
   int old_rank = 0;
   Manifest manifest;
   const uint8_t* data = nullptr;
-  std::vector<uint8_t> storage;  // when the bytes live here (L3 staging, live packing)
-  std::shared_ptr<MappedFile> map;  // when they live in another rank's L1 slot on this node
+  std::vector<uint8_t> storage;  // when the bytes live here (live packing, L2 rebuild)
+  std::shared_ptr<MappedFile> map;  // when they live in a rank's L1 slot on this node, or staging memory (L3)
   std::string red_path;             // that slot's redundancy data (L2 rebuild across rank counts)
+  bool self_placed = false;         // its pieces for the hosting process are already in the regions
 };
 
 // One version on its way through the levels. Stages run in this order; each flag is set once.
@@ -88,7 +89,8 @@ struct RestartChoice {
   std::vector<struct HeldStream> held;
   Manifest manifest;
   const uint8_t* data = nullptr;       // verified snapshot stream (slot or staging buffer)
-  std::vector<uint8_t> staging;        // holds L3 data
+  std::shared_ptr<MappedFile> staging; // holds L3 data (anonymous memory)
+  bool in_place = false;               // the bytes are already in the regions, verified (read in place)
   bool in_l3 = false;                  // the version is also committed in L3
 };
 
@@ -178,6 +180,9 @@ class Runtime {
   Status reshaped_from_l1(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
                           std::vector<HeldStream>* held);
   Status reshaped_from_l3(uint64_t v, int p_old, std::vector<HeldStream>* held);
+  // cairn_restart alone, when every rank's regions already have their new size: each rank reads its own
+  // pieces straight from the old ranks' files into its regions (no hosts, no move). *done: it did.
+  Status reshaped_from_l3_direct(uint64_t v, int p_old, bool* done);
   Status reshaped_from_l2(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
                           const std::vector<bool>& prot, std::vector<HeldStream>* held, std::vector<int>* host_of_old);
   // Move every distributed region from a p_old layout (streams held by processes of `comm`) to the
@@ -220,6 +225,7 @@ class Runtime {
 
   // restart
   std::optional<RestartChoice> pending_;
+  bool restart_in_place_ = false;  // cairn_restart's own search: restart paths may read into the regions
   bool in_restart_ = false;
   uint64_t restored_version_ = 0;
   int restored_level_ = 0;

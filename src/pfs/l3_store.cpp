@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <sstream>
 
 #include "core/fsutil.hpp"
@@ -172,6 +173,78 @@ Status read_data(const Layout& l, const Manifest& m, uint8_t* dst) {
   CAIRN_TRY(fs::pread_all(fd.get(), stored.data(), stored.size(), w->offset, w->file));
   return decompress_chunks(reinterpret_cast<const uint8_t*>(stored.data()), stored.size(), w->chunk_stored,
                            m.chunk_size, dst, m.total_size).prefixed(w->file);
+}
+
+namespace {
+// Opens the rank's data, whatever layout wrote it, checks its length, and calls `use` with a source of
+// its stream bytes (pread at the right offset; for zstd, each chunk decompressed when first asked for).
+Status with_source(const Layout& l, const Manifest& m,
+                   const std::function<Status(const StreamSource&, const std::string& path)>& use) {
+  std::string wpath = where_path(l, m.version, m.rank);
+  if (!fs::exists(wpath)) {  // one file per rank, stored as is
+    std::string path = data_path(l, m.version, m.rank);
+    CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_RDONLY));
+    off_t end = lseek(fd.get(), 0, SEEK_END);
+    if (end < 0) return posix_error("lseek", path, errno);
+    if (static_cast<uint64_t>(end) != m.total_size)
+      return make_error(Code::ERR_CORRUPT, "%s: %lld bytes, manifest says %llu (truncated or extended)",
+                        path.c_str(), static_cast<long long>(end),
+                        static_cast<unsigned long long>(m.total_size));
+    (void)posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);  // larger read-ahead
+    return use(pread_source(fd.get(), 0, path), path).prefixed(path);
+  }
+  CAIRN_ASSIGN_OR_RETURN(text, fs::read_file(wpath));
+  auto w = decode_where(text);
+  if (!w) return w.status().prefixed(wpath);
+  if (!w->zstd && w->stored != m.total_size)
+    return make_error(Code::ERR_CORRUPT, "%s: %llu bytes stored, manifest says %llu", wpath.c_str(),
+                      static_cast<unsigned long long>(w->stored), static_cast<unsigned long long>(m.total_size));
+  CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(w->file, O_RDONLY));
+  off_t end = lseek(fd.get(), 0, SEEK_END);
+  if (end < 0) return posix_error("lseek", w->file, errno);
+  if (static_cast<uint64_t>(end) < w->offset + w->stored)
+    return make_error(Code::ERR_CORRUPT, "%s: %lld bytes, the rank's data ends at byte %llu (truncated)",
+                      w->file.c_str(), static_cast<long long>(end), static_cast<unsigned long long>(w->offset + w->stored));
+  (void)posix_fadvise(fd.get(), static_cast<off_t>(w->offset), static_cast<off_t>(w->stored), POSIX_FADV_SEQUENTIAL);
+  if (!w->zstd) return use(pread_source(fd.get(), w->offset, w->file), w->file).prefixed(w->file);
+  // Compressed: each chunk is read and decompressed when its first piece is asked for, into a one-chunk
+  // buffer the pieces are copied from (still in cache).
+  const uint64_t chunk = m.chunk_size ? m.chunk_size : (1u << 20);
+  const uint64_t nchunks = m.total_size == 0 ? 0 : (m.total_size + chunk - 1) / chunk;
+  if (w->chunk_stored.size() != nchunks)
+    return make_error(Code::ERR_CORRUPT, "%s: compressed data has %zu chunks, the manifest needs %llu", w->file.c_str(),
+                      w->chunk_stored.size(), static_cast<unsigned long long>(nchunks));
+  std::vector<uint64_t> starts(nchunks + 1, 0);
+  for (uint64_t c = 0; c < nchunks; ++c) starts[c + 1] = starts[c] + w->chunk_stored[c];
+  if (starts[nchunks] > w->stored)
+    return make_error(Code::ERR_CORRUPT, "%s: the compressed chunks extend past the stored data", w->file.c_str());
+  std::vector<uint8_t> one(static_cast<size_t>(std::min<uint64_t>(chunk, std::max<uint64_t>(m.total_size, 1))));
+  std::string packed;
+  uint64_t have = UINT64_MAX;  // the chunk in `one`
+  const int fdn = fd.get();
+  auto source = [&](uint64_t off, uint64_t len, uint8_t* dst) -> Status {
+    uint64_t c = off / chunk;
+    if (c != have) {
+      uint64_t n = std::min<uint64_t>(chunk, m.total_size - c * chunk);
+      packed.resize(static_cast<size_t>(w->chunk_stored[c]));
+      CAIRN_TRY(fs::pread_all(fdn, packed.data(), packed.size(), w->offset + starts[c], w->file));
+      CAIRN_TRY(decompress_chunks(reinterpret_cast<const uint8_t*>(packed.data()), packed.size(), {w->chunk_stored[c]},
+                                  static_cast<uint32_t>(n), one.data(), n));
+      have = c;
+    }
+    memcpy(dst, one.data() + (off - c * chunk), len);
+    return Status::ok();
+  };
+  return use(source, w->file).prefixed(w->file);
+}
+}  // namespace
+
+Status read_data_verified(const Layout& l, const Manifest& m, const std::vector<StreamExtent>& extents) {
+  return with_source(l, m, [&](const StreamSource& src, const std::string&) { return read_verified(m, extents, src); });
+}
+
+Status read_ranges_verified(const Layout& l, const Manifest& m, const std::vector<StreamExtent>& wanted) {
+  return with_source(l, m, [&](const StreamSource& src, const std::string&) { return read_verified_ranges(m, wanted, src); });
 }
 
 Status remove_version(const Layout& l, uint64_t v) {

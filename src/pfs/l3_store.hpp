@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/stream_reader.hpp"
 #include "core/layout.hpp"
 #include "core/manifest.hpp"
 #include "core/status.hpp"
@@ -42,6 +43,13 @@ uint64_t max_version_present(const Layout& l);
 Result<Manifest> read_manifest(const Layout& l, uint64_t v, uint32_t rank);
 // Read the rank's data (m.total_size bytes) into dst, whatever layout wrote it.
 Status read_data(const Layout& l, const Manifest& m, uint8_t* dst);
+// The same, straight into `extents` (the stream's bytes scattered over several buffers, see
+// cache/stream_reader.hpp), verifying every chunk against the manifest right after it landed: one pass,
+// no staging copy. ERR_CORRUPT for the first bad chunk (the extents then hold partial data).
+Status read_data_verified(const Layout& l, const Manifest& m, const std::vector<StreamExtent>& extents);
+// Only the chunks that overlap `wanted` (cache/stream_reader.hpp, read_verified_ranges): a rank that
+// restarts on another rank count reads just its pieces of an old rank's file.
+Status read_ranges_verified(const Layout& l, const Manifest& m, const std::vector<StreamExtent>& wanted);
 
 // Remove one version: COMMIT first, then the data files its where-records name on other prefixes,
 // then its directory.

@@ -1,0 +1,281 @@
+// Restart on another rank count from L3 on real MPI ranks (ctest runs it on 4): a version written by 4
+// ranks is restarted by 3 and by 2 of them. With cairn_restart alone and regions already of their new
+// size, every rank reads its own pieces straight from the old files (reshaped_from_l3_direct); with a
+// region that must be resized, or after cairn_restart_available, the hosts read the old files and move
+// the pieces. Either way every element arrives where its global index says, a damaged old file sends
+// the restart to the older version, and a region no rank can fit makes no rank touch its buffers.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cairn/cairn.h"
+#include "core/fsutil.hpp"
+#include "core/runtime.hpp"
+#include "pfs/l3_store.hpp"
+
+namespace cairn {
+namespace {
+
+int g_rank = 0, g_size = 1;
+
+bool everywhere(bool ok) {
+  int v = ok ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return v == 1;
+}
+
+// Element g of the global arrays in version v.
+uint64_t value(uint64_t g, int array, int v) { return (g + 1) * 0x9E3779B97F4A7C15ull ^ (array * 1000003ull + v); }
+
+constexpr size_t kG = 300007;   // BLOCK array "a": odd, so the pieces are unequal
+constexpr size_t kGc = 200003;  // BLOCK_CYCLIC array "c", blocks of 1000
+constexpr size_t kBlock = 1000;
+
+struct Arrays {
+  std::vector<uint64_t> a, c;
+  uint64_t step = 0;
+};
+
+void* resize_a(const char*, size_t n, void* user) {
+  auto* s = static_cast<Arrays*>(user);
+  s->a.assign(std::max<size_t>(n, 1), 0x77);
+  return s->a.data();
+}
+
+class ReshapeDirect : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    long id = g_rank == 0 ? static_cast<long>(getpid()) : 0;
+    MPI_Bcast(&id, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    root_ = "/tmp/cairn-reshapedirect-" + std::to_string(id) + "-" + std::to_string(counter_++);
+    if (g_rank == 0) {
+      fs::remove_tree(root_).ignore();
+      ASSERT_TRUE(fs::make_dirs(root_).is_ok());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    setenv("CAIRN_PREFIX", (root_ + "/prefix").c_str(), 1);
+    setenv("CAIRN_CACHE_DIR", (root_ + "/cache").c_str(), 1);
+    setenv("CAIRN_JOB", "direct", 1);
+    setenv("CAIRN_NODE", ("node" + std::to_string(g_rank)).c_str(), 1);
+    setenv("CAIRN_CHUNK_SIZE", "64K", 1);
+    setenv("CAIRN_FLUSH_ON_FINALIZE", "false", 1);
+    setenv("CAIRN_LOG", "error", 1);
+    setenv("CAIRN_REDUNDANCY", "single", 1);
+    setenv("CAIRN_FLUSH_EVERY", "1", 1);
+  }
+  void TearDown() override {
+    if (Runtime::instance()) Runtime::destroy().ignore();
+    if (comm_ != MPI_COMM_NULL && comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) fs::remove_tree(root_).ignore();
+  }
+
+  static cairn_distribution block() { return {CAIRN_DIST_BLOCK, kG, 0, 0, 0}; }
+  static cairn_distribution cyclic() { return {CAIRN_DIST_BLOCK_CYCLIC, kGc, kBlock, 0, 0}; }
+  static cairn_distribution replicated() { return {CAIRN_DIST_REPLICATED, 1, 0, 0, 0}; }
+
+  // Global indices of this rank's local elements of `d` on p ranks.
+  static std::vector<uint64_t> globals(const cairn_distribution& d, int p, int r) {
+    std::vector<uint64_t> out;
+    if (d.kind == CAIRN_DIST_BLOCK) {
+      uint64_t q = d.global_count / p, rem = d.global_count % p, start = r * q + std::min<uint64_t>(r, rem);
+      for (uint64_t i = 0; i < q + (static_cast<uint64_t>(r) < rem); ++i) out.push_back(start + i);
+    } else {
+      for (uint64_t j = r; j * d.block_size < d.global_count; j += p)
+        for (uint64_t g = j * d.block_size; g < std::min<uint64_t>((j + 1) * d.block_size, d.global_count); ++g) out.push_back(g);
+    }
+    return out;
+  }
+
+  // Runtime on `p` ranks of the world (the others get MPI_COMM_NULL and stay out); regions sized for p
+  // (or, with `wrong_a`, "a" one element short, with a resize callback), filled with `fill`.
+  bool start(int p, bool wrong_a = false, uint64_t fill = 0) {
+    if (comm_ != MPI_COMM_NULL && comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
+    MPI_Comm_split(MPI_COMM_WORLD, g_rank < p ? 0 : MPI_UNDEFINED, g_rank, &comm_);
+    if (comm_ == MPI_COMM_NULL) return false;
+    EXPECT_TRUE(Runtime::create(comm_, nullptr).is_ok());
+    arrays_.a.assign(globals(block(), p, g_rank).size() - (wrong_a ? 1 : 0), fill);
+    arrays_.c.assign(globals(cyclic(), p, g_rank).size(), fill);
+    arrays_.step = fill;
+    cairn_distribution b = block(), c = cyclic(), r = replicated();
+    auto* rt = Runtime::instance();
+    EXPECT_TRUE(rt->protect_distributed("a", arrays_.a.data(), arrays_.a.size(), CAIRN_UINT64, &b).is_ok() || wrong_a);
+    if (wrong_a) {  // protected with a count that is not its share: as a restart-time placeholder
+      EXPECT_TRUE(rt->protect("a", arrays_.a.data(), arrays_.a.size(), CAIRN_UINT64).is_ok());
+      EXPECT_TRUE(rt->set_resize("a", resize_a, &arrays_).is_ok());
+    }
+    EXPECT_TRUE(rt->protect_distributed("c", arrays_.c.data(), arrays_.c.size(), CAIRN_UINT64, &c).is_ok());
+    EXPECT_TRUE(rt->protect_distributed("step", &arrays_.step, 1, CAIRN_UINT64, &r).is_ok());
+    return true;
+  }
+
+  // Versions 1..n written by all 4 ranks, every one flushed to L3; then the caches removed.
+  void write_versions(int n, bool keep_caches = false) {
+    ASSERT_TRUE(start(g_size));
+    for (int v = 1; v <= n; ++v) {
+      auto ga = globals(block(), g_size, g_rank), gc = globals(cyclic(), g_size, g_rank);
+      for (size_t i = 0; i < ga.size(); ++i) arrays_.a[i] = value(ga[i], 0, v);
+      for (size_t i = 0; i < gc.size(); ++i) arrays_.c[i] = value(gc[i], 1, v);
+      arrays_.step = 100 + v;
+      ASSERT_TRUE(Runtime::instance()->checkpoint().is_ok());
+      ASSERT_TRUE(Runtime::instance()->wait_all().is_ok());
+    }
+    ASSERT_TRUE(Runtime::destroy().is_ok());
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0 && !keep_caches) {
+      ASSERT_TRUE(fs::remove_tree(root_ + "/cache").is_ok());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+
+  bool holds(int p, int v) const {
+    auto ga = globals(block(), p, g_rank), gc = globals(cyclic(), p, g_rank);
+    if (arrays_.a.size() != ga.size() || arrays_.c.size() != gc.size() || arrays_.step != static_cast<uint64_t>(100 + v))
+      return false;
+    for (size_t i = 0; i < ga.size(); ++i)
+      if (arrays_.a[i] != value(ga[i], 0, v)) return false;
+    for (size_t i = 0; i < gc.size(); ++i)
+      if (arrays_.c[i] != value(gc[i], 1, v)) return false;
+    return true;
+  }
+
+  std::string root_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  Arrays arrays_;
+  static int counter_;
+};
+int ReshapeDirect::counter_ = 0;
+
+TEST_F(ReshapeDirect, EveryRankReadsItsOwnPieces) {
+  write_versions(1);
+  for (int p : {3, 2}) {
+    bool in = start(p);
+    bool ok = true;
+    if (in) {
+      Status st = Runtime::instance()->restart();
+      int v = 0, level = 0;
+      Runtime::instance()->restart_level(&v, &level);
+      EXPECT_TRUE(st.is_ok()) << st.message();
+      ok = st.is_ok() && level == CAIRN_LEVEL_L3 && v == 1 && holds(p, 1);
+      EXPECT_TRUE(Runtime::destroy().is_ok());
+    }
+    EXPECT_TRUE(everywhere(ok)) << "on " << p << " ranks";
+  }
+}
+
+TEST_F(ReshapeDirect, ResizeAndRestartAvailableTakeTheHostsPath) {
+  write_versions(1);
+  // "a" must be resized: the hosts read the old files and move the pieces (the callback runs).
+  bool in = start(3, /*wrong_a=*/true);
+  bool ok = true;
+  if (in) {
+    Status st = Runtime::instance()->restart();
+    EXPECT_TRUE(st.is_ok()) << st.message();
+    ok = st.is_ok() && holds(3, 1);
+    EXPECT_TRUE(Runtime::destroy().is_ok());
+  }
+  EXPECT_TRUE(everywhere(ok));
+  // cairn_restart_available first: nothing is read into the regions before cairn_restart.
+  in = start(3, false, 0x55);
+  ok = true;
+  if (in) {
+    int avail = 0, version = 0;
+    EXPECT_TRUE(Runtime::instance()->restart_available(&avail, &version).is_ok());
+    ok = avail == 1 && version == 1 && arrays_.a[0] == 0x55 && arrays_.c.back() == 0x55;
+    Status st = Runtime::instance()->restart();
+    ok = ok && st.is_ok() && holds(3, 1);
+    EXPECT_TRUE(Runtime::destroy().is_ok());
+  }
+  EXPECT_TRUE(everywhere(ok));
+}
+
+TEST_F(ReshapeDirect, DamagedOldFileFallsBackToTheOlderVersion) {
+  write_versions(2);
+  if (g_rank == 0) {
+    Config cfg;
+    cfg.prefix = root_ + "/prefix";
+    cfg.job = "direct";
+    Layout l = make_layout(cfg);
+    std::string path = l3::data_path(l, 2, 1);  // old rank 1's file, read by new ranks 0 and 1
+    auto fd = fs::open_file(path, O_RDWR);
+    ASSERT_TRUE(fd.is_ok());
+    uint64_t c = 0;
+    ASSERT_EQ(pread(fd->get(), &c, 8, 4096), 8);
+    c ^= 1;
+    ASSERT_EQ(pwrite(fd->get(), &c, 8, 4096), 8);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  bool in = start(3);
+  bool ok = true;
+  if (in) {
+    Status st = Runtime::instance()->restart();
+    int v = 0, level = 0;
+    Runtime::instance()->restart_level(&v, &level);
+    EXPECT_TRUE(st.is_ok()) << st.message();
+    ok = st.is_ok() && level == CAIRN_LEVEL_L3 && v == 1 && holds(3, 1);
+    EXPECT_TRUE(Runtime::destroy().is_ok());
+  }
+  EXPECT_TRUE(everywhere(ok));
+}
+
+// From L1: two ranks per simulated node, so that 3 of the 4 ranks still hold every old rank's cache
+// (node0: old ranks 0 and 1, node1: old ranks 2 and 3, both hosted by new rank 2). Each host reads the
+// pieces it keeps straight into its regions and sends the rest.
+TEST_F(ReshapeDirect, FromL1HostsKeepTheirOwnPieces) {
+  setenv("CAIRN_NODE", ("node" + std::to_string(g_rank / 2)).c_str(), 1);
+  write_versions(1, /*keep_caches=*/true);
+  for (bool resize : {false, true}) {  // with a resize: the hosts send everything (general path)
+    bool in = start(3, resize);
+    bool ok = true;
+    if (in) {
+      Status st = Runtime::instance()->restart();
+      int v = 0, level = 0;
+      Runtime::instance()->restart_level(&v, &level);
+      EXPECT_TRUE(st.is_ok()) << st.message();
+      EXPECT_EQ(level, CAIRN_LEVEL_L1);
+      ok = st.is_ok() && level == CAIRN_LEVEL_L1 && v == 1 && holds(3, 1);
+      EXPECT_TRUE(Runtime::destroy().is_ok());
+    }
+    EXPECT_TRUE(everywhere(ok)) << (resize ? "with" : "without") << " a resize";
+  }
+}
+
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit FailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_, r.file_name() ? r.file_name() : "?", r.line_number(),
+                   r.summary());
+  }
+
+ private:
+  int rank_;
+};
+
+}  // namespace
+}  // namespace cairn
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  ::testing::InitGoogleTest(&argc, argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &cairn::g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &cairn::g_size);
+  if (cairn::g_rank != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new cairn::FailurePrinter(cairn::g_rank));
+  }
+  int failed = RUN_ALL_TESTS();
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return failed;
+}

@@ -1,0 +1,278 @@
+// The direct restart paths on real MPI ranks (ctest runs it on 4, each its own simulated node):
+// cairn_restart without cairn_restart_available reads the newest version straight into the regions --
+// from the L1 slot file, or from L3 in place when the caches are gone -- and still returns success only
+// for verified bytes: a damaged or truncated slot, or a damaged L3 file, falls back to the next level or
+// the next older version, and a size mismatch on any rank leaves every rank's regions untouched.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cache/cache_store.hpp"
+#include "cairn/cairn.h"
+#include "core/fsutil.hpp"
+#include "core/runtime.hpp"
+#include "pfs/l3_store.hpp"
+
+namespace cairn {
+namespace {
+
+int g_rank = 0, g_size = 1;
+
+bool everywhere(bool ok) {
+  int v = ok ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return v == 1;
+}
+
+// Region contents of version `v` on this rank: reproducible, different per rank, region and version.
+std::vector<uint8_t> contents(size_t len, int region, int v) {
+  std::mt19937_64 rng(static_cast<uint64_t>(g_rank) * 1000003 + region * 1009 + v);
+  std::vector<uint8_t> out(len);
+  for (auto& b : out) b = static_cast<uint8_t>(rng());
+  return out;
+}
+
+class RestartPaths : public ::testing::Test {
+ protected:
+  // Sizes that put region boundaries inside checksum chunks (64 KiB) and read pieces.
+  static constexpr size_t kA = 300001, kB = 1 << 20;
+
+  void SetUp() override {
+    long id = g_rank == 0 ? static_cast<long>(getpid()) : 0;
+    MPI_Bcast(&id, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    root_ = "/tmp/cairn-restartpaths-" + std::to_string(id) + "-" + std::to_string(counter_++);
+    if (g_rank == 0) {
+      fs::remove_tree(root_).ignore();
+      ASSERT_TRUE(fs::make_dirs(root_).is_ok());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    setenv("CAIRN_PREFIX", (root_ + "/prefix").c_str(), 1);
+    setenv("CAIRN_CACHE_DIR", (root_ + "/cache").c_str(), 1);
+    setenv("CAIRN_JOB", "paths", 1);
+    setenv("CAIRN_NODE", ("node" + std::to_string(g_rank)).c_str(), 1);
+    setenv("CAIRN_CHUNK_SIZE", "64K", 1);
+    setenv("CAIRN_FLUSH_ON_FINALIZE", "false", 1);
+    setenv("CAIRN_LOG", "error", 1);
+    setenv("CAIRN_REDUNDANCY", "single", 1);
+    setenv("CAIRN_FLUSH_EVERY", "1", 1);
+    a_.assign(kA, 0);
+    b_.assign(kB, 0);
+  }
+  void TearDown() override {
+    if (Runtime::instance()) Runtime::destroy().ignore();
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) fs::remove_tree(root_).ignore();
+  }
+
+  void start(size_t b_len = kB) {
+    ASSERT_TRUE(Runtime::create(MPI_COMM_WORLD, nullptr).is_ok());
+    if (b_.size() != b_len) b_.assign(b_len, 0x22);
+    ASSERT_TRUE(Runtime::instance()->protect("a", a_.data(), a_.size(), CAIRN_BYTE).is_ok());
+    ASSERT_TRUE(Runtime::instance()->protect("b", b_.data(), b_.size(), CAIRN_BYTE).is_ok());
+  }
+  void stop() { ASSERT_TRUE(Runtime::destroy().is_ok()); }
+
+  // Versions 1..n, each with its own contents, every one flushed to L3.
+  void take_versions(int n) {
+    start();
+    for (int v = 1; v <= n; ++v) {
+      a_ = contents(kA, 0, v);
+      b_ = contents(kB, 1, v);
+      ASSERT_TRUE(Runtime::instance()->protect("a", a_.data(), a_.size(), CAIRN_BYTE).is_ok());
+      ASSERT_TRUE(Runtime::instance()->protect("b", b_.data(), b_.size(), CAIRN_BYTE).is_ok());
+      ASSERT_TRUE(Runtime::instance()->checkpoint().is_ok());
+      ASSERT_TRUE(Runtime::instance()->wait_all().is_ok());
+    }
+    stop();
+    std::fill(a_.begin(), a_.end(), 0x11);
+    std::fill(b_.begin(), b_.end(), 0x22);
+  }
+
+  std::string rank_dir(int rank) const {
+    return root_ + "/cache/cairn-paths/node" + std::to_string(rank) + "/r" + std::to_string(rank);
+  }
+  std::string slot_file(int rank, uint64_t v) const {
+    CacheStore cs;
+    EXPECT_TRUE(cs.open(rank_dir(rank), 2).is_ok());
+    auto rec = cs.read_record(v);
+    EXPECT_TRUE(rec.is_ok()) << rec.status().message();
+    return cs.slot_path(rec ? static_cast<int>(rec->slot) : 0);
+  }
+  static void flip(const std::string& path, uint64_t at) {
+    auto fd = fs::open_file(path, O_RDWR);
+    ASSERT_TRUE(fd.is_ok()) << fd.status().message();
+    uint8_t c = 0;
+    ASSERT_EQ(pread(fd->get(), &c, 1, static_cast<off_t>(at)), 1);
+    c ^= 0x40;
+    ASSERT_EQ(pwrite(fd->get(), &c, 1, static_cast<off_t>(at)), 1);
+  }
+  void remove_caches() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) {
+      ASSERT_TRUE(fs::remove_tree(root_ + "/cache").is_ok());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  // Restart with cairn_restart alone (the direct paths); the level and version it came from.
+  Status restart(int* version, int* level) {
+    Status st = Runtime::instance()->restart();
+    Runtime::instance()->restart_level(version, level);
+    return st;
+  }
+  bool holds(int v) const { return a_ == contents(kA, 0, v) && b_ == contents(kB, 1, v); }
+
+  std::string root_;
+  std::vector<uint8_t> a_, b_;
+  static int counter_;
+};
+int RestartPaths::counter_ = 0;
+
+TEST_F(RestartPaths, L1SlotReadIntoTheRegions) {
+  take_versions(2);
+  start();
+  int v = 0, level = 0;
+  Status st = restart(&v, &level);
+  EXPECT_TRUE(everywhere(st.is_ok())) << st.message();
+  EXPECT_EQ(level, CAIRN_LEVEL_L1);
+  EXPECT_EQ(v, 2);
+  EXPECT_TRUE(everywhere(holds(2)));
+  stop();
+}
+
+TEST_F(RestartPaths, DamagedSlotFallsBackToL3InPlace) {
+  take_versions(2);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 2) flip(slot_file(2, 2), kA + 70000);  // a chunk of region b
+  MPI_Barrier(MPI_COMM_WORLD);
+  start();
+  int v = 0, level = 0;
+  Status st = restart(&v, &level);
+  EXPECT_TRUE(everywhere(st.is_ok())) << st.message();
+  EXPECT_EQ(level, CAIRN_LEVEL_L3);  // single: no L2; version 2 is in L3
+  EXPECT_EQ(v, 2);
+  EXPECT_TRUE(everywhere(holds(2)));
+  stop();
+}
+
+TEST_F(RestartPaths, TruncatedSlotFallsBack) {
+  take_versions(2);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 1) {
+    ASSERT_EQ(truncate(slot_file(1, 2).c_str(), kA / 2), 0);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  start();
+  int v = 0, level = 0;
+  Status st = restart(&v, &level);
+  EXPECT_TRUE(everywhere(st.is_ok())) << st.message();
+  EXPECT_EQ(level, CAIRN_LEVEL_L3);
+  EXPECT_EQ(v, 2);
+  EXPECT_TRUE(everywhere(holds(2)));
+  stop();
+}
+
+TEST_F(RestartPaths, DamagedL3FileFallsBackToTheOlderVersion) {
+  take_versions(2);
+  remove_caches();
+  if (g_rank == 3) {
+    Config cfg;
+    cfg.prefix = root_ + "/prefix";
+    cfg.job = "paths";
+    Layout l = make_layout(cfg);
+    flip(l3::data_path(l, 2, 3), kA + kB - 5);  // the last chunk
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  start();
+  int v = 0, level = 0;
+  Status st = restart(&v, &level);
+  EXPECT_TRUE(everywhere(st.is_ok())) << st.message();
+  EXPECT_EQ(level, CAIRN_LEVEL_L3);
+  EXPECT_EQ(v, 1);  // version 2 was read in place on every rank, rejected, and version 1 written over it
+  EXPECT_TRUE(everywhere(holds(1)));
+  stop();
+}
+
+TEST_F(RestartPaths, SizeMismatchOnOneRankTouchesNoRegion) {
+  take_versions(1);
+  remove_caches();
+  start(g_rank == 3 ? kB + 8 : kB);  // rank 3 protects another size
+  int v = 0, level = 0;
+  Status st = restart(&v, &level);
+  EXPECT_TRUE(everywhere(st.code() == Code::ERR_SIZE_MISMATCH)) << st.message();
+  bool untouched = std::all_of(a_.begin(), a_.end(), [](uint8_t c) { return c == 0x11; }) &&
+                   std::all_of(b_.begin(), b_.end(), [](uint8_t c) { return c == 0x22; });
+  EXPECT_TRUE(everywhere(untouched));
+  stop();
+}
+
+TEST_F(RestartPaths, SizeMismatchWithTheCachesTouchesNoRegion) {
+  take_versions(1);
+  start(g_rank == 1 ? kB - 8 : kB);  // every rank but 1 could read its slot in place
+  int v = 0, level = 0;
+  Status st = restart(&v, &level);
+  EXPECT_TRUE(everywhere(st.code() == Code::ERR_SIZE_MISMATCH)) << st.message();
+  bool untouched = std::all_of(a_.begin(), a_.end(), [](uint8_t c) { return c == 0x11; }) &&
+                   std::all_of(b_.begin(), b_.end(), [](uint8_t c) { return c == 0x22; });
+  EXPECT_TRUE(everywhere(untouched));
+  stop();
+}
+
+TEST_F(RestartPaths, RestartAvailableThenRestartStagesL3) {
+  take_versions(2);
+  remove_caches();
+  start();
+  int avail = 0, version = 0;
+  ASSERT_TRUE(Runtime::instance()->restart_available(&avail, &version).is_ok());
+  EXPECT_EQ(avail, 1);
+  EXPECT_EQ(version, 2);
+  // restart_available must not have touched the regions.
+  EXPECT_TRUE(everywhere(std::all_of(a_.begin(), a_.end(), [](uint8_t c) { return c == 0x11; })));
+  int v = 0, level = 0;
+  Status st = restart(&v, &level);
+  EXPECT_TRUE(everywhere(st.is_ok())) << st.message();
+  EXPECT_EQ(level, CAIRN_LEVEL_L3);
+  EXPECT_EQ(v, 2);
+  EXPECT_TRUE(everywhere(holds(2)));
+  stop();
+}
+
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit FailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_, r.file_name() ? r.file_name() : "?", r.line_number(),
+                   r.summary());
+  }
+
+ private:
+  int rank_;
+};
+
+}  // namespace
+}  // namespace cairn
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  ::testing::InitGoogleTest(&argc, argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &cairn::g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &cairn::g_size);
+  if (cairn::g_rank != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new cairn::FailurePrinter(cairn::g_rank));
+  }
+  int failed = RUN_ALL_TESTS();
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return failed;
+}
