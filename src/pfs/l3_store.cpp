@@ -143,36 +143,19 @@ Result<Manifest> read_manifest(const Layout& l, uint64_t v, uint32_t rank) {
   return m;
 }
 
+namespace {
+Status with_source(const Layout& l, const Manifest& m,
+                   const std::function<Status(const StreamSource&, const std::string& path)>& use);
+}  // namespace
+
 Status read_data(const Layout& l, const Manifest& m, uint8_t* dst) {
-  std::string wpath = where_path(l, m.version, m.rank);
-  if (!fs::exists(wpath)) {  // one file per rank, stored as is
-    std::string path = data_path(l, m.version, m.rank);
-    CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_RDONLY));
-    off_t end = lseek(fd.get(), 0, SEEK_END);
-    if (end < 0) return posix_error("lseek", path, errno);
-    if (static_cast<uint64_t>(end) != m.total_size)
-      return make_error(Code::ERR_CORRUPT, "%s: %lld bytes, manifest says %llu (truncated or extended)",
-                        path.c_str(), static_cast<long long>(end),
-                        static_cast<unsigned long long>(m.total_size));
-    return fs::pread_all(fd.get(), dst, m.total_size, 0, path);
-  }
-  CAIRN_ASSIGN_OR_RETURN(text, fs::read_file(wpath));
-  auto w = decode_where(text);
-  if (!w) return w.status().prefixed(wpath);
-  if (!w->zstd && w->stored != m.total_size)
-    return make_error(Code::ERR_CORRUPT, "%s: %llu bytes stored, manifest says %llu", wpath.c_str(),
-                      static_cast<unsigned long long>(w->stored), static_cast<unsigned long long>(m.total_size));
-  CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(w->file, O_RDONLY));
-  off_t end = lseek(fd.get(), 0, SEEK_END);
-  if (end < 0) return posix_error("lseek", w->file, errno);
-  if (static_cast<uint64_t>(end) < w->offset + w->stored)
-    return make_error(Code::ERR_CORRUPT, "%s: %lld bytes, the rank's data ends at byte %llu (truncated)",
-                      w->file.c_str(), static_cast<long long>(end), static_cast<unsigned long long>(w->offset + w->stored));
-  if (!w->zstd) return fs::pread_all(fd.get(), dst, m.total_size, w->offset, w->file);
-  std::string stored(w->stored, '\0');
-  CAIRN_TRY(fs::pread_all(fd.get(), stored.data(), stored.size(), w->offset, w->file));
-  return decompress_chunks(reinterpret_cast<const uint8_t*>(stored.data()), stored.size(), w->chunk_stored,
-                           m.chunk_size, dst, m.total_size).prefixed(w->file);
+  // Chunk by chunk: a compressed source decompresses one chunk per request.
+  const uint64_t chunk = m.chunk_size ? m.chunk_size : (1u << 20);
+  return with_source(l, m, [&](const StreamSource& src, const std::string&) {
+    for (uint64_t off = 0; off < m.total_size; off += chunk)
+      CAIRN_TRY(src(off, std::min<uint64_t>(chunk, m.total_size - off), dst + off));
+    return Status::ok();
+  });
 }
 
 namespace {
