@@ -267,8 +267,15 @@ class MigrationDesk {
     size_t idx = ctx.spec.node_names.size();
     for (size_t i = 0; i < ctx.spec.node_names.size(); ++i)
       if (ctx.spec.node_names[i] == req.node && ctx.spec.ranks_per_node[i] > 0) idx = i;
-    if (idx == ctx.spec.node_names.size()) return fail(req.node + " is not a node of the job any more"), false;
-    if (ctx.next_spare > ctx.last_spare) return fail("no spare node is left"), false;
+    // The job exited only to migrate: whatever stops the migration now, it is relaunched as it was.
+    if (idx == ctx.spec.node_names.size()) {
+      fail(req.node + " is not a node of the job any more; the job goes on on its nodes");
+      return true;
+    }
+    if (ctx.next_spare > ctx.last_spare) {
+      fail("no spare node is left; the job goes on on its nodes");
+      return true;
+    }
     const std::string spare = node_name(ctx.next_spare);
     result_.spare = spare;
     result_.status = "transferring";
@@ -669,6 +676,11 @@ int run_job(const RunContext& start) {
   const RunOptions& o = ctx.options;
   std::vector<Attempt> attempts;
   MigrationDesk desk(ctx.layout);
+  if (fs::exists(ctx.layout.migrate_file())) {  // left by a run that ended before acting on it
+    fprintf(stderr, "cairn run: removing a migration request left from an earlier run (%s)\n",
+            ctx.layout.migrate_file().c_str());
+    (void)fs::remove_file(ctx.layout.migrate_file());
+  }
   write_launcher_file(ctx);
   // Every way out: the summary, an answer to an outstanding migration request, the scavenge.
   auto finish = [&](int code, const std::string& last_words = "") {
