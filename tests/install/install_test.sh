@@ -15,7 +15,7 @@ cc -std=c99 -o "$work/quickstart-pc" "$src/examples/quickstart/quickstart.c" $(p
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 for exe in "$work/consumer/quickstart" "$work/quickstart-pc"; do
   out=$(cd "$work" && CAIRN_PREFIX="$work/ckpt" CAIRN_JOB="install-test-$$" CAIRN_CACHE_DIR="$work/cache" \
-        mpirun --oversubscribe -np 2 "$exe")
+        ${CAIRN_MPIRUN:-mpirun} ${CAIRN_MPIRUN_ARGS---oversubscribe} -np 2 "$exe")
   echo "$out"
   grep -q "quickstart: step 300" <<<"$out"
   rm -rf "$work/ckpt" "$work/cache"
