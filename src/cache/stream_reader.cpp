@@ -20,12 +20,7 @@ struct StateFree {
 
 Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source) {
   const uint64_t total = m.total_size;
-  if (total > 0 && m.chunk_size == 0)
-    return make_error(Code::ERR_CORRUPT, "manifest has chunk_size 0 for a %llu-byte stream", static_cast<ull>(total));
-  const uint64_t nchunks = total == 0 ? 0 : (total + m.chunk_size - 1) / m.chunk_size;
-  if (m.chunk_hashes.size() != nchunks)
-    return make_error(Code::ERR_CORRUPT, "manifest has %zu chunk checksums, a %llu-byte stream in chunks of %u needs %llu",
-                      m.chunk_hashes.size(), static_cast<ull>(total), m.chunk_size, static_cast<ull>(nchunks));
+  CAIRN_ASSIGN_OR_RETURN(nchunks, check_chunk_table(m));
   uint64_t at = 0;
   for (const auto& e : extents) {
     if (e.offset != at || (e.size && !e.dst))
@@ -61,12 +56,7 @@ Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents
 
 Status read_verified_ranges(const Manifest& m, const std::vector<StreamExtent>& wanted, const StreamSource& source) {
   const uint64_t total = m.total_size;
-  if (total > 0 && m.chunk_size == 0)
-    return make_error(Code::ERR_CORRUPT, "manifest has chunk_size 0 for a %llu-byte stream", static_cast<ull>(total));
-  const uint64_t nchunks = total == 0 ? 0 : (total + m.chunk_size - 1) / m.chunk_size;
-  if (m.chunk_hashes.size() != nchunks)
-    return make_error(Code::ERR_CORRUPT, "manifest has %zu chunk checksums, a %llu-byte stream in chunks of %u needs %llu",
-                      m.chunk_hashes.size(), static_cast<ull>(total), m.chunk_size, static_cast<ull>(nchunks));
+  CAIRN_TRY(check_chunk_table(m).status());
   uint64_t at = 0;
   for (const auto& e : wanted) {
     if (e.offset < at || e.offset + e.size > total || e.offset + e.size < e.offset || (e.size && !e.dst))

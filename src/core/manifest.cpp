@@ -471,16 +471,8 @@ std::vector<uint64_t> chunk_hashes(const void* data, uint64_t len, uint32_t chun
   return out;
 }
 
-Status verify_stream(const Manifest& m, const void* data, uint64_t len) {
-  if (data == nullptr && len > 0) {
-    return make_error(Code::ERR_INVALID_ARG, "verify_stream: null data with length %llu",
-                      static_cast<ull>(len));
-  }
-  if (len != m.total_size) {
-    return make_error(Code::ERR_CORRUPT, "%s: %llu bytes, manifest says %llu",
-                      len < m.total_size ? "truncated" : "too long", static_cast<ull>(len),
-                      static_cast<ull>(m.total_size));
-  }
+Result<uint64_t> check_chunk_table(const Manifest& m) {
+  const uint64_t len = m.total_size;
   if (m.chunk_size == 0 && len > 0) {
     return make_error(Code::ERR_CORRUPT, "manifest has chunk_size 0 for a %llu-byte stream",
                       static_cast<ull>(len));
@@ -492,6 +484,20 @@ Status verify_stream(const Manifest& m, const void* data, uint64_t len) {
                       m.chunk_hashes.size(), static_cast<ull>(len), m.chunk_size,
                       static_cast<ull>(expected));
   }
+  return expected;
+}
+
+Status verify_stream(const Manifest& m, const void* data, uint64_t len) {
+  if (data == nullptr && len > 0) {
+    return make_error(Code::ERR_INVALID_ARG, "verify_stream: null data with length %llu",
+                      static_cast<ull>(len));
+  }
+  if (len != m.total_size) {
+    return make_error(Code::ERR_CORRUPT, "%s: %llu bytes, manifest says %llu",
+                      len < m.total_size ? "truncated" : "too long", static_cast<ull>(len),
+                      static_cast<ull>(m.total_size));
+  }
+  CAIRN_ASSIGN_OR_RETURN(expected, check_chunk_table(m));
   const auto* p = static_cast<const uint8_t*>(data);
   for (uint64_t i = 0; i < expected; ++i) {
     const uint64_t begin = i * m.chunk_size;

@@ -49,6 +49,9 @@ Result<Manifest> decode_manifest(const void* data, size_t len);
 
 // xxh3-64 of every chunk_size piece of [data, data + len).
 std::vector<uint64_t> chunk_hashes(const void* data, uint64_t len, uint32_t chunk_size);
+// The number of chunks of the manifest's stream, once its chunk table fits it (a chunk size for a
+// non-empty stream, one checksum per chunk_size piece of total_size bytes); ERR_CORRUPT otherwise.
+Result<uint64_t> check_chunk_table(const Manifest& m);
 // Check a stream against the manifest; the message names the first bad chunk and its region.
 Status verify_stream(const Manifest& m, const void* data, uint64_t len);
 
