@@ -19,6 +19,7 @@
 #include "core/fsutil.hpp"
 #include "core/runtime.hpp"
 #include "pfs/l3_store.hpp"
+#include "mpi_test_main.hpp"
 
 namespace cairn {
 namespace {
@@ -247,35 +248,9 @@ TEST_F(ReshapeDirect, FromL1HostsKeepTheirOwnPieces) {
   }
 }
 
-class FailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit FailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_, r.file_name() ? r.file_name() : "?", r.line_number(),
-                   r.summary());
-  }
-
- private:
-  int rank_;
-};
-
 }  // namespace
 }  // namespace cairn
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  ::testing::InitGoogleTest(&argc, argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &cairn::g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &cairn::g_size);
-  if (cairn::g_rank != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new cairn::FailurePrinter(cairn::g_rank));
-  }
-  int failed = RUN_ALL_TESTS();
-  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return failed;
+  return cairn::test::run_mpi_tests(argc, argv, [](int rank, int size) { cairn::g_rank = rank, cairn::g_size = size; });
 }

@@ -13,6 +13,7 @@
 
 #include "redundancy/set_code.hpp"
 #include "redundancy/set_exchange.hpp"
+#include "mpi_test_main.hpp"
 
 namespace cairn::redundancy {
 namespace {
@@ -199,36 +200,7 @@ TEST(SetExchange, NothingToDoNeedsNoCommunication) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-// Ranks other than 0 print only their failures, with the rank in front.
-class FailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit FailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_, r.file_name() ? r.file_name() : "?",
-                   r.line_number(), r.summary());
-  }
-
- private:
-  int rank_;
-};
-
 }  // namespace
 }  // namespace cairn::redundancy
 
-int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  ::testing::InitGoogleTest(&argc, argv);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new cairn::redundancy::FailurePrinter(rank));
-  }
-  int failed = RUN_ALL_TESTS();
-  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return failed;
-}
+int main(int argc, char** argv) { return cairn::test::run_mpi_tests(argc, argv); }
