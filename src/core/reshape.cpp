@@ -10,8 +10,9 @@
 // cairn_restart alone (not after cairn_restart_available), when every rank's regions already have the
 // size the new layout gives them, goes further: from L3 every rank reads its own pieces straight from the
 // old files into its regions, verifying the chunks they lie in (reshaped_from_l3_direct: no hosts, no
-// move); from L1 a host reads the pieces it keeps for itself straight into its regions and only the rest
-// moves.
+// move); from L1 a host reads the pieces it keeps for itself straight into its regions and sends the
+// rest chunk by chunk as each is verified, so that the move overlaps the read (reshape_stream.cpp), or,
+// when the plan has too many small pieces for one message each, moves the rest afterwards.
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -24,6 +25,7 @@
 #include "core/fsutil.hpp"
 #include "core/log.hpp"
 #include "core/mpi_util.hpp"
+#include "core/reshape_fit.hpp"
 #include "core/runtime.hpp"
 #include "pfs/l3_store.hpp"
 #include "redistribute/plan.hpp"
@@ -55,18 +57,10 @@ std::vector<int> ranks_on_node_of(const std::vector<std::string>& node_of_rank, 
   return out;
 }
 
-// A region of a version, with its distribution, as the new layout needs it.
-struct Want {
-  const RegionEntry* entry;
-  redist::Distribution dist;
-};
+}  // namespace
 
-// 1 if this process's regions already are what the new layout (rank `rank` of `p_new`) needs for the
-// version whose region table is `table`: every region protected, same element size, its new count
-// (no resize), no private region, and no protected region missing from the version. Then the version's
-// bytes may be read straight into the regions; the general path would accept them as they are.
 int regions_fit(const std::map<std::string, Region>& regions, const Manifest& table, int p_new, int rank,
-                std::vector<Want>* wants) {
+                std::vector<ReshapeWant>* wants) {
   wants->clear();
   for (const auto& e : table.regions) {
     auto d = redist::Distribution::from_params(e.distribution, e.dist_params, e.count);
@@ -83,8 +77,6 @@ int regions_fit(const std::map<std::string, Region>& regions, const Manifest& ta
       return 0;
   return 1;
 }
-
-}  // namespace
 
 // Candidates written by another rank count, newest first, each tried from L1 then L3.
 Status Runtime::find_reshaped(RestartChoice* out, std::string* why, uint64_t above, uint64_t at_most) {
@@ -148,8 +140,8 @@ Status Runtime::find_reshaped(RestartChoice* out, std::string* why, uint64_t abo
     c.version = v;
     c.p_old = p_old;
     if (complete) {
-      Status st = reshaped_from_l1(v, p_old, holders, &c.held);
-      if (st.code() == Code::ERR_MPI) return st;
+      Status st = reshaped_from_l1(v, p_old, holders, &c.held, &c.in_place);
+      if (st.code() == Code::ERR_MPI || st.code() == Code::ERR_INTERNAL) return st;
       if (st.is_ok()) {
         c.level = CAIRN_LEVEL_L1;
         c.host_of_old.resize(static_cast<size_t>(p_old));
@@ -205,8 +197,9 @@ Status Runtime::find_reshaped(RestartChoice* out, std::string* why, uint64_t abo
 }
 
 Status Runtime::reshaped_from_l1(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
-                                 std::vector<HeldStream>* held) {
+                                 std::vector<HeldStream>* held, bool* streamed) {
   held->clear();
+  *streamed = false;
   double t0 = now_seconds();
   // The host of old rank k: a rank of the first reporting node, spread over that node's ranks.
   std::vector<int> host_of_old(static_cast<size_t>(p_old));
@@ -217,7 +210,7 @@ Status Runtime::reshaped_from_l1(uint64_t v, int p_old, const std::vector<std::v
   // cairn_restart alone, and every rank's regions already of their new size (decided together, on the
   // version's region table from old rank 0's host): a host reads the pieces it keeps for itself straight
   // into its regions, and only what goes to other ranks stays in the slot's mapping to be sent.
-  std::vector<Want> wants;
+  std::vector<ReshapeWant> wants;
   Manifest table;
   int place = 0;
   if (restart_in_place_) {
@@ -238,8 +231,14 @@ Status Runtime::reshaped_from_l1(uint64_t v, int p_old, const std::vector<std::v
     if (len && m) {
       table = std::move(m).value();
       fits = regions_fit(regions_, table, nranks_, rank_, &wants);
+      if (fits && streamable(table, wants, p_old, nranks_, rank_, host_of_old)) fits = 2;
     }
     CAIRN_MPI(MPI_Allreduce(&fits, &place, 1, MPI_INT, MPI_MIN, app_comm_));
+  }
+  if (place == 2) {  // the move overlaps the read (reshape_stream.cpp)
+    Status st = reshaped_from_l1_streamed(v, p_old, host_of_old, wants);
+    *streamed = st.is_ok();
+    return st;
   }
   Status local = Status::ok();
   for (int k = 0; k < p_old && local.is_ok(); ++k) {
@@ -360,7 +359,7 @@ Status Runtime::reshaped_from_l3_direct(uint64_t v, int p_old, bool* done) {
   if (!m0) return Status::ok();
   // Direct only if every rank's regions already are what the new layout needs (no resize, nothing the
   // general path would refuse), decided together: otherwise no region is touched here.
-  std::vector<Want> wants;
+  std::vector<ReshapeWant> wants;
   int fits = regions_fit(regions_, *m0, nranks_, rank_, &wants);
   int all_fit = 0;
   CAIRN_MPI(MPI_Allreduce(&fits, &all_fit, 1, MPI_INT, MPI_MIN, app_comm_));

@@ -357,8 +357,9 @@ Status Runtime::apply_restart(const RestartChoice& c) {
     if (rank_ == 0) {
       state_.set({{"restart_version", std::to_string(c.version)}, {"restart_level", kLevels[c.level]}});
       if (c.in_place)
-        LOG_INFO("restarted from version %llu at %s, written by %d ranks, read in place by %d",
-                 static_cast<unsigned long long>(c.version), kLevels[c.level], c.p_old, nranks_);
+        LOG_INFO("restarted from version %llu at %s, written by %d ranks, %s by %d",
+                 static_cast<unsigned long long>(c.version), kLevels[c.level], c.p_old,
+                 c.level == CAIRN_LEVEL_L1 ? "read by the old ranks' hosts and sent on as verified" : "read in place", nranks_);
       else
         LOG_INFO("restarted from version %llu at %s, written by %d ranks, redistributed onto %d (moved in %.1f ms on rank 0)",
                  static_cast<unsigned long long>(c.version), kLevels[c.level], c.p_old, nranks_, moved_ms);

@@ -81,6 +81,8 @@ struct SetPlacement {
   int m = 0;                     // parity per set (xor 1, rs rs_parity, partner 1)
 };
 
+struct ReshapeWant;  // core/reshape_fit.hpp
+
 struct RestartChoice {
   uint64_t version = 0;
   int level = 0;  // enum cairn_level
@@ -90,7 +92,8 @@ struct RestartChoice {
   Manifest manifest;
   const uint8_t* data = nullptr;       // verified snapshot stream (slot or staging buffer)
   std::shared_ptr<MappedFile> staging; // holds L3 data (anonymous memory)
-  bool in_place = false;               // the bytes are already in the regions, verified (read in place)
+  bool in_place = false;               // the bytes are already in the regions, verified (read in place, or
+                                       // streamed from the L1 hosts)
   bool in_l3 = false;                  // the version is also committed in L3
 };
 
@@ -177,8 +180,14 @@ class Runtime {
   // Restart from a version written by another number of ranks (reshape.cpp).
   // Only versions in (above, at_most] are tried.
   Status find_reshaped(RestartChoice* out, std::string* why, uint64_t above, uint64_t at_most);
+  // *streamed: the regions were filled here (reshaped_from_l1_streamed), nothing is held to move.
   Status reshaped_from_l1(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
-                          std::vector<HeldStream>* held);
+                          std::vector<HeldStream>* held, bool* streamed);
+  // cairn_restart alone, when every rank's regions already have their new size and the plan has few
+  // enough pieces (streamable): the hosts read the old slots chunk by chunk and send each verified
+  // chunk's pieces to their new owners while they read on (reshape_stream.cpp).
+  Status reshaped_from_l1_streamed(uint64_t v, int p_old, const std::vector<int>& host_of_old,
+                                   const std::vector<ReshapeWant>& wants);
   Status reshaped_from_l3(uint64_t v, int p_old, std::vector<HeldStream>* held);
   // cairn_restart alone, when every rank's regions already have their new size: each rank reads its own
   // pieces straight from the old ranks' files into its regions (no hosts, no move). *done: it did.
