@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <sched.h>
 #include <time.h>
 #include <xxhash.h>
 
@@ -56,19 +57,37 @@ void for_each_message(uint64_t off, uint64_t len, uint64_t chunk, const std::fun
   }
 }
 
-// Wait for `reqs` without spinning for long: poll for a few tens of microseconds, then sleep between
-// polls. On a node with more ranks than cores, a rank that only waits (a busy wait, even one that
-// yields, takes its fair share of a core) would slow the hosts that still read and the receivers that
-// copy; where every rank has a core of its own, the messages it waits for take longer to copy than
-// the sleep, so little is lost.
-Status wait_leaving_the_core(std::vector<MPI_Request>& reqs) {
+// Whether the processes of `comm` on this host outnumber the cores they may run on (the union of their
+// affinity masks). Collective over comm.
+Status ranks_outnumber_cores(MPI_Comm comm, bool* out) {
+  MPI_Comm host = MPI_COMM_NULL;
+  CAIRN_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
+  int here = 1;
+  MPI_Comm_size(host, &here);
+  cpu_set_t mine, all;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_SET(0, &mine);
+  int rc = MPI_Allreduce(&mine, &all, static_cast<int>(sizeof mine), MPI_BYTE, MPI_BOR, host);
+  MPI_Comm_free(&host);
+  CAIRN_MPI(rc);
+  *out = here > CPU_COUNT(&all);
+  return Status::ok();
+}
+
+// Wait for `reqs`. Where ranks outnumber cores (`leave_core`), poll and sleep between polls: a busy
+// wait, even one that yields, takes its fair share of a core from the hosts that still read and the
+// receivers that copy. Elsewhere, MPI_Waitall.
+Status wait_for(std::vector<MPI_Request>& reqs, bool leave_core) {
+  if (!leave_core) {
+    CAIRN_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+    return Status::ok();
+  }
   const struct timespec pause = {0, 20 * 1000};
-  const double spin_until = now_seconds() + 50e-6;
   for (;;) {
     int done = 0;
     CAIRN_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
     if (done) return Status::ok();
-    if (now_seconds() > spin_until) nanosleep(&pause, nullptr);
+    nanosleep(&pause, nullptr);
   }
 }
 
@@ -181,6 +200,9 @@ Status Runtime::reshaped_from_l1_streamed(uint64_t v, int p_old, const std::vect
   if (std::any_of(chunk_of.begin(), chunk_of.end(), [](uint64_t c) { return c == 0; }))
     return make_error(Code::ERR_INTERNAL, "streamed restart: an old rank of version %llu has no host", static_cast<ull>(v));
 
+  bool leave_core = false;
+  CAIRN_TRY(ranks_outnumber_cores(app_comm_, &leave_core));
+
   // 3. Post every receive, straight into the regions, per region in (old rank, offset) order.
   std::vector<MPI_Request> recvs;
   uint64_t received = 0;
@@ -261,7 +283,7 @@ Status Runtime::reshaped_from_l1_streamed(uint64_t v, int p_old, const std::vect
     const uint64_t a = c * h.m.chunk_size, b = std::min(a + h.m.chunk_size, h.m.total_size);
     size_t s = next_slot++ % nslots;
     if (!in_flight[s].empty()) {
-      CAIRN_TRY(wait_leaving_the_core(in_flight[s]));
+      CAIRN_TRY(wait_for(in_flight[s], leave_core));
       in_flight[s].clear();
     }
     uint8_t* buf = ring->data() + s * slot_bytes;  // chunk byte a lands at buf[0]
@@ -321,7 +343,7 @@ Status Runtime::reshaped_from_l1_streamed(uint64_t v, int p_old, const std::vect
   for (auto& reqs : in_flight) rest.insert(rest.end(), reqs.begin(), reqs.end());
   rest.push_back(MPI_REQUEST_NULL);
   CAIRN_MPI(MPI_Ibarrier(app_comm_, &rest.back()));
-  CAIRN_TRY(wait_leaving_the_core(rest));
+  CAIRN_TRY(wait_for(rest, leave_core));
   double all_ms = (now_seconds() - t0) * 1e3;
   if (!failed.is_ok())
     LOG_WARN("restart: version %llu (%d ranks) at L1: %s", static_cast<ull>(v), p_old, failed.message().c_str());
