@@ -41,10 +41,10 @@
 #include <isa-l/erasure_code.h>
 #include <mpi.h>
 #include <nlohmann/json.hpp>
-#include <xxhash.h>
 
 #include "cairn/cairn.h"
 #include "core/layout.hpp"
+#include "core/xxh.hpp"
 #include "redundancy/set_code.hpp"
 
 namespace stdfs = std::filesystem;

@@ -2,12 +2,12 @@
 
 #include <unistd.h>
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
+
+#include "core/xxh.hpp"
 
 namespace cairn {
 namespace {

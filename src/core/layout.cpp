@@ -1,11 +1,10 @@
 #include "core/layout.hpp"
 
-#include <xxhash.h>
-
 #include <cstdio>
 #include <cstdlib>
 
 #include "core/fsutil.hpp"
+#include "core/xxh.hpp"
 
 namespace cairn {
 

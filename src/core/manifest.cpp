@@ -2,13 +2,13 @@
 // tests/unit/golden/manifest_v1.bin pins format 1 forever.
 #include "core/manifest.hpp"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <tuple>
+
+#include "core/xxh.hpp"
 
 namespace cairn {
 namespace {

@@ -20,7 +20,6 @@
 
 #include <sched.h>
 #include <time.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -34,6 +33,7 @@
 #include "core/mpi_util.hpp"
 #include "core/reshape_fit.hpp"
 #include "core/runtime.hpp"
+#include "core/xxh.hpp"
 #include "redistribute/plan.hpp"
 
 namespace cairn {

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
-#include <xxhash.h>
 #include <zstd.h>
 
 #include <cerrno>
@@ -13,6 +12,7 @@
 #include <sstream>
 
 #include "core/fsutil.hpp"
+#include "core/xxh.hpp"
 
 namespace cairn::l3 {
 

@@ -1,8 +1,8 @@
 #include "redundancy/set_record.hpp"
 
-#include <xxhash.h>
-
 #include <cstring>
+
+#include "core/xxh.hpp"
 
 namespace cairn::redundancy {
 namespace {

@@ -2,7 +2,6 @@
 // each is, its regions and files, its chunks and checksums, its L3 directory and its L2 set records.
 // Manifests come from the best source per rank (L1 record, else L2 set record, else L3).
 #include <sys/stat.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -13,6 +12,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "core/fsutil.hpp"
+#include "core/xxh.hpp"
 #include "inventory.hpp"
 #include "redistribute/distribution.hpp"
 
