@@ -162,8 +162,12 @@ Status Runtime::find_reshaped(RestartChoice* out, std::string* why, uint64_t abo
       attempt = "L1 holds " + std::to_string(have) + " of its " + std::to_string(p_old) + " ranks; ";
     }
     // L2: rebuild the old ranks that are missing (or failed verification) from their redundancy sets.
+    // Only where some old rank's copy was protected (its L2 redundancy complete): a version written
+    // without L2 (redundancy single) has no set records to rebuild from.
     bool any_holder = std::any_of(holders.begin(), holders.end(), [](auto& h) { return !h.empty(); });
-    if (any_holder) {
+    bool any_protected = std::any_of(prot.begin(), prot.end(), [](bool p) { return p; });
+    if (any_holder && !any_protected) attempt += "L2: no redundancy data (not protected at L2); ";
+    if (any_holder && any_protected) {
       Status st = reshaped_from_l2(v, p_old, holders, prot, &c.held, &c.host_of_old);
       if (st.code() == Code::ERR_MPI) return st;
       if (st.is_ok()) {
