@@ -78,6 +78,14 @@ int regions_fit(const std::map<std::string, Region>& regions, const Manifest& ta
   return 1;
 }
 
+void adopt_distributions(std::map<std::string, Region>& regions, const std::vector<ReshapeWant>& wants) {
+  for (const auto& w : wants) {
+    Region& r = regions[w.entry->name];
+    r.dist_kind = w.entry->distribution;
+    r.dist_params = w.dist.to_params();
+  }
+}
+
 // Candidates written by another rank count, newest first, each tried from L1 then L3.
 Status Runtime::find_reshaped(RestartChoice* out, std::string* why, uint64_t above, uint64_t at_most) {
   // The lowest rank of each node reports every record in the node's cache written by another count.
@@ -398,11 +406,7 @@ Status Runtime::reshaped_from_l3_direct(uint64_t v, int p_old, bool* done) {
   if (!local.is_ok())
     LOG_WARN("restart: version %llu (%d ranks) in L3: %s", static_cast<unsigned long long>(v), p_old, local.message().c_str());
   CAIRN_TRY(agree(app_comm_, local));
-  for (const auto& w : wants) {
-    Region& r = regions_[w.entry->name];
-    r.dist_kind = w.entry->distribution;
-    r.dist_params = w.dist.to_params();
-  }
+  adopt_distributions(regions_, wants);
   if (rank_ == 0)
     LOG_INFO("restart: version %llu (%d ranks) read from L3 by every rank straight into its regions and verified "
              "in %.1f ms on rank 0", static_cast<unsigned long long>(v), p_old, read_ms);

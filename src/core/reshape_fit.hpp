@@ -26,6 +26,10 @@ struct ReshapeWant {
 int regions_fit(const std::map<std::string, Region>& regions, const Manifest& table, int p_new, int rank,
                 std::vector<ReshapeWant>* wants);
 
+// After a reshaping restart that filled the regions itself: every region takes the distribution the
+// version recorded for it.
+void adopt_distributions(std::map<std::string, Region>& regions, const std::vector<ReshapeWant>& wants);
+
 // 1 if the streamed L1 path (Runtime::reshaped_from_l1_streamed) suits this rank: chunks small enough
 // to buffer a few per host, and few enough messages for it to send and receive (a block_cyclic region
 // with small blocks has a piece per block; the general path's one datatype per peer serves it better).

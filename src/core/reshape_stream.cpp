@@ -351,11 +351,7 @@ Status Runtime::reshaped_from_l1_streamed(uint64_t v, int p_old, const std::vect
   if (!failed.is_ok())
     LOG_WARN("restart: version %llu (%d ranks) at L1: %s", static_cast<ull>(v), p_old, failed.message().c_str());
   CAIRN_TRY(agree(app_comm_, failed));
-  for (const auto& w : wants) {
-    Region& r = regions_[w.entry->name];
-    r.dist_kind = w.entry->distribution;
-    r.dist_params = w.dist.to_params();
-  }
+  adopt_distributions(regions_, wants);
   if (rank_ == 0)
     LOG_INFO("restart: version %llu (%d ranks) read at L1 and sent to the new owners chunk by chunk as verified: "
              "%.1f ms reading, %.1f ms in all on rank 0 (%zu old ranks hosted, %.1f MiB sent, %.1f MiB received)",

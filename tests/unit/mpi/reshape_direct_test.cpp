@@ -167,6 +167,20 @@ class ReshapeDirect : public ::testing::Test {
     return true;
   }
 
+  // On the first p ranks: a runtime (see start), cairn_restart, destroy. Whether this rank restarted
+  // version v from `level` with the right bytes; true on the ranks outside the job.
+  bool restarts(int p, int level, int v, bool wrong_a = false) {
+    if (!start(p, wrong_a)) return true;
+    Status st = Runtime::instance()->restart();
+    int got_v = 0, got_level = 0;
+    Runtime::instance()->restart_level(&got_v, &got_level);
+    EXPECT_TRUE(st.is_ok()) << st.message();
+    EXPECT_EQ(got_level, level);
+    bool ok = st.is_ok() && got_level == level && got_v == v && holds(p, v);
+    EXPECT_TRUE(Runtime::destroy().is_ok());
+    return ok;
+  }
+
   std::string root_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   Arrays arrays_;
@@ -177,36 +191,16 @@ int ReshapeDirect::counter_ = 0;
 
 TEST_F(ReshapeDirect, EveryRankReadsItsOwnPieces) {
   write_versions(1);
-  for (int p : {3, 2}) {
-    bool in = start(p);
-    bool ok = true;
-    if (in) {
-      Status st = Runtime::instance()->restart();
-      int v = 0, level = 0;
-      Runtime::instance()->restart_level(&v, &level);
-      EXPECT_TRUE(st.is_ok()) << st.message();
-      ok = st.is_ok() && level == CAIRN_LEVEL_L3 && v == 1 && holds(p, 1);
-      EXPECT_TRUE(Runtime::destroy().is_ok());
-    }
-    EXPECT_TRUE(everywhere(ok)) << "on " << p << " ranks";
-  }
+  for (int p : {3, 2}) EXPECT_TRUE(everywhere(restarts(p, CAIRN_LEVEL_L3, 1))) << "on " << p << " ranks";
 }
 
 TEST_F(ReshapeDirect, ResizeAndRestartAvailableTakeTheHostsPath) {
   write_versions(1);
   // "a" must be resized: the hosts read the old files and move the pieces (the callback runs).
-  bool in = start(3, /*wrong_a=*/true);
-  bool ok = true;
-  if (in) {
-    Status st = Runtime::instance()->restart();
-    EXPECT_TRUE(st.is_ok()) << st.message();
-    ok = st.is_ok() && holds(3, 1);
-    EXPECT_TRUE(Runtime::destroy().is_ok());
-  }
-  EXPECT_TRUE(everywhere(ok));
+  EXPECT_TRUE(everywhere(restarts(3, CAIRN_LEVEL_L3, 1, /*wrong_a=*/true)));
   // cairn_restart_available first: nothing is read into the regions before cairn_restart.
-  in = start(3, false, 0x55);
-  ok = true;
+  bool in = start(3, false, 0x55);
+  bool ok = true;
   if (in) {
     int avail = 0, version = 0;
     EXPECT_TRUE(Runtime::instance()->restart_available(&avail, &version).is_ok());
@@ -234,17 +228,7 @@ TEST_F(ReshapeDirect, DamagedOldFileFallsBackToTheOlderVersion) {
     ASSERT_EQ(pwrite(fd->get(), &c, 8, 4096), 8);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  bool in = start(3);
-  bool ok = true;
-  if (in) {
-    Status st = Runtime::instance()->restart();
-    int v = 0, level = 0;
-    Runtime::instance()->restart_level(&v, &level);
-    EXPECT_TRUE(st.is_ok()) << st.message();
-    ok = st.is_ok() && level == CAIRN_LEVEL_L3 && v == 1 && holds(3, 1);
-    EXPECT_TRUE(Runtime::destroy().is_ok());
-  }
-  EXPECT_TRUE(everywhere(ok));
+  EXPECT_TRUE(everywhere(restarts(3, CAIRN_LEVEL_L3, 1)));
 }
 
 // From L1: two ranks per simulated node, so that 3 of the 4 ranks still hold every old rank's cache
@@ -254,20 +238,8 @@ TEST_F(ReshapeDirect, DamagedOldFileFallsBackToTheOlderVersion) {
 TEST_F(ReshapeDirect, FromL1HostsKeepTheirOwnPieces) {
   setenv("CAIRN_NODE", ("node" + std::to_string(g_rank / 2)).c_str(), 1);
   write_versions(1, /*keep_caches=*/true);
-  for (bool resize : {false, true}) {
-    bool in = start(3, resize);
-    bool ok = true;
-    if (in) {
-      Status st = Runtime::instance()->restart();
-      int v = 0, level = 0;
-      Runtime::instance()->restart_level(&v, &level);
-      EXPECT_TRUE(st.is_ok()) << st.message();
-      EXPECT_EQ(level, CAIRN_LEVEL_L1);
-      ok = st.is_ok() && level == CAIRN_LEVEL_L1 && v == 1 && holds(3, 1);
-      EXPECT_TRUE(Runtime::destroy().is_ok());
-    }
-    EXPECT_TRUE(everywhere(ok)) << (resize ? "with" : "without") << " a resize";
-  }
+  for (bool resize : {false, true})
+    EXPECT_TRUE(everywhere(restarts(3, CAIRN_LEVEL_L1, 1, resize))) << (resize ? "with" : "without") << " a resize";
 }
 
 // Blocks of one element in "c": a piece per element, too many messages to stream, so the hosts read
@@ -276,17 +248,7 @@ TEST_F(ReshapeDirect, FromL1ManySmallPiecesTakeOneExchange) {
   setenv("CAIRN_NODE", ("node" + std::to_string(g_rank / 2)).c_str(), 1);
   block_ = 1;
   write_versions(1, /*keep_caches=*/true);
-  bool in = start(3);
-  bool ok = true;
-  if (in) {
-    Status st = Runtime::instance()->restart();
-    int v = 0, level = 0;
-    Runtime::instance()->restart_level(&v, &level);
-    EXPECT_TRUE(st.is_ok()) << st.message();
-    ok = st.is_ok() && level == CAIRN_LEVEL_L1 && v == 1 && holds(3, 1);
-    EXPECT_TRUE(Runtime::destroy().is_ok());
-  }
-  EXPECT_TRUE(everywhere(ok));
+  EXPECT_TRUE(everywhere(restarts(3, CAIRN_LEVEL_L1, 1)));
 }
 
 // A damaged chunk in the middle of a streamed slot: its host stops reading but still sends what the
@@ -299,18 +261,7 @@ TEST_F(ReshapeDirect, FromL1DamagedChunkFallsBackToL3) {
     write_versions(1, /*keep_caches=*/true);
     if (g_rank == 0) damage_slot("node0", 1, 1, at);
     MPI_Barrier(MPI_COMM_WORLD);
-    bool in = start(3);
-    bool ok = true;
-    if (in) {
-      Status st = Runtime::instance()->restart();
-      int v = 0, level = 0;
-      Runtime::instance()->restart_level(&v, &level);
-      EXPECT_TRUE(st.is_ok()) << st.message();
-      EXPECT_EQ(level, CAIRN_LEVEL_L3) << "damaged at byte " << at;
-      ok = st.is_ok() && level == CAIRN_LEVEL_L3 && v == 1 && holds(3, 1);
-      EXPECT_TRUE(Runtime::destroy().is_ok());
-    }
-    EXPECT_TRUE(everywhere(ok)) << "damaged at byte " << at;
+    EXPECT_TRUE(everywhere(restarts(3, CAIRN_LEVEL_L3, 1))) << "damaged at byte " << at;
     MPI_Barrier(MPI_COMM_WORLD);
     if (g_rank == 0) {
       ASSERT_TRUE(fs::remove_tree(root_ + "/cache").is_ok());
