@@ -1,9 +1,12 @@
-// Restart on another rank count from L3 on real MPI ranks (ctest runs it on 4): a version written by 4
-// ranks is restarted by 3 and by 2 of them. With cairn_restart alone and regions already of their new
-// size, every rank reads its own pieces straight from the old files (reshaped_from_l3_direct); with a
-// region that must be resized, or after cairn_restart_available, the hosts read the old files and move
-// the pieces. Either way every element arrives where its global index says, a damaged old file sends
-// the restart to the older version, and a region no rank can fit makes no rank touch its buffers.
+// Restart on another rank count on real MPI ranks (ctest runs it on 4): a version written by 4 ranks,
+// with a region of every distribution that can move (block, block_cyclic, block_cols, block_rows,
+// replicated), is restarted by 3 and by 2 of them. From L3 with cairn_restart alone and regions already
+// of their new size, every rank reads its own pieces straight from the old files
+// (reshaped_from_l3_direct); from L1 the hosts stream each verified chunk's pieces to their owners
+// (reshaped_from_l1_streamed), or, with too many pieces, move them in one exchange; with a region that
+// must be resized, or after cairn_restart_available, the hosts read the old files and move the pieces.
+// Every way, every element arrives where its global index says; a damaged old file or slot chunk sends
+// the restart on (older version, or L3); a region no rank can fit makes no rank touch its buffers.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <mpi.h>
@@ -41,7 +44,7 @@ constexpr size_t kGc = 200003;  // BLOCK_CYCLIC array "c", blocks of 1000
 constexpr size_t kBlock = 1000;
 
 struct Arrays {
-  std::vector<uint64_t> a, c;
+  std::vector<uint64_t> a, c, g, h;  // g: BLOCK_COLS grid (a piece per row), h: BLOCK_ROWS grid
   uint64_t step = 0;
 };
 
@@ -81,14 +84,30 @@ class ReshapeDirect : public ::testing::Test {
 
   static cairn_distribution block() { return {CAIRN_DIST_BLOCK, kG, 0, 0, 0}; }
   cairn_distribution cyclic() const { return {CAIRN_DIST_BLOCK_CYCLIC, kGc, block_, 0, 0}; }
+  static cairn_distribution cols() { return {CAIRN_DIST_BLOCK_COLS, 0, 0, 41, 1003}; }
+  static cairn_distribution rows() { return {CAIRN_DIST_BLOCK_ROWS, 0, 0, 517, 61}; }
   static cairn_distribution replicated() { return {CAIRN_DIST_REPLICATED, 1, 0, 0, 0}; }
 
   // Global indices of this rank's local elements of `d` on p ranks.
   std::vector<uint64_t> globals(const cairn_distribution& d, int p, int r) const {
     std::vector<uint64_t> out;
+    auto piece = [&](uint64_t n, uint64_t* start, uint64_t* count) {  // BLOCK's split of n over p
+      uint64_t q = n / p, rem = n % p;
+      *start = r * q + std::min<uint64_t>(r, rem);
+      *count = q + (static_cast<uint64_t>(r) < rem);
+    };
+    uint64_t at = 0, n = 0;
     if (d.kind == CAIRN_DIST_BLOCK) {
-      uint64_t q = d.global_count / p, rem = d.global_count % p, start = r * q + std::min<uint64_t>(r, rem);
-      for (uint64_t i = 0; i < q + (static_cast<uint64_t>(r) < rem); ++i) out.push_back(start + i);
+      piece(d.global_count, &at, &n);
+      for (uint64_t i = 0; i < n; ++i) out.push_back(at + i);
+    } else if (d.kind == CAIRN_DIST_BLOCK_ROWS) {
+      piece(d.rows, &at, &n);
+      for (uint64_t i = at; i < at + n; ++i)
+        for (uint64_t j = 0; j < d.cols; ++j) out.push_back(i * d.cols + j);
+    } else if (d.kind == CAIRN_DIST_BLOCK_COLS) {
+      piece(d.cols, &at, &n);
+      for (uint64_t i = 0; i < d.rows; ++i)
+        for (uint64_t j = at; j < at + n; ++j) out.push_back(i * d.cols + j);
     } else {
       for (uint64_t j = r; j * d.block_size < d.global_count; j += p)
         for (uint64_t g = j * d.block_size; g < std::min<uint64_t>((j + 1) * d.block_size, d.global_count); ++g) out.push_back(g);
@@ -105,8 +124,10 @@ class ReshapeDirect : public ::testing::Test {
     EXPECT_TRUE(Runtime::create(comm_, nullptr).is_ok());
     arrays_.a.assign(globals(block(), p, g_rank).size() - (wrong_a ? 1 : 0), fill);
     arrays_.c.assign(globals(cyclic(), p, g_rank).size(), fill);
+    arrays_.g.assign(globals(cols(), p, g_rank).size(), fill);
+    arrays_.h.assign(globals(rows(), p, g_rank).size(), fill);
     arrays_.step = fill;
-    cairn_distribution b = block(), c = cyclic(), r = replicated();
+    cairn_distribution b = block(), c = cyclic(), r = replicated(), gd = cols(), hd = rows();
     auto* rt = Runtime::instance();
     EXPECT_TRUE(rt->protect_distributed("a", arrays_.a.data(), arrays_.a.size(), CAIRN_UINT64, &b).is_ok() || wrong_a);
     if (wrong_a) {  // protected with a count that is not its share: as a restart-time placeholder
@@ -114,6 +135,8 @@ class ReshapeDirect : public ::testing::Test {
       EXPECT_TRUE(rt->set_resize("a", resize_a, &arrays_).is_ok());
     }
     EXPECT_TRUE(rt->protect_distributed("c", arrays_.c.data(), arrays_.c.size(), CAIRN_UINT64, &c).is_ok());
+    EXPECT_TRUE(rt->protect_distributed("g", arrays_.g.data(), arrays_.g.size(), CAIRN_UINT64, &gd).is_ok());
+    EXPECT_TRUE(rt->protect_distributed("h", arrays_.h.data(), arrays_.h.size(), CAIRN_UINT64, &hd).is_ok());
     EXPECT_TRUE(rt->protect_distributed("step", &arrays_.step, 1, CAIRN_UINT64, &r).is_ok());
     return true;
   }
@@ -125,6 +148,9 @@ class ReshapeDirect : public ::testing::Test {
       auto ga = globals(block(), g_size, g_rank), gc = globals(cyclic(), g_size, g_rank);
       for (size_t i = 0; i < ga.size(); ++i) arrays_.a[i] = value(ga[i], 0, v);
       for (size_t i = 0; i < gc.size(); ++i) arrays_.c[i] = value(gc[i], 1, v);
+      auto gg = globals(cols(), g_size, g_rank), gh = globals(rows(), g_size, g_rank);
+      for (size_t i = 0; i < gg.size(); ++i) arrays_.g[i] = value(gg[i], 2, v);
+      for (size_t i = 0; i < gh.size(); ++i) arrays_.h[i] = value(gh[i], 3, v);
       arrays_.step = 100 + v;
       ASSERT_TRUE(Runtime::instance()->checkpoint().is_ok());
       ASSERT_TRUE(Runtime::instance()->wait_all().is_ok());
@@ -164,6 +190,12 @@ class ReshapeDirect : public ::testing::Test {
       if (arrays_.a[i] != value(ga[i], 0, v)) return false;
     for (size_t i = 0; i < gc.size(); ++i)
       if (arrays_.c[i] != value(gc[i], 1, v)) return false;
+    auto gg = globals(cols(), p, g_rank), gh = globals(rows(), p, g_rank);
+    if (arrays_.g.size() != gg.size() || arrays_.h.size() != gh.size()) return false;
+    for (size_t i = 0; i < gg.size(); ++i)
+      if (arrays_.g[i] != value(gg[i], 2, v)) return false;
+    for (size_t i = 0; i < gh.size(); ++i)
+      if (arrays_.h[i] != value(gh[i], 3, v)) return false;
     return true;
   }
 
