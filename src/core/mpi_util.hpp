@@ -4,7 +4,9 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/status.hpp"
 
@@ -23,5 +25,9 @@ inline Status mpi_status(int rc, const char* call, const char* file, int line) {
 // All ranks agree: every rank passes its Status; all get the first failure's code (lowest rank's
 // message, prefixed with its rank) or success.
 Status agree(MPI_Comm comm, const Status& mine);
+
+// Every rank's `mine`, concatenated in rank order, on every rank (MPI_Allgather of the lengths, then
+// MPI_Allgatherv). Collective over comm.
+Status allgather_u64(MPI_Comm comm, const std::vector<uint64_t>& mine, std::vector<uint64_t>* all);
 
 }  // namespace cairn

@@ -21,4 +21,17 @@ Status agree(MPI_Comm comm, const Status& mine) {
   return Status(static_cast<Code>(code), "rank " + std::to_string(first) + ": " + msg);
 }
 
+Status allgather_u64(MPI_Comm comm, const std::vector<uint64_t>& mine, std::vector<uint64_t>* all) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  int n = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
+  CAIRN_MPI(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm));
+  int total = 0;
+  for (int r = 0; r < size; ++r) displs[static_cast<size_t>(r)] = total, total += counts[static_cast<size_t>(r)];
+  all->assign(static_cast<size_t>(total), 0);
+  CAIRN_MPI(MPI_Allgatherv(mine.data(), n, MPI_UINT64_T, all->data(), counts.data(), displs.data(), MPI_UINT64_T, comm));
+  return Status::ok();
+}
+
 }  // namespace cairn

@@ -78,6 +78,15 @@ int regions_fit(const std::map<std::string, Region>& regions, const Manifest& ta
   return 1;
 }
 
+Result<const RegionEntry*> held_region(const Manifest& m, const ReshapeWant& want, int p_old, int k) {
+  const RegionEntry& e = *want.entry;
+  auto re = std::find_if(m.regions.begin(), m.regions.end(), [&](const RegionEntry& x) { return x.name == e.name; });
+  uint64_t count = want.dist.kind == redist::Kind::replicated ? want.dist.global_count : redist::local_count(want.dist, p_old, k);
+  if (re == m.regions.end() || re->elem_size != e.elem_size || re->count != count)
+    return make_error(Code::ERR_CORRUPT, "region '%s' is missing or differs on old rank %d", e.name.c_str(), k);
+  return &*re;
+}
+
 void adopt_distributions(std::map<std::string, Region>& regions, const std::vector<ReshapeWant>& wants) {
   for (const auto& w : wants) {
     Region& r = regions[w.entry->name];
@@ -109,13 +118,8 @@ Status Runtime::find_reshaped(RestartChoice* out, std::string* why, uint64_t abo
       }
     }
   }
-  int n = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<size_t>(nranks_)), displs(static_cast<size_t>(nranks_));
-  CAIRN_MPI(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, app_comm_));
-  int total = 0;
-  for (int r = 0; r < nranks_; ++r) displs[r] = total, total += counts[r];
-  std::vector<uint64_t> all(static_cast<size_t>(total));
-  CAIRN_MPI(MPI_Allgatherv(mine.data(), n, MPI_UINT64_T, all.data(), counts.data(), displs.data(), MPI_UINT64_T, app_comm_));
+  std::vector<uint64_t> all;
+  CAIRN_TRY(allgather_u64(app_comm_, mine, &all));
   std::map<uint64_t, uint64_t> versions;  // version -> p_old
   for (size_t i = 0; i < all.size(); i += kTuple) versions[all[i + 1]] = all[i + 2];
   // L3: committed versions of another rank count, listed by rank 0.
@@ -273,10 +277,7 @@ Status Runtime::reshaped_from_l1(uint64_t v, int p_old, const std::vector<std::v
         std::vector<StreamExtent> mine;
         for (const auto& w : wants) {
           const RegionEntry& e = *w.entry;
-          auto re = std::find_if(m.regions.begin(), m.regions.end(), [&](const RegionEntry& x) { return x.name == e.name; });
-          uint64_t held_want = w.dist.kind == redist::Kind::replicated ? w.dist.global_count : redist::local_count(w.dist, p_old, k);
-          if (re == m.regions.end() || re->elem_size != e.elem_size || re->count != held_want)
-            return make_error(Code::ERR_CORRUPT, "region '%s' is missing or differs on old rank %d", e.name.c_str(), k);
+          CAIRN_ASSIGN_OR_RETURN(re, held_region(m, w, p_old, k));
           CAIRN_ASSIGN_OR_RETURN(plan, redist::plan_for_src(w.dist, p_old, nranks_, k));
           for (const auto& t : plan)
             if (t.dst == rank_)
@@ -389,11 +390,7 @@ Status Runtime::reshaped_from_l3_direct(uint64_t v, int p_old, bool* done) {
       std::vector<StreamExtent> extents;
       for (const auto& [i, t] : pieces) {
         const RegionEntry& e = *wants[i].entry;
-        auto re = std::find_if(mk.regions.begin(), mk.regions.end(), [&](const RegionEntry& x) { return x.name == e.name; });
-        uint64_t held_want = wants[i].dist.kind == redist::Kind::replicated ? wants[i].dist.global_count
-                                                                            : redist::local_count(wants[i].dist, p_old, k);
-        if (re == mk.regions.end() || re->elem_size != e.elem_size || re->count != held_want)
-          return make_error(Code::ERR_CORRUPT, "region '%s' is missing or differs on old rank %d", e.name.c_str(), k);
+        CAIRN_ASSIGN_OR_RETURN(re, held_region(mk, wants[i], p_old, k));
         extents.push_back({re->offset + t.src_offset * e.elem_size, t.count * e.elem_size,
                            static_cast<uint8_t*>(regions_[e.name].ptr) + t.dst_offset * e.elem_size});
       }
@@ -460,13 +457,8 @@ Status Runtime::reshaped_from_l2(uint64_t v, int p_old, const std::vector<std::v
       report.insert(report.end(), {static_cast<uint64_t>(k), 0, 0, 0, 0});
     }
   }
-  int n = static_cast<int>(report.size());
-  std::vector<int> counts(static_cast<size_t>(nranks_)), displs(static_cast<size_t>(nranks_));
-  CAIRN_MPI(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, app_comm_));
-  int total = 0;
-  for (int r = 0; r < nranks_; ++r) displs[r] = total, total += counts[r];
-  std::vector<uint64_t> all(static_cast<size_t>(total));
-  CAIRN_MPI(MPI_Allgatherv(report.data(), n, MPI_UINT64_T, all.data(), counts.data(), displs.data(), MPI_UINT64_T, app_comm_));
+  std::vector<uint64_t> all;
+  CAIRN_TRY(allgather_u64(app_comm_, report, &all));
 
   // The global picture, the same on every rank: which old ranks are good, and the sets.
   std::vector<bool> good(static_cast<size_t>(p_old), false);

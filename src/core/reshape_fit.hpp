@@ -26,6 +26,10 @@ struct ReshapeWant {
 int regions_fit(const std::map<std::string, Region>& regions, const Manifest& table, int p_new, int rank,
                 std::vector<ReshapeWant>* wants);
 
+// The region of `want` in old rank k's manifest `m` (of p_old ranks), checked: same element size, and
+// the count its distribution gives old rank k. ERR_CORRUPT naming the region and the old rank otherwise.
+Result<const RegionEntry*> held_region(const Manifest& m, const ReshapeWant& want, int p_old, int k);
+
 // After a reshaping restart that filled the regions itself: every region takes the distribution the
 // version recorded for it.
 void adopt_distributions(std::map<std::string, Region>& regions, const std::vector<ReshapeWant>& wants);

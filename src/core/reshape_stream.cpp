@@ -149,11 +149,7 @@ Status Runtime::reshaped_from_l1_streamed(uint64_t v, int p_old, const std::vect
         return make_error(Code::ERR_NOT_SUPPORTED, "%s: chunks of %u bytes (the streamed restart buffers at most %llu)",
                           h.path.c_str(), h.m.chunk_size, static_cast<ull>(kMaxChunk));
       for (const auto& w : wants) {
-        const RegionEntry& e = *w.entry;
-        auto re = std::find_if(h.m.regions.begin(), h.m.regions.end(), [&](const RegionEntry& x) { return x.name == e.name; });
-        uint64_t held_want = w.dist.kind == redist::Kind::replicated ? w.dist.global_count : redist::local_count(w.dist, p_old, k);
-        if (re == h.m.regions.end() || re->elem_size != e.elem_size || re->count != held_want)
-          return make_error(Code::ERR_CORRUPT, "region '%s' is missing or differs on old rank %d", e.name.c_str(), k);
+        CAIRN_ASSIGN_OR_RETURN(re, held_region(h.m, w, p_old, k));
         h.offsets.push_back(re->offset);
       }
       CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(h.path, O_RDONLY));
@@ -187,13 +183,8 @@ Status Runtime::reshaped_from_l1_streamed(uint64_t v, int p_old, const std::vect
     desc.push_back(h.m.chunk_size);
     desc.insert(desc.end(), h.offsets.begin(), h.offsets.end());
   }
-  int n = static_cast<int>(desc.size());
-  std::vector<int> counts(static_cast<size_t>(nranks_)), displs(static_cast<size_t>(nranks_));
-  CAIRN_MPI(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, app_comm_));
-  int total = 0;
-  for (int r = 0; r < nranks_; ++r) displs[static_cast<size_t>(r)] = total, total += counts[static_cast<size_t>(r)];
-  std::vector<uint64_t> all(static_cast<size_t>(total));
-  CAIRN_MPI(MPI_Allgatherv(desc.data(), n, MPI_UINT64_T, all.data(), counts.data(), displs.data(), MPI_UINT64_T, app_comm_));
+  std::vector<uint64_t> all;
+  CAIRN_TRY(allgather_u64(app_comm_, desc, &all));
   std::vector<uint64_t> chunk_of(static_cast<size_t>(p_old), 0);
   std::vector<const uint64_t*> offsets_of(static_cast<size_t>(p_old), nullptr);
   for (size_t i = 0; i + rec_len <= all.size(); i += rec_len)
