@@ -24,6 +24,7 @@
 #include "core/runtime.hpp"
 #include "pfs/l3_store.hpp"
 #include "mpi_test_main.hpp"
+#include "scratch_job.hpp"
 
 namespace cairn {
 namespace {
@@ -57,29 +58,12 @@ void* resize_a(const char*, size_t n, void* user) {
 class ReshapeDirect : public ::testing::Test {
  protected:
   void SetUp() override {
-    long id = g_rank == 0 ? static_cast<long>(getpid()) : 0;
-    MPI_Bcast(&id, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-    root_ = "/tmp/cairn-reshapedirect-" + std::to_string(id) + "-" + std::to_string(counter_++);
-    if (g_rank == 0) {
-      fs::remove_tree(root_).ignore();
-      ASSERT_TRUE(fs::make_dirs(root_).is_ok());
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    setenv("CAIRN_PREFIX", (root_ + "/prefix").c_str(), 1);
-    setenv("CAIRN_CACHE_DIR", (root_ + "/cache").c_str(), 1);
-    setenv("CAIRN_JOB", "direct", 1);
-    setenv("CAIRN_NODE", ("node" + std::to_string(g_rank)).c_str(), 1);
-    setenv("CAIRN_CHUNK_SIZE", "64K", 1);
-    setenv("CAIRN_FLUSH_ON_FINALIZE", "false", 1);
-    setenv("CAIRN_LOG", "error", 0);  // CAIRN_LOG=info shows which restart path ran
-    setenv("CAIRN_REDUNDANCY", "single", 1);
-    setenv("CAIRN_FLUSH_EVERY", "1", 1);
+    root_ = test::start_scratch_job("reshapedirect", "direct", counter_++);
   }
   void TearDown() override {
     if (Runtime::instance()) Runtime::destroy().ignore();
     if (comm_ != MPI_COMM_NULL && comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (g_rank == 0) fs::remove_tree(root_).ignore();
+    test::end_scratch_job(root_);
   }
 
   static cairn_distribution block() { return {CAIRN_DIST_BLOCK, kG, 0, 0, 0}; }

@@ -21,6 +21,7 @@
 #include "core/runtime.hpp"
 #include "pfs/l3_store.hpp"
 #include "mpi_test_main.hpp"
+#include "scratch_job.hpp"
 
 namespace cairn {
 namespace {
@@ -47,30 +48,13 @@ class RestartPaths : public ::testing::Test {
   static constexpr size_t kA = 300001, kB = 1 << 20;
 
   void SetUp() override {
-    long id = g_rank == 0 ? static_cast<long>(getpid()) : 0;
-    MPI_Bcast(&id, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-    root_ = "/tmp/cairn-restartpaths-" + std::to_string(id) + "-" + std::to_string(counter_++);
-    if (g_rank == 0) {
-      fs::remove_tree(root_).ignore();
-      ASSERT_TRUE(fs::make_dirs(root_).is_ok());
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    setenv("CAIRN_PREFIX", (root_ + "/prefix").c_str(), 1);
-    setenv("CAIRN_CACHE_DIR", (root_ + "/cache").c_str(), 1);
-    setenv("CAIRN_JOB", "paths", 1);
-    setenv("CAIRN_NODE", ("node" + std::to_string(g_rank)).c_str(), 1);
-    setenv("CAIRN_CHUNK_SIZE", "64K", 1);
-    setenv("CAIRN_FLUSH_ON_FINALIZE", "false", 1);
-    setenv("CAIRN_LOG", "error", 1);
-    setenv("CAIRN_REDUNDANCY", "single", 1);
-    setenv("CAIRN_FLUSH_EVERY", "1", 1);
+    root_ = test::start_scratch_job("restartpaths", "paths", counter_++);
     a_.assign(kA, 0);
     b_.assign(kB, 0);
   }
   void TearDown() override {
     if (Runtime::instance()) Runtime::destroy().ignore();
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (g_rank == 0) fs::remove_tree(root_).ignore();
+    test::end_scratch_job(root_);
   }
 
   void start(size_t b_len = kB) {
@@ -123,10 +107,15 @@ class RestartPaths : public ::testing::Test {
     MPI_Barrier(MPI_COMM_WORLD);
   }
   // Restart with cairn_restart alone (the direct paths); the level and version it came from.
-  Status restart(int* version, int* level) {
+  // cairn_restart on every rank: it must succeed everywhere, from `level`, with version v in the regions.
+  void expect_restart_from(int level, int v) {
     Status st = Runtime::instance()->restart();
-    Runtime::instance()->restart_level(version, level);
-    return st;
+    int got_v = 0, got_level = 0;
+    Runtime::instance()->restart_level(&got_v, &got_level);
+    EXPECT_TRUE(everywhere(st.is_ok())) << st.message();
+    EXPECT_EQ(got_level, level);
+    EXPECT_EQ(got_v, v);
+    EXPECT_TRUE(everywhere(holds(v)));
   }
   bool holds(int v) const { return a_ == contents(kA, 0, v) && b_ == contents(kB, 1, v); }
 
@@ -139,12 +128,7 @@ int RestartPaths::counter_ = 0;
 TEST_F(RestartPaths, L1SlotReadIntoTheRegions) {
   take_versions(2);
   start();
-  int v = 0, level = 0;
-  Status st = restart(&v, &level);
-  EXPECT_TRUE(everywhere(st.is_ok())) << st.message();
-  EXPECT_EQ(level, CAIRN_LEVEL_L1);
-  EXPECT_EQ(v, 2);
-  EXPECT_TRUE(everywhere(holds(2)));
+  expect_restart_from(CAIRN_LEVEL_L1, 2);
   stop();
 }
 
@@ -154,12 +138,7 @@ TEST_F(RestartPaths, DamagedSlotFallsBackToL3InPlace) {
   if (g_rank == 2) flip(slot_file(2, 2), kA + 70000);  // a chunk of region b
   MPI_Barrier(MPI_COMM_WORLD);
   start();
-  int v = 0, level = 0;
-  Status st = restart(&v, &level);
-  EXPECT_TRUE(everywhere(st.is_ok())) << st.message();
-  EXPECT_EQ(level, CAIRN_LEVEL_L3);  // single: no L2; version 2 is in L3
-  EXPECT_EQ(v, 2);
-  EXPECT_TRUE(everywhere(holds(2)));
+  expect_restart_from(CAIRN_LEVEL_L3, 2);  // single: no L2; version 2 is in L3
   stop();
 }
 
@@ -171,12 +150,7 @@ TEST_F(RestartPaths, TruncatedSlotFallsBack) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   start();
-  int v = 0, level = 0;
-  Status st = restart(&v, &level);
-  EXPECT_TRUE(everywhere(st.is_ok())) << st.message();
-  EXPECT_EQ(level, CAIRN_LEVEL_L3);
-  EXPECT_EQ(v, 2);
-  EXPECT_TRUE(everywhere(holds(2)));
+  expect_restart_from(CAIRN_LEVEL_L3, 2);
   stop();
 }
 
@@ -192,12 +166,8 @@ TEST_F(RestartPaths, DamagedL3FileFallsBackToTheOlderVersion) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   start();
-  int v = 0, level = 0;
-  Status st = restart(&v, &level);
-  EXPECT_TRUE(everywhere(st.is_ok())) << st.message();
-  EXPECT_EQ(level, CAIRN_LEVEL_L3);
-  EXPECT_EQ(v, 1);  // version 2 was read in place on every rank, rejected, and version 1 written over it
-  EXPECT_TRUE(everywhere(holds(1)));
+  // Version 2 was read in place on every rank, rejected, and version 1 written over it.
+  expect_restart_from(CAIRN_LEVEL_L3, 1);
   stop();
 }
 
@@ -205,8 +175,7 @@ TEST_F(RestartPaths, SizeMismatchOnOneRankTouchesNoRegion) {
   take_versions(1);
   remove_caches();
   start(g_rank == 3 ? kB + 8 : kB);  // rank 3 protects another size
-  int v = 0, level = 0;
-  Status st = restart(&v, &level);
+  Status st = Runtime::instance()->restart();
   EXPECT_TRUE(everywhere(st.code() == Code::ERR_SIZE_MISMATCH)) << st.message();
   bool untouched = std::all_of(a_.begin(), a_.end(), [](uint8_t c) { return c == 0x11; }) &&
                    std::all_of(b_.begin(), b_.end(), [](uint8_t c) { return c == 0x22; });
@@ -217,8 +186,7 @@ TEST_F(RestartPaths, SizeMismatchOnOneRankTouchesNoRegion) {
 TEST_F(RestartPaths, SizeMismatchWithTheCachesTouchesNoRegion) {
   take_versions(1);
   start(g_rank == 1 ? kB - 8 : kB);  // every rank but 1 could read its slot in place
-  int v = 0, level = 0;
-  Status st = restart(&v, &level);
+  Status st = Runtime::instance()->restart();
   EXPECT_TRUE(everywhere(st.code() == Code::ERR_SIZE_MISMATCH)) << st.message();
   bool untouched = std::all_of(a_.begin(), a_.end(), [](uint8_t c) { return c == 0x11; }) &&
                    std::all_of(b_.begin(), b_.end(), [](uint8_t c) { return c == 0x22; });
@@ -236,12 +204,7 @@ TEST_F(RestartPaths, RestartAvailableThenRestartStagesL3) {
   EXPECT_EQ(version, 2);
   // restart_available must not have touched the regions.
   EXPECT_TRUE(everywhere(std::all_of(a_.begin(), a_.end(), [](uint8_t c) { return c == 0x11; })));
-  int v = 0, level = 0;
-  Status st = restart(&v, &level);
-  EXPECT_TRUE(everywhere(st.is_ok())) << st.message();
-  EXPECT_EQ(level, CAIRN_LEVEL_L3);
-  EXPECT_EQ(v, 2);
-  EXPECT_TRUE(everywhere(holds(2)));
+  expect_restart_from(CAIRN_LEVEL_L3, 2);
   stop();
 }
 
