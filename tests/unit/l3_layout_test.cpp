@@ -9,6 +9,7 @@
 
 #include "core/fsutil.hpp"
 #include "pfs/l3_store.hpp"
+#include "damage.hpp"
 
 namespace cairn {
 namespace {
@@ -101,23 +102,7 @@ TEST_P(L3Layout, ReadsBackBitExactAndDetectsDamage) {
   // Damage rank 3's bytes of version 2 wherever they lie: caught, as a decode error or a checksum.
   auto m3 = l3::read_manifest(l, 2, 3);
   ASSERT_TRUE(m3.is_ok());
-  std::string wpath = l3::where_path(l, 2, 3);
-  std::string file = l3::data_path(l, 2, 3);
-  uint64_t at = 100;
-  if (fs::exists(wpath)) {
-    auto w = l3::decode_where(*fs::read_file(wpath));
-    ASSERT_TRUE(w.is_ok());
-    file = w->file;
-    at = w->offset + std::min<uint64_t>(100, w->stored / 2);
-  }
-  {
-    auto fd = fs::open_file(file, O_RDWR);
-    ASSERT_TRUE(fd.is_ok());
-    char b;
-    ASSERT_EQ(pread(fd->get(), &b, 1, static_cast<off_t>(at)), 1);
-    b ^= 0x5a;
-    ASSERT_EQ(pwrite(fd->get(), &b, 1, static_cast<off_t>(at)), 1);
-  }
+  test::damage_l3_data(l, 2, 3);
   std::string got(m3->total_size, '\0');
   Status read = l3::read_data(l, *m3, reinterpret_cast<uint8_t*>(got.data()));
   EXPECT_TRUE(!read.is_ok() || !verify_stream(*m3, got.data(), got.size()).is_ok()) << "damage went unnoticed";

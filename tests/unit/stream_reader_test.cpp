@@ -12,6 +12,7 @@
 #include "cache/stream_reader.hpp"
 #include "core/fsutil.hpp"
 #include "pfs/l3_store.hpp"
+#include "damage.hpp"
 
 namespace cairn {
 namespace {
@@ -231,23 +232,7 @@ TEST_P(L3Verified, EveryLayoutReadsIntoRegions) {
   // Damage rank 1's stored bytes: the verified read fails.
   auto m1 = l3::read_manifest(l, 1, 1);
   ASSERT_TRUE(m1.is_ok());
-  std::string file = l3::data_path(l, 1, 1);
-  uint64_t at = 100;
-  std::string wpath = l3::where_path(l, 1, 1);
-  if (fs::exists(wpath)) {
-    auto w = l3::decode_where(*fs::read_file(wpath));
-    ASSERT_TRUE(w.is_ok());
-    file = w->file;
-    at = w->offset + std::min<uint64_t>(100, w->stored / 2);
-  }
-  {
-    auto fd = fs::open_file(file, O_RDWR);
-    ASSERT_TRUE(fd.is_ok());
-    char b;
-    ASSERT_EQ(pread(fd->get(), &b, 1, static_cast<off_t>(at)), 1);
-    b ^= 0x5a;
-    ASSERT_EQ(pwrite(fd->get(), &b, 1, static_cast<off_t>(at)), 1);
-  }
+  test::damage_l3_data(l, 1, 1);
   Regions again(*m1);
   EXPECT_FALSE(l3::read_data_verified(l, *m1, again.extents).is_ok()) << "damage went unnoticed";
   fs::remove_tree(root).ignore();

@@ -25,6 +25,7 @@
 #include "pfs/l3_store.hpp"
 #include "mpi_test_main.hpp"
 #include "scratch_job.hpp"
+#include "../damage.hpp"
 
 namespace cairn {
 namespace {
@@ -158,12 +159,7 @@ class ReshapeDirect : public ::testing::Test {
     ASSERT_TRUE(store.open(l.rank_cache(node, k), cfg.cache_versions).is_ok());
     auto rec = store.read_record(v);
     ASSERT_TRUE(rec.is_ok());
-    auto fd = fs::open_file(store.slot_path(static_cast<int>(rec->slot)), O_RDWR);
-    ASSERT_TRUE(fd.is_ok());
-    uint8_t b = 0;
-    ASSERT_EQ(pread(fd->get(), &b, 1, static_cast<off_t>(at)), 1);
-    b ^= 0x10;
-    ASSERT_EQ(pwrite(fd->get(), &b, 1, static_cast<off_t>(at)), 1);
+    test::flip_byte(store.slot_path(static_cast<int>(rec->slot)), at, 0x10);
   }
 
   bool holds(int p, int v) const {
@@ -235,13 +231,7 @@ TEST_F(ReshapeDirect, DamagedOldFileFallsBackToTheOlderVersion) {
     cfg.prefix = root_ + "/prefix";
     cfg.job = "direct";
     Layout l = make_layout(cfg);
-    std::string path = l3::data_path(l, 2, 1);  // old rank 1's file, read by new ranks 0 and 1
-    auto fd = fs::open_file(path, O_RDWR);
-    ASSERT_TRUE(fd.is_ok());
-    uint64_t c = 0;
-    ASSERT_EQ(pread(fd->get(), &c, 8, 4096), 8);
-    c ^= 1;
-    ASSERT_EQ(pwrite(fd->get(), &c, 8, 4096), 8);
+    test::flip_byte(l3::data_path(l, 2, 1), 4096, 1);  // old rank 1's file, read by new ranks 0 and 1
   }
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_TRUE(everywhere(restarts(3, CAIRN_LEVEL_L3, 1)));

@@ -22,6 +22,7 @@
 #include "pfs/l3_store.hpp"
 #include "mpi_test_main.hpp"
 #include "scratch_job.hpp"
+#include "../damage.hpp"
 
 namespace cairn {
 namespace {
@@ -91,14 +92,7 @@ class RestartPaths : public ::testing::Test {
     EXPECT_TRUE(rec.is_ok()) << rec.status().message();
     return cs.slot_path(rec ? static_cast<int>(rec->slot) : 0);
   }
-  static void flip(const std::string& path, uint64_t at) {
-    auto fd = fs::open_file(path, O_RDWR);
-    ASSERT_TRUE(fd.is_ok()) << fd.status().message();
-    uint8_t c = 0;
-    ASSERT_EQ(pread(fd->get(), &c, 1, static_cast<off_t>(at)), 1);
-    c ^= 0x40;
-    ASSERT_EQ(pwrite(fd->get(), &c, 1, static_cast<off_t>(at)), 1);
-  }
+  static void flip(const std::string& path, uint64_t at) { test::flip_byte(path, at, 0x40); }
   void remove_caches() {
     MPI_Barrier(MPI_COMM_WORLD);
     if (g_rank == 0) {
