@@ -32,11 +32,7 @@ namespace {
 
 int g_rank = 0, g_size = 1;
 
-bool everywhere(bool ok) {
-  int v = ok ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return v == 1;
-}
+using test::everywhere;
 
 // Element g of the global arrays in version v.
 uint64_t value(uint64_t g, int array, int v) { return (g + 1) * 0x9E3779B97F4A7C15ull ^ (array * 1000003ull + v); }

@@ -29,11 +29,7 @@ namespace {
 
 int g_rank = 0, g_size = 1;
 
-bool everywhere(bool ok) {
-  int v = ok ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return v == 1;
-}
+using test::everywhere;
 
 // Region contents of version `v` on this rank: reproducible, different per rank, region and version.
 std::vector<uint8_t> contents(size_t len, int region, int v) {
@@ -101,6 +97,15 @@ class RestartPaths : public ::testing::Test {
     MPI_Barrier(MPI_COMM_WORLD);
   }
   // Restart with cairn_restart alone (the direct paths); the level and version it came from.
+  // cairn_restart on every rank: ERR_SIZE_MISMATCH everywhere, and no rank's regions written (start
+  // take_versions left them filled with 0x11 and 0x22).
+  void expect_size_mismatch_untouched() {
+    Status st = Runtime::instance()->restart();
+    EXPECT_TRUE(everywhere(st.code() == Code::ERR_SIZE_MISMATCH)) << st.message();
+    bool untouched = std::all_of(a_.begin(), a_.end(), [](uint8_t c) { return c == 0x11; }) &&
+                     std::all_of(b_.begin(), b_.end(), [](uint8_t c) { return c == 0x22; });
+    EXPECT_TRUE(everywhere(untouched));
+  }
   // cairn_restart on every rank: it must succeed everywhere, from `level`, with version v in the regions.
   void expect_restart_from(int level, int v) {
     Status st = Runtime::instance()->restart();
@@ -169,22 +174,14 @@ TEST_F(RestartPaths, SizeMismatchOnOneRankTouchesNoRegion) {
   take_versions(1);
   remove_caches();
   start(g_rank == 3 ? kB + 8 : kB);  // rank 3 protects another size
-  Status st = Runtime::instance()->restart();
-  EXPECT_TRUE(everywhere(st.code() == Code::ERR_SIZE_MISMATCH)) << st.message();
-  bool untouched = std::all_of(a_.begin(), a_.end(), [](uint8_t c) { return c == 0x11; }) &&
-                   std::all_of(b_.begin(), b_.end(), [](uint8_t c) { return c == 0x22; });
-  EXPECT_TRUE(everywhere(untouched));
+  expect_size_mismatch_untouched();
   stop();
 }
 
 TEST_F(RestartPaths, SizeMismatchWithTheCachesTouchesNoRegion) {
   take_versions(1);
   start(g_rank == 1 ? kB - 8 : kB);  // every rank but 1 could read its slot in place
-  Status st = Runtime::instance()->restart();
-  EXPECT_TRUE(everywhere(st.code() == Code::ERR_SIZE_MISMATCH)) << st.message();
-  bool untouched = std::all_of(a_.begin(), a_.end(), [](uint8_t c) { return c == 0x11; }) &&
-                   std::all_of(b_.begin(), b_.end(), [](uint8_t c) { return c == 0x22; });
-  EXPECT_TRUE(everywhere(untouched));
+  expect_size_mismatch_untouched();
   stop();
 }
 

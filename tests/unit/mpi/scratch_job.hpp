@@ -1,5 +1,6 @@
 // The job environment the runtime-level MPI tests run in (tests/unit/mpi/*_test.cpp): a fresh
-// directory per test and the CAIRN_* variables that put a job's prefix and cache in it.
+// directory per test and the CAIRN_* variables that put a job's prefix and cache in it; and the check
+// that something holds on every rank.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -37,6 +38,13 @@ inline std::string start_scratch_job(const char* tag, const char* job, int n) {
   setenv("CAIRN_REDUNDANCY", "single", 1);
   setenv("CAIRN_FLUSH_EVERY", "1", 1);
   return root;
+}
+
+// Whether `ok` holds on every rank of the world. Collective.
+inline bool everywhere(bool ok) {
+  int v = ok ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return v == 1;
 }
 
 // After every rank is through with it: rank 0 removes the directory. Collective.
