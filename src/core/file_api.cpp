@@ -3,9 +3,9 @@
 // them alike; at restart they are written back into the cache and routed from there.
 #include <cstring>
 
-#include "core/fsutil.hpp"
-#include "core/history.hpp"
-#include "core/mpi_util.hpp"
+#include "base/fsutil.hpp"
+#include "base/history.hpp"
+#include "mpi/mpi_util.hpp"
 #include "core/runtime.hpp"
 
 namespace cairn {

@@ -11,11 +11,11 @@
 // cairn call (drive()), in version order on every rank.
 #include <algorithm>
 
-#include "core/log.hpp"
-#include "core/mpi_util.hpp"
+#include "base/log.hpp"
+#include "mpi/mpi_util.hpp"
 #include "core/runtime.hpp"
 #include "pfs/l3_store.hpp"
-#include "redundancy/set_exchange.hpp"
+#include "redundancy/exchange/set_exchange.hpp"
 #include "redundancy/set_record.hpp"
 
 namespace cairn {

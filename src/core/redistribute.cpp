@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/log.hpp"
-#include "core/mpi_util.hpp"
+#include "base/log.hpp"
+#include "mpi/mpi_util.hpp"
 #include "core/runtime.hpp"
 
 namespace cairn {

@@ -20,13 +20,13 @@
 #include <set>
 #include <sstream>
 
-#include "cache/stream_reader.hpp"
-#include "core/fsutil.hpp"
-#include "core/log.hpp"
-#include "core/mpi_util.hpp"
+#include "base/stream_reader.hpp"
+#include "base/fsutil.hpp"
+#include "base/log.hpp"
+#include "mpi/mpi_util.hpp"
 #include "core/runtime.hpp"
 #include "pfs/l3_store.hpp"
-#include "redundancy/set_exchange.hpp"
+#include "redundancy/exchange/set_exchange.hpp"
 #include "redundancy/set_record.hpp"
 
 namespace cairn {

@@ -10,9 +10,9 @@
 #include <chrono>
 #include <cstring>
 
-#include "core/fsutil.hpp"
-#include "core/log.hpp"
-#include "core/mpi_util.hpp"
+#include "base/fsutil.hpp"
+#include "base/log.hpp"
+#include "mpi/mpi_util.hpp"
 #include "pfs/l3_store.hpp"
 #include "policy/exit_policy.hpp"
 #include "policy/halt.hpp"

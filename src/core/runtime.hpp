@@ -5,6 +5,8 @@
 
 #include <mpi.h>
 
+#include "cairn/cairn.h"
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -17,11 +19,11 @@
 #include <vector>
 
 #include "cache/cache_store.hpp"
-#include "core/config.hpp"
-#include "core/job_state.hpp"
-#include "core/layout.hpp"
-#include "core/manifest.hpp"
-#include "core/status.hpp"
+#include "base/config.hpp"
+#include "base/job_state.hpp"
+#include "base/layout.hpp"
+#include "base/manifest.hpp"
+#include "base/status.hpp"
 #include "policy/interval.hpp"
 #include "pfs/l3_placement.hpp"
 #include "redundancy/set_code.hpp"

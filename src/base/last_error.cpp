@@ -1,4 +1,4 @@
-#include "core/last_error.hpp"
+#include "base/last_error.hpp"
 
 namespace cairn {
 namespace {

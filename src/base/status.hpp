@@ -6,7 +6,7 @@
 #include <utility>
 #include <variant>
 
-#include "cairn/cairn.h"
+#include "cairn/cairn_errors.h"
 
 namespace cairn {
 

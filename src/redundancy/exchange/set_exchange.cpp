@@ -14,8 +14,8 @@
 #include <new>
 #include <string>
 
-#include "core/log.hpp"
-#include "redundancy/set_exchange.hpp"
+#include "base/log.hpp"
+#include "redundancy/exchange/set_exchange.hpp"
 
 namespace cairn::redundancy {
 

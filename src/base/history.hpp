@@ -17,9 +17,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/config.hpp"
-#include "core/layout.hpp"
-#include "core/status.hpp"
+#include "base/config.hpp"
+#include "base/layout.hpp"
+#include "base/status.hpp"
 
 namespace cairn::history {
 

@@ -9,8 +9,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/history.hpp"
-#include "core/layout.hpp"
+#include "base/history.hpp"
+#include "base/layout.hpp"
 
 namespace cairn {
 

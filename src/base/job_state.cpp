@@ -1,4 +1,4 @@
-#include "core/job_state.hpp"
+#include "base/job_state.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -8,8 +8,8 @@
 #include <cstring>
 #include <thread>
 
-#include "core/fsutil.hpp"
-#include "core/log.hpp"
+#include "base/fsutil.hpp"
+#include "base/log.hpp"
 
 namespace cairn {
 

@@ -1,10 +1,10 @@
-#include "core/layout.hpp"
+#include "base/layout.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/fsutil.hpp"
-#include "core/xxh.hpp"
+#include "base/fsutil.hpp"
+#include "base/xxh.hpp"
 
 namespace cairn {
 

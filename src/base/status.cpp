@@ -1,4 +1,4 @@
-#include "core/status.hpp"
+#include "base/status.hpp"
 
 #include <cerrno>
 #include <cstdarg>

@@ -1,4 +1,4 @@
-#include "cache/stream_reader.hpp"
+#include "base/stream_reader.hpp"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <memory>
 
-#include "core/xxh.hpp"
+#include "base/xxh.hpp"
 
 namespace cairn {
 namespace {

@@ -9,13 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "core/log.hpp"
-#include "core/status.hpp"
+#include "base/log.hpp"
+#include "base/redundancy_scheme.hpp"
+#include "base/status.hpp"
 
 namespace cairn {
 
-enum class Redundancy { single, partner, xor_set, rs };
-const char* redundancy_name(Redundancy r);
 // How cairn_need_checkpoint times checkpoints: every interval_seconds, or Daly's optimum for
 // mtbf_seconds and the measured checkpoint cost (docs/intervals.md).
 enum class IntervalMode { fixed, automatic };

@@ -1,4 +1,4 @@
-#include "core/history.hpp"
+#include "base/history.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,8 +16,8 @@
 #include <cstring>
 #include <random>
 
-#include "core/fsutil.hpp"
-#include "core/log.hpp"
+#include "base/fsutil.hpp"
+#include "base/log.hpp"
 
 namespace cairn::history {
 

@@ -1,7 +1,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/mpi_util.hpp"
+#include "mpi/mpi_util.hpp"
 
 namespace cairn {
 

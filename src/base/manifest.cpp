@@ -1,6 +1,6 @@
 // The manifest's byte layout. docs/format.md is the spec; this file and that page change together, and
 // tests/unit/golden/manifest_v1.bin pins format 1 forever.
-#include "core/manifest.hpp"
+#include "base/manifest.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,7 +8,7 @@
 #include <numeric>
 #include <tuple>
 
-#include "core/xxh.hpp"
+#include "base/xxh.hpp"
 
 namespace cairn {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/config.hpp"
+#include "base/config.hpp"
 
 namespace cairn {
 

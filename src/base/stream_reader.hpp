@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/manifest.hpp"
-#include "core/status.hpp"
+#include "base/manifest.hpp"
+#include "base/status.hpp"
 
 namespace cairn {
 

@@ -1,6 +1,6 @@
 // The knob table and everything made from it: the TOML and environment parsers, validation, the
 // `cairn config --list` listing, the docs' markdown table and the sample config.
-#include "core/config.hpp"
+#include "base/config.hpp"
 
 #include <unistd.h>
 
@@ -19,7 +19,7 @@
 
 #include <toml++/toml.h>
 
-#include "policy/exit_policy.hpp"
+#include "base/signal_names.hpp"
 
 extern char** environ;
 
@@ -326,7 +326,7 @@ std::string accepted(const Knob& k, bool markdown = false) {
         return markdown ? "letters, digits, `.` `_` `-`; not `.` or `..`"
                         : "letters, digits, '.', '_', '-' (not \".\" or \"..\"), or empty";
       if (k.rule == Rule::not_empty) return markdown ? "a path" : "a non-empty path";
-      if (k.rule == Rule::signal_name) return policy::exit_signal_choices();
+      if (k.rule == Rule::signal_name) return exit_signal_choices();
       return "";
   }
   return "";
@@ -345,7 +345,7 @@ std::string check(const Knob& k, const Value& v) {
   } else if (k.kind == Kind::string) {
     const std::string& s = std::get<std::string>(v);
     if (k.rule == Rule::not_empty && s.empty()) return "empty";
-    if (k.rule == Rule::signal_name && policy::parse_exit_signal(s) == 0)
+    if (k.rule == Rule::signal_name && parse_exit_signal(s) == 0)
       return "not a signal that can ask for an exit";
     if (k.rule == Rule::path_component && !s.empty()) {
       if (s == "." || s == "..") return "not a usable directory name";

@@ -1,4 +1,4 @@
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
