@@ -29,44 +29,18 @@
 #include "pipeline/mpi/team_mpi.hpp"
 #include "pipeline/pipeline.hpp"
 #include "policy/interval.hpp"
+#include "redistribute/exec/reshaper.hpp"
 #include "redundancy/placement.hpp"
 #include "redundancy/set_code.hpp"
 
 namespace cairn {
-
-struct Region {
-  std::string name;
-  void* ptr = nullptr;
-  size_t count = 0;
-  int type = 0;
-  uint32_t elem_size = 1;
-  uint32_t dist_kind = 0;               // cairn_dist_kind; 0 = private
-  std::vector<uint64_t> dist_params;    // redist::Distribution::to_params()
-  cairn_resize_fn resize = nullptr;
-  void* resize_user = nullptr;
-  uint64_t bytes() const { return static_cast<uint64_t>(count) * elem_size; }
-};
-
-// A version's snapshot stream of one old rank, as held by this process during a reshaping restart or
-// a live redistribution.
-struct HeldStream {
-  int old_rank = 0;
-  Manifest manifest;
-  const uint8_t* data = nullptr;
-  std::vector<uint8_t> storage;  // when the bytes live here (live packing, L2 rebuild)
-  std::shared_ptr<MappedFile> map;  // when they live in a rank's L1 slot on this node, or staging memory (L3)
-  std::string red_path;             // that slot's redundancy data (L2 rebuild across rank counts)
-  bool self_placed = false;         // its pieces for the hosting process are already in the regions
-};
-
-struct ReshapeWant;  // core/reshape_fit.hpp
 
 struct RestartChoice {
   uint64_t version = 0;
   int level = 0;  // enum cairn_level
   int p_old = 0;  // ranks that wrote the version, when not this job's count (a reshaping restart)
   std::vector<int> host_of_old;
-  std::vector<struct HeldStream> held;
+  std::vector<HeldStream> held;
   Manifest manifest;
   const uint8_t* data = nullptr;       // verified snapshot stream (slot or staging buffer)
   std::shared_ptr<MappedFile> staging; // holds L3 data (anonymous memory)
@@ -140,27 +114,11 @@ class Runtime {
   Status try_l3(uint64_t v, RestartChoice* out);
   Status apply_restart(const RestartChoice& c);
   Status fast_restart_l1(bool* done);
-  // Restart from a version written by another number of ranks (reshape.cpp).
+  // Restart from a version written by another number of ranks (redistribute/exec/reshaper.hpp).
   // Only versions in (above, at_most] are tried.
   Status find_reshaped(RestartChoice* out, std::string* why, uint64_t above, uint64_t at_most);
-  // *streamed: the regions were filled here (reshaped_from_l1_streamed), nothing is held to move.
-  Status reshaped_from_l1(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
-                          std::vector<HeldStream>* held, bool* streamed);
-  // cairn_restart alone, when every rank's regions already have their new size and the plan has few
-  // enough pieces (streamable): the hosts read the old slots chunk by chunk and send each verified
-  // chunk's pieces to their new owners while they read on (reshape_stream.cpp).
-  Status reshaped_from_l1_streamed(uint64_t v, int p_old, const std::vector<int>& host_of_old,
-                                   const std::vector<ReshapeWant>& wants);
-  Status reshaped_from_l3(uint64_t v, int p_old, std::vector<HeldStream>* held);
-  // cairn_restart alone, when every rank's regions already have their new size: each rank reads its own
-  // pieces straight from the old ranks' files into its regions (no hosts, no move). *done: it did.
-  Status reshaped_from_l3_direct(uint64_t v, int p_old, bool* done);
-  Status reshaped_from_l2(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
-                          const std::vector<bool>& prot, std::vector<HeldStream>* held, std::vector<int>* host_of_old);
-  // Move every distributed region from a p_old layout (streams held by processes of `comm`) to the
-  // layout of the processes with new_rank_of[comm rank] >= 0. Collective over comm.
-  Status move_regions(MPI_Comm comm, int p_old, const std::vector<int>& host_of_old,
-                      const std::vector<int>& new_rank_of, const std::vector<HeldStream>& held, bool restart);
+  // What the reshape executors see of this job.
+  ReshapeJob reshape_job() const;
   Status bind_comm(MPI_Comm comm);
   void release_comms();
 
@@ -192,7 +150,7 @@ class Runtime {
   std::unique_ptr<pipeline::Pipeline> pipeline_;
 
   // regions and versions
-  std::map<std::string, Region> regions_;
+  RegionTable regions_;
   uint64_t next_version_ = 1;
   bool in_output_ = false;
   std::string output_label_;
