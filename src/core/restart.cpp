@@ -110,6 +110,7 @@ Status Runtime::restart_available(int* available, int* version) {
   if (!pending_ && !plan_) {
     Status drained = wait_all();  // a failed background version does not stop a restart
     if (drained.code() == Code::ERR_MPI) return drained;
+    cache_.finish_prepare();  // nothing moves a slot's mapping while the search reads it
     Status st = plan_restart();
     if (st.code() == Code::ERR_NO_CHECKPOINT) {
       *available = 0;
@@ -135,18 +136,23 @@ Status Runtime::restart() {
   if (!pending_ && !plan_) {
     Status drained = wait_all();  // a failed background version does not stop a restart
     if (drained.code() == Code::ERR_MPI) return drained;
+    cache_.finish_prepare();
     CAIRN_TRY(plan_restart());
   }
   if (pending_) {  // found by the full search (or a version of another rank count): restore it
     Status st = apply_restart(*pending_);
     pending_.reset();
+    if (st.is_ok()) prepare_slots();  // the regions may have changed size
     return st;
   }
   RestartPlan plan = std::move(*plan_);
   plan_.reset();
   bool done = false;
   CAIRN_TRY(carry_out(plan, &done));
-  if (done) return Status::ok();
+  if (done) {
+    prepare_slots();
+    return Status::ok();
+  }
   // The planned version did not read back whole somewhere: the full search, which verifies every level of
   // every candidate, and writes the regions again.
   if (rank_ == 0)
@@ -154,7 +160,9 @@ Status Runtime::restart() {
              static_cast<unsigned long long>(plan.version), history::level_name(plan.level));
   RestartChoice c;
   CAIRN_TRY(find_restart(&c));
-  return apply_restart(c);
+  CAIRN_TRY(apply_restart(c));
+  prepare_slots();
+  return Status::ok();
 }
 
 void Runtime::restart_level(int* version, int* level) const {

@@ -111,6 +111,9 @@ class Runtime {
   void start_pipeline();
   void stop_pipeline();
 
+  // Ask the cache to prepare every slot for the regions protected now, in the background.
+  void prepare_slots();
+
   // checkpoint path (app thread)
   uint64_t memory_region_entries(std::vector<RegionEntry>* out) const;
   Status take_version(const std::string& label, bool have_files, const Status& failed_before = Status::ok());

@@ -152,6 +152,10 @@ int Pipeline::choose_slot() {
 
 int Pipeline::slot_for_rebuild() { return choose_slot(); }
 
+void Pipeline::prepare_slots(uint64_t size, uint64_t red_size) {
+  cache_->prepare(size, red_size, [this](int s) { return lender_.is_lent(s); });
+}
+
 Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotRegion>& regions,
                       const std::vector<FileSource>& files, const Status& failed, double* blocking_seconds) {
   const uint64_t number = manifest.version;

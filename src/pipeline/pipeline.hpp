@@ -87,6 +87,9 @@ class Pipeline {
 
   Marks marks() const;
   void set_marks(const Marks& m);  // a restart sets what it restored
+  // Prepare every slot of the cache for versions of `size` bytes (and `red_size` of L2 redundancy data) in
+  // the background (cache/cache_store prepare), leaving alone the slots lent to versions in flight.
+  void prepare_slots(uint64_t size, uint64_t red_size);
   // A slot for rebuilding a version into this rank's cache (restart from L2), with nothing in flight.
   int slot_for_rebuild();
   void set_flusher(Flusher* flusher);  // between versions (service fallback)
