@@ -90,10 +90,11 @@ Status Runtime::apply_restart(const RestartChoice& c) {
       if (it != regions_.end() && e.size && !c.in_place) memcpy(it->second.ptr, c.data + e.offset, e.size);
     } else if (local.is_ok()) {
       std::string dir = cache_.files_dir(m.version);
-      local = fs::make_dirs(dir);
       std::string path = dir + "/" + e.name;
-      if (local.is_ok()) local = fs::write_file_atomic(path, std::string(reinterpret_cast<const char*>(c.data + e.offset), e.size), false);
       files[e.name] = path;
+      if (c.files_in_place) continue;  // read in place: verified where it lies
+      local = fs::make_dirs(dir);
+      if (local.is_ok()) local = fs::write_file_atomic(path, std::string(reinterpret_cast<const char*>(c.data + e.offset), e.size), false);
     }
   }
   CAIRN_TRY(agree(app_comm_, local));
@@ -147,15 +148,15 @@ Status Runtime::restart() {
   }
   RestartPlan plan = std::move(*plan_);
   plan_.reset();
-  bool done = false;
-  CAIRN_TRY(carry_out(plan, &done));
+  bool done = false, unsuited = false;
+  CAIRN_TRY(carry_out(plan, &done, &unsuited));
   if (done) {
     prepare_slots();
     return Status::ok();
   }
-  // The planned version did not read back whole somewhere: the full search, which verifies every level of
-  // every candidate, and writes the regions again.
-  if (rank_ == 0)
+  // The planned version did not read back whole somewhere (or cannot be read in place): the full search,
+  // which verifies every level of every candidate, and writes the regions again.
+  if (rank_ == 0 && !unsuited)
     LOG_WARN("restart: version %llu could not be restored as planned (%s); searching every level",
              static_cast<unsigned long long>(plan.version), history::level_name(plan.level));
   RestartChoice c;

@@ -428,9 +428,9 @@ Status Runtime::take_version(const std::string& label, bool have_files, const St
         e.name = name;
         e.kind = RegionKind::file;
         e.count = static_cast<uint64_t>(st.st_size);
-        e.offset = off;
+        e.offset = file_region_offset(off);  // mapped where it lies: page aligned (cache/version_view.hpp)
         e.size = e.count;
-        off += e.size;
+        off = e.offset + e.size;
         files.push_back({path, e.offset, e.size});
         m.regions.push_back(std::move(e));
       }

@@ -48,7 +48,8 @@ struct PipelineConfig {
   const FaultInjector* inject = nullptr;  // failure injection points (checkpoint, compute, flush)
 };
 
-// A routed file of the file API that becomes a region of the version: read into the slot at `offset`.
+// A routed file of the file API that becomes a region of the version where it lies: mapped into the
+// version's view at `offset` (page aligned; cache/version_view.hpp).
 struct FileSource {
   std::string path;
   uint64_t offset = 0;
@@ -67,7 +68,8 @@ class Pipeline {
 
   // The application's blocking path for version `manifest.version` (regions and total_size filled, no
   // chunk hashes): wait until the versions in flight are decided at L2 (so the newest good version is
-  // known), borrow a slot, snapshot `regions` and read `files` into it, hand the version on. A local
+  // known), borrow a slot, snapshot `regions` into it, map it with `files` into the version's view (no
+  // file is read here), hand the version on. A local
   // failure (`failed`, or one here) still enters the pipeline, marked failed, so that every rank runs the
   // same agreements, which then discard it everywhere. Returns this rank's outcome; *blocking_seconds:
   // the time of the snapshot itself.
