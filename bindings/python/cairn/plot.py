@@ -8,7 +8,7 @@ with its restart (a dashed line and a marker at the moment the restart completed
 with a bar per version from when the level began to when the version reached it, a red cross where a
 level failed, and below the bandwidth per level over time (a line per level, broken between launches).
 From --summary (what `cairn plot --json` prints when there is no history: the versions still on disk):
-the same lanes, and the bandwidth per version and level as bars. The format follows the output's
+the same lanes, and the bandwidth per version and level (a line per level). The format follows the output's
 extension (png, svg, pdf, or any other matplotlib writes). Artists carry ids (gid: "lane-L1",
 "versions-L1", "bandwidth-L1", "launch-2", "restart-1", "failure-1"), kept in SVG output as element ids.
 
@@ -201,20 +201,19 @@ def disk_figure(summary: Dict[str, Any], title: str, footer: str, width: int = 1
     values = []
     positions = range(len(versions))
     for i, (key, level) in enumerate(zip(("l1", "l2", "l3"), LEVELS)):
-        heights = []
-        for v in versions:
+        xs, ys = [], []
+        for p, v in zip(positions, versions):
             lv = v["levels"].get(key)
             bw = lv.get("bandwidth_bytes_per_s") if lv else None
-            heights.append(bw or 0.0)
             if bw:
-                values.append(bw)
-        bottom.bar([p + (i - 1) * 0.27 for p in positions], heights, width=0.27, color=LEVEL_COLORS[i],
-                   gid=f"bandwidth-{level}")
+                xs.append(p)
+                ys.append(bw)
+        values += ys
+        bottom.plot(xs, ys, marker="o", markersize=4, color=LEVEL_COLORS[i], gid=f"bandwidth-{level}")
     bottom.set_xticks(list(positions), [str(v["version"]) for v in versions])
+    bottom.set_xlim(-0.5, len(versions) - 0.5)
     bottom.set_xlabel("version")
     _bandwidth_axis(bottom, values)
-    if values and bottom.get_yscale() == "log":
-        bottom.set_ylim(bottom=min(values) / 2)
     _legend_and_titles(fig, top, title, footer)
     return fig
 
