@@ -249,9 +249,10 @@ class Session:
         view = _writable_view(buffer, call, name)
         layout = _layout(view)
         if dist is not None and not layout.splittable and dist.kind not in (DistKind.PRIVATE, DistKind.REPLICATED):
+            fmt = view.format
             view.release()
             _refuse(NotSupportedError, call,
-                    f"region '{name}': elements of format '{view.format}' have no cairn type, so a "
+                    f"region '{name}': elements of format '{fmt}' have no cairn type, so a "
                     f"{dist.kind.name} distribution cannot count them; use a PRIVATE or REPLICATED region")
         try:
             rc = _cairn.protect(name, view, layout.count, layout.type, None if dist is None else dist.as_tuple())
@@ -409,7 +410,9 @@ class Session:
     def restart_files(self) -> Iterator["RestartVersion"]:
         """Loads the newest recoverable version (its files and the protected regions): `with
         c.restart_files() as r: path = r.route("rank3.dat")`. An exception in the block, or r.reject(),
-        on any rank marks the version bad: the next have_restart() offers the one before. Collective."""
+        on any rank marks the version bad: every rank that left the block normally gets
+        InvalidVersionError (what it read is from a rejected version), and the next have_restart()
+        offers the one before. Collective."""
         rc, label = _cairn.start_restart()
         _check(rc, "cairn_start_restart")
         version = RestartVersion(self, label)
