@@ -404,21 +404,27 @@ contains
   subroutine cairn_need_checkpoint(flag, ierror)
     logical, intent(out) :: flag
     integer, intent(out), optional :: ierror
-    integer(c_int) :: c_flag
-    c_flag = 0
-    call finish(c_need_checkpoint(c_flag), 'cairn_need_checkpoint', ierror)
-    flag = c_flag /= 0
+    call flag_out(c_need_checkpoint, 'cairn_need_checkpoint', flag, ierror)
   end subroutine cairn_need_checkpoint
 
   !> flag: the job should exit now; the same on every rank (collective).
   subroutine cairn_should_exit(flag, ierror)
     logical, intent(out) :: flag
     integer, intent(out), optional :: ierror
+    call flag_out(c_should_exit, 'cairn_should_exit', flag, ierror)
+  end subroutine cairn_should_exit
+
+  ! A C call with one int flag out, as a logical.
+  subroutine flag_out(fn, call, flag, ierror)
+    procedure(c_need_checkpoint) :: fn
+    character(len=*), intent(in) :: call
+    logical, intent(out) :: flag
+    integer, intent(out), optional :: ierror
     integer(c_int) :: c_flag
     c_flag = 0
-    call finish(c_should_exit(c_flag), 'cairn_should_exit', ierror)
+    call finish(fn(c_flag), call, ierror)
     flag = c_flag /= 0
-  end subroutine cairn_should_exit
+  end subroutine flag_out
 
   ! ---- errors -----------------------------------------------------------------------------------------
 

@@ -443,33 +443,36 @@ class Session:
         return flag
 
 
-class OutputVersion:
-    """The version being written in a `with session.output():` block."""
+class _Version:
+    """A version being written or read in a file-API block: routes the block's files."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
-        self.valid = True
 
     def route(self, name: str) -> str:
-        """The path at which to write your file `name` (a plain file name) for this version."""
+        """The path of your file `name` (a plain file name) in this version."""
         return self._session.route_file(name)
+
+
+class OutputVersion(_Version):
+    """The version being written in a `with session.output():` block."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self.valid = True
 
     def invalidate(self) -> None:
         """This rank declares the version invalid: it is discarded on every rank at the block's end."""
         self.valid = False
 
 
-class RestartVersion:
+class RestartVersion(_Version):
     """The version being read in a `with session.restart_files():` block."""
 
     def __init__(self, session: Session, label: str) -> None:
-        self._session = session
+        super().__init__(session)
         self.label = label
         self.rejected = False
-
-    def route(self, name: str) -> str:
-        """The path of your file `name` in this version."""
-        return self._session.route_file(name)
 
     def reject(self) -> None:
         """This rank found the data bad: the version is marked bad on every rank at the block's end."""
