@@ -22,15 +22,15 @@
 #include <map>
 #include <set>
 
-#include "core/fsutil.hpp"
-#include "core/log.hpp"
-#include "core/mpi_util.hpp"
+#include "base/fsutil.hpp"
+#include "base/log.hpp"
+#include "mpi/mpi_util.hpp"
 #include "core/reshape_fit.hpp"
 #include "core/runtime.hpp"
 #include "pfs/l3_store.hpp"
 #include "redistribute/plan.hpp"
 #include "redundancy/set_code.hpp"
-#include "redundancy/set_exchange.hpp"
+#include "redundancy/exchange/set_exchange.hpp"
 #include "redundancy/set_record.hpp"
 
 namespace cairn {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/manifest.hpp"
+#include "base/manifest.hpp"
 #include "core/runtime.hpp"
 #include "redistribute/distribution.hpp"
 

@@ -27,13 +27,13 @@
 #include <functional>
 #include <optional>
 
-#include "cache/stream_reader.hpp"
-#include "core/fsutil.hpp"
-#include "core/log.hpp"
-#include "core/mpi_util.hpp"
+#include "base/stream_reader.hpp"
+#include "base/fsutil.hpp"
+#include "base/log.hpp"
+#include "mpi/mpi_util.hpp"
 #include "core/reshape_fit.hpp"
 #include "core/runtime.hpp"
-#include "core/xxh.hpp"
+#include "base/xxh.hpp"
 #include "redistribute/plan.hpp"
 
 namespace cairn {

@@ -1,4 +1,4 @@
-#include "core/config.hpp"
+#include "base/config.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

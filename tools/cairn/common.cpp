@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 
 namespace cairn::tool {
 

@@ -6,8 +6,8 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "core/config.hpp"
-#include "core/fsutil.hpp"
+#include "base/config.hpp"
+#include "base/fsutil.hpp"
 
 namespace cairn::tool {
 namespace {

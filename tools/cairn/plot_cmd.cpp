@@ -4,7 +4,7 @@
 // FILE's extension (PNG, SVG, PDF). From the job history (<prefix>/.cairn/history), which cairn.plot
 // reads itself, when it holds events; without one, from the versions still on disk (docs/tools.md,
 // "Where the times come from"): this file summarises them as the JSON `--json` prints, and cairn.plot
-// draws that. `--json` prints what was plotted, summarised here (core/history.hpp, inventory.hpp).
+// draws that. `--json` prints what was plotted, summarised here (base/history.hpp, inventory.hpp).
 
 #include <unistd.h>
 
@@ -20,8 +20,8 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "core/fsutil.hpp"
-#include "core/history.hpp"
+#include "base/fsutil.hpp"
+#include "base/history.hpp"
 #include "inventory.hpp"
 #include "python_module.hpp"
 

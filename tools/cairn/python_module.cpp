@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "common.hpp"
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 #include "process.hpp"
 
 namespace cairn::tool {
