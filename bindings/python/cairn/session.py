@@ -6,8 +6,11 @@ unprotect or close), and gives the file API its context managers.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import sys
+import weakref
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, NoReturn, Optional, Tuple, Union
@@ -166,6 +169,38 @@ def _writable_view(obj: Any, call: str, name: str) -> memoryview:
     return view
 
 
+# ---- a session left open at exit ---------------------------------------------------------------------
+
+_open_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
+_exit_hook_installed = False
+
+
+def _watch_at_exit(session: "Session") -> None:
+    """Registered after mpi4py's own exit handler (mpi4py.MPI is imported before any Session), so it
+    runs before MPI_Finalize: cairn's background work must not meet a finalized MPI."""
+    global _exit_hook_installed
+    _open_sessions.add(session)
+    if not _exit_hook_installed:
+        atexit.register(_close_at_exit)
+        _exit_hook_installed = True
+
+
+def _close_at_exit() -> None:
+    for session in list(_open_sessions):
+        if session.closed:
+            continue
+        if hasattr(sys, "last_value"):  # an uncaught exception ends the program: the other ranks may not
+            print("cairn: the program ends on an exception with a Session open; not finalizing it "  # come here
+                  "(cairn_finalize is collective)", file=sys.stderr, flush=True)
+            continue
+        print("cairn: a Session was left open; finalizing it at exit (use `with cairn.Session(...)` or close())",
+              file=sys.stderr, flush=True)
+        try:
+            session.close()
+        except CairnError as e:
+            print(f"cairn: {e}", file=sys.stderr, flush=True)
+
+
 # ---- the session ----------------------------------------------------------------------------------------
 
 class Session:
@@ -191,6 +226,7 @@ class Session:
             comm = MPI.COMM_WORLD
         _check(_cairn.init(comm, None if config is None else os.fspath(config)), "cairn_init")
         self._open = True  # nothing below can fail: cairn is either started and owned here, or not at all
+        _watch_at_exit(self)
 
     # ---- life cycle ----
     def __enter__(self) -> "Session":
