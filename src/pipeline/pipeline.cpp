@@ -36,6 +36,7 @@ void Pipeline::stop() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  if (pruner_.joinable()) pruner_.join();  // a prune asked for runs to its end first
 }
 
 Marks Pipeline::marks() const {
@@ -150,6 +151,10 @@ int Pipeline::choose_slot() {
 }
 
 int Pipeline::slot_for_rebuild() { return choose_slot(); }
+
+void Pipeline::prepare_slots(uint64_t size, uint64_t red_size) {
+  cache_->prepare(size, red_size, [this](int s) { return lender_.is_lent(s); });
+}
 
 Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotRegion>& regions,
                       const std::vector<FileSource>& files, const Status& failed, double* blocking_seconds) {
