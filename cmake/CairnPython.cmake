@@ -21,9 +21,9 @@ if(NOT DEFINED Python3_EXECUTABLE)
     endif()
   endforeach()
 endif()
-find_package(Python3 REQUIRED COMPONENTS Interpreter)
+find_package(Python3 COMPONENTS Interpreter)  # the tests require it; the library does not
 
-if(NOT DEFINED CACHE{CAIRN_PYTHON_INSTALL_DIR})
+if(Python3_Interpreter_FOUND AND NOT DEFINED CACHE{CAIRN_PYTHON_INSTALL_DIR})
   execute_process(COMMAND ${Python3_EXECUTABLE} -c
     "import sys; print('lib/python%d.%d/%s' % (sys.version_info[0], sys.version_info[1], 'dist-packages' if any(p.endswith('dist-packages') for p in sys.path) else 'site-packages'))"
     OUTPUT_VARIABLE _cairn_pydir OUTPUT_STRIP_TRAILING_WHITESPACE)

@@ -27,6 +27,7 @@ PythonPackage locate_python_package() {
   p.interpreter = fs::exists(CAIRN_PYTHON_EXECUTABLE) ? CAIRN_PYTHON_EXECUTABLE : "python3";
   const std::string here = executable_dir();
   for (const char* relative : {CAIRN_PYTHON_BUILD_REL, CAIRN_PYTHON_INSTALL_REL}) {
+    if (!*relative) continue;
     std::string dir = relative[0] == '/' ? std::string(relative) : here + "/" + relative;
     if (!here.empty() && fs::exists(dir + "/cairn/plot.py")) {
       p.directory = dir;
