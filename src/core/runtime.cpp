@@ -57,6 +57,8 @@ uint32_t type_size(int type) {
     case CAIRN_FLOAT: return sizeof(float);
     case CAIRN_DOUBLE: return sizeof(double);
     case CAIRN_LONG: return sizeof(long);
+    case CAIRN_COMPLEX_FLOAT: return 2 * sizeof(float);
+    case CAIRN_COMPLEX_DOUBLE: return 2 * sizeof(double);
   }
   return 0;
 }
