@@ -76,6 +76,7 @@ Status Runtime::finish_output(int valid, bool vote) {
   if (!in_output_) return make_error(Code::ERR_SEQUENCE, "call cairn_start_output before cairn_complete_output");
   in_output_ = false;
   pending_.reset();
+  plan_.reset();
   int mine = valid && output_failure_.is_ok() ? 1 : 0, all = mine;
   Status failure = output_failure_;
   output_failure_ = Status::ok();
@@ -100,7 +101,7 @@ Status Runtime::finish_output(int valid, bool vote) {
 Status Runtime::have_restart(int* available, char* label, size_t len) {
   CAIRN_TRY(restart_available(available, nullptr));
   if (label && len) {
-    if (*available) return copy_out(pending_->manifest.label, label, len, "cairn_have_restart");
+    if (*available) return copy_out(pending_label(), label, len, "cairn_have_restart");
     label[0] = '\0';
   }
   return Status::ok();
@@ -123,11 +124,7 @@ Status Runtime::complete_restart(int valid) {
     rejected_.push_back(restored_version_);
     restored_files_.clear();
     // The rejected version must not be flushed at finalize, nor count as the newest local one.
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      last_local_version_ = before_restart_local_;
-      last_flushed_version_ = before_restart_flushed_;
-    }
+    pipeline_->set_marks(before_restart_);
     return make_error(Code::ERR_INVALID_VERSION, "version %llu rejected by the application (%s)",
                       static_cast<unsigned long long>(restored_version_),
                       mine ? "another rank passed valid=0" : "this rank passed valid=0");
