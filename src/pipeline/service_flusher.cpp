@@ -66,6 +66,7 @@ Result<FlushTicket> ServiceFlusher::post(const FlushRequest& request) {
     if (!fb) return fb.status();
     t.on_fallback = true;
     t.fallback = *fb;
+    if (request.via) *request.via = fallback_->name();
     LOG_DEBUG("version %llu: embedded flusher (%s)", static_cast<unsigned long long>(request.version),
               why_not.message().c_str());
   }
@@ -81,6 +82,7 @@ Status ServiceFlusher::to_fallback(Ticket& t, const Status& why) {
   CAIRN_ASSIGN_OR_RETURN(fb, fallback_->post(t.request));
   t.on_fallback = true;
   t.fallback = fb;
+  if (t.request.via) *t.request.via = fallback_->name();
   return Status::ok();
 }
 

@@ -29,6 +29,7 @@ struct Version {
   const uint8_t* data = nullptr;  // the slot's bytes
   double t_copy = 0;        // blocking time of the snapshot (s)
   double t_seal = 0, t_l2 = 0, t_l3 = 0;
+  std::string via;  // who moved it to L3 on this rank: the flusher's name (FlushRequest::via)
   Status local_status;      // snapshot and seal on this rank
   Status l3_status;         // this rank's flusher outcome
   FlushTicket ticket = 0;   // while posted to the flusher
