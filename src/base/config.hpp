@@ -19,6 +19,10 @@ namespace cairn {
 // mtbf_seconds and the measured checkpoint cost (docs/intervals.md).
 enum class IntervalMode { fixed, automatic };
 
+// Service mode's transfers (docs/service.md): agents fi_read the ranks' slots, or ranks fi_write into
+// the agents' buffers.
+enum class ServiceMode { pull, push };
+
 struct Config {
   std::string prefix;         // L3 directory (parallel file system); default "cairn-checkpoints" in cwd
   std::string cache_dir;      // base of the node-local L1 cache; default "/dev/shm"
@@ -44,6 +48,14 @@ struct Config {
   uint64_t chunk_size = 1 << 20;       // checksum granularity (bytes)
   uint64_t exchange_chunk = 4 << 20;   // L2 exchange pipeline unit (bytes)
   std::string job;              // job name in the cache path; default derived from prefix
+  // Service mode (docs/service.md): L3 through cairnd's agents instead of the embedded flusher.
+  std::string service;                     // the controller's HOST:PORT; empty: the embedded flusher
+  ServiceMode service_mode = ServiceMode::pull;
+  int service_agents = 1;                  // agents per application
+  uint64_t service_chunk = 128 << 10;      // bytes per RMA transfer
+  uint64_t service_buffer_pool = 8 << 20;  // an agent's buffer pool
+  std::string service_provider = "tcp;ofi_rxm";
+  double service_timeout = 30;             // seconds the application waits on the service at most
 };
 
 // A knob as declared in the table (for listings and docs).
