@@ -30,7 +30,7 @@ namespace {
 
 enum class Kind { integer, floating, boolean, string, choice, level, size };
 // Checks beyond type and bounds.
-enum class Rule { none, not_empty, path_component, multiple_of_64, signal_name, host_port };
+enum class Rule { none, not_empty, not_empty_text, path_component, multiple_of_64, signal_name, host_port };
 
 using Member = std::variant<int Config::*, int64_t Config::*, uint64_t Config::*, double Config::*,
                             bool Config::*, std::string Config::*, Redundancy Config::*,
@@ -216,7 +216,7 @@ const std::vector<Knob>& knobs() {
                       "slot and the file system at once (the PPMR talk: 8 MiB). At least service_chunk; "
                       "costs that much memory on the checkpoint node per agent."},
       {.name = "service_provider", .kind = Kind::string, .member = &Config::service_provider,
-       .default_text = "tcp;ofi_rxm", .rule = Rule::not_empty,
+       .default_text = "tcp;ofi_rxm", .rule = Rule::not_empty_text,
        .description = "The libfabric provider for the transfers: tcp;ofi_rxm everywhere (and on one "
                       "machine), verbs;ofi_rxm on InfiniBand, efa on AWS, cxi on Slingshot (fi_info -l "
                       "lists a node's). Ranks and agents use the same one."},
@@ -365,6 +365,7 @@ std::string accepted(const Knob& k, bool markdown = false) {
         return markdown ? "letters, digits, `.` `_` `-`; not `.` or `..`"
                         : "letters, digits, '.', '_', '-' (not \".\" or \"..\"), or empty";
       if (k.rule == Rule::not_empty) return markdown ? "a path" : "a non-empty path";
+      if (k.rule == Rule::not_empty_text) return markdown ? "a name" : "a non-empty name";
       if (k.rule == Rule::signal_name) return exit_signal_choices();
       if (k.rule == Rule::host_port) return markdown ? "`HOST:PORT` or empty" : "HOST:PORT, or empty";
       return "";
@@ -384,7 +385,7 @@ std::string check(const Knob& k, const Value& v) {
     if (d < static_cast<double>(k.min)) return "out of range";
   } else if (k.kind == Kind::string) {
     const std::string& s = std::get<std::string>(v);
-    if (k.rule == Rule::not_empty && s.empty()) return "empty";
+    if ((k.rule == Rule::not_empty || k.rule == Rule::not_empty_text) && s.empty()) return "empty";
     if (k.rule == Rule::host_port && !s.empty()) {
       size_t colon = s.rfind(':');
       std::string port = colon == std::string::npos ? "" : s.substr(colon + 1);
