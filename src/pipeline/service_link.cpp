@@ -64,6 +64,8 @@ Result<uint64_t> ServiceLink::submit(uint64_t version, const Manifest& manifest,
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (!impl_->available) return make_error(Code::ERR_NOT_SUPPORTED, "the checkpoint service is not available");
     id = j.id = impl_->next_job++;
+    if (impl_->last_submit > 0) impl_->interval_s = j.last_heard - impl_->last_submit;
+    impl_->last_submit = j.last_heard;
     impl_->jobs.emplace(id, std::move(j));
   }
   impl_->notify();
@@ -178,40 +180,23 @@ void ServiceLink::Impl::run() {
       uint64_t v;
       (void)!::read(wake.get(), &v, sizeof v);
     }
-    if (ctl_at >= 0 && ctl) {
-      Status st = (fds[ctl_at].revents & (POLLIN | POLLHUP | POLLERR)) ? ctl->receive() : Status::ok();
-      for (;;) {
-        if (!ctl) break;
-        wire::Frame f;
-        bool have = false;
-        Status nx = ctl->next(&f, &have);
-        if (!nx.is_ok()) {
-          controller_lost(nx.message());
-          break;
-        }
-        if (!have) break;
-        on_controller_frame(f);
-      }
-      if (ctl && st.is_ok()) st = ctl->flush();
-      if (ctl && !st.is_ok()) controller_lost(st.message());
-    }
-    if (agent_at >= 0 && agent) {
-      Status st = (fds[agent_at].revents & (POLLIN | POLLHUP | POLLERR)) ? agent->receive() : Status::ok();
-      for (;;) {
-        if (!agent) break;
-        wire::Frame f;
-        bool have = false;
-        Status nx = agent->next(&f, &have);
-        if (!nx.is_ok()) {
-          agent_lost(nx.message(), true);
-          break;
-        }
-        if (!have) break;
-        on_agent_frame(f);
-      }
-      if (agent && st.is_ok()) st = agent->flush();
-      if (agent && !st.is_ok()) agent_lost(st.message(), true);
-    }
+    // Every frame that arrived, then what is left to send; a handler may close the connection it reads.
+    auto pump = [&](std::unique_ptr<wire::Connection>& conn, int at, const std::function<void(const wire::Frame&)>& handle,
+                    const std::function<void(const std::string&)>& lost) {
+      if (at < 0 || !conn) return;
+      Status st = (fds[at].revents & (POLLIN | POLLHUP | POLLERR)) ? conn->receive() : Status::ok();
+      Status framing = wire::dispatch_frames(*conn, [&](const wire::Frame& f) {
+        handle(f);
+        return conn != nullptr;
+      });
+      if (!framing.is_ok() && conn) return lost(framing.message());
+      if (conn && st.is_ok()) st = conn->flush();
+      if (conn && !st.is_ok()) lost(st.message());
+    };
+    pump(ctl, ctl_at, [&](const wire::Frame& f) { on_controller_frame(f); },
+         [&](const std::string& why) { controller_lost(why); });
+    pump(agent, agent_at, [&](const wire::Frame& f) { on_agent_frame(f); },
+         [&](const std::string& why) { agent_lost(why, true); });
     if (ep) progress_fabric();
   }
   // Leaving: say so, stop the jobs, revoke everything.
@@ -243,6 +228,7 @@ void ServiceLink::Impl::connect_controller() {
     return;
   }
   ctl = std::make_unique<wire::Connection>(std::move(*fd), s.controller.str());
+  reported_bytes = 0;  // a new controller knows nothing yet
   if (!ep) {
     fabric::EndpointOptions eo;
     eo.provider = s.provider;

@@ -44,6 +44,7 @@ struct ServiceLink::Impl {
   std::condition_variable cv;
   std::map<uint64_t, LinkJob> jobs;
   uint64_t next_job = 1;
+  double last_submit = 0, interval_s = 0;  // between the last two versions handed over
   bool settled = false;    // wait_ready may return: an agent is up, or none will be soon
   bool available = false;  // registered, and an agent is up or being started
   bool stop = false;
@@ -68,6 +69,7 @@ struct ServiceLink::Impl {
   std::map<int, std::unique_ptr<fabric::MemoryRegion>> slot_mr;
   std::vector<std::unique_ptr<PushOp>> free_ops;
   bool warned_unavailable = false;
+  uint64_t reported_bytes = 0;  // what rank_usage said last
   bool agent_suspect = false;  // a job timed out at the current agent: give it up (outside mu)
 
   void run();

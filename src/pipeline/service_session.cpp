@@ -136,6 +136,10 @@ Result<fabric::MemoryRegion*> ServiceLink::Impl::registration(LinkJob& j) {
 void ServiceLink::Impl::send_jobs() {
   for (auto& [id, j] : jobs) {
     if (j.state != JobState::pending || j.sent || j.cancel_requested) continue;
+    if (ctl && registered && j.manifest.total_size != reported_bytes) {  // the controller learns what we checkpoint
+      ctl->send_message(wire::RankUsage{app_id, s.key, s.rank, j.manifest.total_size, interval_s});
+      reported_bytes = j.manifest.total_size;
+    }
     auto mr = registration(j);
     if (!mr) {
       end_job(j, JobState::failed, mr.status());

@@ -147,49 +147,36 @@ void Agent::accept_sessions() {
 void Agent::on_session_input(Session& s) {
   uint64_t id = s.id;
   Status st = s.conn->receive();
-  for (;;) {
-    auto it = sessions_.find(id);
-    if (it == sessions_.end()) return;
-    wire::Frame f;
-    bool have = false;
-    Status nx = it->second.conn->next(&f, &have);
-    if (!nx.is_ok()) {
-      refuse(it->second, nx);
-      return;
-    }
-    if (!have) break;
-    on_frame(it->second, f);
-  }
-  if (!st.is_ok() && sessions_.count(id)) close_session(id, st.message());
+  Status framing = wire::dispatch_frames(*s.conn, [&](const wire::Frame& f) {
+    on_frame(sessions_.at(id), f);
+    return sessions_.count(id) != 0;
+  });
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  if (!framing.is_ok()) return refuse(it->second, framing);
+  if (!st.is_ok()) close_session(id, st.message());
+}
+
+// Decode a message and hand it to `handler`; one that does not decode is refused.
+template <class M>
+void Agent::handle(Session& s, const wire::Frame& f, void (Agent::*handler)(Session&, const M&)) {
+  auto m = wire::decode<M>(f.payload);
+  if (!m) return refuse(s, m.status());
+  (this->*handler)(s, *m);
 }
 
 void Agent::on_frame(Session& s, const wire::Frame& f) {
-  auto bad = [&](const Status& st) { refuse(s, st); };
-  if (!s.welcomed && f.type != wire::Type::session_hello && f.type != wire::Type::list_versions)
-    return bad(make_error(Code::ERR_SEQUENCE, "%s before session_hello", wire::type_name(uint16_t(f.type))));
+  using T = wire::Type;
+  if (!s.welcomed && f.type != T::session_hello && f.type != T::list_versions)
+    return refuse(s, make_error(Code::ERR_SEQUENCE, "%s before session_hello", wire::type_name(uint16_t(f.type))));
   switch (f.type) {
-    case wire::Type::session_hello: {
-      auto m = wire::decode<wire::SessionHello>(f.payload);
-      return m ? on_hello(s, *m) : bad(m.status());
-    }
-    case wire::Type::flush: {
-      auto m = wire::decode<wire::Flush>(f.payload);
-      return m ? on_flush(s, *m) : bad(m.status());
-    }
-    case wire::Type::cancel: {
-      auto m = wire::decode<wire::Cancel>(f.payload);
-      return m ? on_cancel(s, *m) : bad(m.status());
-    }
-    case wire::Type::pushed: {
-      auto m = wire::decode<wire::Pushed>(f.payload);
-      return m ? on_pushed(s, *m) : bad(m.status());
-    }
-    case wire::Type::list_versions: {
-      auto m = wire::decode<wire::ListVersions>(f.payload);
-      return m ? on_list(s, *m) : bad(m.status());
-    }
+    case T::session_hello: return handle<wire::SessionHello>(s, f, &Agent::on_hello);
+    case T::flush: return handle<wire::Flush>(s, f, &Agent::on_flush);
+    case T::cancel: return handle<wire::Cancel>(s, f, &Agent::on_cancel);
+    case T::pushed: return handle<wire::Pushed>(s, f, &Agent::on_pushed);
+    case T::list_versions: return handle<wire::ListVersions>(s, f, &Agent::on_list);
     default:
-      return bad(make_error(Code::ERR_FORMAT, "an agent does not take %s messages", wire::type_name(uint16_t(f.type))));
+      return refuse(s, make_error(Code::ERR_FORMAT, "an agent does not take %s messages", wire::type_name(uint16_t(f.type))));
   }
 }
 

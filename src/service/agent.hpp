@@ -86,6 +86,8 @@ class Agent {
   void accept_sessions();
   void on_session_input(Session& s);
   void on_frame(Session& s, const wire::Frame& f);
+  template <class M>
+  void handle(Session& s, const wire::Frame& f, void (Agent::*handler)(Session&, const M&));
   void on_hello(Session& s, const wire::SessionHello& m);
   void on_flush(Session& s, const wire::Flush& m);
   void on_cancel(Session& s, const wire::Cancel& m);

@@ -43,9 +43,7 @@ void ChunkSink::begin(uint64_t transfer, const Layout& layout, const Manifest& m
   it.manifest = m;
   it.place = place;
   it.opts = opts;
-  std::lock_guard<std::mutex> lock(mu_);
-  queue_.push_back(std::move(it));
-  cv_.notify_all();
+  enqueue(std::move(it));
 }
 
 void ChunkSink::chunk(uint64_t transfer, uint64_t offset, const uint8_t* data, uint32_t len, uint32_t buffer) {
@@ -56,15 +54,17 @@ void ChunkSink::chunk(uint64_t transfer, uint64_t offset, const uint8_t* data, u
   it.data = data;
   it.len = len;
   it.buffer = buffer;
-  std::lock_guard<std::mutex> lock(mu_);
-  queue_.push_back(std::move(it));
-  cv_.notify_all();
+  enqueue(std::move(it));
 }
 
 void ChunkSink::end(uint64_t transfer) {
   Item it;
   it.kind = Item::end;
   it.transfer = transfer;
+  enqueue(std::move(it));
+}
+
+void ChunkSink::enqueue(Item it) {
   std::lock_guard<std::mutex> lock(mu_);
   queue_.push_back(std::move(it));
   cv_.notify_all();

@@ -62,6 +62,7 @@ class ChunkSink {
     l3::WriteOptions opts;
   };
   void run();
+  void enqueue(Item it);
   void handle(Item& it);
   Status verify_and_write(const Item& it);
   void emit(Event e);

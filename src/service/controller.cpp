@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -98,18 +99,18 @@ void Controller::accept_all() {
 void Controller::on_input(Peer& p) {
   uint64_t id = p.id;
   Status st = p.conn->receive();
-  for (;;) {
+  auto alive = [&] {
     auto it = peers_.find(id);
-    if (it == peers_.end() || it->second.closing) return;
-    wire::Frame f;
-    bool have = false;
-    Status nx = it->second.conn->next(&f, &have);
-    if (!nx.is_ok()) return refuse(it->second, nx);
-    if (!have) break;
-    on_frame(it->second, f);
-  }
-  auto it = peers_.find(id);
-  if (!st.is_ok() && it != peers_.end()) close_peer(id, st.message());
+    return it != peers_.end() && !it->second.closing;
+  };
+  Status framing = wire::dispatch_frames(*p.conn, [&](const wire::Frame& f) {
+    if (!alive()) return false;
+    on_frame(peers_.at(id), f);
+    return peers_.count(id) != 0;  // still there (perhaps closing: then nothing more is read from it)
+  });
+  if (!alive()) return;
+  if (!framing.is_ok()) return refuse(peers_.at(id), framing);
+  if (!st.is_ok()) close_peer(id, st.message());
 }
 
 void Controller::refuse(Peer& p, const Status& why) {
@@ -123,70 +124,48 @@ void Controller::send(uint64_t peer, const std::string& frame_bytes) {
   if (it != peers_.end() && !it->second.closing) it->second.conn->send(frame_bytes);
 }
 
+namespace {
+const char* role_name(int role) {
+  static const char* const kNames[] = {"new connection", "registered rank", "manager", "client"};
+  return role >= 0 && role < 4 ? kNames[role] : "?";
+}
+}  // namespace
+
+// Decode a message and hand it to `handler` when this kind of connection may send it; a message that
+// does not decode, or comes on the wrong kind of connection, is refused.
+template <class M>
+void Controller::handle(Peer& p, const wire::Frame& f, std::initializer_list<Role> allowed,
+                        void (Controller::*handler)(Peer&, const M&)) {
+  auto m = wire::decode<M>(f.payload);
+  if (!m) return refuse(p, m.status());
+  if (std::find(allowed.begin(), allowed.end(), p.role) == allowed.end())
+    return refuse(p, make_error(Code::ERR_SEQUENCE, "a %s message on this connection (a %s)",
+                                wire::type_name(uint16_t(f.type)), role_name(static_cast<int>(p.role))));
+  (this->*handler)(p, *m);
+}
+
 void Controller::on_frame(Peer& p, const wire::Frame& f) {
-  auto bad = [&](const Status& st) { refuse(p, st); };
-  auto wrong_role = [&] {
-    refuse(p, make_error(Code::ERR_SEQUENCE, "a %s message on a connection that is not a %s",
-                         wire::type_name(uint16_t(f.type)),
-                         f.type == wire::Type::agent_up || f.type == wire::Type::agent_exit ||
-                                 f.type == wire::Type::agent_stats
-                             ? "manager's"
-                             : "registered rank's"));
-  };
+  using T = wire::Type;
   switch (f.type) {
-    case wire::Type::register_rank: {
-      auto m = wire::decode<wire::RegisterRank>(f.payload);
-      if (!m) return bad(m.status());
-      if (p.role != Role::unknown) return wrong_role();
-      return on_register(p, *m);
-    }
-    case wire::Type::reassign: {
-      auto m = wire::decode<wire::Reassign>(f.payload);
-      if (!m) return bad(m.status());
-      if (p.role != Role::rank) return wrong_role();
-      return on_reassign(p, *m);
-    }
-    case wire::Type::unregister: {
-      auto m = wire::decode<wire::Unregister>(f.payload);
-      if (!m) return bad(m.status());
-      if (p.role != Role::rank) return wrong_role();
-      return on_unregister(p, *m);
-    }
-    case wire::Type::manager_hello: {
-      auto m = wire::decode<wire::ManagerHello>(f.payload);
-      if (!m) return bad(m.status());
-      if (p.role != Role::unknown) return wrong_role();
-      return on_manager_hello(p, *m);
-    }
-    case wire::Type::agent_up: {
-      auto m = wire::decode<wire::AgentUp>(f.payload);
-      if (!m) return bad(m.status());
-      if (p.role != Role::manager) return wrong_role();
-      return on_agent_up(p, *m);
-    }
-    case wire::Type::agent_exit: {
-      auto m = wire::decode<wire::AgentExit>(f.payload);
-      if (!m) return bad(m.status());
-      if (p.role != Role::manager) return wrong_role();
-      return on_agent_exit(p, *m);
-    }
-    case wire::Type::agent_stats: {
-      auto m = wire::decode<wire::AgentStats>(f.payload);
-      if (!m) return bad(m.status());
-      if (p.role != Role::manager) return wrong_role();
-      return on_agent_stats(p, *m);
-    }
-    case wire::Type::status_request: {
-      auto m = wire::decode<wire::StatusRequest>(f.payload);
-      if (!m) return bad(m.status());
-      if (p.role != Role::unknown && p.role != Role::client) return wrong_role();
-      p.role = Role::client;
-      p.conn->send_message(wire::StatusReply{status_json()});
-      return;
-    }
+    case T::register_rank: return handle<wire::RegisterRank>(p, f, {Role::unknown}, &Controller::on_register);
+    case T::reassign: return handle<wire::Reassign>(p, f, {Role::rank}, &Controller::on_reassign);
+    case T::unregister: return handle<wire::Unregister>(p, f, {Role::rank}, &Controller::on_unregister);
+    case T::rank_usage: return handle<wire::RankUsage>(p, f, {Role::rank}, &Controller::on_usage);
+    case T::manager_hello: return handle<wire::ManagerHello>(p, f, {Role::unknown}, &Controller::on_manager_hello);
+    case T::agent_up: return handle<wire::AgentUp>(p, f, {Role::manager}, &Controller::on_agent_up);
+    case T::agent_exit: return handle<wire::AgentExit>(p, f, {Role::manager}, &Controller::on_agent_exit);
+    case T::agent_stats: return handle<wire::AgentStats>(p, f, {Role::manager}, &Controller::on_agent_stats);
+    case T::status_request:
+      return handle<wire::StatusRequest>(p, f, {Role::unknown, Role::client}, &Controller::on_status);
     default:
-      return bad(make_error(Code::ERR_FORMAT, "the controller does not take %s messages", wire::type_name(uint16_t(f.type))));
+      return refuse(p, make_error(Code::ERR_FORMAT, "the controller does not take %s messages",
+                                  wire::type_name(uint16_t(f.type))));
   }
+}
+
+void Controller::on_status(Peer& p, const wire::StatusRequest&) {
+  p.role = Role::client;
+  p.conn->send_message(wire::StatusReply{status_json()});
 }
 
 void Controller::close_peer(uint64_t id, const std::string& why) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <set>
@@ -73,6 +74,7 @@ class Controller {
     std::vector<uint32_t> slot_failures;        // consecutive failed starts per slot
     std::map<uint32_t, uint64_t> rank_peer;     // connected ranks
     std::map<uint32_t, uint64_t> rank_bytes;
+    double interval_s = 0;  // measured by rank 0 (its last two versions), else registered
     std::map<uint32_t, std::set<uint64_t>> waiting;  // slot -> peers waiting for its agent
     double registered = 0;
   };
@@ -81,6 +83,10 @@ class Controller {
   void accept_all();
   void on_input(Peer& p);
   void on_frame(Peer& p, const wire::Frame& f);
+  template <class M>
+  void handle(Peer& p, const wire::Frame& f, std::initializer_list<Role> allowed,
+              void (Controller::*handler)(Peer&, const M&));
+  void on_status(Peer& p, const wire::StatusRequest& m);
   void refuse(Peer& p, const Status& why);
   void close_peer(uint64_t id, const std::string& why);
   void send(uint64_t peer, const std::string& frame_bytes);
@@ -94,6 +100,7 @@ class Controller {
   void on_register(Peer& p, const wire::RegisterRank& m);
   void on_reassign(Peer& p, const wire::Reassign& m);
   void on_unregister(Peer& p, const wire::Unregister& m);
+  void on_usage(Peer& p, const wire::RankUsage& m);
   void rank_gone(Peer& p);
   Status prefix_allowed(const wire::RegisterRank& m) const;
   AppRec* find_app_by_key(const wire::AppKey& key);

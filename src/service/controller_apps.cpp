@@ -69,6 +69,7 @@ void Controller::on_register(Peer& p, const wire::RegisterRank& m) {
     rec.slot_agent.assign(rec.agents, 0);
     rec.slot_failures.assign(rec.agents, 0);
     rec.registered = wire::monotonic_seconds();
+    rec.interval_s = m.interval_s;
     app = &apps_.emplace(rec.id, std::move(rec)).first->second;
     LOG_INFO("application %llu registered: %s (job %s), %u ranks, %s, %u agent(s), prefix %s, from %s pid %u",
              static_cast<unsigned long long>(app->id), m.app_name.c_str(), m.job.c_str(), m.nranks,
@@ -209,6 +210,16 @@ void Controller::on_reassign(Peer& p, const wire::Reassign& m) {
     agent_lost(a->second, "rank " + std::to_string(m.rank) + " could not reach it");
   }
   answer_rank(app, p.id, m.rank);
+}
+
+void Controller::on_usage(Peer& p, const wire::RankUsage& m) {
+  auto it = apps_.find(p.app);
+  if (it == apps_.end() || m.app_id != p.app || m.rank != p.rank || !wire::same_key(it->second.reg.key, m.key))
+    return refuse(p, make_error(Code::ERR_INVALID_ARG, "rank_usage for application %llu rank %u: not this "
+                                "connection's application and rank, or a wrong key",
+                                static_cast<unsigned long long>(m.app_id), m.rank));
+  it->second.rank_bytes[m.rank] = m.bytes;
+  if (m.rank == 0 && m.interval_s > 0) it->second.interval_s = m.interval_s;
 }
 
 void Controller::on_unregister(Peer& p, const wire::Unregister& m) {

@@ -139,17 +139,13 @@ void Manager::send(const std::string& frame_bytes) {
 
 void Manager::on_controller_input() {
   Status st = ctl_->receive();
-  for (;;) {
-    if (!ctl_) return;
-    wire::Frame f;
-    bool have = false;
-    Status nx = ctl_->next(&f, &have);
-    if (!nx.is_ok()) {
-      LOG_ERROR("refused the controller's message: %s", nx.message().c_str());
-      return drop_controller("bad input");
-    }
-    if (!have) break;
+  Status framing = wire::dispatch_frames(*ctl_, [&](const wire::Frame& f) {
     on_frame(f);
+    return ctl_ != nullptr;
+  });
+  if (!framing.is_ok() && ctl_) {
+    LOG_ERROR("refused the controller's message: %s", framing.message().c_str());
+    return drop_controller("bad input");
   }
   if (!st.is_ok() && ctl_) drop_controller(st.message());
 }
@@ -238,17 +234,7 @@ void Manager::start_agent(const wire::StartAgent& m, const std::string& raw) {
 
 void Manager::on_child_input(Child& c) {
   Status st = c.pipe->receive();
-  for (;;) {
-    wire::Frame f;
-    bool have = false;
-    Status nx = c.pipe->next(&f, &have);
-    if (!nx.is_ok()) {
-      LOG_ERROR("agent %llu: %s", static_cast<unsigned long long>(c.agent_id), nx.message().c_str());
-      kill(c.pid, SIGTERM);
-      c.pipe.reset();
-      return;
-    }
-    if (!have) break;
+  Status framing = wire::dispatch_frames(*c.pipe, [&](const wire::Frame& f) {
     if (f.type == wire::Type::agent_up) {
       auto m = wire::decode<wire::AgentUp>(f.payload);
       if (m && m->agent_id == c.agent_id) {
@@ -259,6 +245,13 @@ void Manager::on_child_input(Child& c) {
       auto m = wire::decode<wire::AgentStats>(f.payload);
       if (m && m->agent_id == c.agent_id) send(wire::frame(*m));
     }
+    return true;
+  });
+  if (!framing.is_ok()) {
+    LOG_ERROR("agent %llu: %s", static_cast<unsigned long long>(c.agent_id), framing.message().c_str());
+    kill(c.pid, SIGTERM);
+    c.pipe.reset();
+    return;
   }
   if (!st.is_ok()) c.pipe.reset();  // its stdout closed: it is exiting; reap() reports it
 }

@@ -78,7 +78,7 @@ std::string Controller::status_json() const {
                     {"nranks", app.reg.nranks},
                     {"ranks_connected", app.rank_peer.size()},
                     {"bytes_per_version", bytes},
-                    {"interval_s", app.reg.interval_s},
+                    {"interval_s", app.interval_s},
                     {"mode", wire::mode_name(app.reg.mode)},
                     {"provider", app.reg.provider},
                     {"chunk_size", app.reg.chunk_size},

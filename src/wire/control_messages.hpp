@@ -96,6 +96,20 @@ struct Unregister {
   std::string invalid() const { return ""; }
 };
 
+// What a rank checkpoints, once known and whenever it changes: the bytes of its latest version and the
+// seconds between its last two versions (what placement policies weigh; `cairn status` shows them).
+struct RankUsage {
+  static constexpr Type kType = Type::rank_usage;
+  uint64_t app_id = 0;
+  AppKey key{};
+  uint32_t rank = 0;
+  uint64_t bytes = 0;
+  double interval_s = 0;
+  void write(Writer& w) const { w.u64(app_id), w.fixed(key), w.u32(rank), w.u64(bytes), w.f64(interval_s); }
+  void read(Reader& r) { app_id = r.u64(), key = r.fixed<16>(), rank = r.u32(), bytes = r.u64(), interval_s = r.f64(); }
+  std::string invalid() const { return interval_s >= 0 ? "" : "negative interval"; }
+};
+
 struct ManagerHello {
   static constexpr Type kType = Type::manager_hello;
   std::string name;   // unique per checkpoint node; a manager that reconnects under its name replaces itself

@@ -11,6 +11,7 @@ const char* type_name(uint16_t type) {
     case Type::assigned: return "assigned";
     case Type::reassign: return "reassign";
     case Type::unregister: return "unregister";
+    case Type::rank_usage: return "rank_usage";
     case Type::manager_hello: return "manager_hello";
     case Type::manager_welcome: return "manager_welcome";
     case Type::start_agent: return "start_agent";

@@ -23,6 +23,7 @@ enum class Type : uint16_t {
   assigned = 3,         // controller -> rank: the rank's agent
   reassign = 4,         // rank -> controller: my agent is lost, give me another
   unregister = 5,       // rank -> controller: leaving
+  rank_usage = 6,       // rank -> controller: its bytes per version and checkpoint interval, as measured
   manager_hello = 16,   // manager -> controller
   manager_welcome = 17, // controller -> manager
   start_agent = 18,     // controller -> manager -> agent (on its stdin)

@@ -247,6 +247,15 @@ Status Connection::flush_all(double timeout_s) {
   }
 }
 
+Status dispatch_frames(Connection& c, const std::function<bool(const Frame&)>& on_frame) {
+  for (;;) {
+    Frame f;
+    bool have = false;
+    CAIRN_TRY(c.next(&f, &have));
+    if (!have || !on_frame(f)) return Status::ok();
+  }
+}
+
 Result<Frame> read_frame(Connection& c, double timeout_s) {
   double deadline = monotonic_seconds() + timeout_s;
   for (;;) {

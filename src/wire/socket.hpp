@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "base/fsutil.hpp"
@@ -71,6 +72,11 @@ class Connection {
   std::string out_;
   size_t out_off_ = 0;
 };
+
+// Hand every whole frame received so far to `on_frame`, in order, while it returns true; false means the
+// handler closed (destroyed) the connection, and nothing more is touched. ERR_FORMAT for a bad header:
+// the stream is out of step, and the connection must go.
+Status dispatch_frames(Connection& c, const std::function<bool(const Frame&)>& on_frame);
 
 // Blocking request/answer for short-lived clients (`cairn status`, registration): send one frame and
 // wait for one, within timeout_s. An error frame comes back as its code and message.

@@ -187,12 +187,17 @@ class Job:
         return re.findall(r"^\S* ?cairn\[0\] info: version (\d+): .*L3 [\d.]+ ms \([\d.]+ GB/s, (\w+)\)", self.output(), re.M)
 
 
-def reference(t, app):
-    """The failure-free result of `app` on 4 ranks (any rank count gives the same), cached per build."""
+def reference(t, app, args=None):
+    """The failure-free result of `app` with `args` on 4 ranks (any rank count gives the same), cached per
+    build; --sleep-ms does not change it and is left out."""
     if app == "heat2d":
         ns = argparse.Namespace(build=t.build, np=4, env=[], scheme="single", flush_every=4, name="service-reference")
         return scenario.reference_result(ns)
-    path = os.path.join(t.build, "tests", "integration", "synthetic-reference-" + "-".join(SYNTH[1::2]) + ".txt")
+    args = list(args or SYNTH)
+    if "--sleep-ms" in args:
+        i = args.index("--sleep-ms")
+        del args[i:i + 2]
+    path = os.path.join(t.build, "tests", "integration", "synthetic-reference-" + "-".join(args[1::2]) + ".txt")
     if os.path.exists(path):
         return open(path).read().strip()
     work = os.path.join(t.work, "synthetic-reference")
@@ -201,7 +206,7 @@ def reference(t, app):
                CAIRN_JOB=f"synthetic-ref-{os.getpid()}", CAIRN_REDUNDANCY="single", OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = [os.environ.get("CAIRN_MPIRUN") or "mpirun", *env.get("CAIRN_MPIRUN_ARGS", "--oversubscribe").split(),
-           "-np", "4", t.synthetic, *SYNTH, "--checkpoint-every", "0", "--no-restart"]
+           "-np", "4", t.synthetic, *args, "--checkpoint-every", "0", "--no-restart"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     shutil.rmtree(work, ignore_errors=True)
     m = re.findall(r"^result ([0-9a-f]{16})$", p.stdout, re.M)
@@ -305,8 +310,8 @@ class Test:
 
     def slow_job(self, name, env=()):
         """The synthetic app whose versions take about a second each to drain (agents at 8 MB/s)."""
-        return Job(self, name, self.synthetic, SYNTH + ["--size", "2M", "--sleep-ms", "15"], kill=None,
-                   env=["CAIRN_FLUSH_EVERY=1", *env])
+        return Job(self, name, self.synthetic, ["--size", "2M", "--iters", "120", "--checkpoint-every", "10",
+                                                "--sleep-ms", "15"], env=["CAIRN_FLUSH_EVERY=1", *env])
 
     def active_transfer(self):
         """Waits until an agent is moving a version's bytes (some moved, not all); that agent's record."""
@@ -341,7 +346,7 @@ class Test:
         if str(a["active"]["version"]) not in [v for v, who in job.via() if who == "service"]:
             fail(f"version {a['active']['version']} was not finished by the service")
         print_placement(self.service.status())
-        check_job(self, job, reference(self, "synthetic"))
+        check_job(self, job, reference(self, "synthetic", job.app_args))
 
     def case_manager_killed(self):
         self.service = Service(self.build, os.path.join(self.work, "svc"), manager_args=["--agent-bandwidth", "8"])
@@ -356,12 +361,13 @@ class Test:
         print_placement(st)
         job.wait()
         self.no_fallback_for(job, a["active"]["version"])
-        check_job(self, job, reference(self, "synthetic"))
+        check_job(self, job, reference(self, "synthetic", job.app_args))
 
     def case_controller_killed(self):
         self.service = Service(self.build, os.path.join(self.work, "svc"), manager_args=["--agent-bandwidth", "8"])
         job = Job(self, "controller-killed", self.synthetic,
-                  SYNTH + ["--size", "2M", "--iters", "400", "--sleep-ms", "15"], env=["CAIRN_FLUSH_EVERY=1"])
+                  ["--size", "2M", "--iters", "400", "--checkpoint-every", "10", "--sleep-ms", "15"],
+                  env=["CAIRN_FLUSH_EVERY=1"])
         job.start()
         a = self.active_transfer()
         say(f"killing the controller while agent {a['id']} moves version {a['active']['version']}")
@@ -383,13 +389,13 @@ class Test:
             fail("no version went through the embedded flusher while the controller was away")
         if not any(who == "service" for _, who in after):
             fail(f"no version went through the service after the controller came back: {after}")
-        check_job(self, job, reference(self, "synthetic"))
+        check_job(self, job, reference(self, "synthetic", job.app_args))
 
     def case_bad_input(self):
         self.service = Service(self.build, os.path.join(self.work, "svc"), managers=1)
         svc = self.service
         # An application A, checkpointing for a while.
-        app_a = Job(self, "owner", self.synthetic, SYNTH + ["--sleep-ms", "80"])
+        app_a = Job(self, "owner", self.synthetic, [*SYNTH, "--sleep-ms", "80"])
         app_a.start()
         st = svc.wait_for(lambda st: st["applications"] and st["agents"] and st["agents"][0]["state"] == "up",
                           "application A and its agent")
@@ -417,7 +423,7 @@ class Test:
         refused_at(ctl, W.frame("register_rank", b"\x05\0\0\0ab"), "malformed register_rank")
         key_b = os.urandom(16)
         refused_at(ctl, W.frame("register_rank", W.register_rank("rogue", key_b, 3, 2, "/tmp/x")), "rank 3 of 2")
-        refused_at(ctl, W.frame("reassign", W.reassign(a_id, key_b, 0, 1)), "not a registered rank's")
+        refused_at(ctl, W.frame("reassign", W.reassign(a_id, key_b, 0, 1)), "on this connection (a new connection)")
         refused_at(ctl, W.frame("agent_up", b""), "malformed agent_up")
         refused_at(ctl, W.frame("done", b""), "the controller does not take done messages")
         # A truncated frame, then the connection closed: nothing to answer, the controller lives on.
@@ -461,7 +467,7 @@ class Test:
             fail("a daemon died of bad input")
         b.close()
         app_a.wait()
-        check_job(self, app_a, reference(self, "synthetic"))
+        check_job(self, app_a, reference(self, "synthetic", app_a.app_args))
         logs = svc.logs()
         for words in ["not a cairn service message", "wrong key", "protocol version 2"]:
             if words not in logs:

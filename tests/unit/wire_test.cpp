@@ -98,6 +98,8 @@ TEST(WireMessages, EveryMessageRoundTrips) {
   EXPECT_EQ(a.agent_address, "127.0.0.1:4000");
   EXPECT_EQ(round_trip(Reassign{7, key_of(1), 3, 9}).lost_agent, 9u);
   EXPECT_EQ(round_trip(Unregister{7, key_of(1), 3}).rank, 3u);
+  EXPECT_EQ(round_trip(RankUsage{7, key_of(1), 3, 1 << 30, 60.5}).interval_s, 60.5);
+  EXPECT_FALSE(decode<RankUsage>(encode(RankUsage{7, key_of(1), 3, 1, -1})).is_ok());
   EXPECT_EQ(round_trip(ManagerHello{"ckpt-a", "10.0.0.1", 4, 99, "secret"}).token, "secret");
   EXPECT_EQ(round_trip(ManagerWelcome{12}).manager_id, 12u);
   StartAgent sa;
@@ -290,6 +292,7 @@ TEST(WireFuzz, EveryDecoderSurvivesRandomAndMutatedInput) {
   fuzz_one<Assigned>(rng, {encode(Assigned{7, 1, 9, "127.0.0.1:4000", "m"})}, &accepted);
   fuzz_one<Reassign>(rng, {encode(Reassign{7, key_of(1), 3, 9})}, &accepted);
   fuzz_one<Unregister>(rng, {encode(Unregister{7, key_of(1), 3})}, &accepted);
+  fuzz_one<RankUsage>(rng, {encode(RankUsage{7, key_of(1), 3, 100, 1.5})}, &accepted);
   fuzz_one<ManagerHello>(rng, {encode(ManagerHello{"a", "h", 4, 1, ""})}, &accepted);
   fuzz_one<ManagerWelcome>(rng, {encode(ManagerWelcome{1})}, &accepted);
   StartAgent sa;

@@ -68,21 +68,30 @@ std::unique_ptr<ServiceFlusher> make_flusher(const ServiceSettings& s, const l3:
   return std::make_unique<ServiceFlusher>(s, l, [o] { return o; }, std::move(fb));
 }
 
-Status flush_one(ServiceFlusher& f, const Version& v, double limit_s = 60) {
+// Test the ticket until it is finished (at most limit_s).
+Status test_until_done(ServiceFlusher& f, FlushTicket t, double limit_s = 60) {
+  double deadline = wire::monotonic_seconds() + limit_s;
+  bool done = false;
+  while (!done && wire::monotonic_seconds() < deadline) {
+    CAIRN_TRY(f.test(t, &done));
+    if (!done) usleep(2000);
+  }
+  return done ? Status::ok() : make_error(Code::ERR_IO, "not done within %.0f s", limit_s);
+}
+
+FlushRequest request_for(const Version& v) {
   FlushRequest r;
   r.version = v.m.version;
   r.manifest = &v.m;
   r.data = v.data.data();
   r.slot = static_cast<int>(v.m.version % 2);
-  auto t = f.post(r);
+  return r;
+}
+
+Status flush_one(ServiceFlusher& f, const Version& v) {
+  auto t = f.post(request_for(v));
   if (!t) return t.status();
-  double deadline = wire::monotonic_seconds() + limit_s;
-  bool done = false;
-  while (!done && wire::monotonic_seconds() < deadline) {
-    CAIRN_TRY(f.test(*t, &done));
-    if (!done) usleep(2000);
-  }
-  return done ? Status::ok() : make_error(Code::ERR_IO, "not done within %.0f s", limit_s);
+  return test_until_done(f, *t);
 }
 
 // The rank's files in `prefix` hold exactly v (read back through the restart path's verified reader).
@@ -170,9 +179,7 @@ TEST(ServiceFlusher, WithoutAServiceTheFallbackWritesAtOnce) {
   auto f = make_flusher(s, {}, &fb);
   EXPECT_LT(wire::monotonic_seconds() - t0, 2.5);
   Version ver = make_version(4, 0, 1, 100000);
-  FlushRequest r;
-  r.version = 4, r.manifest = &ver.m, r.data = ver.data.data();
-  auto t = f->post(r);
+  auto t = f->post(request_for(ver));
   ASSERT_TRUE(t.is_ok());
   EXPECT_STREQ(f->via(*t), "embedded");
   ASSERT_TRUE(f->wait(*t).is_ok());
@@ -192,16 +199,9 @@ TEST(ServiceFlusher, AgentsRefuseChunksThatFailTheirChecksum) {
   ASSERT_NE(f->agent_id(), 0u);
   Version ver = make_version(5, 0, 1, 1 << 20);
   ver.data[300000] ^= 0x10;  // after the manifest was made
-  FlushRequest r;
-  r.version = 5, r.manifest = &ver.m, r.data = ver.data.data();
-  auto t = f->post(r);
+  auto t = f->post(request_for(ver));
   ASSERT_TRUE(t.is_ok());
-  bool done = false;
-  for (int i = 0; i < 5000 && !done; ++i) {
-    ASSERT_TRUE(f->test(*t, &done).is_ok());
-    usleep(2000);
-  }
-  EXPECT_TRUE(done);
+  ASSERT_TRUE(test_until_done(*f, *t).is_ok());
   EXPECT_EQ(fb->posted, 1);
   f.reset();
   usleep(300000);
@@ -224,9 +224,7 @@ TEST(ServiceFlusher, AnAgentKilledMidTransferIsReplacedAndTheVersionFinishes) {
   uint64_t first = f->agent_id();
   ASSERT_NE(first, 0u);
   Version ver = make_version(6, 0, 1, 8 << 20);
-  FlushRequest r;
-  r.version = 6, r.manifest = &ver.m, r.data = ver.data.data();
-  auto t = f->post(r);
+  auto t = f->post(request_for(ver));
   ASSERT_TRUE(t.is_ok());
   int pid = 0;
   for (int i = 0; i < 500 && !pid; ++i) {  // until the agent reports bytes of this version moved
@@ -237,12 +235,7 @@ TEST(ServiceFlusher, AnAgentKilledMidTransferIsReplacedAndTheVersionFinishes) {
   }
   ASSERT_NE(pid, 0) << "never saw the transfer in progress";
   kill(pid, SIGKILL);
-  bool done = false;
-  for (int i = 0; i < 15000 && !done; ++i) {
-    ASSERT_TRUE(f->test(*t, &done).is_ok());
-    if (!done) usleep(2000);
-  }
-  ASSERT_TRUE(done);
+  ASSERT_TRUE(test_until_done(*f, *t).is_ok());
   EXPECT_EQ(fb->posted, 0) << "the fallback wrote it: the replacement agent did not";
   EXPECT_NE(f->agent_id(), first);
   expect_written(s.prefix, ver);
@@ -259,9 +252,7 @@ TEST(ServiceFlusher, WaitIsBoundedByTheTimeout) {
   auto f = make_flusher(s, {}, &fb);
   ASSERT_NE(f->agent_id(), 0u);
   Version ver = make_version(7, 0, 1, 6 << 20);
-  FlushRequest r;
-  r.version = 7, r.manifest = &ver.m, r.data = ver.data.data();
-  auto t = f->post(r);
+  auto t = f->post(request_for(ver));
   ASSERT_TRUE(t.is_ok());
   double t0 = wire::monotonic_seconds();
   ASSERT_TRUE(f->wait(*t).is_ok());
