@@ -280,6 +280,7 @@ class Child {
     out["run"] = {{"host", host}, {"cores_online", sysconf(_SC_NPROCESSORS_ONLN)}, {"ranks", g_nranks},
                   {"size_bytes", o_.size}, {"reps", o_.reps}, {"checkpoint_every_iterations", every_},
                   {"provider", o_.provider}, {"loadavg_1m_start", r3(load_start_)}, {"loadavg_1m_end", r3(loadavg())},
+                  {"work_dir", o_.child_dir},
                   {"statistic", "median of reps; slowest rank; GB/s = 1e9 bytes/s; drain: all ranks' bytes"}};
     if (o_.json) {
       printf("%s\n", out.dump(2).c_str());
