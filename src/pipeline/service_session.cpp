@@ -118,15 +118,16 @@ void ServiceLink::Impl::agent_lost(const std::string& why, bool ask_for_another)
 
 void ServiceLink::Impl::revoke(int slot) { slot_mr.erase(slot); }
 
+// The version's stream is registered when it is handed to an agent and the registration closed when the
+// job ends, whatever the outcome (end_job): a key is valid for one version's transfer only. Per version,
+// not per slot, because the stream is not always the slot's own mapping (a file-API version is a view
+// mapped for the version and unmapped after it), and a registration must never outlive its memory.
 Result<fabric::MemoryRegion*> ServiceLink::Impl::registration(LinkJob& j) {
   const uint64_t size = j.manifest.total_size;
   if (size == 0) return static_cast<fabric::MemoryRegion*>(nullptr);
   auto it = slot_mr.find(j.slot);
-  if (it != slot_mr.end() && it->second->base() <= j.data && j.data + size <= it->second->base() + it->second->length())
-    return it->second.get();
+  if (it != slot_mr.end() && it->second->base() == j.data && it->second->length() == size) return it->second.get();
   slot_mr.erase(j.slot);
-  // Registered once per slot and kept while versions there move well; a new registration (a new key)
-  // when the mapping moved or grew, or after a version on it did not end done.
   CAIRN_ASSIGN_OR_RETURN(mr, ep->register_memory(j.data, size, fabric::kRemoteRead | fabric::kLocalWrite));
   fabric::MemoryRegion* p = mr.get();
   slot_mr[j.slot] = std::move(mr);
@@ -263,7 +264,7 @@ void ServiceLink::Impl::handle_cancels() {
 void ServiceLink::Impl::end_job(LinkJob& j, JobState st, const Status& why) {
   j.state = st;
   j.outcome = st == JobState::done ? Status::ok() : why;
-  if (st != JobState::done) revoke(j.slot);  // whoever had the key, it is dead now
+  revoke(j.slot);  // whoever had the key, it is dead now (a job that is resent registers anew)
   cv.notify_all();
 }
 

@@ -57,9 +57,9 @@ class Service:
         self.manager_args = list(manager_args)
         os.makedirs(work, exist_ok=True)
         self.start_controller()
-        for i in range(managers):
+        for i in range(managers):  # one after the other: m0 joins first, so stacking fills m0 first
             self.start_manager(i)
-        self.wait_for(lambda st: len(st["managers"]) == managers, f"{managers} managers to join")
+            self.wait_for(lambda st: len(st["managers"]) == i + 1, f"manager m{i} to join")
 
     def start_controller(self):
         af = os.path.join(self.work, "controller.address")
