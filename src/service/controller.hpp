@@ -104,6 +104,7 @@ class Controller {
   void rank_gone(Peer& p);
   Status prefix_allowed(const wire::RegisterRank& m) const;
   AppRec* find_app_by_key(const wire::AppKey& key);
+  AppRec* own_app(Peer& p, const char* what, uint64_t app_id, uint32_t rank, const wire::AppKey& key);
   void start_slots(AppRec& app, const std::vector<uint32_t>& slots);
   void agent_lost(AgentRec& a, const std::string& why);
   void answer_waiting(AppRec& app, uint32_t slot);

@@ -195,12 +195,22 @@ void Controller::agent_lost(AgentRec& a, const std::string& why) {
   }
 }
 
-void Controller::on_reassign(Peer& p, const wire::Reassign& m) {
+// The application of a registered rank's connection, when the request names it, that rank and its key;
+// else the request is refused (and nullptr).
+Controller::AppRec* Controller::own_app(Peer& p, const char* what, uint64_t app_id, uint32_t rank,
+                                        const wire::AppKey& key) {
   auto it = apps_.find(p.app);
-  if (it == apps_.end() || m.app_id != p.app || m.rank != p.rank || !wire::same_key(it->second.reg.key, m.key))
-    return refuse(p, make_error(Code::ERR_INVALID_ARG, "reassign for application %llu rank %u: not this connection's "
-                                "application and rank, or a wrong key", static_cast<unsigned long long>(m.app_id), m.rank));
-  AppRec& app = it->second;
+  if (it != apps_.end() && app_id == p.app && rank == p.rank && wire::same_key(it->second.reg.key, key))
+    return &it->second;
+  refuse(p, make_error(Code::ERR_INVALID_ARG, "%s for application %llu rank %u: not this connection's application "
+                       "and rank, or a wrong key", what, static_cast<unsigned long long>(app_id), rank));
+  return nullptr;
+}
+
+void Controller::on_reassign(Peer& p, const wire::Reassign& m) {
+  AppRec* own = own_app(p, "reassign", m.app_id, m.rank, m.key);
+  if (!own) return;
+  AppRec& app = *own;
   uint32_t slot = slot_of_rank(m.rank, app.reg.nranks, app.agents);
   auto a = agents_.find(app.slot_agent[slot]);
   if (m.lost_agent && a != agents_.end() && a->first == m.lost_agent) {
@@ -213,21 +223,14 @@ void Controller::on_reassign(Peer& p, const wire::Reassign& m) {
 }
 
 void Controller::on_usage(Peer& p, const wire::RankUsage& m) {
-  auto it = apps_.find(p.app);
-  if (it == apps_.end() || m.app_id != p.app || m.rank != p.rank || !wire::same_key(it->second.reg.key, m.key))
-    return refuse(p, make_error(Code::ERR_INVALID_ARG, "rank_usage for application %llu rank %u: not this "
-                                "connection's application and rank, or a wrong key",
-                                static_cast<unsigned long long>(m.app_id), m.rank));
-  it->second.rank_bytes[m.rank] = m.bytes;
-  if (m.rank == 0 && m.interval_s > 0) it->second.interval_s = m.interval_s;
+  AppRec* app = own_app(p, "rank_usage", m.app_id, m.rank, m.key);
+  if (!app) return;
+  app->rank_bytes[m.rank] = m.bytes;
+  if (m.rank == 0 && m.interval_s > 0) app->interval_s = m.interval_s;
 }
 
 void Controller::on_unregister(Peer& p, const wire::Unregister& m) {
-  auto it = apps_.find(p.app);
-  if (it == apps_.end() || m.app_id != p.app || m.rank != p.rank || !wire::same_key(it->second.reg.key, m.key))
-    return refuse(p, make_error(Code::ERR_INVALID_ARG, "unregister for application %llu rank %u: not this "
-                                "connection's application and rank, or a wrong key",
-                                static_cast<unsigned long long>(m.app_id), m.rank));
+  if (!own_app(p, "unregister", m.app_id, m.rank, m.key)) return;
   rank_gone(p);
   p.role = Role::unknown;
   p.closing = true;
