@@ -293,9 +293,24 @@ class Test:
         # Stacking: the three agents (two for heat2d, one for the synthetic app) share the first node.
         if sorted(a["manager"] for a in st["agents"]) != ["m0", "m0", "m0"]:
             fail(f"stacking should put all three agents on m0: {st['agents']}")
+        last = {}
+        stop = threading.Event()
+
+        def watch():  # the last picture of the agents at work: what each drained, where it sat
+            while not stop.is_set():
+                st = self.service.status()
+                if st and any(a["bytes_drained"] for a in st["agents"]):
+                    last["status"] = st
+                time.sleep(0.2)
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
         heat.wait()
         synth.wait()
-        print_placement(self.service.status())
+        stop.set()
+        watcher.join()
+        if "status" not in last:
+            fail("no agent ever reported bytes drained")
+        print_placement(last["status"])
         check_job(self, heat, ref_heat)
         check_job(self, synth, ref_synth)
 
