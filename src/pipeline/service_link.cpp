@@ -128,6 +128,14 @@ void ServiceLink::forget(uint64_t job) {
 
 // ---- the thread ------------------------------------------------------------------------------------
 
+// What every rank sees alike (the controller away, a refusal): a warning from rank 0, information from the others.
+void ServiceLink::Impl::job_warning(const std::string& message) {
+  if (s.rank == 0)
+    LOG_WARN("%s", message.c_str());
+  else
+    LOG_INFO("%s", message.c_str());
+}
+
 void ServiceLink::Impl::notify(uint64_t n) { (void)!::write(wake.get(), &n, sizeof n); }
 
 void ServiceLink::Impl::set_available(bool avail, bool settle) {
@@ -219,8 +227,8 @@ void ServiceLink::Impl::connect_controller() {
   auto fd = wire::connect_tcp(s.controller, std::min(s.timeout_s, 2.0));
   if (!fd) {
     if (!warned_unavailable)
-      LOG_WARN("checkpoint service %s unreachable (%s): versions go through the embedded flusher; trying again",
-               s.controller.str().c_str(), fd.status().message().c_str());
+      job_warning("checkpoint service " + s.controller.str() + " unreachable (" + fd.status().message() +
+                  "): versions go through the embedded flusher; trying again");
     warned_unavailable = true;
     next_ctl = wire::monotonic_seconds() + backoff;
     backoff = std::min(backoff * 2, 10.0);
@@ -274,8 +282,7 @@ void ServiceLink::Impl::on_controller_frame(const wire::Frame& f) {
     std::string why = e ? e->message : e.status().message();
     // Refused outright (a bad registration) or no room for an agent now: the embedded flusher writes
     // meanwhile; an assignment may still come on this connection when a checkpoint node frees.
-    if (s.rank == 0 || log::level() >= log::Level::info)
-      LOG_WARN("checkpoint service: %s; versions go through the embedded flusher meanwhile", why.c_str());
+    job_warning("checkpoint service: " + why + "; versions go through the embedded flusher meanwhile");
     registered = true;
     std::lock_guard<std::mutex> lock(mu);
     for (auto& [id, j] : jobs)
@@ -301,8 +308,8 @@ void ServiceLink::Impl::on_controller_frame(const wire::Frame& f) {
 }
 
 void ServiceLink::Impl::controller_lost(const std::string& why) {
-  LOG_WARN("checkpoint service %s lost (%s): versions go through the embedded flusher until it is back",
-           s.controller.str().c_str(), why.c_str());
+  job_warning("checkpoint service " + s.controller.str() + " lost (" + why +
+              "): versions go through the embedded flusher until it is back");
   ctl.reset();
   registered = false;
   have_assignment = false;

@@ -74,6 +74,7 @@ struct ServiceLink::Impl {
 
   void run();
   void notify(uint64_t n = 1);
+  void job_warning(const std::string& message);
   void set_available(bool avail, bool settle);
   // controller (service_link.cpp)
   void connect_controller();
