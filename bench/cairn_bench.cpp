@@ -46,6 +46,7 @@
 #include "base/layout.hpp"
 #include "base/xxh.hpp"
 #include "redundancy/set_code.hpp"
+#include "service_bench.hpp"
 
 namespace stdfs = std::filesystem;
 using json = nlohmann::ordered_json;
@@ -1353,6 +1354,8 @@ int report_redistribute(const Options& o, const std::string& dir, const std::str
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)  // the service mode has its own options (bench/service_bench.cpp)
+    if (strcmp(argv[i], "--service") == 0) return cairn_bench_service::main(argc, argv);
   Options o;
   CLI::App app{"cairn-bench: the speed of every cairn level beside the machine's own limits "
                "(memcpy, ISA-L encode, write+fsync), measured in one MPI run. See docs/performance.md."};

@@ -93,6 +93,34 @@ def check_redistribute(data, measured, out):
     return "%d -> %d, measured %s" % (n, m, ",".join(sorted(measured)))
 
 
+SERVICE_TARGETS = ["service_blocking", "drain_1_agents", "drain_2_agents", "drain_4_agents", "compute_slowdown"]
+
+
+def check_service(data, out):
+    if data.get("mode") != "service":
+        fail("mode is %r, expected service" % data.get("mode"), out)
+    for key in ("raw_write_gbps", "raw_write_all_gbps"):
+        if not positive(data.get(key)):
+            fail("%s is %r" % (key, data.get(key)), out)
+    for group, keys in (("checkpoint_blocking_ms", ("service", "embedded", "sync_write")),
+                        ("drain_gbps", ("1", "2", "4")),
+                        ("iteration_ms", ("no_checkpoints", "service", "embedded"))):
+        for k in keys:
+            if not positive(data.get(group, {}).get(k)):
+                fail("%s.%s is %r" % (group, k, data.get(group, {}).get(k)), out)
+    via = data.get("versions_via", {})
+    for session in ("drain_1", "drain_2", "drain_4", "loop_service"):
+        v = via.get(session, {})
+        if not v.get("service") or v.get("embedded"):
+            fail("%s: versions via the service %r, via the embedded flusher %r: the service did not move them all"
+                 % (session, v.get("service"), v.get("embedded")), out)
+    if via.get("loop_embedded", {}).get("service"):
+        fail("the embedded session's versions went through the service", out)
+    for t in SERVICE_TARGETS:
+        check_target(data.get("targets", {}), t, out)
+    return "service: %d targets" % len(SERVICE_TARGETS)
+
+
 def main():
     args = sys.argv[1:]
     measured = set(LEVELS)
@@ -113,12 +141,14 @@ def main():
         fail("stdout is JSON but not an object", out)
     if "--redistribute" in args:
         what = check_redistribute(data, measured, out)
+    elif "--service" in args:
+        what = check_service(data, out)
     else:
         what = check_default(data, out)
         if data.get("run", {}).get("ranks") != 2:
             fail("run.ranks is %r" % data.get("run", {}).get("ranks"), out)
     run = data.get("run", {})
-    for key in ("work_dir", "cache_job_dir"):
+    for key in ("work_dir",) if "--service" in args else ("work_dir", "cache_job_dir"):
         path = run.get(key)
         if not path:
             fail("run.%s missing" % key, out)

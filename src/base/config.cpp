@@ -30,11 +30,11 @@ namespace {
 
 enum class Kind { integer, floating, boolean, string, choice, level, size };
 // Checks beyond type and bounds.
-enum class Rule { none, not_empty, path_component, multiple_of_64, signal_name };
+enum class Rule { none, not_empty, not_empty_text, path_component, multiple_of_64, signal_name, host_port };
 
 using Member = std::variant<int Config::*, int64_t Config::*, uint64_t Config::*, double Config::*,
                             bool Config::*, std::string Config::*, Redundancy Config::*,
-                            log::Level Config::*, IntervalMode Config::*>;
+                            log::Level Config::*, IntervalMode Config::*, ServiceMode Config::*>;
 
 constexpr int64_t kNoMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
@@ -202,6 +202,45 @@ const std::vector<Knob>& knobs() {
                       "every third of this). A second job on the prefix is refused while the lease "
                       "runs; a holder that is gone is taken over at once where its process can be "
                       "checked (same host), else once its lease ran out."},
+      {.name = "service", .kind = Kind::string, .member = &Config::service, .default_text = "",
+       .rule = Rule::host_port, .default_doc = "none (the embedded flusher)",
+       .description = "The checkpoint service's controller, HOST:PORT (cairnd controller --listen; "
+                      "docs/service.md). Set, each version's level-3 copy is made by the service's agents "
+                      "on checkpoint nodes over libfabric while the job computes; empty, by a thread of "
+                      "each rank. The service only accelerates: when it is away, failing or slower than "
+                      "service_timeout, the rank's own flusher writes the version."},
+      {.name = "service_mode", .kind = Kind::choice, .member = &Config::service_mode,
+       .default_text = "pull", .choices = {"pull", "push"},
+       .description = "How a version reaches the agents. pull: each agent fi_reads its ranks' level-1 "
+                      "slots (one-sided: on RDMA networks the ranks' CPUs do nothing). push: each rank "
+                      "fi_writes its slot into its agent's buffers from a thread of its own; for providers "
+                      "whose reads are slow."},
+      {.name = "service_agents", .kind = Kind::integer, .member = &Config::service_agents,
+       .default_text = "1", .min = 1, .max = 4096,
+       .description = "Agents the service gives this job (at most one per rank; the controller may cap "
+                      "it). Each moves the versions of a block of consecutive ranks; more agents drain a "
+                      "version faster when the checkpoint nodes and the file system have bandwidth to spare."},
+      {.name = "service_chunk", .kind = Kind::size, .member = &Config::service_chunk,
+       .default_text = "128K", .min = 4 * KiB, .max = 64 * MiB, .rule = Rule::multiple_of_64,
+       .description = "Bytes per RMA transfer between a rank and its agent; reading, moving and writing "
+                      "overlap chunk by chunk (the PPMR talk found 128 KiB best). Larger chunks suit "
+                      "high-latency networks."},
+      {.name = "service_buffer_pool", .kind = Kind::size, .member = &Config::service_buffer_pool,
+       .default_text = "8M", .min = 64 * KiB, .max = 16 * GiB,
+       .description = "Each agent's buffer pool: how many bytes of a version may be between the rank's "
+                      "slot and the file system at once (the PPMR talk: 8 MiB). At least service_chunk; "
+                      "costs that much memory on the checkpoint node per agent."},
+      {.name = "service_provider", .kind = Kind::string, .member = &Config::service_provider,
+       .default_text = "tcp;ofi_rxm", .rule = Rule::not_empty_text,
+       .description = "The libfabric provider for the transfers: tcp;ofi_rxm everywhere (and on one "
+                      "machine), verbs;ofi_rxm on InfiniBand, efa on AWS, cxi on Slingshot (fi_info -l "
+                      "lists a node's). Ranks and agents use the same one."},
+      {.name = "service_timeout", .kind = Kind::floating, .member = &Config::service_timeout,
+       .default_text = "30", .min = 1,
+       .description = "Seconds the job waits on the service at most: for an agent at cairn_init, for a "
+                      "version to be written once the pipeline waits for it, and for any sign of "
+                      "progress from the agents. Past it, the rank's own flusher writes the version. Give "
+                      "it more than one version's drain time."},
   };
   return table;
 }
@@ -342,7 +381,9 @@ std::string accepted(const Knob& k, bool markdown = false) {
         return markdown ? "letters, digits, `.` `_` `-`; not `.` or `..`"
                         : "letters, digits, '.', '_', '-' (not \".\" or \"..\"), or empty";
       if (k.rule == Rule::not_empty) return markdown ? "a path" : "a non-empty path";
+      if (k.rule == Rule::not_empty_text) return markdown ? "a name" : "a non-empty name";
       if (k.rule == Rule::signal_name) return exit_signal_choices();
+      if (k.rule == Rule::host_port) return markdown ? "`HOST:PORT` or empty" : "HOST:PORT, or empty";
       return "";
   }
   return "";
@@ -360,7 +401,14 @@ std::string check(const Knob& k, const Value& v) {
     if (d < static_cast<double>(k.min)) return "out of range";
   } else if (k.kind == Kind::string) {
     const std::string& s = std::get<std::string>(v);
-    if (k.rule == Rule::not_empty && s.empty()) return "empty";
+    if ((k.rule == Rule::not_empty || k.rule == Rule::not_empty_text) && s.empty()) return "empty";
+    if (k.rule == Rule::host_port && !s.empty()) {
+      size_t colon = s.rfind(':');
+      std::string port = colon == std::string::npos ? "" : s.substr(colon + 1);
+      if (colon == std::string::npos || colon == 0 || port.empty() || port.size() > 5 ||
+          port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 || std::stoi(port) > 65535)
+        return "not HOST:PORT (a port 1..65535)";
+    }
     if (k.rule == Rule::signal_name && parse_exit_signal(s) == 0)
       return "not a signal that can ask for an exit";
     if (k.rule == Rule::path_component && !s.empty()) {
@@ -636,6 +684,14 @@ Status check_across_knobs(const Staging& s) {
                       "\"rs\"; accepted: rs_parity 1..%d, or a larger set_size",
                       c.rs_parity, origin("rs_parity").c_str(), c.set_size,
                       origin("set_size").c_str(), c.set_size - 1);
+  }
+  if (c.service_buffer_pool < c.service_chunk) {
+    auto origin = [&](const char* name) { return s.origins[*find_knob(name)]; };
+    return make_error(Code::ERR_CONFIG,
+                      "service_buffer_pool = %llu bytes (%s) holds not even one service_chunk of %llu bytes (%s); "
+                      "accepted: service_buffer_pool >= service_chunk",
+                      static_cast<unsigned long long>(c.service_buffer_pool), origin("service_buffer_pool").c_str(),
+                      static_cast<unsigned long long>(c.service_chunk), origin("service_chunk").c_str());
   }
   return Status::ok();
 }

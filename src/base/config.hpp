@@ -19,6 +19,10 @@ namespace cairn {
 // mtbf_seconds and the measured checkpoint cost (docs/intervals.md).
 enum class IntervalMode { fixed, automatic };
 
+// Service mode's transfers (docs/service.md): agents fi_read the ranks' slots, or ranks fi_write into
+// the agents' buffers.
+enum class ServiceMode { pull, push };
+
 struct Config {
   std::string prefix;         // L3 directory (parallel file system); default "cairn-checkpoints" in cwd
   std::string cache_dir;      // base of the node-local L1 cache; default "/dev/shm"
@@ -47,6 +51,14 @@ struct Config {
   std::string app_name;         // the application in the prefix's identity; default: the executable's name
   bool adopt = false;           // take over a prefix of another identity
   double lease_seconds = 60;    // the hold on the prefix without renewal
+  // Service mode (docs/service.md): L3 through cairnd's agents instead of the embedded flusher.
+  std::string service;                     // the controller's HOST:PORT; empty: the embedded flusher
+  ServiceMode service_mode = ServiceMode::pull;
+  int service_agents = 1;                  // agents per application
+  uint64_t service_chunk = 128 << 10;      // bytes per RMA transfer
+  uint64_t service_buffer_pool = 8 << 20;  // an agent's buffer pool
+  std::string service_provider = "tcp;ofi_rxm";
+  double service_timeout = 30;             // seconds the application waits on the service at most
 };
 
 // A knob as declared in the table (for listings and docs).

@@ -2,6 +2,8 @@
 // The progress engine is in pipeline.cpp, restart in restart.cpp, the file API in file_api.cpp.
 #include "core/runtime.hpp"
 
+#include "core/flusher_choice.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -246,7 +248,13 @@ void Runtime::start_pipeline() {
   pipeline_ = std::make_unique<pipeline::Pipeline>(pc, &cache_, team_.get(), protector_.get(), nullptr, events_.get(),
                                                    snapshot_.get());
   pipeline::Pipeline* p = pipeline_.get();
-  flusher_ = std::make_unique<pipeline::EmbeddedFlusher>(layout_, [p] { return p->l3_options(); });
+  auto flusher = choose_flusher(cfg_, layout_, bg_comm_, [p] { return p->l3_options(); });
+  if (flusher) {
+    flusher_ = std::move(*flusher);
+  } else {
+    LOG_ERROR("service mode off: %s", flusher.status().message().c_str());
+    flusher_ = std::make_unique<pipeline::EmbeddedFlusher>(layout_, [p] { return p->l3_options(); });
+  }
   pipeline_->set_flusher(flusher_.get());
 }
 

@@ -186,7 +186,7 @@ class Runtime {
   std::unique_ptr<Snapshotter> snapshot_;
   std::unique_ptr<pipeline::MpiTeam> team_;
   std::unique_ptr<pipeline::SetProtector> protector_;
-  std::unique_ptr<pipeline::EmbeddedFlusher> flusher_;
+  std::unique_ptr<pipeline::Flusher> flusher_;  // embedded, or service mode's (core/flusher_choice)
   std::unique_ptr<pipeline::JobEvents> events_;
   std::unique_ptr<pipeline::Pipeline> pipeline_;
 

@@ -158,10 +158,11 @@ Result<uint64_t> reserve_extent(const WriteOptions& o, uint64_t version, const s
   return next;
 }
 
-Turnstile::~Turnstile() {
+void Turnstile::leave() {
   if (fd_ >= 0) {
     flock(fd_, LOCK_UN);
     close(fd_);
+    fd_ = -1;
   }
 }
 

@@ -23,51 +23,89 @@ std::string where_path(const Layout& l, uint64_t v, uint32_t rank) {
   return l.l3_version_dir(v) + "/rank-" + std::to_string(rank) + ".where";
 }
 
-namespace {
-// The data, written from the slot (or the compressed copy) with large pwrites, then fsync'ed.
-Status write_extent(const std::string& path, const uint8_t* bytes, uint64_t len, uint64_t offset, bool truncate) {
-  CAIRN_TRY(fs::make_dirs(fs::dirname(path)));
-  CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0)));
-  constexpr uint64_t kPiece = 64ull << 20;
-  for (uint64_t off = 0; off < len; off += kPiece) {
-    uint64_t n = std::min(kPiece, len - off);
-    CAIRN_TRY(fs::pwrite_all(fd.get(), bytes + off, n, offset + off, path));
+Result<RankPlacement> place_rank(const Layout& l, const Manifest& m, uint64_t stored, const WriteOptions* opts) {
+  RankPlacement p;
+  if (!opts || opts->legacy()) return p;
+  p.recorded = true;
+  p.shared = opts->files_per_node > 0;
+  p.where.file = choose_data_file(*opts, l.prefix, Layout::l3_version_name(m.version), m.rank);
+  p.where.stored = stored;
+  if (p.shared) {
+    CAIRN_ASSIGN_OR_RETURN(off, reserve_extent(*opts, m.version, p.where.file, stored));
+    p.where.offset = off;
   }
-  if (fsync(fd.get()) != 0) return posix_error("fsync", path, errno);
+  return p;
+}
+
+Status RankWriter::open(const Layout& l, const Manifest& m, const RankPlacement& p, const WriteOptions* opts) {
+  layout_ = l;
+  manifest_ = m;
+  place_ = p;
+  written_ = 0;
+  CAIRN_TRY(fs::make_dirs(l.l3_version_dir(m.version)));
+  path_ = p.recorded ? p.where.file : data_path(l, m.version, m.rank);
+  base_ = p.recorded ? p.where.offset : 0;
+  if (p.recorded && opts) CAIRN_TRY(turn_.enter(*opts));  // at most turnstile_width writers of this node at a time
+  CAIRN_TRY(fs::make_dirs(fs::dirname(path_)));
+  temp_ = p.shared ? "" : path_ + ".part-" + std::to_string(getpid());
+  const std::string& open_path = p.shared ? path_ : temp_;
+  CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(open_path, O_WRONLY | O_CREAT | (p.shared ? 0 : O_TRUNC)));
+  fd_ = std::move(fd);
   return Status::ok();
 }
-}  // namespace
+
+RankWriter::~RankWriter() {
+  if (fd_.valid() && !temp_.empty()) ::unlink(temp_.c_str());
+}
+
+Status RankWriter::write(uint64_t offset, const uint8_t* data, uint64_t len) {
+  if (!fd_.valid()) return make_error(Code::ERR_SEQUENCE, "RankWriter::write before open");
+  constexpr uint64_t kPiece = 64ull << 20;  // large pwrites, bounded
+  for (uint64_t off = 0; off < len; off += kPiece) {
+    uint64_t n = std::min(kPiece, len - off);
+    CAIRN_TRY(fs::pwrite_all(fd_.get(), data + off, n, base_ + offset + off, path_));
+  }
+  written_ += len;
+  return Status::ok();
+}
+
+Status RankWriter::finish(const std::function<void()>& after_data) {
+  if (!fd_.valid()) return make_error(Code::ERR_SEQUENCE, "RankWriter::finish before open");
+  if (fsync(fd_.get()) != 0) return posix_error("fsync", temp_.empty() ? path_ : temp_, errno);
+  if (!temp_.empty()) {
+    if (::rename(temp_.c_str(), path_.c_str()) != 0) return posix_error("rename", temp_, errno);
+    // The version directory is synced with the manifest below; a data file on another prefix is not.
+    if (fs::dirname(path_) != layout_.l3_version_dir(manifest_.version)) CAIRN_TRY(fs::fsync_dir(fs::dirname(path_)));
+  }
+  fd_ = fs::Fd();
+  if (place_.recorded)
+    CAIRN_TRY(fs::write_file_atomic(where_path(layout_, manifest_.version, manifest_.rank), encode_where(place_.where), true));
+  if (after_data) after_data();
+  Status st = fs::write_file_atomic(manifest_path(layout_, manifest_.version, manifest_.rank), encode_manifest(manifest_), true);
+  turn_.leave();
+  return st;
+}
 
 Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
                   const std::function<void()>& after_data, const WriteOptions* opts) {
-  std::string dir = l.l3_version_dir(m.version);
-  CAIRN_TRY(fs::make_dirs(dir));
-  if (!opts || opts->legacy()) {
-    CAIRN_TRY(write_extent(data_path(l, m.version, m.rank), data, m.total_size, 0, true));
-  } else {
-    Where w;
-    std::string packed;
-    const uint8_t* bytes = data;
-    uint64_t len = m.total_size;
-    if (opts->zstd_level > 0) {
-      CAIRN_TRY(compress_chunks(data, m.total_size, m.chunk_size, opts->zstd_level, &packed, &w.chunk_stored));
-      bytes = reinterpret_cast<const uint8_t*>(packed.data());
-      len = packed.size();
-      w.zstd = true;
-    }
-    w.file = choose_data_file(*opts, l.prefix, Layout::l3_version_name(m.version), m.rank);
-    w.stored = len;
-    if (opts->files_per_node > 0) {
-      CAIRN_ASSIGN_OR_RETURN(off, reserve_extent(*opts, m.version, w.file, len));
-      w.offset = off;
-    }
-    Turnstile turn;  // at most turnstile_width writers of this node at a time
-    CAIRN_TRY(turn.enter(*opts));
-    CAIRN_TRY(write_extent(w.file, bytes, len, w.offset, opts->files_per_node == 0));
-    CAIRN_TRY(fs::write_file_atomic(where_path(l, m.version, m.rank), encode_where(w), true));
+  std::string packed;
+  const uint8_t* bytes = data;
+  uint64_t len = m.total_size;
+  std::vector<uint64_t> chunk_stored;
+  if (opts && opts->zstd_level > 0) {
+    CAIRN_TRY(compress_chunks(data, m.total_size, m.chunk_size, opts->zstd_level, &packed, &chunk_stored));
+    bytes = reinterpret_cast<const uint8_t*>(packed.data());
+    len = packed.size();
   }
-  if (after_data) after_data();
-  return fs::write_file_atomic(manifest_path(l, m.version, m.rank), encode_manifest(m), true);
+  CAIRN_ASSIGN_OR_RETURN(place, place_rank(l, m, len, opts));
+  if (opts && opts->zstd_level > 0) {
+    place.where.zstd = true;
+    place.where.chunk_stored = std::move(chunk_stored);
+  }
+  RankWriter w;
+  CAIRN_TRY(w.open(l, m, place, opts));
+  CAIRN_TRY(w.write(0, bytes, len));
+  return w.finish(after_data);
 }
 
 Status commit(const Layout& l, uint64_t v, uint32_t nranks, const std::string& label) {

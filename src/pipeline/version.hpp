@@ -32,6 +32,7 @@ struct Version {
   std::shared_ptr<VersionView> view;  // a version with files: the slot and the files as one stream
   double t_copy = 0;        // blocking time of the snapshot (s)
   double t_seal = 0, t_l2 = 0, t_l3 = 0;
+  std::string via;  // who moved it to L3 on this rank: the flusher's name (FlushRequest::via)
   Status local_status;      // snapshot and seal on this rank
   Status l3_status;         // this rank's flusher outcome
   FlushTicket ticket = 0;   // while posted to the flusher
