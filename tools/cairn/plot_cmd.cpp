@@ -20,7 +20,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "base/fsutil.hpp"
-#include "base/history.hpp"
+#include "history_summary.hpp"
 #include "inventory.hpp"
 
 namespace cairn::tool {

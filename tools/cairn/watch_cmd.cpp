@@ -19,7 +19,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "base/fsutil.hpp"
-#include "base/history.hpp"
+#include "history_summary.hpp"
 #include "inventory.hpp"
 #include "job_state.hpp"
 
