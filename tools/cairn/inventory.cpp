@@ -16,7 +16,7 @@
 #include "cache/snapshot_slot.hpp"
 #include "common.hpp"
 #include "base/fsutil.hpp"
-#include "job_state.hpp"
+#include "base/state_file.hpp"
 
 namespace cairn::tool {
 namespace {
@@ -534,7 +534,7 @@ Status flush_to_l3(const Layout& layout, const VersionInfo& v, Progress* progres
 }
 
 bool job_not_running(const Layout& layout) {
-  auto state = read_job_state(layout.state_file());
+  auto state = state_file::read_state(layout.state_file());
   if (!state) return false;
   return !state->has_value() || (*state)->phase == "finalized";
 }

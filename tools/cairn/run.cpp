@@ -24,7 +24,7 @@
 #include "injection.hpp"
 #include "inventory.hpp"
 #include "pfs/l3_store.hpp"
-#include "job_state.hpp"
+#include "base/state_file.hpp"
 #include "launch_plan.hpp"
 #include "launcher.hpp"
 #include "migration.hpp"
@@ -68,7 +68,7 @@ struct Attempt {
   double wall_seconds = 0;            // how long the attempt ran
   double restarted_after = -1;        // seconds from the launch until the job had restarted; -1: no restart seen
   std::string migrated_text;          // "node1 to node4 (...)" when the job exited for a migration
-  std::optional<JobState> state;      // the job state file, when this attempt wrote it
+  std::optional<state_file::State> state;      // the job state file, when this attempt wrote it
 };
 
 // Everything one invocation of `cairn run` works from, resolved and checked.
@@ -194,10 +194,10 @@ FileStamp stamp_of(const std::string& path) {
 }
 
 // The state file, if the job rewrote it since `before` (else it belongs to an earlier run).
-std::optional<JobState> read_state_written_since(const std::string& path, const FileStamp& before) {
+std::optional<state_file::State> read_state_written_since(const std::string& path, const FileStamp& before) {
   FileStamp now = stamp_of(path);
   if (!now.exists || now == before) return std::nullopt;
-  auto state = read_job_state(path);
+  auto state = state_file::read_state(path);
   if (!state) {
     fprintf(stderr, "cairn run: warning: %s\n", state.status().message().c_str());
     return std::nullopt;
@@ -332,7 +332,7 @@ class MigrationDesk {
   }
 
   // The relaunched job has restarted: the migration is complete.
-  void restarted(const JobState& s, double since_launch) {
+  void restarted(const state_file::State& s, double since_launch) {
     if (!pending_ || !relaunched_) return;
     result_.restart_seconds = since_launch;
     result_.restart_level = s.restart_level;
@@ -589,7 +589,7 @@ std::string describe_attempt(const Attempt& a) {
   if (!a.state) {
     out += describe_wait_status(a.wait_status) + "; the job wrote no state file";
   } else {
-    const JobState& s = *a.state;
+    const state_file::State& s = *a.state;
     if (s.restart_level.empty() || s.restart_level == "none" || s.restart_version == 0)
       out += "started without a restart";
     else
