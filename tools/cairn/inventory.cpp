@@ -21,9 +21,6 @@
 namespace cairn::tool {
 namespace {
 
-// cache_versions is at most 64 (the knob's bound), so no record names a higher slot.
-constexpr int kMaxSlots = 64;
-
 bool is_dir(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -47,7 +44,7 @@ int64_t birth_ns(const std::string& path) {
   return static_cast<int64_t>(sx.stx_btime.tv_sec) * 1000000000 + sx.stx_btime.tv_nsec;
 }
 
-// "<prefix><digits><suffix>" -> digits as a number.
+// "<prefix><digits><suffix>" -> digits as a number (L3's rank-<r>.<kind> names).
 bool parse_name(const std::string& name, const std::string& prefix, const std::string& suffix, uint64_t* out) {
   if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
       name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
@@ -68,16 +65,16 @@ std::vector<std::string> sorted_names(const std::string& dir) {
   return out;
 }
 
-std::string node_rank(const L1Copy& c) { return c.node + "/r" + std::to_string(c.rank); }
+std::string node_rank(const L1Copy& c) { return c.node + "/" + rank_dir_name(c.rank); }
 
 void scan_rank_dir(Inventory& inv, const std::string& node, const std::string& dir, uint32_t rank) {
   CacheStore store;
-  if (!store.open(dir, kMaxSlots).is_ok()) return;
+  if (!store.open(dir, kMaxL1Slots).is_ok()) return;
   std::set<uint64_t> versions;
   for (const auto& n : sorted_names(dir)) {
     uint64_t v;
-    if (parse_name(n, "v", ".l1", &v) || parse_name(n, "v", ".protected", &v) || parse_name(n, "v", ".set", &v))
-      versions.insert(v);
+    VersionFile kind;
+    if (parse_version_file_name(n, &v, &kind) && kind != VersionFile::files) versions.insert(v);
   }
   for (uint64_t v : versions) {
     VersionInfo& info = inv.versions[v];
@@ -315,10 +312,9 @@ Inventory scan_inventory(const Layout& layout) {
     if (!is_dir(node_dir)) continue;
     inv.nodes.push_back(node);
     for (const auto& entry : sorted_names(node_dir)) {
-      uint64_t rank;
-      std::string dir = node_dir + "/" + entry;
-      if (parse_name(entry, "r", "", &rank) && rank <= UINT32_MAX && is_dir(dir))
-        scan_rank_dir(inv, node, dir, static_cast<uint32_t>(rank));
+      uint32_t rank;
+      if (parse_rank_dir_name(entry, &rank) && is_dir(rank_dir(layout, node, rank)))
+        scan_rank_dir(inv, node, rank_dir(layout, node, rank), rank);
     }
   }
   scan_l3(inv);
@@ -393,7 +389,7 @@ uint64_t l3_check_bytes(const VersionInfo& v) {
 
 namespace {
 
-std::string slot_path(const L1Copy& c) { return c.rank_dir + "/slot-" + std::to_string(c.slot) + ".data"; }
+std::string slot_path(const L1Copy& c) { return c.rank_dir + "/" + slot_file_name(c.slot, SlotFile::data); }
 
 // The rank's slot against its manifest; the mapping is returned for a caller that writes it out.
 Status check_slot(const L1Copy& c, MappedFile* keep) {
@@ -520,7 +516,7 @@ Status flush_to_l3(const Layout& layout, const VersionInfo& v, Progress* progres
     // The library drops a record before it overwrites the slot: a record still in place after the
     // write means the bytes written are the ones just checked.
     CacheStore store;
-    Status opened = store.open(c->rank_dir, kMaxSlots);
+    Status opened = store.open(c->rank_dir, kMaxL1Slots);
     auto again = opened.is_ok() ? store.read_record(v.version) : Result<L1Record>(opened);
     if (!again || again->slot != c->slot || !(again->manifest == c->manifest))
       return make_error(Code::ERR_CORRUPT,

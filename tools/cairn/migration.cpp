@@ -254,14 +254,6 @@ uint64_t file_size_of(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
-constexpr int kMaxSlots = 64;
-
-bool is_rank_dir(const std::string& name, int* rank) {
-  if (name.size() < 2 || name[0] != 'r') return false;
-  auto [end, ec] = std::from_chars(name.data() + 1, name.data() + name.size(), *rank);
-  return ec == std::errc() && end == name.data() + name.size();
-}
-
 }  // namespace
 
 Result<TransferStats> transfer_node_cache(const Layout& layout, const std::string& from, const std::string& to,
@@ -276,8 +268,8 @@ Result<TransferStats> transfer_node_cache(const Layout& layout, const std::strin
   // The rank directories and the newest version that all of them hold at L1.
   std::vector<int> ranks;
   for (const auto& n : *names) {
-    int r = 0;
-    if (is_rank_dir(n, &r)) ranks.push_back(r);
+    uint32_t r = 0;
+    if (parse_rank_dir_name(n, &r) && r <= static_cast<uint32_t>(INT32_MAX)) ranks.push_back(static_cast<int>(r));
   }
   std::sort(ranks.begin(), ranks.end());
   if (ranks.empty())
@@ -288,7 +280,7 @@ Result<TransferStats> transfer_node_cache(const Layout& layout, const std::strin
   std::optional<std::set<uint64_t>> common;
   for (size_t i = 0; i < ranks.size(); ++i) {
     // Any slot the record names is accepted here (the cache_versions knob bounds them at 64).
-    CAIRN_TRY(src[i].open(layout.rank_cache(from, ranks[i]), kMaxSlots));
+    CAIRN_TRY(src[i].open(rank_dir(layout, from, static_cast<uint32_t>(ranks[i])), kMaxL1Slots));
     auto vs = src[i].versions();
     std::set<uint64_t> mine(vs.begin(), vs.end());
     if (!common) {
@@ -318,7 +310,7 @@ Result<TransferStats> transfer_node_cache(const Layout& layout, const std::strin
     const Manifest& m = records[i].manifest;
     if (m.chunk_size == 0) return make_error(Code::ERR_CORRUPT, "rank %d: manifest with chunk size 0", ranks[i]);
     max_chunk = std::max(max_chunk, m.chunk_size);
-    const std::string dst_dir = layout.rank_cache(to, ranks[i]);
+    const std::string dst_dir = rank_dir(layout, to, static_cast<uint32_t>(ranks[i]));
     dst_dirs.push_back(dst_dir);
     auto there = [&](const std::string& src_path) { return dst_dir + src_path.substr(src[i].dir().size()); };
     const int slot = static_cast<int>(records[i].slot);

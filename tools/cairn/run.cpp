@@ -21,6 +21,7 @@
 #include "base/layout.hpp"
 #include "base/log.hpp"
 #include "base/manifest.hpp"
+#include "cache/cache_store.hpp"
 #include "injection.hpp"
 #include "inventory.hpp"
 #include "pfs/l3_store.hpp"
@@ -516,29 +517,27 @@ bool run_between_attempts(const RunContext& ctx, int finished_attempt) {
 // surviving caches or in the prefix; an empty string means the job may shrink.
 std::string why_job_cannot_shrink(const RunContext& ctx) {
   uint64_t newest = 0;
-  std::string manifest_bytes;
-  auto consider = [&](uint64_t v, std::string bytes) {
-    if (v > newest) newest = v, manifest_bytes = std::move(bytes);
+  std::optional<Manifest> manifest;  // rank 0's of the newest version, when readable
+  auto consider = [&](uint64_t v, Result<Manifest> m) {
+    if (v <= newest) return;
+    newest = v;
+    manifest = m ? std::optional<Manifest>(std::move(m).value()) : std::nullopt;
   };
   auto nodes = fs::list_dir(ctx.layout.cache_job);
   for (const auto& node : nodes ? *nodes : std::vector<std::string>{}) {
-    std::string r0 = ctx.layout.cache_job + "/" + node + "/r0";
-    auto files = fs::list_dir(r0);
-    for (const auto& f : files ? *files : std::vector<std::string>{}) {
-      if (f.size() < 4 || f[0] != 'v' || f.compare(f.size() - 3, 3, ".l1") != 0) continue;
-      auto bytes = fs::read_file(r0 + "/" + f);
-      if (bytes && bytes->size() > 4) consider(std::strtoull(f.c_str() + 1, nullptr, 10), bytes->substr(4));
+    CacheStore r0;
+    const std::string dir = rank_dir(ctx.layout, node, 0);
+    if (!fs::exists(dir) || !r0.open(dir, kMaxL1Slots).is_ok()) continue;
+    for (uint64_t v : r0.versions()) {
+      auto rec = r0.read_record(v);
+      consider(v, rec ? Result<Manifest>(std::move(rec->manifest)) : Result<Manifest>(rec.status()));
     }
   }
   auto committed = l3::list_committed(ctx.layout);
-  if (!committed.empty() && committed.front().version > newest) {
-    auto bytes = fs::read_file(l3::manifest_path(ctx.layout, committed.front().version, 0));
-    if (bytes) consider(committed.front().version, *bytes);
-  }
-  if (!newest) return "";
-  auto m = decode_manifest(manifest_bytes.data(), manifest_bytes.size());
-  if (!m) return "";  // unreadable here: let the library decide, it reports clearly
-  for (const auto& e : m->regions) {
+  if (!committed.empty() && committed.front().version > newest)
+    consider(committed.front().version, l3::read_manifest(ctx.layout, committed.front().version, 0));
+  if (!newest || !manifest) return "";  // unreadable here: let the library decide, it reports clearly
+  for (const auto& e : manifest->regions) {
     if (e.kind == RegionKind::file) return "file '" + e.name + "' of version " + std::to_string(newest) + " is per-rank";
     if (e.distribution == 0)
       return "region '" + e.name + "' of version " + std::to_string(newest) + " is private (per-rank data)";
