@@ -113,6 +113,17 @@ std::vector<uint64_t> recorded_versions(const std::string& dir) {
   return out;
 }
 
+Result<MappedFile> map_verified_slot(const std::string& dir, const L1Record& rec) {
+  const std::string path = dir + "/" + slot_file_name(rec.slot, SlotFile::data);
+  CAIRN_ASSIGN_OR_RETURN(mapped, MappedFile::open_ro(path));
+  if (mapped.size() < rec.manifest.total_size)
+    return make_error(Code::ERR_CORRUPT, "%s: truncated: %llu bytes, manifest says %llu", path.c_str(),
+                      static_cast<unsigned long long>(mapped.size()),
+                      static_cast<unsigned long long>(rec.manifest.total_size));
+  CAIRN_TRY(verify_stream(rec.manifest, mapped.data(), rec.manifest.total_size));
+  return mapped;
+}
+
 Status CacheStore::open(const std::string& rank_dir, int nslots) {
   dir_ = rank_dir;
   slots_.clear();

@@ -53,6 +53,11 @@ Result<L1Record> decode_l1_record(std::string_view bytes);
 // Versions with a record in the rank directory `dir`, ascending; none when there is no directory.
 std::vector<uint64_t> recorded_versions(const std::string& dir);
 
+// The slot a record names, in the rank directory `dir`, mapped read-only after every chunk was checked
+// against the record's manifest: what a reader outside the job (a tool, the out-of-process flush)
+// reads. ERR_CORRUPT when the slot is shorter than the manifest says or a chunk does not match.
+Result<MappedFile> map_verified_slot(const std::string& dir, const L1Record& rec);
+
 class CacheStore {
  public:
   // Creates the directory if needed. nslots: cache_versions.

@@ -14,6 +14,7 @@
 
 #include "cache/cache_store.hpp"
 #include "cache/snapshot_slot.hpp"
+#include "pfs/cache_to_l3.hpp"
 #include "common.hpp"
 #include "base/fsutil.hpp"
 #include "base/state_file.hpp"
@@ -389,22 +390,6 @@ uint64_t l3_check_bytes(const VersionInfo& v) {
 
 namespace {
 
-std::string slot_path(const L1Copy& c) { return c.rank_dir + "/" + slot_file_name(c.slot, SlotFile::data); }
-
-// The rank's slot against its manifest; the mapping is returned for a caller that writes it out.
-Status check_slot(const L1Copy& c, MappedFile* keep) {
-  auto mapped = MappedFile::open_ro(slot_path(c));
-  if (!mapped) return mapped.status();
-  uint64_t len = std::min<uint64_t>(mapped->size(), c.manifest.total_size);
-  if (mapped->size() < c.manifest.total_size)
-    return make_error(Code::ERR_CORRUPT, "%s: truncated: %llu bytes, manifest says %llu", slot_path(c).c_str(),
-                      static_cast<unsigned long long>(mapped->size()),
-                      static_cast<unsigned long long>(c.manifest.total_size));
-  CAIRN_TRY(verify_stream(c.manifest, mapped->data(), len));
-  if (keep) *keep = std::move(mapped).value();
-  return Status::ok();
-}
-
 void note_bad(LevelCheck* out, const std::string& message) {
   out->state = LevelCheck::State::bad;
   if (out->error.empty()) out->error = message;
@@ -426,7 +411,7 @@ LevelCheck check_l1(const VersionInfo& v, Progress* progress) {
       continue;
     }
     ++out.ranks_checked;
-    Status st = check_slot(*c, nullptr);
+    Status st = map_verified_slot(c->rank_dir, L1Record{c->slot, c->manifest}).status();
     if (progress) progress->add(c->manifest.total_size);
     if (!st.is_ok()) {
       note_bad(&out, "rank " + std::to_string(r) + " (" + node_rank(*c) + ", slot " + std::to_string(c->slot) +
@@ -495,38 +480,17 @@ LevelCheck check_l3(const Layout& layout, const VersionInfo& v, Progress* progre
 // ---- flushing ------------------------------------------------------------------------------------
 
 Status flush_to_l3(const Layout& layout, const VersionInfo& v, Progress* progress) {
-  uint32_t n = v.nranks();
   if (!v.l1_complete())
     return make_error(Code::ERR_NO_CHECKPOINT, "version %llu is not complete in the L1 cache visible here",
                       static_cast<unsigned long long>(v.version));
-  if (v.l3.committed)
-    return make_error(Code::ERR_INVALID_ARG, "version %llu is already committed in %s",
-                      static_cast<unsigned long long>(v.version), layout.prefix.c_str());
-  // An existing uncommitted directory (an earlier flush that failed, or the job's own flush in
-  // flight) is written over, not removed: the bytes are the same, and until COMMIT nothing reads it.
-  for (uint32_t r = 0; r < n; ++r) {
+  std::vector<l3::CachedRank> ranks;
+  for (uint32_t r = 0; r < v.nranks(); ++r) {
     const L1Copy* c = v.l1_copy(r);
-    std::string who = "rank " + std::to_string(r) + " (" + node_rank(*c) + ", slot " + std::to_string(c->slot) + ")";
-    MappedFile slot;
-    CAIRN_TRY(check_slot(*c, &slot).prefixed(who));
-    // One file per rank (the reader reads every layout); a .where record left by an earlier attempt
-    // in another layout would send the reader elsewhere.
-    CAIRN_TRY(fs::remove_file(l3::where_path(layout, v.version, r)));
-    CAIRN_TRY(l3::write_rank(layout, c->manifest, slot.data()).prefixed(who));
-    // The library drops a record before it overwrites the slot: a record still in place after the
-    // write means the bytes written are the ones just checked.
-    CacheStore store;
-    Status opened = store.open(c->rank_dir, kMaxL1Slots);
-    auto again = opened.is_ok() ? store.read_record(v.version) : Result<L1Record>(opened);
-    if (!again || again->slot != c->slot || !(again->manifest == c->manifest))
-      return make_error(Code::ERR_CORRUPT,
-                        "%s: the record of version %llu changed while it was being flushed (is the job still "
-                        "running?)",
-                        who.c_str(), static_cast<unsigned long long>(v.version));
-    if (progress) progress->add(c->manifest.total_size);
+    ranks.push_back({c->rank_dir, L1Record{c->slot, c->manifest}});
   }
-  const Manifest* m0 = v.manifest(0);
-  return l3::commit(layout, v.version, n, m0 ? m0->label : std::string()).prefixed("COMMIT");
+  return l3::flush_from_cache(layout, v.version, ranks, [progress](uint64_t bytes) {
+    if (progress) progress->add(bytes);
+  });
 }
 
 bool job_not_running(const Layout& layout) {
