@@ -139,12 +139,6 @@ TEST(L3Layout, OptionParsing) {
   EXPECT_EQ(*l3::parse_compress("zstd:9"), 9);
   EXPECT_FALSE(l3::parse_compress("zstd:99").is_ok());
   EXPECT_FALSE(l3::parse_compress("gzip").is_ok());
-  l3::Where w{"/x/y", 5, 10, true, {4, 6}};
-  auto back = l3::decode_where(l3::encode_where(w));
-  ASSERT_TRUE(back.is_ok());
-  EXPECT_EQ(back->file, "/x/y");
-  EXPECT_EQ(back->chunk_stored, (std::vector<uint64_t>{4, 6}));
-  EXPECT_FALSE(l3::decode_where("cairn-where 1\nfile /x\ncompress zstd\nstored 5\nchunks 1\n4\n").is_ok());
 }
 
 }  // namespace

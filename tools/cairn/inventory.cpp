@@ -45,20 +45,6 @@ int64_t birth_ns(const std::string& path) {
   return static_cast<int64_t>(sx.stx_btime.tv_sec) * 1000000000 + sx.stx_btime.tv_nsec;
 }
 
-// "<prefix><digits><suffix>" -> digits as a number (L3's rank-<r>.<kind> names).
-bool parse_name(const std::string& name, const std::string& prefix, const std::string& suffix, uint64_t* out) {
-  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
-      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
-    return false;
-  uint64_t x = 0;
-  for (size_t i = prefix.size(); i < name.size() - suffix.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return false;
-    x = x * 10 + static_cast<uint64_t>(name[i] - '0');
-  }
-  *out = x;
-  return true;
-}
-
 std::vector<std::string> sorted_names(const std::string& dir) {
   auto names = fs::list_dir(dir);
   std::vector<std::string> out = names ? *names : std::vector<std::string>();
@@ -135,31 +121,29 @@ void scan_l3(Inventory& inv) {
     std::string commit = l3::commit_path(l, v);
     if (fs::exists(commit)) {
       d.commit_mtime_ns = mtime_ns(commit);
-      try {
-        auto c = l3::read_commit(l, v);
-        if (c) {
-          d.committed = true;
-          d.commit = *c;
-        } else {
-          d.commit_error = c.status().message();
-        }
-      } catch (const std::exception&) {  // a malformed number in COMMIT
-        d.commit_error = commit + ": malformed COMMIT";
+      auto c = l3::read_commit(l, v);
+      if (c) {
+        d.committed = true;
+        d.commit = *c;
+      } else {
+        d.commit_error = c.status().message();
       }
     }
     std::set<uint64_t> data_ranks;
     for (const auto& f : sorted_names(d.dir)) {
       d.bytes += file_size(d.dir + "/" + f);
-      uint64_t r;
-      if (parse_name(f, "rank-", ".data", &r) || parse_name(f, "rank-", ".where", &r)) {
+      uint32_t r;
+      l3::RankFile kind;
+      if (!l3::parse_rank_file_name(f, &r, &kind)) continue;
+      if (kind != l3::RankFile::manifest) {
         if (!data_ranks.insert(r).second) continue;
-        auto w = l3_where(l, v, static_cast<uint32_t>(r));
+        auto w = l3_where(l, v, r);
         int64_t b = w ? birth_ns(w->file) : 0;
         if (b && (!d.data_birth_ns || b < d.data_birth_ns)) d.data_birth_ns = b;
-      } else if (parse_name(f, "rank-", ".manifest", &r)) {
-        auto m = l3::read_manifest(l, v, static_cast<uint32_t>(r));
+      } else {
+        auto m = l3::read_manifest(l, v, r);
         if (m)
-          d.manifests.emplace(static_cast<uint32_t>(r), std::move(m).value());
+          d.manifests.emplace(r, std::move(m).value());
         else
           d.errors.push_back(m.status().message());
       }
