@@ -20,6 +20,24 @@
 
 namespace cairn::history {
 
+std::string path(const Layout& layout) { return layout.control + "/history"; }
+
+const char* level_name(int level) {
+  switch (level) {
+    case 1: return "L1";
+    case 2: return "L2";
+    case 3: return "L3";
+  }
+  return "none";
+}
+
+int level_number(std::string_view name) {
+  if (name == "L1") return 1;
+  if (name == "L2") return 2;
+  if (name == "L3") return 3;
+  return 0;
+}
+
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();

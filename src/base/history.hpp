@@ -22,8 +22,15 @@
 
 namespace cairn::history {
 
-// <prefix>/.cairn/history (defined with the line codec, base/history_line.cpp).
+// The line format this code writes, and the newest it reads ("v" of every line).
+constexpr int kFormat = 1;
+
+// <prefix>/.cairn/history
 std::string path(const Layout& layout);
+
+// "L1", "L2", "L3" for levels 1..3; "none" otherwise. level_number("L2") == 2; 0 when unknown.
+const char* level_name(int level);
+int level_number(std::string_view name);
 
 // What a launch records about itself when it starts.
 struct StartInfo {

@@ -4,24 +4,6 @@
 
 namespace cairn::history {
 
-std::string path(const Layout& layout) { return layout.control + "/history"; }
-
-const char* level_name(int level) {
-  switch (level) {
-    case 1: return "L1";
-    case 2: return "L2";
-    case 3: return "L3";
-  }
-  return "none";
-}
-
-int level_number(std::string_view name) {
-  if (name == "L1") return 1;
-  if (name == "L2") return 2;
-  if (name == "L3") return 3;
-  return 0;
-}
-
 // ---- encoding --------------------------------------------------------------------------------------
 
 namespace {

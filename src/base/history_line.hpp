@@ -1,6 +1,7 @@
 // The line codec of the job history, <prefix>/.cairn/history (docs/format.md, "The job history"): one
-// JSON object per line, written and read through nlohmann_json. The library's Writer (history.hpp)
-// encodes with it; the tools' reader (tools/cairn/history_reader.hpp) decodes with it. No MPI.
+// JSON object per line, written and read through nlohmann_json. The library's Writer (history.hpp, which
+// also holds the format number and the level names) encodes with it; the tools' reader
+// (tools/cairn/history_reader.hpp) decodes with it. No MPI.
 #pragma once
 
 #include <cstdint>
@@ -10,20 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/layout.hpp"
+#include "base/history.hpp"
 #include "base/status.hpp"
 
 namespace cairn::history {
-
-// The line format this code writes, and the newest it reads ("v" of every line).
-constexpr int kFormat = 1;
-
-// <prefix>/.cairn/history
-std::string path(const Layout& layout);
-
-// "L1", "L2", "L3" for levels 1..3; "none" otherwise. level_number("L2") == 2; 0 when unknown.
-const char* level_name(int level);
-int level_number(std::string_view name);
 
 // Builds one line: {"v":1,"ev":"<event>", then the fields in the order added, then "}\n". Integers are
 // written exactly (nanosecond times need 61 bits: not a double); a real that is not finite is null;
