@@ -23,6 +23,13 @@ Status check_whole(uint64_t version, const std::vector<CachedRank>& ranks) {
   return Status::ok();
 }
 
+// "node1/r2": the rank directory as the tools name it.
+std::string short_name(const std::string& rank_dir) {
+  size_t last = rank_dir.rfind('/');
+  size_t before = last == std::string::npos || last == 0 ? std::string::npos : rank_dir.rfind('/', last - 1);
+  return before == std::string::npos ? rank_dir : rank_dir.substr(before + 1);
+}
+
 }  // namespace
 
 Status flush_from_cache(const Layout& layout, uint64_t version, const std::vector<CachedRank>& ranks,
@@ -33,7 +40,7 @@ Status flush_from_cache(const Layout& layout, uint64_t version, const std::vecto
                       static_cast<unsigned long long>(version), layout.prefix.c_str());
   for (uint32_t r = 0; r < ranks.size(); ++r) {
     const CachedRank& c = ranks[r];
-    const std::string who = "rank " + std::to_string(r) + " (" + c.rank_dir + ", slot " + std::to_string(c.record.slot) + ")";
+    const std::string who = "rank " + std::to_string(r) + " (" + short_name(c.rank_dir) + ", slot " + std::to_string(c.record.slot) + ")";
     auto slot = map_verified_slot(c.rank_dir, c.record);
     if (!slot) return slot.status().prefixed(who);
     // One file per rank (the reader reads every layout); a .where record left by an earlier attempt in
