@@ -361,25 +361,12 @@ class LevelBench {
   // check the level it came from and the bytes it restored.
   std::vector<double> timed_restarts(const char* redundancy, int flush_every, uint64_t hash, int want_level,
                                      const std::function<void()>& lose) {
-    static const char* kLevel[] = {"none", "L1", "L2", "L3"};
     std::vector<double> times;
     for (int i = 0; i < o_.reps; ++i) {
-      barrier();
-      if (g_rank == 0) lose();
-      memset(state_, 0, size_);  // pages stay faulted in; the restart must bring every byte back
-      barrier();
-      open_session(redundancy, flush_every);
-      barrier();
-      double t0 = now();
-      CHECK_CAIRN(cairn_restart());
-      double t = max_over_ranks(now() - t0);
-      int version = 0, level = 0;
-      CHECK_CAIRN(cairn_restart_level(&version, &level));
-      session_.close();
-      if (level != want_level)
-        die("restart came from %s, expected %s", kLevel[std::clamp(level, 0, 3)], kLevel[want_level]);
-      if (XXH3_64bits(state_, size_) != hash) die("restart from %s restored different bytes", kLevel[want_level]);
-      times.push_back(t);
+      auto r = session_.timed_restart(redundancy, flush_every, want_level, lose, [this] { memset(state_, 0, size_); },
+                                      [this] { CHECK_CAIRN(cairn_protect("state", state_, size_, CAIRN_BYTE)); });
+      if (XXH3_64bits(state_, size_) != hash) die("restart from L%d restored different bytes", want_level);
+      times.push_back(r.seconds);
     }
     return times;
   }

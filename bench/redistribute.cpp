@@ -135,31 +135,18 @@ class RedistributeStage {
   // (slowest rank); the level must be want_level and every rank's piece must hash to what it should
   // hold. Global bytes per second; the library's restart lines of rank 0's last repetition.
   json timed_field_restarts(const char* redundancy, int want_level, const std::function<void()>& lose) {
-    static const char* kLevel[] = {"none", "L1", "L2", "L3"};
     std::vector<double> times;
     std::string lines;
     for (int i = 0; i < o_.reps; ++i) {
-      barrier();
-      if (g_rank == 0) lose();
-      memset(field_, 0, count_ * 8);
-      barrier();
-      session_.open(redundancy, 1, protect_);
-      barrier();
-      double t0 = now();
-      CHECK_CAIRN(cairn_restart());
-      double t = max_over_ranks(now() - t0);
-      int version = 0, level = 0;
-      CHECK_CAIRN(cairn_restart_level(&version, &level));
-      std::string log = session_.close();
-      if (level != want_level)
-        die("restart on %d ranks came from %s, expected %s", g_nranks, kLevel[std::clamp(level, 0, 3)], kLevel[want_level]);
+      auto restart = session_.timed_restart(redundancy, 1, want_level, lose, [this] { memset(field_, 0, count_ * 8); },
+                                            protect_);
       int ok = XXH3_64bits(field_, count_ * 8) == expect_hash_ ? 1 : 0, all = 0;
       CHECK_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-      if (!all) die("restart on %d ranks from %s restored different bytes (rank %d: %s)", g_nranks, kLevel[want_level],
-                    g_rank, ok ? "right" : "wrong");
-      times.push_back(t);
+      if (!all) die("restart on %d ranks from L%d restored different bytes (rank %d: %s)", g_nranks, want_level, g_rank,
+                    ok ? "right" : "wrong");
+      times.push_back(restart.seconds);
       lines.clear();
-      std::istringstream in(log);
+      std::istringstream in(restart.log);
       for (std::string line; std::getline(in, line);)
         if (line.find("restart") != std::string::npos) lines += line + "\n";
     }

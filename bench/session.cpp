@@ -1,5 +1,6 @@
 #include "session.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -55,6 +56,28 @@ std::string Session::close() {
   for (std::string line; std::getline(in, line);)
     if (o_.verbose || line.find(" info: ") == std::string::npos) fprintf(stderr, "%s\n", line.c_str());
   return log;
+}
+
+Session::Restart Session::timed_restart(const char* redundancy, int flush_every, int want_level,
+                                       const std::function<void()>& lose, const std::function<void()>& clear,
+                                       const std::function<void()>& protect) {
+  static const char* kLevel[] = {"none", "L1", "L2", "L3"};
+  barrier();
+  if (g_rank == 0) lose();
+  clear();
+  barrier();
+  open(redundancy, flush_every, protect);
+  barrier();
+  double t0 = now();
+  CHECK_CAIRN(cairn_restart());
+  Restart r;
+  r.seconds = max_over_ranks(now() - t0);
+  int version = 0, level = 0;
+  CHECK_CAIRN(cairn_restart_level(&version, &level));
+  r.log = close();
+  if (level != want_level)
+    die("restart on %d ranks came from %s, expected %s", g_nranks, kLevel[std::clamp(level, 0, 3)], kLevel[want_level]);
+  return r;
 }
 
 StageTimes history_stage_times(const Session& s, uint64_t first_version) {

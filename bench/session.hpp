@@ -31,6 +31,17 @@ class Session {
   // them with --verbose).
   std::string close();
 
+  // One timed restart: `lose` on rank 0 (what the failure took), `clear` on every rank (the regions
+  // zeroed: the restart must bring every byte back), a fresh session, cairn_restart timed (the slowest
+  // rank's). Ends the job unless the version came from `want_level` (CAIRN_LEVEL_*). The time and the
+  // session's log.
+  struct Restart {
+    double seconds = 0;
+    std::string log;
+  };
+  Restart timed_restart(const char* redundancy, int flush_every, int want_level, const std::function<void()>& lose,
+                        const std::function<void()>& clear, const std::function<void()>& protect);
+
  private:
   const Options& o_;
   std::string dir_, prefix_, cache_job_;

@@ -10,20 +10,6 @@
 namespace cairn {
 namespace {
 
-// Decimal digits as written by std::to_string: no sign, no leading zero (but "0"), within `max`.
-bool parse_decimal(std::string_view digits, uint64_t max, uint64_t* out) {
-  if (digits.empty() || (digits.size() > 1 && digits[0] == '0')) return false;
-  uint64_t x = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return false;
-    uint64_t d = static_cast<uint64_t>(c - '0');
-    if (x > (max - d) / 10) return false;
-    x = x * 10 + d;
-  }
-  *out = x;
-  return true;
-}
-
 const char* suffix_of(VersionFile kind) {
   switch (kind) {
     case VersionFile::record: return ".l1";

@@ -27,20 +27,6 @@ std::string rank_file(const Layout& l, uint64_t v, uint32_t rank, RankFile kind)
   return l.l3_version_dir(v) + "/rank-" + std::to_string(rank) + suffix_of(kind);
 }
 
-// Decimal as std::to_string writes it (no sign, no leading zero but "0"), at most `max`.
-bool parse_decimal(std::string_view digits, uint64_t max, uint64_t* out) {
-  if (digits.empty() || (digits.size() > 1 && digits[0] == '0')) return false;
-  uint64_t x = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return false;
-    uint64_t d = static_cast<uint64_t>(c - '0');
-    if (x > (max - d) / 10) return false;
-    x = x * 10 + d;
-  }
-  *out = x;
-  return true;
-}
-
 }  // namespace
 
 std::string data_path(const Layout& l, uint64_t v, uint32_t rank) { return rank_file(l, v, rank, RankFile::data); }

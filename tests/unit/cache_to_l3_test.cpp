@@ -10,6 +10,7 @@
 
 #include "base/fsutil.hpp"
 #include "pfs/l3_store.hpp"
+#include "stream_manifest.hpp"
 
 namespace cairn {
 namespace {
@@ -34,19 +35,8 @@ class CacheToL3 : public ::testing::Test {
       std::string data(1000 + 77 * r, '\0');
       std::mt19937_64 rng(v * 100 + r);
       for (auto& c : data) c = static_cast<char>(rng());
-      Manifest m;
-      m.version = v;
-      m.label = "ckpt." + std::to_string(v);
-      m.rank = r;
-      m.nranks = n;
-      m.node = "node" + std::to_string(r);
-      m.chunk_size = 256;
-      m.total_size = data.size();
-      RegionEntry e;
-      e.name = "x";
-      e.count = e.size = data.size();
-      m.regions.push_back(e);
-      m.chunk_hashes = chunk_hashes(data.data(), data.size(), m.chunk_size);
+      Manifest m = stream_manifest(data, {.version = v, .rank = r, .nranks = n, .chunk_size = 256,
+                                          .node = "node" + std::to_string(r), .label = "ckpt." + std::to_string(v)});
       CacheStore store;
       const std::string dir = rank_dir(layout_, m.node, r);
       EXPECT_TRUE(store.open(dir, 2).is_ok());

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "fuzz.hpp"
+#include "stream_manifest.hpp"
 
 namespace cairn {
 namespace {
@@ -100,21 +101,7 @@ TEST(L1NamesFuzz, RandomAndMutatedNamesNeverCrash) {
 }
 
 Manifest small_manifest(uint64_t v) {
-  Manifest m;
-  m.version = v;
-  m.label = "ckpt";
-  m.rank = 1;
-  m.nranks = 2;
-  m.node = "node0";
-  m.chunk_size = 4;
-  std::string data = "0123456789";
-  m.total_size = data.size();
-  RegionEntry e;
-  e.name = "x";
-  e.count = e.size = data.size();
-  m.regions.push_back(e);
-  m.chunk_hashes = chunk_hashes(data.data(), data.size(), m.chunk_size);
-  return m;
+  return stream_manifest("0123456789", {.version = v, .rank = 1, .nranks = 2, .chunk_size = 4, .node = "node0", .label = "ckpt"});
 }
 
 TEST(L1Record, SlotThenManifest) {

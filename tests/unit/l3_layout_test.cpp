@@ -10,6 +10,7 @@
 #include "base/fsutil.hpp"
 #include "pfs/l3_store.hpp"
 #include "damage.hpp"
+#include "stream_manifest.hpp"
 
 namespace cairn {
 namespace {
@@ -38,21 +39,7 @@ std::string stream_of(uint32_t rank, uint64_t version) {
 }
 
 Manifest manifest_of(uint64_t v, uint32_t rank, uint32_t nranks, const std::string& data) {
-  Manifest m;
-  m.version = v;
-  m.rank = rank;
-  m.nranks = nranks;
-  m.node = "n" + std::to_string(rank / 2);
-  m.chunk_size = 4096;
-  m.total_size = data.size();
-  if (!data.empty()) {
-    RegionEntry e;
-    e.name = "x";
-    e.count = e.size = data.size();
-    m.regions.push_back(e);
-  }
-  m.chunk_hashes = chunk_hashes(data.data(), data.size(), m.chunk_size);
-  return m;
+  return stream_manifest(data, {.version = v, .rank = rank, .nranks = nranks, .node = "n" + std::to_string(rank / 2), .label = ""});
 }
 
 void write_version(const Layout& l, const std::string& root, const Case& c, uint64_t v, uint32_t nranks) {
