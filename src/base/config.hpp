@@ -44,6 +44,9 @@ struct Config {
   uint64_t chunk_size = 1 << 20;       // checksum granularity (bytes)
   uint64_t exchange_chunk = 4 << 20;   // L2 exchange pipeline unit (bytes)
   std::string job;              // job name in the cache path; default derived from prefix
+  std::string app_name;         // the application in the prefix's identity; default: the executable's name
+  bool adopt = false;           // take over a prefix of another identity
+  double lease_seconds = 60;    // the hold on the prefix without renewal
 };
 
 // A knob as declared in the table (for listings and docs).

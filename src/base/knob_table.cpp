@@ -142,6 +142,21 @@ const std::vector<Knob>& knobs() {
        .description = "Name of the job in the cache path (cache_dir/cairn-JOB). Empty derives it "
                       "from the absolute prefix, so a relaunch finds its level-1 cache again. Set it "
                       "when the same job reaches its prefix by different paths."},
+      {.name = "app_name", .kind = Kind::string, .member = &Config::app_name, .default_text = "",
+       .default_doc = "the executable's name",
+       .description = "The application's name in the prefix's identity: the first launch on a prefix "
+                      "records the job and this name, and a later job of another identity is refused "
+                      "there (see adopt), so that no job restarts from, or prunes, another's checkpoints."},
+      {.name = "adopt", .kind = Kind::boolean, .member = &Config::adopt, .default_text = "false",
+       .description = "Take over a prefix whose checkpoints were written under another identity (a new "
+                      "build of the same code, a renamed job): its versions become this job's, to "
+                      "restart from and to prune. Leave it off otherwise."},
+      {.name = "lease_seconds", .kind = Kind::floating, .member = &Config::lease_seconds,
+       .default_text = "60", .min = 5,
+       .description = "How long the job's hold on its prefix lasts without renewal (rank 0 renews it "
+                      "every third of this). A second job on the prefix is refused while the lease "
+                      "runs; a holder that is gone is taken over at once where its process can be "
+                      "checked (same host), else once its lease ran out."},
   };
   return table;
 }
@@ -149,6 +164,7 @@ const std::vector<Knob>& knobs() {
 const std::vector<const char*>& non_knob_variables() {
   static const std::vector<const char*> names = {
     "CAIRN_CONFIG",    "CAIRN_INJECT",       "CAIRN_INJECT_DIR",  "CAIRN_MPIRUN",
+    "CAIRN_RUN_ID",  // set by `cairn run` for its ranks: a relaunch takes over the prefix from its earlier attempt
     "CAIRN_MPIRUN_ARGS", "CAIRN_LAUNCHER", "CAIRN_SRUN", "CAIRN_SRUN_ARGS", "CAIRN_BENCH_CHILD",
     "CAIRN_TEST_NO_SRUN",  // read at configure time by cmake/CairnMpiTest.cmake
     // read by scripts/slurm-cluster.sh (the one-host test cluster)

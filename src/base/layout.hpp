@@ -18,6 +18,9 @@ struct Layout {
   std::string state_file() const { return control + "/state"; }
   std::string halt_file() const { return control + "/halt"; }
   std::string inject_dir() const { return control + "/inject"; }
+  // Prefix ownership (base/prefix_owner.hpp): the job holding the prefix, and whose checkpoints it holds.
+  std::string owner_file() const { return control + "/owner"; }
+  std::string identity_file() const { return control + "/identity"; }
   // Process migration (docs/migration.md): `cairn run`'s launcher file, `cairn migrate`'s request,
   // and the launcher's answer to it.
   std::string launcher_file() const { return control + "/launcher"; }

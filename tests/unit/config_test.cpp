@@ -180,6 +180,9 @@ log = "debug"
 chunk_size = "256K"
 exchange_chunk = 8388608
 job = "heat2d"
+app_name = "heat2d-v2"
+adopt = true
+lease_seconds = 30
 )";
 
 void expect_every_knob_set(const Config& c) {
@@ -207,6 +210,9 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.chunk_size, 256u * 1024);
   EXPECT_EQ(c.exchange_chunk, 8u << 20);
   EXPECT_EQ(c.job, "heat2d");
+  EXPECT_EQ(c.app_name, "heat2d-v2");
+  EXPECT_TRUE(c.adopt);
+  EXPECT_EQ(c.lease_seconds, 30.0);
 }
 
 TEST_F(ConfigFile, EveryKnobAtTopLevel) {

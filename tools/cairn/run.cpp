@@ -2,10 +2,13 @@
 // chosen checkpoint (failure injection), deletes that node's cache, relaunches, and reports where each
 // attempt restarted from. The user guide is docs/launcher.md. This file: the command, its options and
 // the attempt loop; the other parts are listed in run_job.hpp.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <set>
 #include <string>
@@ -13,6 +16,7 @@
 
 #include "base/fsutil.hpp"
 #include "base/log.hpp"
+#include "base/prefix_owner.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "launcher.hpp"
@@ -24,6 +28,32 @@ namespace cairn::tool {
 namespace {
 
 // ---- checking the options -------------------------------------------------------------------------
+
+// This `cairn run`: host, pid and start time, so that two runs never share an id.
+std::string this_run_id() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0 || !host[0]) snprintf(host, sizeof host, "localhost");
+  return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(time(nullptr));
+}
+
+// The prefix must not be held by another live job (base/prefix_owner.hpp); the job checks again at
+// cairn_init, this says so before anything is launched.
+Status check_prefix_free(const Layout& layout, const std::string& run_id) {
+  if (!fs::exists(layout.owner_file())) return Status::ok();
+  auto text = fs::read_file(layout.owner_file());
+  auto holder = text ? decode_holder(*text) : Result<PrefixHolder>(text.status());
+  if (!holder) return Status::ok();  // unreadable: the job takes it over, with a warning
+  PrefixHolder me;
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0 || !host[0]) snprintf(host, sizeof host, "localhost");
+  me.host = host;
+  me.pid = getpid();
+  me.run = run_id;
+  const bool alive = holder->host == me.host && process_alive(holder->pid);
+  ClaimDecision d = decide_claim(*holder, me, static_cast<int64_t>(time(nullptr)) * 1000000000LL, alive, layout.prefix);
+  if (d.claim == Claim::held) return Status(Code::ERR_PREFIX_IN_USE, "cairn run: " + d.why);
+  return Status::ok();
+}
 
 Status check_options(const RunOptions& o, const Invocation& inv) {
   if (o.nranks < 1) return make_error(Code::ERR_INVALID_ARG, "-n %d: the job needs at least one rank", o.nranks);
@@ -77,6 +107,11 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
   log::set_level(loaded->config.log_level);
   ctx.layout = make_layout(loaded->config);
   ctx.spec.multi_prog_file = ctx.layout.control + "/srun-multi-prog.conf";  // written per attempt, for srun
+  // One job per prefix (docs/launcher.md): refuse before launching when another live job holds it; the
+  // ranks of every attempt carry this run's id, so a relaunch takes the prefix over from its earlier one.
+  const std::string run_id = this_run_id();
+  setenv("CAIRN_RUN_ID", run_id.c_str(), 1);  // mpirun and srun pass it on to every rank
+  CAIRN_TRY(check_prefix_free(ctx.layout, run_id));
   if (log::level() >= log::Level::info)
     fprintf(stderr, "cairn run: launcher: %s (%s)\n", launcher_name(ctx.spec.launcher), launcher_reason->c_str());
 
