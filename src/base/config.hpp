@@ -1,4 +1,4 @@
-// Configuration: every knob is declared once in the table in config.cpp (name, type, default,
+// Configuration: every knob is declared once in the table in knob_table.cpp (name, type, default,
 // bounds, description). From that table come the parser (TOML file + CAIRN_* environment), the
 // validation, `cairn config --list`, the docs' table (docs/config.md) and the sample config.
 // Precedence: environment over config file over default.

@@ -12,15 +12,82 @@
 
 namespace cairn::l3 {
 
-std::string data_path(const Layout& l, uint64_t v, uint32_t rank) {
-  return l.l3_version_dir(v) + "/rank-" + std::to_string(rank) + ".data";
+namespace {
+
+const char* suffix_of(RankFile kind) {
+  switch (kind) {
+    case RankFile::data: return ".data";
+    case RankFile::manifest: return ".manifest";
+    case RankFile::where: return ".where";
+  }
+  return "";
 }
+
+std::string rank_file(const Layout& l, uint64_t v, uint32_t rank, RankFile kind) {
+  return l.l3_version_dir(v) + "/rank-" + std::to_string(rank) + suffix_of(kind);
+}
+
+}  // namespace
+
+std::string data_path(const Layout& l, uint64_t v, uint32_t rank) { return rank_file(l, v, rank, RankFile::data); }
 std::string manifest_path(const Layout& l, uint64_t v, uint32_t rank) {
-  return l.l3_version_dir(v) + "/rank-" + std::to_string(rank) + ".manifest";
+  return rank_file(l, v, rank, RankFile::manifest);
 }
 std::string commit_path(const Layout& l, uint64_t v) { return l.l3_version_dir(v) + "/COMMIT"; }
-std::string where_path(const Layout& l, uint64_t v, uint32_t rank) {
-  return l.l3_version_dir(v) + "/rank-" + std::to_string(rank) + ".where";
+std::string where_path(const Layout& l, uint64_t v, uint32_t rank) { return rank_file(l, v, rank, RankFile::where); }
+
+bool parse_rank_file_name(std::string_view name, uint32_t* rank, RankFile* kind) {
+  constexpr std::string_view kPrefix = "rank-";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return false;
+  name.remove_prefix(kPrefix.size());
+  size_t dot = name.find('.');
+  if (dot == std::string_view::npos) return false;
+  for (RankFile k : {RankFile::data, RankFile::manifest, RankFile::where}) {
+    uint64_t r = 0;
+    if (name.substr(dot) == suffix_of(k) && parse_decimal(name.substr(0, dot), UINT32_MAX, &r)) {
+      *rank = static_cast<uint32_t>(r);
+      *kind = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string encode_commit(const Committed& c) {
+  std::string label = c.label;
+  std::replace(label.begin(), label.end(), '\n', ' ');
+  return "cairn-commit 1\nversion " + std::to_string(c.version) + "\nnranks " + std::to_string(c.nranks) +
+         "\nlabel " + label + "\n";
+}
+
+Result<Committed> decode_commit(std::string_view text) {
+  size_t nl = text.find('\n');
+  std::string_view head = text.substr(0, nl);
+  constexpr std::string_view kMagic = "cairn-commit ";
+  uint64_t format = 0;
+  if (head.substr(0, kMagic.size()) != kMagic || !parse_decimal(head.substr(kMagic.size()), UINT32_MAX, &format) ||
+      format < 1)
+    return make_error(Code::ERR_FORMAT, "not a cairn COMMIT file");
+  Committed c;
+  bool have_version = false, have_nranks = false;
+  while (nl != std::string_view::npos) {
+    text.remove_prefix(nl + 1);
+    nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    size_t sp = line.find(' ');
+    std::string_view key = line.substr(0, sp), value = sp == std::string_view::npos ? "" : line.substr(sp + 1);
+    uint64_t n = 0;
+    if (key == "version") {
+      have_version = parse_decimal(value, UINT64_MAX, &c.version);
+    } else if (key == "nranks") {
+      have_nranks = parse_decimal(value, UINT32_MAX, &n);
+      c.nranks = static_cast<uint32_t>(n);
+    } else if (key == "label") {
+      c.label = std::string(value);
+    }
+  }
+  if (!have_version || !have_nranks) return make_error(Code::ERR_CORRUPT, "incomplete COMMIT");
+  return c;
 }
 
 Result<RankPlacement> place_rank(const Layout& l, const Manifest& m, uint64_t stored, const WriteOptions* opts) {
@@ -109,38 +176,16 @@ Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
 }
 
 Status commit(const Layout& l, uint64_t v, uint32_t nranks, const std::string& label) {
-  std::ostringstream os;
-  os << "cairn-commit 1\nversion " << v << "\nnranks " << nranks << "\nlabel " << label << "\n";
-  return fs::write_file_atomic(commit_path(l, v), os.str(), true);
+  return fs::write_file_atomic(commit_path(l, v), encode_commit({v, nranks, label}), true);
 }
 
 Result<Committed> read_commit(const Layout& l, uint64_t v) {
   CAIRN_ASSIGN_OR_RETURN(text, fs::read_file(commit_path(l, v)));
-  std::istringstream is(text);
-  std::string key, magic;
-  int fmt = 0;
-  is >> magic >> fmt;
-  if (magic != "cairn-commit" || fmt < 1)
-    return make_error(Code::ERR_FORMAT, "%s: not a cairn COMMIT file", commit_path(l, v).c_str());
-  Committed c;
-  bool have_version = false, have_nranks = false;
-  std::string line;
-  std::getline(is, line);
-  auto number = [](const std::string& text, uint64_t* out) {
-    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 19) return false;
-    *out = std::stoull(text);
-    return true;
-  };
-  while (std::getline(is, line)) {
-    auto sp = line.find(' ');
-    std::string k = line.substr(0, sp), val = sp == std::string::npos ? "" : line.substr(sp + 1);
-    uint64_t n = 0;
-    if (k == "version") have_version = number(val, &c.version);
-    else if (k == "nranks") have_nranks = number(val, &n) && n <= UINT32_MAX, c.nranks = static_cast<uint32_t>(n);
-    else if (k == "label") c.label = val;
-  }
-  if (!have_version || !have_nranks || c.version != v)
-    return make_error(Code::ERR_CORRUPT, "%s: incomplete or inconsistent COMMIT", commit_path(l, v).c_str());
+  auto c = decode_commit(text);
+  if (!c) return c.status().prefixed(commit_path(l, v));
+  if (c->version != v)
+    return make_error(Code::ERR_CORRUPT, "%s: incomplete or inconsistent COMMIT (version %llu)", commit_path(l, v).c_str(),
+                      static_cast<unsigned long long>(c->version));
   return c;
 }
 

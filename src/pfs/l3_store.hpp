@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/fsutil.hpp"
@@ -22,6 +23,18 @@ struct Committed {
   uint32_t nranks = 0;
   std::string label;
 };
+
+// COMMIT's text (docs/format.md, "L3"): "cairn-commit 1", then "version N", "nranks P" and "label L"
+// lines. A line break in the label is written as a space.
+std::string encode_commit(const Committed& c);
+// ERR_FORMAT: not a COMMIT file; ERR_CORRUPT: its version or nranks is missing or malformed. Lines it
+// does not know are skipped (a newer writer's).
+Result<Committed> decode_commit(std::string_view text);
+
+// The files of a rank in a version directory: rank-<r>.data, rank-<r>.manifest, rank-<r>.where. The
+// parser accepts exactly the names data_path/manifest_path/where_path make.
+enum class RankFile { data, manifest, where };
+bool parse_rank_file_name(std::string_view name, uint32_t* rank, RankFile* kind);
 
 std::string data_path(const Layout& l, uint64_t v, uint32_t rank);
 std::string manifest_path(const Layout& l, uint64_t v, uint32_t rank);
