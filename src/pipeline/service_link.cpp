@@ -50,8 +50,12 @@ std::string ServiceLink::agent_where() const {
 }
 
 Result<uint64_t> ServiceLink::submit(uint64_t version, const Manifest& manifest, const uint8_t* data, int slot,
-                                     const l3::RankPlacement& place) {
+                                     const l3::RankPlacement& place, int zstd_level) {
+  if (zstd_level < 0 || zstd_level > 19 || (zstd_level > 0 && (!place.recorded || place.shared)))
+    return make_error(Code::ERR_INVALID_ARG, "ServiceLink::submit: compression level %d for this placement",
+                      zstd_level);
   LinkJob j;
+  j.zstd_level = zstd_level;
   j.version = version;
   j.manifest = manifest;
   j.manifest_bytes = encode_manifest(manifest);

@@ -22,6 +22,7 @@ struct LinkJob {
   const uint8_t* data = nullptr;
   int slot = 0;
   l3::RankPlacement place;
+  int zstd_level = 0;
   ServiceLink::JobState state = ServiceLink::JobState::pending;
   Status outcome;
   bool sent = false;          // the current agent has it

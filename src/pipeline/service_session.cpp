@@ -154,6 +154,7 @@ void ServiceLink::Impl::send_jobs() {
       f.slot_key = (*mr)->key();
     }
     f.placed = j.place.recorded ? (j.place.shared ? 2 : 1) : 0;
+    f.zstd_level = static_cast<uint8_t>(j.zstd_level);
     if (j.place.recorded) {
       f.file = j.place.where.file;
       f.offset = j.place.where.offset;

@@ -10,8 +10,15 @@
 
 #include "base/log.hpp"
 #include "service/daemon.hpp"
+#include "service/stage_chain.hpp"
 
 namespace cairn::service {
+
+std::string ControllerOptions::chain_for(const std::string& name) const {
+  auto it = chains.find(name);
+  if (it == chains.end()) it = chains.find("*");
+  return it != chains.end() ? it->second : std::string(kDefaultChain);
+}
 
 int run_controller(const ControllerOptions& o) {
   Controller c(o);

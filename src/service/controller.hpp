@@ -31,6 +31,9 @@ struct ControllerOptions {
   std::vector<std::string> allow_prefixes;  // applications' prefixes must lie under one (empty: anywhere)
   Policy policy = Policy::stacking;
   uint32_t max_agents_per_app = 64;
+  std::map<std::string, std::string> chains;  // application name ("*": the others) -> its agents' chain
+  // The chain of application `name`: its own, else "*"'s, else the default (stage_chain.hpp).
+  std::string chain_for(const std::string& name) const;
 };
 
 int run_controller(const ControllerOptions& o);

@@ -165,6 +165,7 @@ void Controller::start_slots(AppRec& app, const std::vector<uint32_t>& slots) {
     sa.pool_bytes = app.reg.pool_bytes;
     sa.provider = app.reg.provider;
     sa.turnstile_width = app.reg.turnstile_width;
+    sa.chain = o_.chain_for(app.reg.app_name);
     send(m.peer, wire::frame(sa));
     LOG_INFO("agent %llu for application %llu slot %u on manager %s (%s)", static_cast<unsigned long long>(a.id),
              static_cast<unsigned long long>(app.id), a.slot, m.name.c_str(), a.why.c_str());

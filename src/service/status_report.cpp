@@ -80,6 +80,7 @@ std::string Controller::status_json() const {
                     {"bytes_per_version", bytes},
                     {"interval_s", app.interval_s},
                     {"mode", wire::mode_name(app.reg.mode)},
+                    {"chain", o_.chain_for(app.reg.app_name)},
                     {"provider", app.reg.provider},
                     {"chunk_size", app.reg.chunk_size},
                     {"buffer_pool", app.reg.pool_bytes},
