@@ -532,7 +532,7 @@ class Test:
         app_a.wait()
         check_job(self, app_a, reference(self, "synthetic", app_a.app_args))
         logs = svc.logs()
-        for words in ["not a cairn service message", "wrong key", "protocol version 2"]:
+        for words in ["not a cairn service message", "wrong key", "protocol version 1"]:
             if words not in logs:
                 fail(f"the daemons' logs do not record '{words}'")
 
@@ -548,7 +548,7 @@ class Test:
                               "--work-dir", work, "--log-level", "debug"])
         try:
             for garbage in [b"\x00" * 40, W.frame("manager_welcome", b"\x01"),
-                            W.frame("start_agent", b"\x00" * 12, version=1)]:
+                            W.frame("start_agent", b"\x00" * 12, version=W.PROTOCOL)]:
                 conn, _ = lst.accept()
                 conn.settimeout(30)
                 conn.recv(4096)  # its manager_hello

@@ -70,7 +70,9 @@ int main(int argc, char** argv) {
   ctl->add_option("--allow-prefix", allow,
                   "Accept only applications whose prefix and data prefixes lie under this directory (repeatable; "
                   "default: anywhere the service's user may write)");
-  ctl->add_option("--placement", placement, "Agent placement policy: stacking (fill one checkpoint node first)")
+  ctl->add_option("--placement", placement,
+                  "Agent placement policy: stacking (fill one checkpoint node first), bandwidth (the node with the "
+                  "most free measured bandwidth) or interval (the node with the least checkpoint traffic)")
       ->capture_default_str();
   ctl->add_option("--max-agents-per-app", max_agents, "At most this many agents per application")
       ->capture_default_str()->check(CLI::Range(1u, 4096u));
