@@ -241,6 +241,7 @@ void ServiceLink::Impl::connect_controller() {
   }
   ctl = std::make_unique<wire::Connection>(std::move(*fd), s.controller.str());
   reported_bytes = 0;  // a new controller knows nothing yet
+  reported_interval = 0;
   if (!ep) {
     fabric::EndpointOptions eo;
     eo.provider = s.provider;

@@ -11,6 +11,9 @@ Cases (--case):
                      the versions go through the service again once a controller is back on its port
   bad_input          malformed and wrong-key messages at the controller, an agent and a manager; an
                      application trying another's data: all refused and logged, every daemon keeps running
+  three_apps         --placement interval: three synthetic applications of different sizes started one after
+                     the other on two managers; each agent goes where the checkpoint traffic is least, as
+                     `cairn status --json` shows and explains
   chain              heat2d with compress=zstd, its chain on the controller verify,compress,write and the test
                      plugin writing a second copy (tests/plugins/second_copy.c): the agents write the
                      compressed L3 copy, the plugin a second one that `cairn verify` finds good
@@ -191,9 +194,9 @@ class Job:
         return re.findall(r"^\S* ?cairn\[0\] info: version (\d+): .*L3 [\d.]+ ms \([\d.]+ GB/s, (\w+)\)", self.output(), re.M)
 
 
-def reference(t, app, args=None):
-    """The failure-free result of `app` with `args` on 4 ranks (any rank count gives the same), cached per
-    build; --sleep-ms does not change it and is left out."""
+def reference(t, app, args=None, np=4):
+    """The failure-free result of `app` with `args` on `np` ranks (heat2d: any rank count gives the same),
+    cached per build; --sleep-ms does not change it and is left out."""
     if app == "heat2d":
         ns = argparse.Namespace(build=t.build, np=4, env=[], scheme="single", flush_every=4, name="service-reference",
                                 app="c", app2=None)
@@ -202,7 +205,8 @@ def reference(t, app, args=None):
     if "--sleep-ms" in args:
         i = args.index("--sleep-ms")
         del args[i:i + 2]
-    path = os.path.join(t.build, "tests", "integration", "synthetic-reference-" + "-".join(args[1::2]) + ".txt")
+    path = os.path.join(t.build, "tests", "integration", "synthetic-reference-" + "-".join(args[1::2]) +
+                        ("" if np == 4 else f"-np{np}") + ".txt")
     if os.path.exists(path):
         return open(path).read().strip()
     work = os.path.join(t.work, "synthetic-reference")
@@ -211,7 +215,7 @@ def reference(t, app, args=None):
                CAIRN_JOB=f"synthetic-ref-{os.getpid()}", CAIRN_REDUNDANCY="single", OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = [os.environ.get("CAIRN_MPIRUN") or "mpirun", *env.get("CAIRN_MPIRUN_ARGS", "--oversubscribe").split(),
-           "-np", "4", t.synthetic, *args, "--checkpoint-every", "0", "--no-restart"]
+           "-np", str(np), t.synthetic, *args, "--checkpoint-every", "0", "--no-restart"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     shutil.rmtree(work, ignore_errors=True)
     m = re.findall(r"^result ([0-9a-f]{16})$", p.stdout, re.M)
@@ -370,6 +374,52 @@ class Test:
         if v.returncode != 0:
             fail(f"cairn verify of the plugin's second copy exited {v.returncode}")
         say(f"the plugin's second copy: {checked} versions, cairn verify good")
+
+    def case_three_apps(self):
+        self.service = Service(self.build, os.path.join(self.work, "svc"), managers=2,
+                               controller_args=["--placement", "interval"])
+        # The same interval (a version to L3 every 20 iterations of >= 20 ms), 4 MiB, 1 MiB and 2 MiB per rank:
+        # A's traffic is four times B's. Each runs until the next has registered.
+        sizes = {"A": ("4M", 600), "B": ("1M", 450), "C": ("2M", 200)}
+        jobs, agent_of = {}, {}
+        for name, (size, iters) in sizes.items():
+            args = ["--size", size, "--iters", str(iters), "--checkpoint-every", "10", "--sleep-ms", "20"]
+            jobs[name] = Job(self, f"synthetic-{name}", self.synthetic, args, np=2, nodes=2)
+            jobs[name].start()
+            prefix = jobs[name].env["CAIRN_PREFIX"]
+            st = self.service.wait_for(
+                lambda st: any(a["prefix"] == prefix and a["demand_bps"] > 0 and a["agents"][0] for a in st["applications"]),
+                f"application {name} to report its checkpoint traffic", timeout=180)
+            app = next(a for a in st["applications"] if a["prefix"] == prefix)
+            agent = next(a for a in st["agents"] if a["id"] == app["agents"][0])
+            agent_of[name] = agent
+            say(f"application {name} ({size} per rank, {app['demand_bps'] / 1e6:.1f} MB/s of checkpoint traffic): "
+                f"agent {agent['id']} on {agent['manager']}: {agent['why']}")
+        print_placement(st)
+        for m in st["managers"]:
+            say(f"manager {m['name']}: agents {m['agents']}, traffic {m['demand_bps'] / 1e6:.1f} MB/s, "
+                f"measured {m['bandwidth_bps'] / 1e6:.1f} MB/s")
+        if st["controller"]["placement"] != "interval":
+            fail(f"the controller reports placement {st['controller']['placement']}")
+        want = {"A": "m0", "B": "m1", "C": "m1"}  # empty nodes: join order; then the least traffic (A's > B's)
+        got = {k: a["manager"] for k, a in agent_of.items()}
+        if got != want:
+            fail(f"interval placement put the agents on {got}, expected {want}")
+        for k, a in agent_of.items():
+            if not a["why"].startswith("interval: the least checkpoint traffic"):
+                fail(f"agent of {k}: the reason does not explain the interval policy: {a['why']}")
+        m = re.search(r"next m0, ([\d.]+) MB/s", agent_of["C"]["why"])
+        if not m or float(m.group(1)) <= float(re.search(r"traffic, ([\d.]+) MB/s", agent_of["C"]["why"]).group(1)):
+            fail(f"C's reason does not show m0 carrying more traffic: {agent_of['C']['why']}")
+        for name, job in jobs.items():
+            job.wait()
+            ref = reference(self, "synthetic", job.app_args, np=job.np)
+            results = re.findall(r"^result ([0-9a-f]{16})$", job.output(), re.M)
+            if not results or results[-1] != ref:
+                fail(f"{job.name}: result {results[-1] if results else None}, the failure-free one is {ref}")
+            if not [v for v, who in job.via() if who == "service"]:
+                fail(f"{job.name}: no version went through the service")
+        say("three applications: placed by checkpoint traffic, results identical")
 
     def slow_job(self, name, env=()):
         """The synthetic app whose versions take about a second each to drain (agents at 8 MB/s)."""
@@ -580,7 +630,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", required=True)
     p.add_argument("--case", required=True, choices=["two_apps", "push", "agent_killed", "manager_killed",
-                                                     "controller_killed", "bad_input", "chain"])
+                                                     "controller_killed", "bad_input", "chain", "three_apps"])
     Test(p.parse_args()).run()
 
 
