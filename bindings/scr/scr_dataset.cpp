@@ -112,6 +112,7 @@ int forget_dataset(const char* call, const char* name, bool remove_files_too) {
     std::string index = index_path(st.output_prefix, name);
     if (unlink(index.c_str()) != 0) fprintf(stderr, "SCR: warning: %s: unlink(%s) failed\n", call, index.c_str());
   }
+  MPI_Barrier(st.comm);  // every rank returns once the files are gone
   if (rc == CAIRN_ERR_NO_CHECKPOINT && !output) return fail(call, std::string("no dataset is named '") + name + "'");
   return SCR_SUCCESS;
 }
@@ -247,6 +248,7 @@ int SCR_Complete_output(int valid) {
         kept = false;
       }
     }
+    MPI_Barrier(st.comm);  // every rank's files are in place when any rank returns
     if (kept) {
       std::string err = write_output_index(d.name, finals);
       if (!err.empty()) fprintf(stderr, "SCR: warning: output index of '%s': %s\n", d.name.c_str(), err.c_str());

@@ -13,6 +13,7 @@ namespace cairn::scr {
 namespace {
 
 constexpr std::string_view kIndexHeader = "cairn-scr-output 1\n";
+constexpr std::string_view kIndexEnd = "end\n";  // so a cut at a line end is seen
 
 std::string sys_error(const char* call, const std::string& path) {
   return std::string(call) + "(" + path + "): " + strerror(errno);
@@ -56,6 +57,7 @@ std::string index_path(const std::string& prefix, const std::string& name) {
 std::string encode_index(const std::vector<std::string>& files) {
   std::string out(kIndexHeader);
   for (const auto& f : files) out += std::to_string(f.size()) + ":" + f + "\n";
+  out += kIndexEnd;
   return out;
 }
 
@@ -63,15 +65,16 @@ std::optional<std::vector<std::string>> decode_index(std::string_view bytes) {
   if (bytes.substr(0, kIndexHeader.size()) != kIndexHeader) return std::nullopt;
   std::vector<std::string> files;
   size_t i = kIndexHeader.size();
-  while (i < bytes.size()) {
+  while (bytes.substr(i) != kIndexEnd) {
     size_t len = 0, digits = 0;
+    if (i >= bytes.size() || bytes[i] == '0') return std::nullopt;  // lengths are > 0, without leading zeros
     while (i < bytes.size() && bytes[i] >= '0' && bytes[i] <= '9' && digits < 7) {
       len = len * 10 + static_cast<size_t>(bytes[i] - '0');
       ++i, ++digits;
     }
     if (digits == 0 || i >= bytes.size() || bytes[i] != ':') return std::nullopt;
     ++i;
-    if (len == 0 || bytes.size() - i < len + 1 || bytes[i + len] != '\n') return std::nullopt;
+    if (bytes.size() - i < len + 1 || bytes[i + len] != '\n') return std::nullopt;
     files.emplace_back(bytes.substr(i, len));
     if (files.back().find('\0') != std::string::npos) return std::nullopt;
     i += len + 1;

@@ -18,8 +18,8 @@ std::string partial_path(const std::string& final_path, int rank);
 // The index file of dataset `name` under `prefix` (the name escaped into one file-name component).
 std::string index_path(const std::string& prefix, const std::string& name);
 
-// The index's bytes: a header line, then "<length>:<path>\n" per file. decode returns nullopt for
-// anything that is not exactly that.
+// The index's bytes: a header line, "<length>:<path>\n" per file, then "end\n". decode returns nullopt
+// for anything that is not exactly that.
 std::string encode_index(const std::vector<std::string>& files);
 std::optional<std::vector<std::string>> decode_index(std::string_view bytes);
 
