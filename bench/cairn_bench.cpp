@@ -43,8 +43,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/cairn.h"
-#include "core/layout.hpp"
-#include "core/xxh.hpp"
+#include "base/layout.hpp"
+#include "base/xxh.hpp"
 #include "redundancy/set_code.hpp"
 
 namespace stdfs = std::filesystem;

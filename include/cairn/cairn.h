@@ -15,6 +15,7 @@
 #include <mpi.h>
 
 #include "cairn/cairn_errors.h"
+#include "cairn/cairn_version.h"
 
 #if defined(_WIN32)
 #define CAIRN_EXPORT
@@ -27,10 +28,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define CAIRN_VERSION_MAJOR 0
-#define CAIRN_VERSION_MINOR 1
-#define CAIRN_VERSION_PATCH 0
 
 /* Error codes: CAIRN_SUCCESS (0) and CAIRN_ERR_* (negative). */
 enum cairn_error {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 
 namespace cairn {
 namespace {

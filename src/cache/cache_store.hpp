@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "cache/snapshot_slot.hpp"
-#include "core/manifest.hpp"
-#include "core/status.hpp"
+#include "base/manifest.hpp"
+#include "base/status.hpp"
 
 namespace cairn {
 

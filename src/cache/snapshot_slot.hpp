@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.hpp"
+#include "base/status.hpp"
 
 namespace cairn {
 

@@ -1,10 +1,10 @@
 // The C API edge: the only place C error codes are made from Status values, and where the per-thread
 // detailed message is set.
 #include "cairn/cairn.h"
-#include "core/history.hpp"
-#include "core/last_error.hpp"
+#include "base/history.hpp"
+#include "base/last_error.hpp"
 #include "core/runtime.hpp"
-#include "core/status.hpp"
+#include "base/status.hpp"
 
 using cairn::Runtime;
 using cairn::Status;

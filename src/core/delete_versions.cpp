@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/fsutil.hpp"
-#include "core/log.hpp"
-#include "core/mpi_util.hpp"
+#include "base/fsutil.hpp"
+#include "base/log.hpp"
 #include "core/runtime.hpp"
+#include "mpi/mpi_util.hpp"
 #include "pfs/l3_store.hpp"
 
 namespace cairn {
@@ -69,12 +69,11 @@ Status Runtime::delete_versions(const char* label, int flags) {
   // The newest version every rank still holds is what finalize may flush; a deleted one never is.
   unsigned long long common = 0;
   CAIRN_MPI(MPI_Allreduce(&newest_left, &common, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, app_comm_));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    last_local_version_ = std::min<uint64_t>(last_local_version_, common);
-    last_protected_version_ = std::min<uint64_t>(last_protected_version_, common);
-    last_flushed_version_ = std::min<uint64_t>(last_flushed_version_, common);
-  }
+  pipeline::Marks marks = pipeline_->marks();
+  marks.local = std::min<uint64_t>(marks.local, common);
+  marks.protected_l2 = std::min<uint64_t>(marks.protected_l2, common);
+  marks.flushed = std::min<uint64_t>(marks.flushed, common);
+  pipeline_->set_marks(marks);
   pending_.reset();
   if (restored_version_ && chosen(restored_version_, restored_label_)) restored_files_.clear();
   return Status::ok();

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/log.hpp"
-#include "core/mpi_util.hpp"
+#include "base/log.hpp"
+#include "mpi/mpi_util.hpp"
 #include "core/runtime.hpp"
 
 namespace cairn {
@@ -83,7 +83,7 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
     h.data = h.storage.data();
     held.push_back(std::move(h));
   }
-  CAIRN_TRY(move_regions(unite, p_old, host_of_old, new_rank_of, held, /*restart=*/false));
+  CAIRN_TRY(move_regions(unite, regions_, p_old, host_of_old, new_rank_of, held, /*restart=*/false));
   held.clear();
 
   int p_new = static_cast<int>(std::count_if(new_rank_of.begin(), new_rank_of.end(), [](int r) { return r >= 0; }));
@@ -92,10 +92,6 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
   pending_.reset();
   rejected_.clear();
   restored_files_.clear();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    last_local_version_ = last_flushed_version_ = last_protected_version_ = 0;
-  }
   if (new_comm == MPI_COMM_NULL) {
     *left = true;
     return Status::ok();

@@ -20,13 +20,13 @@
 #include <set>
 #include <sstream>
 
-#include "cache/stream_reader.hpp"
-#include "core/fsutil.hpp"
-#include "core/log.hpp"
-#include "core/mpi_util.hpp"
+#include "base/stream_reader.hpp"
+#include "base/fsutil.hpp"
+#include "base/log.hpp"
+#include "mpi/mpi_util.hpp"
 #include "core/runtime.hpp"
 #include "pfs/l3_store.hpp"
-#include "redundancy/set_exchange.hpp"
+#include "redundancy/exchange/set_rebuild.hpp"
 #include "redundancy/set_record.hpp"
 
 namespace cairn {
@@ -198,12 +198,11 @@ Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, Restar
     if (static_cast<int>(s) == placement_.my_set) my_set_lost = true;
   }
 
-  // Rebuild, set by set, those with losses. Survivors pass their data; lost members receive theirs.
+  // Rebuild, set by set, those with losses (redundancy/exchange/set_rebuild). Survivors pass their data;
+  // lost members receive theirs.
   Status local = Status::ok();
   std::vector<bool> lost;
-  std::string set_bytes;
-  redundancy::SetRecord rec;
-  std::vector<size_t> lens;
+  std::optional<redundancy::SetRebuildPlan> plan;
   bool i_am_lost = !good_mine;
   if (my_set_lost) {
     const auto& mem = placement_.members[static_cast<size_t>(placement_.my_set)];
@@ -215,41 +214,25 @@ Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, Restar
       if (!lost[i] && first_survivor < 0) first_survivor = i;
     }
     // The set record (every member's manifest) comes from the first survivor.
+    std::string bytes;
     if (placement_.my_member == first_survivor) {
       auto b = cache_.read_set(v);
-      if (b) set_bytes = *b;
+      if (b) bytes = *b;
       else local = b.status();
     }
-    unsigned long long len = set_bytes.size();
-    CAIRN_MPI(MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG_LONG, first_survivor, set_comm_));
-    set_bytes.resize(len);
-    if (len) CAIRN_MPI(MPI_Bcast(set_bytes.data(), static_cast<int>(len), MPI_CHAR, first_survivor, set_comm_));
-    auto parsed = redundancy::decode_set_record(set_bytes);
-    if (!parsed) {
-      local = parsed.status().prefixed("set record of version " + std::to_string(v));
-    } else {
-      rec = std::move(parsed).value();
-      bool same = rec.scheme == cfg_.redundancy && rec.n == static_cast<uint32_t>(n) &&
-                  rec.m == static_cast<uint32_t>(code_->m());
-      for (int i = 0; same && i < n; ++i) same = rec.ranks[i] == static_cast<uint32_t>(mem[i]);
-      if (!same) local = make_error(Code::ERR_UNRECOVERABLE, "version %llu was protected with other sets or another scheme",
-                                    static_cast<unsigned long long>(v));
-      for (int i = 0; local.is_ok() && i < n; ++i) {
-        auto mi = decode_manifest(rec.manifests[i].data(), rec.manifests[i].size());
-        if (!mi) local = mi.status();
-        else lens.push_back(mi->total_size), (i == placement_.my_member ? (void)(m = *mi) : (void)0);
-      }
-    }
+    auto shared = redundancy::share_set_record(set_comm_, first_survivor, bytes,
+                                               redundancy::SetExpectation{cfg_.redundancy, code_->m(), mem}, v);
+    if (shared.status().code() == Code::ERR_MPI) return shared.status();
+    if (shared) plan = std::move(shared).value(), m = plan->mine;
+    else if (local.is_ok()) local = shared.status();
   }
   CAIRN_TRY(agree(app_comm_, local).prefixed(l1_text + "; L2"));
 
   if (my_set_lost) {
-    size_t max_len = *std::max_element(lens.begin(), lens.end());
-    size_t red_len = std::max<size_t>(code_->redundancy_len(max_len), 1);
     local = [&]() -> Status {
       if (i_am_lost) {
         auto r = cache_.read_record(v);
-        slot = r ? static_cast<int>(r->slot) : choose_slot();
+        slot = r ? static_cast<int>(r->slot) : pipeline_->slot_for_rebuild();
         for (uint64_t old : cache_.versions()) {
           auto o = cache_.read_record(old);
           if (!o || static_cast<int>(o->slot) == slot) CAIRN_TRY(cache_.drop(old));
@@ -258,19 +241,15 @@ Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, Restar
       }
       return Status::ok();
     }();
-    // The whole set enters the exchange or none of it does.
     Result<MappedFile*> d = local.is_ok() ? cache_.slot(slot, std::max<uint64_t>(m.total_size, 1)) : Result<MappedFile*>(local);
-    Result<MappedFile*> red = d.is_ok() ? cache_.red(slot, red_len) : Result<MappedFile*>(d.status());
-    local = agree(set_comm_, red.status());
-    if (local.is_ok()) {
-      data = (*d)->data();
-      local = redundancy::rebuild_set(set_comm_, *code_, lost, (*d)->data(), lens, (*red)->data(), cfg_.exchange_chunk);
-    }
+    Result<MappedFile*> red = d.is_ok() ? cache_.red(slot, plan->redundancy_len) : Result<MappedFile*>(d.status());
+    if (d) data = (*d)->data();
+    local = redundancy::rebuild_members(set_comm_, *code_, lost, *plan, red.status(), d ? (*d)->data() : nullptr,
+                                        red ? (*red)->data() : nullptr, cfg_.exchange_chunk, "rebuilt data");
     if (local.code() == Code::ERR_MPI) return local;
     if (local.is_ok() && i_am_lost) {
-      local = verify_stream(m, data, m.total_size).prefixed("rebuilt data");
-      if (local.is_ok()) local = cache_.write_record(v, L1Record{static_cast<uint32_t>(slot), m});
-      if (local.is_ok()) local = cache_.write_set(v, set_bytes);
+      local = cache_.write_record(v, L1Record{static_cast<uint32_t>(slot), m});
+      if (local.is_ok()) local = cache_.write_set(v, redundancy::encode_set_record(plan->record));
       if (local.is_ok()) local = cache_.mark_protected(v);
     }
   }
@@ -348,7 +327,7 @@ Status Runtime::apply_restart(const RestartChoice& c) {
     for (int r = 0; r < nranks_; ++r) identity[r] = r;
     double t0 = now_seconds();
     if (!c.in_place)  // else every rank read its pieces itself (reshaped_from_l3_direct)
-      CAIRN_TRY(move_regions(app_comm_, c.p_old, c.host_of_old, identity, c.held, /*restart=*/true));
+      CAIRN_TRY(move_regions(app_comm_, regions_, c.p_old, c.host_of_old, identity, c.held, /*restart=*/true));
     double moved_ms = (now_seconds() - t0) * 1e3;
     restored_version_ = c.version;
     restored_level_ = c.level;
@@ -404,19 +383,16 @@ Status Runtime::apply_restart(const RestartChoice& c) {
   restored_version_ = m.version;
   restored_level_ = c.level;
   restored_label_ = m.label;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    before_restart_local_ = last_local_version_;
-    before_restart_flushed_ = last_flushed_version_;
-    if (c.level != CAIRN_LEVEL_L3) {
-      last_local_version_ = m.version;
-      if (cache_.is_protected(m.version)) last_protected_version_ = m.version;
-
-    }
-    // Already committed in L3: finalize must not write it again (rewriting a committed copy in place
-    // could destroy the only L3 copy).
-    if (c.level == CAIRN_LEVEL_L3 || c.in_l3) last_flushed_version_ = m.version;
+  before_restart_ = pipeline_->marks();
+  pipeline::Marks marks = before_restart_;
+  if (c.level != CAIRN_LEVEL_L3) {
+    marks.local = m.version;
+    if (cache_.is_protected(m.version)) marks.protected_l2 = m.version;
   }
+  // Already committed in L3: finalize must not write it again (rewriting a committed copy in place could
+  // destroy the only L3 copy).
+  if (c.level == CAIRN_LEVEL_L3 || c.in_l3) marks.flushed = m.version;
+  pipeline_->set_marks(marks);
   static const char* kLevels[] = {"none", "L1", "L2", "L3"};
   if (rank_ == 0) {
     state_.set({{"restart_version", std::to_string(m.version)}, {"restart_level", kLevels[c.level]}});
@@ -520,20 +496,15 @@ Status Runtime::fast_restart_l1(bool* done) {
   restored_version_ = newest;
   restored_level_ = CAIRN_LEVEL_L1;
   restored_files_.clear();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    before_restart_local_ = last_local_version_;
-    before_restart_flushed_ = last_flushed_version_;
-    last_local_version_ = newest;
-    if (cache_.is_protected(newest)) last_protected_version_ = newest;
-  }
   int committed = 0;
   if (rank_ == 0) committed = l3::read_commit(layout_, newest).is_ok() ? 1 : 0;
   CAIRN_MPI(MPI_Bcast(&committed, 1, MPI_INT, 0, app_comm_));
-  if (committed) {
-    std::lock_guard<std::mutex> lock(mu_);
-    last_flushed_version_ = newest;  // already in L3: finalize must not write it again
-  }
+  before_restart_ = pipeline_->marks();
+  pipeline::Marks marks = before_restart_;
+  marks.local = newest;
+  if (cache_.is_protected(newest)) marks.protected_l2 = newest;
+  if (committed) marks.flushed = newest;  // already in L3: finalize must not write it again
+  pipeline_->set_marks(marks);
   if (rank_ == 0) {
     state_.set({{"restart_version", std::to_string(newest)}, {"restart_level", "L1"}});
     LOG_INFO("restarted from version %llu ('%s') at L1 (slot read into the regions and verified in %.1f ms on rank 0)",
@@ -569,6 +540,35 @@ Status Runtime::restart() {
 void Runtime::restart_level(int* version, int* level) const {
   if (version) *version = static_cast<int>(restored_version_);
   if (level) *level = restored_level_;
+}
+
+}  // namespace cairn
+
+namespace cairn {
+
+ReshapeJob Runtime::reshape_job() const {
+  ReshapeJob j;
+  j.comm = app_comm_;
+  j.node_of_rank = node_of_rank_;
+  j.node = cfg_.node;
+  j.layout = layout_;
+  j.cache_versions = cfg_.cache_versions;
+  j.exchange_chunk = cfg_.exchange_chunk;
+  return j;
+}
+
+Status Runtime::find_reshaped(RestartChoice* out, std::string* why, uint64_t above, uint64_t at_most) {
+  const ReshapeJob job = reshape_job();
+  Reshaper reshaper(job, regions_, restart_in_place_, rejected_);
+  ReshapedVersion found;
+  CAIRN_TRY(reshaper.find(&found, why, above, at_most));
+  out->version = found.version;
+  out->level = found.level;
+  out->p_old = found.p_old;
+  out->host_of_old = std::move(found.host_of_old);
+  out->held = std::move(found.held);
+  out->in_place = found.in_place;
+  return Status::ok();
 }
 
 }  // namespace cairn

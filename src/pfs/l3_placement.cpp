@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "core/fsutil.hpp"
-#include "core/xxh.hpp"
+#include "base/fsutil.hpp"
+#include "base/xxh.hpp"
 
 namespace cairn::l3 {
 

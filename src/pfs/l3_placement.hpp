@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
+#include "base/status.hpp"
 
 namespace cairn::l3 {
 

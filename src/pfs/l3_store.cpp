@@ -8,7 +8,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 
 namespace cairn::l3 {
 

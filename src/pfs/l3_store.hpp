@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "cache/stream_reader.hpp"
-#include "core/layout.hpp"
-#include "core/manifest.hpp"
-#include "core/status.hpp"
+#include "base/stream_reader.hpp"
+#include "base/layout.hpp"
+#include "base/manifest.hpp"
+#include "base/status.hpp"
 #include "pfs/l3_placement.hpp"
 
 namespace cairn::l3 {

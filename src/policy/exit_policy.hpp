@@ -7,17 +7,15 @@
 #include <string>
 #include <string_view>
 
+#include "base/signal_names.hpp"
+
 namespace cairn::policy {
 
-// The exit_signal knob: "USR1", "SIGUSR2", "term" (any case, SIG optional) or a number ("12").
-// Returns the signal, or 0 for one that cannot ask for an exit: unknown, uncatchable (KILL, STOP), a
-// fault (SEGV, BUS, FPE, ILL, TRAP, ABRT, SYS), or one the MPI runtime or the shell uses for other
-// things (CHLD, PIPE, CONT, TSTP, TTIN, TTOU).
-int parse_exit_signal(std::string_view text);
-// "SIGUSR1"; "signal 40" for one without a name.
-std::string signal_name(int sig);
-// What parse_exit_signal accepts, for messages and the docs.
-const char* exit_signal_choices();
+// The exit_signal knob's names (parse_exit_signal, signal_name, exit_signal_choices) live in
+// base/signal_names.hpp: the config parser validates the knob with them.
+using ::cairn::exit_signal_choices;
+using ::cairn::parse_exit_signal;
+using ::cairn::signal_name;
 
 // Catch `exit_signal` and SIGTERM, each only where the application left the default action: a
 // caught signal asks for a checkpoint at the next chance and an exit after it. Forgets a signal

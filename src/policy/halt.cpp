@@ -15,7 +15,7 @@
 #include <cstring>
 #include <ctime>
 
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 
 extern char** environ;
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.hpp"
+#include "base/status.hpp"
 
 namespace cairn::policy {
 

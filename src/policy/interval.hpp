@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
+#include "base/status.hpp"
 
 namespace cairn::policy {
 

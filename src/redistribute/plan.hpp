@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/status.hpp"
+#include "base/status.hpp"
 #include "redistribute/distribution.hpp"
 
 namespace cairn::redist {

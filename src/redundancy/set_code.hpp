@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/config.hpp"
-#include "core/status.hpp"
+#include "base/redundancy_scheme.hpp"
+#include "base/status.hpp"
 
 namespace cairn::redundancy {
 

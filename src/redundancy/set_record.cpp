@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/xxh.hpp"
+#include "base/xxh.hpp"
 
 namespace cairn::redundancy {
 namespace {

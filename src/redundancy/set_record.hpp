@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
-#include "core/manifest.hpp"
-#include "core/status.hpp"
+#include "base/redundancy_scheme.hpp"
+#include "base/manifest.hpp"
+#include "base/status.hpp"
 
 namespace cairn::redundancy {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 #include "pfs/l3_store.hpp"
 
 namespace cairn::test {

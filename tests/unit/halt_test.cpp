@@ -14,7 +14,7 @@
 #include <fstream>
 #include <map>
 
-#include "core/config.hpp"
+#include "base/config.hpp"
 #include "policy/exit_policy.hpp"
 
 namespace cairn::policy {

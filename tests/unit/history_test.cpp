@@ -1,7 +1,7 @@
 // The job history (docs/format.md, "The job history"): the line encoder and parser, the reader's
 // handling of torn, bad and newer lines, the summary per launch and version the tools draw, and the
 // Writer rank 0 appends with, on a real file.
-#include "core/history.hpp"
+#include "base/history.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -7,7 +7,7 @@
 #include <random>
 #include <thread>
 
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 #include "pfs/l3_store.hpp"
 #include "damage.hpp"
 

@@ -1,8 +1,9 @@
-#include "core/layout.hpp"
+#include "cairn/cairn.h"
+#include "base/layout.hpp"
 
 #include <gtest/gtest.h>
 
-#include "core/status.hpp"
+#include "base/status.hpp"
 
 namespace cairn {
 

@@ -1,6 +1,7 @@
 // The manifest format (docs/format.md): round trips, the spec's byte layout, corruption and
 // truncation, compatibility rules, a golden file, stream verification, and a fuzz loop.
-#include "core/manifest.hpp"
+#include "cairn/cairn.h"
+#include "base/manifest.hpp"
 
 #include <gtest/gtest.h>
 #include <xxhash.h>
@@ -13,7 +14,7 @@
 #include <memory>
 #include <random>
 
-#include "core/status.hpp"
+#include "base/status.hpp"
 
 namespace cairn {
 namespace {

@@ -8,7 +8,7 @@
 #include <random>
 #include <string>
 
-#include "core/config.hpp"
+#include "base/config.hpp"
 #include "scr_params.hpp"
 
 namespace cairn::scr {

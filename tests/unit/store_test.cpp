@@ -3,7 +3,7 @@
 #include <unistd.h>
 
 #include "cache/cache_store.hpp"
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 #include "pfs/l3_store.hpp"
 #include "redundancy/set_record.hpp"
 

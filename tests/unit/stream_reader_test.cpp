@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "cache/snapshot_slot.hpp"
-#include "cache/stream_reader.hpp"
-#include "core/fsutil.hpp"
+#include "base/stream_reader.hpp"
+#include "base/fsutil.hpp"
 #include "pfs/l3_store.hpp"
 #include "damage.hpp"
 

@@ -15,7 +15,7 @@
 #include "cache/cache_store.hpp"
 #include "commands.hpp"
 #include "common.hpp"
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 #include "inventory.hpp"
 
 namespace cairn::tool {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 #include "scr_params.hpp"
 
 namespace cairn::tool {

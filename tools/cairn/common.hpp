@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
-#include "core/status.hpp"
+#include "base/config.hpp"
+#include "base/status.hpp"
 
 namespace cairn::tool {
 

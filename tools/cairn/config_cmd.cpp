@@ -1,13 +1,13 @@
 // `cairn config [--list|--markdown|--sample] [--config FILE]`: the knob table, from its one declaration
-// in src/core/config.cpp.
+// in src/base/config.cpp.
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "core/config.hpp"
-#include "core/fsutil.hpp"
+#include "base/config.hpp"
+#include "base/fsutil.hpp"
 
 namespace cairn::tool {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "core/fsutil.hpp"
-#include "core/layout.hpp"
+#include "base/fsutil.hpp"
+#include "base/layout.hpp"
 #include "job_state.hpp"
 #include "policy/halt.hpp"
 

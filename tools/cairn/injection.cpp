@@ -12,7 +12,7 @@
 #include <cstring>
 #include <thread>
 
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 
 namespace cairn::tool {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
+#include "base/status.hpp"
 
 namespace cairn::tool {
 

@@ -15,7 +15,7 @@
 #include "cache/cache_store.hpp"
 #include "cache/snapshot_slot.hpp"
 #include "common.hpp"
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 #include "job_state.hpp"
 
 namespace cairn::tool {

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
-#include "core/layout.hpp"
-#include "core/manifest.hpp"
-#include "core/status.hpp"
+#include "base/config.hpp"
+#include "base/layout.hpp"
+#include "base/manifest.hpp"
+#include "base/status.hpp"
 #include "pfs/l3_store.hpp"
 #include "redundancy/set_record.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 
 namespace cairn::tool {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/status.hpp"
+#include "base/status.hpp"
 
 namespace cairn::tool {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
+#include "base/status.hpp"
 #include "process.hpp"
 
 namespace cairn::tool {

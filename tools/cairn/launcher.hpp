@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/status.hpp"
+#include "base/status.hpp"
 #include "launch_plan.hpp"
 
 namespace cairn::tool {

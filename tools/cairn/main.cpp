@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "cairn/cairn.h"
+#include "cairn/cairn_version.h"
 #include "commands.hpp"
 #include "common.hpp"
 

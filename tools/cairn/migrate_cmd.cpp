@@ -14,8 +14,8 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "core/fsutil.hpp"
-#include "core/layout.hpp"
+#include "base/fsutil.hpp"
+#include "base/layout.hpp"
 #include "inventory.hpp"
 #include "migration.hpp"
 

@@ -19,8 +19,8 @@
 #include <thread>
 
 #include "cache/cache_store.hpp"
-#include "core/fsutil.hpp"
-#include "core/manifest.hpp"
+#include "base/fsutil.hpp"
+#include "base/manifest.hpp"
 #include "job_state.hpp"
 
 namespace cairn::tool {

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "core/layout.hpp"
-#include "core/status.hpp"
+#include "base/layout.hpp"
+#include "base/status.hpp"
 
 namespace cairn::tool {
 

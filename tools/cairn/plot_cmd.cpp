@@ -19,8 +19,8 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "core/fsutil.hpp"
-#include "core/history.hpp"
+#include "base/fsutil.hpp"
+#include "base/history.hpp"
 #include "inventory.hpp"
 
 namespace cairn::tool {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.hpp"
+#include "base/status.hpp"
 
 namespace cairn::tool {
 

@@ -11,8 +11,8 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "core/fsutil.hpp"
-#include "core/xxh.hpp"
+#include "base/fsutil.hpp"
+#include "base/xxh.hpp"
 #include "inventory.hpp"
 #include "redistribute/distribution.hpp"
 

@@ -18,8 +18,8 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "core/fsutil.hpp"
-#include "core/history.hpp"
+#include "base/fsutil.hpp"
+#include "base/history.hpp"
 #include "inventory.hpp"
 #include "job_state.hpp"
 

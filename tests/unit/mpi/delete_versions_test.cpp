@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "cairn/cairn.h"
-#include "core/config.hpp"
-#include "core/layout.hpp"
+#include "base/config.hpp"
+#include "base/layout.hpp"
 #include "pfs/l3_store.hpp"
 #include "mpi_test_main.hpp"
 #include "scratch_job.hpp"

@@ -20,7 +20,7 @@
 
 #include "cairn/cairn.h"
 #include "cache/cache_store.hpp"
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 #include "core/runtime.hpp"
 #include "pfs/l3_store.hpp"
 #include "mpi_test_main.hpp"

@@ -17,7 +17,7 @@
 
 #include "cache/cache_store.hpp"
 #include "cairn/cairn.h"
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 #include "core/runtime.hpp"
 #include "pfs/l3_store.hpp"
 #include "mpi_test_main.hpp"

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 
 namespace cairn::test {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "redundancy/set_code.hpp"
-#include "redundancy/set_exchange.hpp"
+#include "redundancy/exchange/set_exchange.hpp"
 #include "mpi_test_main.hpp"
 
 namespace cairn::redundancy {

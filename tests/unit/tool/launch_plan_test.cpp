@@ -11,7 +11,7 @@
 #include <fstream>
 #include <optional>
 
-#include "core/fsutil.hpp"
+#include "base/fsutil.hpp"
 #include "launcher.hpp"
 
 namespace cairn::tool {

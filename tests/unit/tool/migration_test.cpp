@@ -11,8 +11,8 @@
 #include <random>
 
 #include "cache/cache_store.hpp"
-#include "core/fsutil.hpp"
-#include "core/manifest.hpp"
+#include "base/fsutil.hpp"
+#include "base/manifest.hpp"
 
 namespace cairn::tool {
 namespace {

@@ -1,0 +1,88 @@
+// Configuration: every knob is declared once in the table in config.cpp (name, type, default,
+// bounds, description). From that table come the parser (TOML file + CAIRN_* environment), the
+// validation, `cairn config --list`, the docs' table (docs/config.md) and the sample config.
+// Precedence: environment over config file over default.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/log.hpp"
+#include "base/redundancy_scheme.hpp"
+#include "base/status.hpp"
+
+namespace cairn {
+
+// How cairn_need_checkpoint times checkpoints: every interval_seconds, or Daly's optimum for
+// mtbf_seconds and the measured checkpoint cost (docs/intervals.md).
+enum class IntervalMode { fixed, automatic };
+
+struct Config {
+  std::string prefix;         // L3 directory (parallel file system); default "cairn-checkpoints" in cwd
+  std::string cache_dir;      // base of the node-local L1 cache; default "/dev/shm"
+  int cache_versions = 2;     // versions kept in L1
+  Redundancy redundancy = Redundancy::xor_set;
+  int set_size = 4;           // failure groups per redundancy set (xor, rs, partner ring)
+  int rs_parity = 2;          // parity shards per set for rs
+  int flush_every = 10;       // flush every N-th version to L3 (0: never, only at finalize)
+  int keep_flushed = 2;       // versions kept in L3
+  int files_per_node = 0;       // L3: 0 = a file per rank, N = N files per node
+  int turnstile_width = 0;      // L3: writers per node at a time (0 = no limit)
+  std::string data_prefixes;    // L3: extra file systems for data, "PATH[:WEIGHT],..."
+  std::string compress = "none";  // L3: none | zstd | zstd:LEVEL
+  bool flush_on_finalize = true;
+  IntervalMode interval = IntervalMode::fixed;
+  double interval_seconds = 0;  // cairn_need_checkpoint period (0: only on halt/signal); auto: the first
+  double mtbf_seconds = 0;      // the job's mean time between failures, for interval = auto (0: unknown)
+  double halt_seconds = 0;      // checkpoint and exit this long before end_time
+  int64_t end_time = 0;         // job end (Unix seconds); 0: none
+  std::string exit_signal = "USR1";  // the signal that asks for a checkpoint and an exit (SIGTERM too)
+  std::string node;             // failure group of this rank; default: the hostname
+  log::Level log_level = log::Level::warn;
+  uint64_t chunk_size = 1 << 20;       // checksum granularity (bytes)
+  uint64_t exchange_chunk = 4 << 20;   // L2 exchange pipeline unit (bytes)
+  std::string job;              // job name in the cache path; default derived from prefix
+};
+
+// A knob as declared in the table (for listings and docs).
+struct KnobInfo {
+  std::string name;         // "cache_versions"
+  std::string env;          // "CAIRN_CACHE_VERSIONS"
+  std::string type;         // "int", "float", "bool", "string", "enum", "size", "level"
+  std::string default_text; // as shown in docs
+  std::string bounds;       // "1..64", "single|partner|xor|rs", ""
+  std::string description;
+};
+const std::vector<KnobInfo>& knob_table();
+
+// Looks up an environment variable; returns nullptr when unset. Tests pass their own.
+using EnvLookup = std::function<const char*(const char*)>;
+// The process environment; also lists CAIRN_* names present (for unknown-variable warnings).
+EnvLookup process_env();
+std::vector<std::string> process_env_cairn_names();
+
+struct LoadedConfig {
+  Config config;
+  std::vector<std::string> warnings;  // e.g. unknown CAIRN_FOO variable
+  // Where each knob's value came from, in knob_table() order: "default", "FILE:LINE" or
+  // "environment variable CAIRN_X".
+  std::vector<std::string> origins;
+};
+
+// Defaults, then the TOML file at `path` (nullptr or "" : none; CAIRN_CONFIG names one when nullptr),
+// then the environment. Unknown knobs in the file and bad values anywhere are ERR_CONFIG with a message
+// naming the knob, the source (file:line or variable) and the accepted values.
+Result<LoadedConfig> load_config(const char* path, const EnvLookup& env,
+                                 const std::vector<std::string>& env_cairn_names);
+
+// Renderings of the table.
+// `cairn config --list`: one `name = value` line per knob (valid TOML), followed by `# origin`
+// when `origins` (in knob_table() order, as in LoadedConfig) is given.
+std::string render_knob_list(const Config& effective, const std::vector<std::string>& origins = {});
+std::string render_knob_list(const LoadedConfig& loaded);
+std::string render_knob_markdown();                     // docs/config.md table
+std::string render_sample_toml();                       // commented sample config
+
+}  // namespace cairn

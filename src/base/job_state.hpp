@@ -1,0 +1,50 @@
+// The job state file (<prefix>/.cairn/state), written by rank 0 so that the launcher and `cairn watch`
+// know where a job is without talking to it; beside it the job history (<prefix>/.cairn/history,
+// core/history.hpp), the events of every launch, appended by the same rank; and the failure-injection
+// rendezvous used by `cairn run --kill-node` (protocol in docs/launcher.md).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "base/history.hpp"
+#include "base/layout.hpp"
+
+namespace cairn {
+
+class JobState {
+ public:
+  void open(const Layout& layout, bool writer);  // only rank 0 is a writer (of the history too)
+  // Set keys and rewrite the file (atomically; cheap: a few hundred bytes).
+  void set(const std::map<std::string, std::string>& kv);
+  void set(const std::string& key, const std::string& value) { set({{key, value}}); }
+  // The job history; on ranks other than 0 every call on it does nothing.
+  history::Writer& history() { return history_; }
+
+ private:
+  history::Writer history_;
+  std::mutex mu_;
+  bool writer_ = false;
+  std::string path_;
+  std::map<std::string, std::string> kv_;
+};
+
+// Failure injection: active only when CAIRN_INJECT=<phase>:<version> and CAIRN_INJECT_DIR are set
+// (by `cairn run` for the ranks of the node it kills).
+class FaultInjector {
+ public:
+  void init(int rank);
+  // At phase `phase` of version v: if it matches, announce it and wait to be killed.
+  void point(const char* phase, uint64_t v) const;
+  bool active() const { return active_; }
+
+ private:
+  bool active_ = false;
+  std::string phase_, dir_;
+  uint64_t version_ = 0;
+  int rank_ = 0;
+};
+
+}  // namespace cairn

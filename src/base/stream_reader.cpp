@@ -1,0 +1,136 @@
+#include "base/stream_reader.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "base/xxh.hpp"
+
+namespace cairn {
+namespace {
+using ull = unsigned long long;
+
+struct StateFree {
+  void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
+};
+}  // namespace
+
+Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source) {
+  const uint64_t total = m.total_size;
+  CAIRN_ASSIGN_OR_RETURN(nchunks, check_chunk_table(m));
+  uint64_t at = 0;
+  for (const auto& e : extents) {
+    if (e.offset != at || (e.size && !e.dst))
+      return make_error(Code::ERR_CORRUPT, "the destinations do not tile the %llu-byte stream (gap or overlap at byte %llu)",
+                        static_cast<ull>(total), static_cast<ull>(std::min(at, e.offset)));
+    at += e.size;
+  }
+  if (at != total)
+    return make_error(Code::ERR_CORRUPT, "the destinations hold %llu bytes, the stream has %llu", static_cast<ull>(at),
+                      static_cast<ull>(total));
+
+  std::unique_ptr<XXH3_state_t, StateFree> state(XXH3_createState());
+  if (!state) return make_error(Code::ERR_NO_MEMORY, "xxh3: cannot create a hash state");
+  size_t x = 0;  // current extent
+  for (uint64_t c = 0; c < nchunks; ++c) {
+    const uint64_t a = c * m.chunk_size, b = std::min<uint64_t>(a + m.chunk_size, total);
+    XXH3_64bits_reset(state.get());
+    for (uint64_t off = a; off < b;) {
+      while (x < extents.size() && extents[x].offset + extents[x].size <= off) ++x;  // skips empty extents
+      const StreamExtent& e = extents[x];
+      const uint64_t n = std::min({b - off, e.offset + e.size - off, kStreamPiece});
+      uint8_t* dst = e.dst + (off - e.offset);
+      CAIRN_TRY(source(off, n, dst));
+      XXH3_64bits_update(state.get(), dst, static_cast<size_t>(n));  // in cache: it just landed
+      off += n;
+    }
+    if (XXH3_64bits_digest(state.get()) != m.chunk_hashes[c])
+      return make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu) checksum mismatch", static_cast<ull>(c),
+                        static_cast<ull>(a), static_cast<ull>(b - 1));
+  }
+  return Status::ok();
+}
+
+Status read_verified_ranges(const Manifest& m, const std::vector<StreamExtent>& wanted, const StreamSource& source) {
+  const uint64_t total = m.total_size;
+  CAIRN_TRY(check_chunk_table(m).status());
+  uint64_t at = 0;
+  for (const auto& e : wanted) {
+    if (e.offset < at || e.offset + e.size > total || e.offset + e.size < e.offset || (e.size && !e.dst))
+      return make_error(Code::ERR_CORRUPT, "the wanted ranges of the %llu-byte stream overlap or run past its end (byte %llu)",
+                        static_cast<ull>(total), static_cast<ull>(e.offset));
+    at = e.offset + e.size;
+  }
+  std::unique_ptr<XXH3_state_t, StateFree> state(XXH3_createState());
+  if (!state) return make_error(Code::ERR_NO_MEMORY, "xxh3: cannot create a hash state");
+  std::vector<uint8_t> scratch;
+  size_t x = 0;  // first wanted extent that may overlap the current chunk
+  uint64_t next_chunk = 0;
+  while (x < wanted.size()) {
+    if (wanted[x].size == 0) {
+      ++x;
+      continue;
+    }
+    uint64_t c = std::max(next_chunk, wanted[x].offset / m.chunk_size);
+    const uint64_t a = c * m.chunk_size, b = std::min<uint64_t>(a + m.chunk_size, total);
+    XXH3_64bits_reset(state.get());
+    size_t y = x;
+    for (uint64_t off = a; off < b;) {
+      while (y < wanted.size() && wanted[y].offset + wanted[y].size <= off) ++y;
+      uint8_t* dst;
+      uint64_t n;
+      if (y < wanted.size() && wanted[y].offset <= off) {  // inside a wanted extent
+        n = std::min({b - off, wanted[y].offset + wanted[y].size - off, kStreamPiece});
+        dst = wanted[y].dst + (off - wanted[y].offset);
+      } else {  // a gap: into the scratch buffer, to be hashed only
+        uint64_t gap_end = y < wanted.size() ? std::min(b, wanted[y].offset) : b;
+        n = std::min(gap_end - off, kStreamPiece);
+        if (scratch.size() < n) scratch.resize(static_cast<size_t>(n));
+        dst = scratch.data();
+      }
+      CAIRN_TRY(source(off, n, dst));
+      XXH3_64bits_update(state.get(), dst, static_cast<size_t>(n));
+      off += n;
+    }
+    if (XXH3_64bits_digest(state.get()) != m.chunk_hashes[c])
+      return make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu) checksum mismatch", static_cast<ull>(c),
+                        static_cast<ull>(a), static_cast<ull>(b - 1));
+    next_chunk = c + 1;
+    while (x < wanted.size() && wanted[x].offset + wanted[x].size <= b) ++x;
+  }
+  return Status::ok();
+}
+
+StreamSource pread_source(int fd, uint64_t base, const std::string& path) {
+  return [fd, base, path](uint64_t off, uint64_t len, uint8_t* dst) -> Status {
+    uint64_t pos = base + off;
+    while (len > 0) {
+      ssize_t n = ::pread(fd, dst, static_cast<size_t>(len), static_cast<off_t>(pos));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return posix_error("pread", path, errno);
+      }
+      if (n == 0)
+        return make_error(Code::ERR_TRUNCATED, "%s: file ends at byte %llu, %llu bytes short", path.c_str(),
+                          static_cast<ull>(pos), static_cast<ull>(len));
+      dst += n;
+      len -= static_cast<uint64_t>(n);
+      pos += static_cast<uint64_t>(n);
+    }
+    return Status::ok();
+  };
+}
+
+StreamSource copy_source(const uint8_t* base) {
+  return [base](uint64_t off, uint64_t len, uint8_t* dst) -> Status {
+    memcpy(dst, base + off, static_cast<size_t>(len));
+    return Status::ok();
+  };
+}
+
+bool map_to_read(uint64_t st_blksize) { return st_blksize >= (uint64_t{2} << 20); }
+
+}  // namespace cairn

@@ -1,0 +1,63 @@
+// Reading a version's snapshot stream from a file into memory with every chunk verified as it lands.
+// Restart from L1 (the slot file) and from L3 (the data file) both go through here: the bytes are
+// read piece by piece straight into their destination (the application's regions where the layout
+// allows, else one staging buffer), and each checksum chunk is hashed right after its last piece
+// arrived, while it is still in the CPU cache -- one pass over the data, no mapping of the source
+// (setting up the page tables of a large tmpfs file costs about as much as copying it).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/manifest.hpp"
+#include "base/status.hpp"
+
+namespace cairn {
+
+// Stream bytes [offset, offset + size) land at dst.
+struct StreamExtent {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  uint8_t* dst = nullptr;
+};
+
+// Produces the stream's bytes [off, off + len) at dst. Called in stream order, never across a
+// checksum chunk boundary.
+using StreamSource = std::function<Status(uint64_t off, uint64_t len, uint8_t* dst)>;
+
+// Bytes per read: small enough that a piece is still in the L2 cache when it is hashed.
+constexpr uint64_t kStreamPiece = 256 * 1024;
+
+// Fill `extents` (sorted by offset, back to back, covering [0, m.total_size) exactly; empty extents
+// are allowed) from `source`, hashing every chunk right after it landed. The first chunk whose xxh3
+// differs from the manifest is ERR_CORRUPT naming it; the extents then hold partial data. A manifest
+// whose chunk table does not fit its size, or extents that do not tile the stream, are ERR_CORRUPT
+// before anything is read.
+Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source);
+
+// Only part of the stream: `wanted` (sorted by offset, disjoint, inside the stream) says where bytes go;
+// every checksum chunk that overlaps a wanted extent is read whole and verified, its bytes outside the
+// wanted extents landing in a scratch buffer only to be hashed. Chunks that overlap nothing are not read.
+// Same errors as read_verified; nothing is read when `wanted` is malformed.
+Status read_verified_ranges(const Manifest& m, const std::vector<StreamExtent>& wanted, const StreamSource& source);
+
+// One extent: the whole stream into dst.
+inline std::vector<StreamExtent> whole_stream(const Manifest& m, uint8_t* dst) {
+  return {StreamExtent{0, m.total_size, dst}};
+}
+
+// A source that preads the stream from an open file, stream byte `off` at file byte `base + off`.
+// A file that ends early is ERR_TRUNCATED.
+StreamSource pread_source(int fd, uint64_t base, const std::string& path);
+// A source that copies from memory holding the whole stream (a mapping of the file).
+StreamSource copy_source(const uint8_t* base);
+
+// How to read a file of the L1 cache: mapped when the file system hands out huge pages (st_blksize of
+// 2 MiB or more, as tmpfs reports with huge=always/within_size): few page-table entries to set up, and a
+// user-space copy is faster than the kernel's; else with pread (on 4 KiB pages, setting up the page
+// tables of a mapping costs more than read() does).
+bool map_to_read(uint64_t st_blksize);
+
+}  // namespace cairn

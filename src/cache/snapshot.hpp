@@ -1,0 +1,44 @@
+// Taking a snapshot: how the protected regions' bytes reach a version's lent L1 slot. The L1 stage of
+// the pipeline calls begin() on the application's blocking path and complete() before the version is
+// sealed (hashed); nothing reads the slot before complete() returned.
+//
+//   copy  begin() copies every region into the slot (one memcpy each) and returns; complete() is free.
+//   cow   (copy-on-write) begin() write-protects the regions and returns; a background copier fills the
+//         slot, and a write by the application to a page not yet copied waits only for that page's
+//         copy. complete() waits for the copier.
+//
+// Contract: after begin() returned, the application may write its regions at once; the slot ends up
+// holding the regions' bytes exactly as they were when begin() was called. At most one snapshot is in
+// flight: begin() is called again only after complete(). The regions passed to begin() stay mapped until
+// complete() returned (unprotecting or resizing a region waits for complete()).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.hpp"
+
+namespace cairn {
+
+// One region of the snapshot: `size` bytes at `src` go to slot[offset, offset + size).
+struct SnapshotRegion {
+  std::string name;
+  const void* src = nullptr;
+  uint64_t size = 0;
+  uint64_t offset = 0;
+};
+
+class Snapshotter {
+ public:
+  virtual ~Snapshotter() = default;
+  virtual const char* name() const = 0;  // "copy", "cow"
+  virtual Status begin(const std::vector<SnapshotRegion>& regions, uint8_t* slot) = 0;
+  virtual Status complete() = 0;
+};
+
+// The plain one: memcpy on the blocking path.
+std::unique_ptr<Snapshotter> make_copy_snapshotter();
+
+}  // namespace cairn

@@ -1,0 +1,37 @@
+#include <cstring>
+#include <vector>
+
+#include "mpi/mpi_util.hpp"
+
+namespace cairn {
+
+Status agree(MPI_Comm comm, const Status& mine) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  // (failed ? rank : INT_MAX) minimised tells every rank who failed first.
+  int candidate = mine.is_ok() ? 0x7fffffff : rank;
+  int first = 0;
+  CAIRN_MPI(MPI_Allreduce(&candidate, &first, 1, MPI_INT, MPI_MIN, comm));
+  if (first == 0x7fffffff) return Status::ok();
+  int code = mine.c_code();
+  CAIRN_MPI(MPI_Bcast(&code, 1, MPI_INT, first, comm));
+  char msg[1024] = {0};
+  if (rank == first) strncpy(msg, mine.message().c_str(), sizeof msg - 1);
+  CAIRN_MPI(MPI_Bcast(msg, sizeof msg, MPI_CHAR, first, comm));
+  return Status(static_cast<Code>(code), "rank " + std::to_string(first) + ": " + msg);
+}
+
+Status allgather_u64(MPI_Comm comm, const std::vector<uint64_t>& mine, std::vector<uint64_t>* all) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  int n = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
+  CAIRN_MPI(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm));
+  int total = 0;
+  for (int r = 0; r < size; ++r) displs[static_cast<size_t>(r)] = total, total += counts[static_cast<size_t>(r)];
+  all->assign(static_cast<size_t>(total), 0);
+  CAIRN_MPI(MPI_Allgatherv(mine.data(), n, MPI_UINT64_T, all->data(), counts.data(), displs.data(), MPI_UINT64_T, comm));
+  return Status::ok();
+}
+
+}  // namespace cairn

@@ -1,0 +1,355 @@
+// The L1 path of a reshaping restart when every rank's regions already have their new size
+// (cairn_restart alone): the move overlaps the read. The host of each old rank reads that rank's slot
+// chunk by chunk -- its own pieces straight into its regions, the rest into a small ring of chunk
+// buffers -- hashes each chunk while it is in cache, and sends the pieces of a verified chunk to their
+// new owners at once, out of a buffer that is still warm. No slot is mapped (on 4 KiB tmpfs pages the
+// page tables cost about as much as the copy) and nothing waits for a whole slot to be read.
+//
+// The receivers know every message in advance: each rank computes the same plans from the version's
+// region table, plus each old stream's chunk size and region offsets, which the hosts share first.
+// So every receive is posted, straight into the regions, before the first chunk is read, and Open
+// MPI's shared-memory transport copies each message on the receiver's side while the hosts read on.
+// Messages are split at the old stream's chunk boundaries and tagged by region; per (host, region)
+// both sides walk the pieces in (old rank, offset) order, which MPI's ordering then matches.
+//
+// A chunk that fails to read or verify does not stop the messages: the host sends the rest of what it
+// promised from its buffer without reading on (every receiver is waiting for those bytes), and every
+// rank then agrees on the failure, so no rank restarts from them.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <optional>
+
+#include "base/stream_reader.hpp"
+#include "base/clock.hpp"
+#include "base/fsutil.hpp"
+#include "cache/cache_store.hpp"
+#include "base/log.hpp"
+#include "mpi/mpi_util.hpp"
+#include "redistribute/exec/reshaper.hpp"
+#include "base/xxh.hpp"
+#include "redistribute/plan.hpp"
+
+namespace cairn {
+namespace {
+using ull = unsigned long long;
+
+constexpr int kTagBase = 7100;                         // + region index; the job's communicator has no other point-to-point
+constexpr size_t kMaxRegions = 16384;                  // keeps the tags under MPI's guaranteed 32767
+constexpr uint64_t kMaxMessage = uint64_t{1} << 30;    // MPI counts are ints
+constexpr uint64_t kRingBytes = uint64_t{32} << 20;    // chunk buffers per host, in all
+constexpr uint64_t kMaxChunk = uint64_t{64} << 20;     // larger chunks: the general path
+constexpr uint64_t kMaxMessages = uint64_t{1} << 16;   // more (small block_cyclic blocks): the general path
+
+// Calls f(offset, size) for [off, off + len) cut at every multiple of chunk and at kMaxMessage: the
+// messages of one piece, the same on both sides.
+void for_each_message(uint64_t off, uint64_t len, uint64_t chunk, const std::function<void(uint64_t, uint64_t)>& f) {
+  for (uint64_t end = off + len; off < end;) {
+    uint64_t n = std::min({end - off, (off / chunk + 1) * chunk - off, kMaxMessage});
+    f(off, n);
+    off += n;
+  }
+}
+
+// Whether the processes of `comm` on this host outnumber the cores they may run on (the union of their
+// affinity masks). Collective over comm.
+Status ranks_outnumber_cores(MPI_Comm comm, bool* out) {
+  MPI_Comm host = MPI_COMM_NULL;
+  CAIRN_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
+  int here = 1;
+  MPI_Comm_size(host, &here);
+  cpu_set_t mine, all;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_SET(0, &mine);
+  int rc = MPI_Allreduce(&mine, &all, static_cast<int>(sizeof mine), MPI_BYTE, MPI_BOR, host);
+  MPI_Comm_free(&host);
+  CAIRN_MPI(rc);
+  *out = here > CPU_COUNT(&all);
+  return Status::ok();
+}
+
+// Wait for `reqs`. Where ranks outnumber cores (`leave_core`), poll, and sleep between polls once a
+// poll completes nothing: a busy wait, even one that yields, takes its fair share of a core from the
+// hosts that still read and the receivers that copy, and a poll that did complete something goes
+// again at once, so that what has arrived moves in one go (one poll starts only a few copies).
+// Elsewhere, MPI_Waitall.
+Status wait_for(std::vector<MPI_Request>& reqs, bool leave_core) {
+  if (!leave_core) {
+    CAIRN_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+    return Status::ok();
+  }
+  const struct timespec pause = {0, 20 * 1000};
+  std::vector<int> done(reqs.size());
+  for (;;) {
+    int n = 0;
+    CAIRN_MPI(MPI_Testsome(static_cast<int>(reqs.size()), reqs.data(), &n, done.data(), MPI_STATUSES_IGNORE));
+    if (n == MPI_UNDEFINED) return Status::ok();  // none left
+    if (n == 0) nanosleep(&pause, nullptr);
+  }
+}
+
+struct StateFree {
+  void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
+};
+}  // namespace
+
+int streamable(const Manifest& table, const std::vector<ReshapeWant>& wants, int p_old, int p_new, int rank,
+               const std::vector<int>& host_of_old) {
+  if (table.chunk_size == 0 || table.chunk_size > kMaxChunk || wants.size() > kMaxRegions) return 0;
+  uint64_t messages = 0;
+  for (const auto& w : wants) {
+    auto in = redist::plan_for_dst(w.dist, p_old, p_new, rank);
+    if (!in) return 0;
+    for (const auto& t : *in) messages += 1 + t.count * w.entry->elem_size / table.chunk_size;
+    for (int k = 0; k < p_old; ++k) {
+      if (host_of_old[static_cast<size_t>(k)] != rank) continue;
+      auto out = redist::plan_for_src(w.dist, p_old, p_new, k);
+      if (!out) return 0;
+      for (const auto& t : *out) messages += 1 + t.count * w.entry->elem_size / table.chunk_size;
+    }
+  }
+  return messages <= kMaxMessages;
+}
+
+Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>& host_of_old,
+                                          const std::vector<ReshapeWant>& wants) {
+  const size_t nw = wants.size();
+  const double t0 = now_seconds();
+  // 1. Each host opens the slots of its old ranks and checks them against the table; nothing is read yet.
+  struct Hosted {
+    int k = 0;
+    Manifest m;
+    std::vector<uint64_t> offsets;  // per want: the region's offset in this stream
+    std::string path;
+    fs::Fd fd;
+    std::optional<MappedFile> map;  // huge pages: copy from a mapping (map_to_read)
+  };
+  std::vector<Hosted> hosted;
+  std::optional<MappedFile> ring;
+  uint64_t slot_bytes = 0;
+  size_t nslots = 0;
+  Status local = [&]() -> Status {
+    for (int k = 0; k < p_old; ++k) {
+      if (host_of_old[static_cast<size_t>(k)] != rank_) continue;
+      Hosted h;
+      h.k = k;
+      CacheStore other;
+      CAIRN_TRY(other.open(layout_.rank_cache(job_.node, k), job_.cache_versions));
+      CAIRN_ASSIGN_OR_RETURN(rec, other.read_record(v));
+      h.m = std::move(rec.manifest);
+      h.path = other.slot_path(static_cast<int>(rec.slot));
+      CAIRN_TRY(check_chunk_table(h.m).status().prefixed(h.path));
+      if (h.m.chunk_size > kMaxChunk)
+        return make_error(Code::ERR_NOT_SUPPORTED, "%s: chunks of %u bytes (the streamed restart buffers at most %llu)",
+                          h.path.c_str(), h.m.chunk_size, static_cast<ull>(kMaxChunk));
+      for (const auto& w : wants) {
+        CAIRN_ASSIGN_OR_RETURN(re, held_region(h.m, w, p_old, k));
+        h.offsets.push_back(re->offset);
+      }
+      CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(h.path, O_RDONLY));
+      struct stat sb;
+      if (fstat(fd.get(), &sb) != 0) return posix_error("fstat", h.path, errno);
+      if (static_cast<uint64_t>(sb.st_size) < h.m.total_size)
+        return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", h.path.c_str());
+      if (map_to_read(static_cast<uint64_t>(sb.st_blksize))) {
+        auto mm = MappedFile::open_ro(h.path);
+        if (mm && mm->size() >= h.m.total_size) h.map = std::move(mm).value();
+      }
+      h.fd = std::move(fd);
+      slot_bytes = std::max<uint64_t>(slot_bytes, h.m.chunk_size);
+      hosted.push_back(std::move(h));
+    }
+    if (slot_bytes) {
+      nslots = static_cast<size_t>(std::clamp<uint64_t>(kRingBytes / slot_bytes, 2, 8));
+      auto buf = MappedFile::anonymous(nslots * slot_bytes);
+      if (!buf) return buf.status().prefixed("chunk buffers of the streamed restart");
+      ring = std::move(buf).value();
+    }
+    return Status::ok();
+  }();
+  CAIRN_TRY(agree(app_comm_, local));
+
+  // 2. Every rank learns each old stream's chunk size and region offsets: (k, chunk size, offsets...).
+  const size_t rec_len = 2 + nw;
+  std::vector<uint64_t> desc;
+  for (const auto& h : hosted) {
+    desc.push_back(static_cast<uint64_t>(h.k));
+    desc.push_back(h.m.chunk_size);
+    desc.insert(desc.end(), h.offsets.begin(), h.offsets.end());
+  }
+  std::vector<uint64_t> all;
+  CAIRN_TRY(allgather_u64(app_comm_, desc, &all));
+  std::vector<uint64_t> chunk_of(static_cast<size_t>(p_old), 0);
+  std::vector<const uint64_t*> offsets_of(static_cast<size_t>(p_old), nullptr);
+  for (size_t i = 0; i + rec_len <= all.size(); i += rec_len)
+    if (all[i] < static_cast<uint64_t>(p_old)) chunk_of[all[i]] = all[i + 1], offsets_of[all[i]] = &all[i + 2];
+  // Cannot happen after the agreement above (every old rank has a host that opened it); checked
+  // before any message is posted so that no rank waits for one.
+  if (std::any_of(chunk_of.begin(), chunk_of.end(), [](uint64_t c) { return c == 0; }))
+    return make_error(Code::ERR_INTERNAL, "streamed restart: an old rank of version %llu has no host", static_cast<ull>(v));
+
+  bool leave_core = false;
+  CAIRN_TRY(ranks_outnumber_cores(app_comm_, &leave_core));
+
+  // 3. Post every receive, straight into the regions, per region in (old rank, offset) order.
+  std::vector<MPI_Request> recvs;
+  uint64_t received = 0;
+  for (size_t i = 0; i < nw; ++i) {
+    const RegionEntry& e = *wants[i].entry;
+    CAIRN_ASSIGN_OR_RETURN(plan, redist::plan_for_dst(wants[i].dist, p_old, nranks_, rank_));
+    uint8_t* base = static_cast<uint8_t*>(regions_.at(e.name).ptr);
+    for (const auto& t : plan) {
+      int host = host_of_old[static_cast<size_t>(t.src)];
+      if (host == rank_) continue;  // read here, straight into the region
+      uint64_t off = offsets_of[static_cast<size_t>(t.src)][i] + t.src_offset * e.elem_size;
+      uint8_t* dst = base + t.dst_offset * e.elem_size;
+      Status posted = Status::ok();
+      for_each_message(off, t.count * e.elem_size, chunk_of[static_cast<size_t>(t.src)], [&](uint64_t at, uint64_t len) {
+        MPI_Request r = MPI_REQUEST_NULL;
+        if (posted.is_ok())
+          posted = mpi_status(MPI_Irecv(dst + (at - off), static_cast<int>(len), MPI_BYTE, host, kTagBase + static_cast<int>(i),
+                                        app_comm_, &r), "MPI_Irecv", __FILE__, __LINE__);
+        recvs.push_back(r);
+        received += len;
+      });
+      CAIRN_TRY(posted);
+    }
+  }
+
+  // 4. Hosts: read, verify and send, chunk by chunk, in stream order. (Reading the chunks with pieces
+  // for other ranks first was measured slower: the receivers' copies then compete with every read.)
+  struct Out {
+    uint64_t offset, size;
+    int dst, tag;
+  };
+  struct Pieces {
+    std::vector<StreamExtent> own;  // this rank's pieces: straight into its regions
+    std::vector<Out> outs;          // the messages, each inside one chunk
+  };
+  std::vector<Pieces> pieces(hosted.size());
+  std::vector<std::pair<size_t, uint64_t>> order;  // (hosted stream, chunk) holding a wanted byte
+  for (size_t j = 0; j < hosted.size(); ++j) {
+    const Hosted& h = hosted[j];
+    auto& [own, outs] = pieces[j];
+    for (size_t i = 0; i < nw; ++i) {
+      const RegionEntry& e = *wants[i].entry;
+      CAIRN_ASSIGN_OR_RETURN(plan, redist::plan_for_src(wants[i].dist, p_old, nranks_, h.k));
+      uint8_t* base = static_cast<uint8_t*>(regions_.at(e.name).ptr);
+      for (const auto& t : plan) {
+        uint64_t off = h.offsets[i] + t.src_offset * e.elem_size, len = t.count * e.elem_size;
+        if (t.dst == rank_) {
+          own.push_back({off, len, base + t.dst_offset * e.elem_size});
+        } else {
+          for_each_message(off, len, h.m.chunk_size, [&](uint64_t at, uint64_t l) {
+            outs.push_back({at, l, t.dst, kTagBase + static_cast<int>(i)});
+          });
+        }
+      }
+    }
+    std::sort(own.begin(), own.end(), [](const StreamExtent& x, const StreamExtent& y) { return x.offset < y.offset; });
+    std::stable_sort(outs.begin(), outs.end(), [](const Out& x, const Out& y) { return x.offset < y.offset; });
+    size_t o = 0, q = 0;
+    for (uint64_t c = 0, a = 0; a < h.m.total_size; ++c, a += h.m.chunk_size) {
+      const uint64_t b = std::min(a + h.m.chunk_size, h.m.total_size);
+      while (o < own.size() && own[o].offset + own[o].size <= a) ++o;
+      while (q < outs.size() && outs[q].offset < a) ++q;
+      if ((q < outs.size() && outs[q].offset < b) || (o < own.size() && own[o].offset < b)) order.push_back({j, c});
+    }
+  }
+
+  std::vector<std::vector<MPI_Request>> in_flight(nslots);  // the sends out of each chunk buffer
+  size_t next_slot = 0;
+  Status failed = Status::ok();  // the first chunk that did not read or verify; later chunks are not read
+  uint64_t sent = 0;
+  std::unique_ptr<XXH3_state_t, StateFree> state(XXH3_createState());
+  if (!hosted.empty() && !state) failed = make_error(Code::ERR_NO_MEMORY, "xxh3: cannot create a hash state");
+  std::vector<StreamSource> sources;
+  for (auto& h : hosted) sources.push_back(h.map ? copy_source(h.map->data()) : pread_source(h.fd.get(), 0, h.path));
+  for (const auto& [j, c] : order) {
+    const Hosted& h = hosted[j];
+    const auto& [own, outs] = pieces[j];
+    const uint64_t a = c * h.m.chunk_size, b = std::min(a + h.m.chunk_size, h.m.total_size);
+    size_t s = next_slot++ % nslots;
+    if (!in_flight[s].empty()) {
+      CAIRN_TRY(wait_for(in_flight[s], leave_core));
+      in_flight[s].clear();
+    }
+    uint8_t* buf = ring->data() + s * slot_bytes;  // chunk byte a lands at buf[0]
+    // The own pieces from the first that ends past `at`.
+    auto own_from = [&](uint64_t at) {
+      return std::partition_point(own.begin(), own.end(), [&](const StreamExtent& x) { return x.offset + x.size <= at; });
+    };
+    if (failed.is_ok()) {
+      XXH3_64bits_reset(state.get());
+      auto x = own_from(a);
+      for (uint64_t off = a; off < b && failed.is_ok();) {
+        while (x != own.end() && x->offset + x->size <= off) ++x;
+        uint8_t* dst;
+        uint64_t len;
+        if (x != own.end() && x->offset <= off) {
+          dst = x->dst + (off - x->offset);
+          len = std::min({b - off, x->offset + x->size - off, kStreamPiece});
+        } else {
+          dst = buf + (off - a);
+          len = std::min((x != own.end() ? std::min(b, x->offset) : b) - off, kStreamPiece);
+        }
+        failed = sources[j](off, len, dst).prefixed(h.path);
+        if (failed.is_ok()) XXH3_64bits_update(state.get(), dst, static_cast<size_t>(len));  // in cache: it just landed
+        off += len;
+      }
+      if (failed.is_ok() && XXH3_64bits_digest(state.get()) != h.m.chunk_hashes[c])
+        failed = make_error(Code::ERR_CORRUPT, "%s: chunk %llu (bytes %llu..%llu) checksum mismatch", h.path.c_str(),
+                            static_cast<ull>(c), static_cast<ull>(a), static_cast<ull>(b - 1));
+    }
+    auto q = std::partition_point(outs.begin(), outs.end(), [&](const Out& m) { return m.offset < a; });
+    for (; q != outs.end() && q->offset < b; ++q) {
+      const Out& m = *q;
+      // A piece that also stays here (replicated regions) landed in the region, not in the buffer.
+      const uint8_t* from = buf + (m.offset - a);
+      for (auto x = own_from(m.offset); x != own.end() && x->offset < m.offset + m.size; ++x) {
+        if (x->offset <= m.offset && x->offset + x->size >= m.offset + m.size) {
+          from = x->dst + (m.offset - x->offset);
+          break;
+        }
+        uint64_t lo = std::max(x->offset, m.offset), hi = std::min(x->offset + x->size, m.offset + m.size);
+        memcpy(buf + (lo - a), x->dst + (lo - x->offset), hi - lo);
+      }
+      MPI_Request r = MPI_REQUEST_NULL;
+      CAIRN_MPI(MPI_Isend(from, static_cast<int>(m.size), MPI_BYTE, m.dst, m.tag, app_comm_, &r));
+      in_flight[s].push_back(r);
+      sent += m.size;
+    }
+    if (!recvs.empty()) {  // let the pieces coming here move while this host reads on
+      int done = 0;
+      CAIRN_MPI(MPI_Testall(static_cast<int>(recvs.size()), recvs.data(), &done, MPI_STATUSES_IGNORE));
+    }
+  }
+  double read_ms = (now_seconds() - t0) * 1e3;
+  // The rest of the wait: this rank has nothing more to read, the hosts may still be reading. The
+  // barrier keeps a rank that is through from spinning in the agreement below while others still read.
+  std::vector<MPI_Request> rest = std::move(recvs);
+  for (auto& reqs : in_flight) rest.insert(rest.end(), reqs.begin(), reqs.end());
+  rest.push_back(MPI_REQUEST_NULL);
+  CAIRN_MPI(MPI_Ibarrier(app_comm_, &rest.back()));
+  CAIRN_TRY(wait_for(rest, leave_core));
+  double all_ms = (now_seconds() - t0) * 1e3;
+  if (!failed.is_ok())
+    LOG_WARN("restart: version %llu (%d ranks) at L1: %s", static_cast<ull>(v), p_old, failed.message().c_str());
+  CAIRN_TRY(agree(app_comm_, failed));
+  adopt_distributions(regions_, wants);
+  if (rank_ == 0)
+    LOG_INFO("restart: version %llu (%d ranks) read at L1 and sent to the new owners chunk by chunk as verified: "
+             "%.1f ms reading, %.1f ms in all on rank 0 (%zu old ranks hosted, %.1f MiB sent, %.1f MiB received)",
+             static_cast<ull>(v), p_old, read_ms, all_ms, hosted.size(), static_cast<double>(sent) / (1 << 20),
+             static_cast<double>(received) / (1 << 20));
+  return Status::ok();
+}
+
+}  // namespace cairn

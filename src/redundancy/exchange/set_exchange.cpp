@@ -1,0 +1,425 @@
+// The L2 exchange: every step moves one piece (`chunk` bytes of a segment) between the members that
+// need it, with nonblocking sends and receives; two steps are in flight so the next piece travels
+// while this one is combined. Data is sent straight from the caller's buffers and only the bytes a
+// member really has are sent: the receiver knows every length and zero-fills the rest, so nobody
+// builds a padded copy of a snapshot.
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "base/log.hpp"
+#include "redundancy/exchange/set_exchange.hpp"
+
+namespace cairn::redundancy {
+
+namespace {
+
+constexpr int kStepsInFlight = 2;
+constexpr size_t kMaxPiece = size_t{1} << 30;  // MPI counts are int
+// Tags: encode uses first+slot, rebuild first+2+slot, partner rebuild's redundancy copy first+4+slot.
+constexpr int kTagEncode = kSetTagFirst;
+constexpr int kTagRebuild = kSetTagFirst + 2;
+constexpr int kTagRebuildRed = kSetTagFirst + 4;
+static_assert(kTagRebuildRed + kStepsInFlight <= kSetTagFirst + kSetTagCount);
+
+size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+int mod(int a, int n) { return ((a % n) + n) % n; }
+// Bytes a member with `len` bytes really has in [off, off + piece).
+size_t have(size_t len, size_t off, size_t piece) { return len > off ? std::min(piece, len - off) : 0; }
+// base + off, for a buffer that may be null when its length is 0 (then nothing is read or written).
+template <class T>
+T* at(T* base, size_t off) { return base == nullptr ? nullptr : base + off; }
+
+std::string mpi_text(int rc) {
+  char text[MPI_MAX_ERROR_STRING];
+  int n = 0;
+  if (MPI_Error_string(rc, text, &n) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
+  return std::string(text, n);
+}
+
+Status mpi_error(const char* op, const char* call, int rc, int peer = -1) {
+  if (peer >= 0)
+    return make_error(Code::ERR_MPI, "%s: %s with member %d failed: %s", op, call, peer, mpi_text(rc).c_str());
+  return make_error(Code::ERR_MPI, "%s: %s failed: %s", op, call, mpi_text(rc).c_str());
+}
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using Scratch = std::unique_ptr<uint8_t[], FreeDeleter>;
+Scratch scratch(size_t bytes) {
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kSetCodeAlign, round_up(bytes + 1, kSetCodeAlign)));
+  if (p == nullptr) throw std::bad_alloc();
+  return Scratch(p);
+}
+
+// Errors must come back as codes, not abort the job: MPI_ERRORS_RETURN for the duration of one call.
+class ReturnErrors {
+ public:
+  Status enter(MPI_Comm comm, const char* op) {
+    int rc = MPI_Comm_get_errhandler(comm, &saved_);
+    if (rc != MPI_SUCCESS) return mpi_error(op, "MPI_Comm_get_errhandler", rc);
+    comm_ = comm;
+    rc = MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    if (rc != MPI_SUCCESS) return mpi_error(op, "MPI_Comm_set_errhandler", rc);
+    return Status::ok();
+  }
+  ~ReturnErrors() {
+    if (comm_ == MPI_COMM_NULL) return;
+    int rc = MPI_Comm_set_errhandler(comm_, saved_);
+    if (rc == MPI_SUCCESS) rc = MPI_Errhandler_free(&saved_);
+    if (rc != MPI_SUCCESS) LOG_WARN("L2 exchange: restoring the error handler failed: %s", mpi_text(rc).c_str());
+  }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Errhandler saved_ = MPI_ERRHANDLER_NULL;
+};
+
+// Requests of the steps in flight, one slot per step. Zero-byte transfers are skipped: both sides
+// compute the same counts from the agreed lengths.
+class Pipeline {
+ public:
+  Pipeline(MPI_Comm comm, const char* op) : comm_(comm), op_(op) {}
+  ~Pipeline() { abandon(); }
+
+  Status send(int slot, const uint8_t* buf, size_t count, int peer, int tag) {
+    if (count == 0) return Status::ok();
+    MPI_Request r;
+    int rc = MPI_Isend(buf, static_cast<int>(count), MPI_BYTE, peer, tag, comm_, &r);
+    if (rc != MPI_SUCCESS) return mpi_error(op_, "MPI_Isend", rc, peer);
+    reqs_[slot].push_back(r);
+    return Status::ok();
+  }
+  // Receives `count` bytes into buf and zeroes buf[count, piece): the sender's virtual padding.
+  Status recv(int slot, uint8_t* buf, size_t count, size_t piece, int peer, int tag) {
+    if (piece > count) std::memset(buf + count, 0, piece - count);
+    if (count == 0) return Status::ok();
+    MPI_Request r;
+    int rc = MPI_Irecv(buf, static_cast<int>(count), MPI_BYTE, peer, tag, comm_, &r);
+    if (rc != MPI_SUCCESS) return mpi_error(op_, "MPI_Irecv", rc, peer);
+    reqs_[slot].push_back(r);
+    return Status::ok();
+  }
+  Status wait(int slot) {
+    auto& r = reqs_[slot];
+    int rc = MPI_Waitall(static_cast<int>(r.size()), r.data(), MPI_STATUSES_IGNORE);
+    // On error the requests still pending stay in r (completed ones are MPI_REQUEST_NULL now), so
+    // that abandon() cancels them.
+    if (rc != MPI_SUCCESS) return mpi_error(op_, "MPI_Waitall", rc);
+    r.clear();
+    return Status::ok();
+  }
+
+  // Runs `steps` steps, kStepsInFlight at a time: post(s, slot) queues step s's transfers, and once
+  // they completed finish(s, slot) combines what arrived. A slot's buffers are reused two steps on.
+  // On failure the pending requests are cancelled before returning, while the callers' buffers
+  // still exist.
+  Status run(size_t steps, const std::function<Status(size_t, int)>& post,
+             const std::function<Status(size_t, int)>& finish) {
+    Status st = run_steps(steps, post, finish);
+    if (!st.is_ok()) abandon();
+    return st;
+  }
+
+ private:
+  Status run_steps(size_t steps, const std::function<Status(size_t, int)>& post,
+                   const std::function<Status(size_t, int)>& finish) {
+    auto complete = [&](size_t s) -> Status {
+      int slot = static_cast<int>(s % kStepsInFlight);
+      CAIRN_TRY(wait(slot));
+      return finish(s, slot);
+    };
+    for (size_t s = 0; s < steps; s++) {
+      CAIRN_TRY(post(s, static_cast<int>(s % kStepsInFlight)));
+      if (s + 1 >= kStepsInFlight) CAIRN_TRY(complete(s + 1 - kStepsInFlight));
+    }
+    for (size_t s = steps > kStepsInFlight - 1 ? steps - (kStepsInFlight - 1) : 0; s < steps; s++)
+      CAIRN_TRY(complete(s));
+    return Status::ok();
+  }
+
+  // After an error: cancel what is pending and wait for it (MPI guarantees a wait on a cancelled
+  // request returns), so MPI never writes into buffers after they are gone.
+  void abandon() {
+    for (auto& r : reqs_) {
+      for (MPI_Request& req : r) {
+        if (req == MPI_REQUEST_NULL) continue;
+        int rc = MPI_Cancel(&req);
+        if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) LOG_DEBUG("%s: cancelling a request failed: %s", op_, mpi_text(rc).c_str());
+      }
+      r.clear();
+    }
+  }
+
+  MPI_Comm comm_;
+  const char* op_;
+  std::array<std::vector<MPI_Request>, kStepsInFlight> reqs_;
+};
+
+// What both calls derive from the agreed inputs.
+struct Geometry {
+  int n = 0, me = 0, k = 0, m = 0;
+  size_t seg = 0;     // segment length
+  size_t piece = 0;   // bytes of a segment per step
+  size_t pieces = 0;  // steps per segment
+};
+
+uint64_t fnv1a(uint64_t h, uint64_t v) {
+  for (int i = 0; i < 8; i++) h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+  return h;
+}
+
+// Checks this member's arguments and that every member passed the same set-wide ones (one
+// allreduce: MAX of v and of ~v gives max and ~min, which are equal only if all values are).
+// check(me, red_len) names a problem with this member's own buffers ("" if none).
+using LocalCheck = std::function<std::string(int me, size_t red_len)>;
+Status agree(MPI_Comm comm, const char* op, const SetCode& code, const std::vector<size_t>& lens,
+             const std::vector<bool>* lost, size_t chunk, const LocalCheck& check, Geometry* geo) {
+  int size = 0, rc = MPI_Comm_size(comm, &size);
+  if (rc != MPI_SUCCESS) return mpi_error(op, "MPI_Comm_size", rc);
+  if ((rc = MPI_Comm_rank(comm, &geo->me)) != MPI_SUCCESS) return mpi_error(op, "MPI_Comm_rank", rc);
+  geo->n = code.n();
+  geo->m = code.m();
+  geo->k = code.k();
+  std::string problem;
+  if (size != code.n())
+    problem = "the communicator has " + std::to_string(size) + " members, the code " + std::to_string(code.n());
+  else if (lens.size() != static_cast<size_t>(code.n()))
+    problem = "lens has " + std::to_string(lens.size()) + " entries for " + std::to_string(code.n()) + " members";
+  else if (lost != nullptr && lost->size() != lens.size())
+    problem = "lost has " + std::to_string(lost->size()) + " entries for " + std::to_string(code.n()) + " members";
+  else if (chunk == 0)
+    problem = "chunk must be > 0";
+  else
+    problem = check(geo->me, code.redundancy_len(*std::max_element(lens.begin(), lens.end())));
+
+  uint64_t fp = 0xcbf29ce484222325ull;
+  fp = fnv1a(fp, static_cast<uint64_t>(code.scheme()) << 32 | static_cast<uint32_t>(code.n()));
+  fp = fnv1a(fp, static_cast<uint64_t>(code.m()));
+  fp = fnv1a(fp, lens.size());
+  for (size_t len : lens) fp = fnv1a(fp, len);
+  if (lost != nullptr)
+    for (bool l : *lost) fp = fnv1a(fp, l);
+  uint64_t v[5] = {problem.empty() ? 0u : 1u, chunk, ~uint64_t{chunk}, fp, ~fp};
+  if ((rc = MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_UINT64_T, MPI_MAX, comm)) != MPI_SUCCESS)
+    return mpi_error(op, "MPI_Allreduce", rc);
+  if (!problem.empty()) return make_error(Code::ERR_INVALID_ARG, "%s: member %d: %s", op, geo->me, problem.c_str());
+  if (v[0] != 0) return make_error(Code::ERR_INVALID_ARG, "%s: another member passed invalid arguments", op);
+  if (v[1] != ~v[2]) return make_error(Code::ERR_INVALID_ARG, "%s: members passed different chunk sizes", op);
+  if (v[3] != ~v[4])
+    return make_error(Code::ERR_INVALID_ARG, "%s: members passed different codes, lens or lost sets", op);
+
+  size_t max_len = *std::max_element(lens.begin(), lens.end());
+  geo->seg = code.segment_len(max_len);
+  geo->piece = std::min({round_up(chunk, 64), kMaxPiece, std::max<size_t>(geo->seg, 64)});
+  geo->pieces = (geo->seg + geo->piece - 1) / geo->piece;
+  return Status::ok();
+}
+
+// --- encode ----------------------------------------------------------------------------------------
+
+// Member x keeps a copy of member x-1: send my pieces right, receive the left one into my_red.
+Status encode_partner(Pipeline& pipe, const Geometry& g, const std::vector<size_t>& lens,
+                      const uint8_t* my_data, uint8_t* my_red) {
+  int left = mod(g.me - 1, g.n), right = mod(g.me + 1, g.n);
+  auto post = [&](size_t s, int slot) -> Status {
+    size_t off = s * g.piece, len = std::min(g.piece, g.seg - off);
+    CAIRN_TRY(pipe.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagEncode + slot));
+    return pipe.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagEncode + slot);
+  };
+  return pipe.run(g.pieces, post, [](size_t, int) { return Status::ok(); });
+}
+
+// Step (piece i, row p): I hold parity row p of stripe me+p and receive its k data pieces; my
+// segment j is data shard j of stripe me-1-j and goes to that stripe's row-p holder.
+Status encode_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
+                    const std::vector<size_t>& lens, const uint8_t* my_data, uint8_t* my_red) {
+  Scratch bufs = scratch(static_cast<size_t>(kStepsInFlight) * g.k * g.piece);
+  auto piece_buf = [&](int slot, int j) { return bufs.get() + (static_cast<size_t>(slot) * g.k + j) * g.piece; };
+  std::vector<const uint8_t*> src(g.k);
+  auto post = [&](size_t s, int slot) -> Status {
+    int p = static_cast<int>(s % g.m);
+    size_t off = (s / g.m) * g.piece, len = std::min(g.piece, g.seg - off);
+    int stripe = mod(g.me + p, g.n);
+    for (int j = 0; j < g.k; j++) {
+      int y = code.shard_owner(stripe, j);
+      size_t pos = static_cast<size_t>(j) * g.seg + off;
+      CAIRN_TRY(pipe.recv(slot, piece_buf(slot, j), have(lens[y], pos, len), len, y, kTagEncode + slot));
+    }
+    for (int j = 0; j < g.k; j++) {
+      int holder = code.shard_owner(mod(g.me - 1 - j, g.n), g.k + p);
+      size_t pos = static_cast<size_t>(j) * g.seg + off;
+      CAIRN_TRY(pipe.send(slot, at(my_data, pos), have(lens[g.me], pos, len), holder, kTagEncode + slot));
+    }
+    return Status::ok();
+  };
+  auto finish = [&](size_t s, int slot) -> Status {
+    int p = static_cast<int>(s % g.m);
+    size_t off = (s / g.m) * g.piece, len = std::min(g.piece, g.seg - off);
+    for (int j = 0; j < g.k; j++) src[j] = piece_buf(slot, j);
+    code.encode_parity_row(p, len, src.data(), my_red + static_cast<size_t>(p) * g.seg + off);
+    return Status::ok();
+  };
+  return pipe.run(g.pieces * g.m, post, finish);
+}
+
+// --- rebuild ---------------------------------------------------------------------------------------
+
+// A lost x gets its data back from x+1's copy and its copy (of x-1's data) from x-1.
+Status rebuild_partner(Pipeline& pipe, const Geometry& g, const std::vector<size_t>& lens,
+                       const std::vector<bool>& lost, uint8_t* my_data, uint8_t* my_red) {
+  int left = mod(g.me - 1, g.n), right = mod(g.me + 1, g.n);
+  auto post = [&](size_t s, int slot) -> Status {
+    size_t off = s * g.piece, len = std::min(g.piece, g.seg - off);
+    if (lost[g.me]) {
+      size_t mine = have(lens[g.me], off, len);  // my data has no padding to fill
+      CAIRN_TRY(pipe.recv(slot, at(my_data, off), mine, mine, right, kTagRebuild + slot));
+      return pipe.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagRebuildRed + slot);
+    }
+    if (lost[left])
+      CAIRN_TRY(pipe.send(slot, my_red + off, have(lens[left], off, len), left, kTagRebuild + slot));
+    if (lost[right])
+      CAIRN_TRY(pipe.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagRebuildRed + slot));
+    return Status::ok();
+  };
+  return pipe.run(g.pieces, post, [](size_t, int) { return Status::ok(); });
+}
+
+// Step (piece i, stripe st): each lost member rebuilds its shard of stripe st from the k sources
+// of that stripe's plan, which send their piece to every lost member that needs it.
+Status rebuild_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
+                     const std::vector<size_t>& lens, const std::vector<bool>& lost, uint8_t* my_data,
+                     uint8_t* my_red) {
+  std::vector<SetCode::StripeRecovery> plans;
+  std::vector<bool> lost_shards(g.n);
+  for (int st = 0; st < g.n; st++) {
+    for (int sh = 0; sh < g.n; sh++) lost_shards[sh] = lost[code.shard_owner(st, sh)];
+    auto plan = code.plan_recovery(lost_shards);
+    if (!plan) return plan.status().prefixed("L2 rebuild");
+    plans.push_back(std::move(plan.value()));
+  }
+  // Where shard sh's piece at `off` lives in its holder's buffers, and how many bytes it has there.
+  auto shard_at = [&](int sh, size_t off) { return sh < g.k ? static_cast<size_t>(sh) * g.seg + off
+                                                            : static_cast<size_t>(sh - g.k) * g.seg + off; };
+  auto shard_bytes = [&](int holder, int sh, size_t off, size_t len) {
+    return sh < g.k ? have(lens[holder], shard_at(sh, off), len) : len;
+  };
+  // A lost member whose data ends before this piece of a data shard needs nothing for it.
+  auto needs = [&](int x, int st, size_t off, size_t len) {
+    return shard_bytes(x, code.shard_of(st, x), off, len) > 0;
+  };
+
+  bool rebuilding = lost[g.me];
+  Scratch bufs = scratch(rebuilding ? static_cast<size_t>(kStepsInFlight * g.k + 1) * g.piece : 0);
+  auto piece_buf = [&](int slot, int j) { return bufs.get() + (static_cast<size_t>(slot) * g.k + j) * g.piece; };
+  std::vector<const uint8_t*> src(g.k);
+  auto step = [&](size_t s, int* st, size_t* off, size_t* len) {
+    *st = static_cast<int>(s % g.n);
+    *off = (s / g.n) * g.piece;
+    *len = std::min(g.piece, g.seg - *off);
+  };
+  auto post = [&](size_t s, int slot) -> Status {
+    int st;
+    size_t off, len;
+    step(s, &st, &off, &len);
+    const auto& plan = plans[st];
+    if (rebuilding) {
+      if (!needs(g.me, st, off, len)) return Status::ok();
+      for (int j = 0; j < g.k; j++) {
+        int sh = plan.sources[j], y = code.shard_owner(st, sh);
+        CAIRN_TRY(pipe.recv(slot, piece_buf(slot, j), shard_bytes(y, sh, off, len), len, y, kTagRebuild + slot));
+      }
+      return Status::ok();
+    }
+    int sh = code.shard_of(st, g.me);
+    if (std::find(plan.sources.begin(), plan.sources.end(), sh) == plan.sources.end()) return Status::ok();
+    const uint8_t* piece = sh < g.k ? at(my_data, shard_at(sh, off)) : my_red + shard_at(sh, off);
+    for (int x = 0; x < g.n; x++)
+      if (lost[x] && needs(x, st, off, len))
+        CAIRN_TRY(pipe.send(slot, piece, shard_bytes(g.me, sh, off, len), x, kTagRebuild + slot));
+    return Status::ok();
+  };
+  auto finish = [&](size_t s, int slot) -> Status {
+    int st;
+    size_t off, len;
+    step(s, &st, &off, &len);
+    if (!rebuilding || !needs(g.me, st, off, len)) return Status::ok();
+    const auto& plan = plans[st];
+    int sh = code.shard_of(st, g.me);
+    int t = static_cast<int>(std::find(plan.targets.begin(), plan.targets.end(), sh) - plan.targets.begin());
+    for (int j = 0; j < g.k; j++) src[j] = piece_buf(slot, j);
+    size_t keep = shard_bytes(g.me, sh, off, len);
+    if (sh >= g.k || keep == len) {  // the whole piece is mine to keep: rebuild in place
+      code.recover_shard(plan, t, len, src.data(), (sh >= g.k ? my_red : my_data) + shard_at(sh, off));
+    } else {  // my data ends inside this piece: rebuild aside, keep the head
+      uint8_t* aside = piece_buf(kStepsInFlight, 0);
+      code.recover_shard(plan, t, len, src.data(), aside);
+      std::memcpy(my_data + shard_at(sh, off), aside, keep);
+    }
+    return Status::ok();
+  };
+  return pipe.run(g.pieces * g.n, post, finish);
+}
+
+}  // namespace
+
+Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data, size_t my_len,
+                  const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk) {
+  const char* op = "L2 encode";
+  ReturnErrors errors;
+  CAIRN_TRY(errors.enter(set_comm, op));
+  auto check = [&](int me, size_t red_len) -> std::string {
+    if (lens[me] != my_len)
+      return "my_len " + std::to_string(my_len) + " differs from lens[" + std::to_string(me) + "] " +
+             std::to_string(lens[me]);
+    if (my_len > 0 && my_data == nullptr) return "my_data is null";
+    if (red_len > 0 && my_red == nullptr) return "my_red is null";
+    return "";
+  };
+  Geometry g;
+  CAIRN_TRY(agree(set_comm, op, code, lens, nullptr, chunk, check, &g));
+  if (g.seg == 0) return Status::ok();
+  Pipeline pipe(set_comm, op);
+  if (code.scheme() == Redundancy::partner) return encode_partner(pipe, g, lens, my_data, my_red);
+  return encode_coded(pipe, code, g, lens, my_data, my_red);
+}
+
+Status rebuild_set(MPI_Comm set_comm, const SetCode& code, const std::vector<bool>& lost,
+                   uint8_t* my_data, const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk) {
+  const char* op = "L2 rebuild";
+  // Decided from `lost` alone, the same everywhere: no communication when there is nothing to do.
+  if (lost.size() == static_cast<size_t>(code.n())) {
+    if (!code.recoverable(lost)) {
+      std::string who;
+      for (size_t x = 0; x < lost.size(); x++)
+        if (lost[x]) who += (who.empty() ? "" : ",") + std::to_string(x);
+      return make_error(Code::ERR_UNRECOVERABLE, "%s: members {%s} of %d lost, more than the scheme tolerates",
+                        op, who.c_str(), code.n());
+    }
+    if (std::none_of(lost.begin(), lost.end(), [](bool l) { return l; })) return Status::ok();
+  }
+  ReturnErrors errors;
+  CAIRN_TRY(errors.enter(set_comm, op));
+  auto check = [&](int me, size_t red_len) -> std::string {
+    if (lens[me] > 0 && my_data == nullptr) return "my_data is null";
+    if (red_len > 0 && my_red == nullptr) return "my_red is null";
+    return "";
+  };
+  Geometry g;
+  CAIRN_TRY(agree(set_comm, op, code, lens, &lost, chunk, check, &g));
+  if (g.seg == 0) return Status::ok();
+  Pipeline pipe(set_comm, op);
+  if (code.scheme() == Redundancy::partner) return rebuild_partner(pipe, g, lens, lost, my_data, my_red);
+  return rebuild_coded(pipe, code, g, lens, lost, my_data, my_red);
+}
+
+}  // namespace cairn::redundancy
