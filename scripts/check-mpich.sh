@@ -47,6 +47,7 @@ cmake --build "$build" -j "$jobs"
 # alone: use exit_signal = USR2, checked by scenario_signal_usr2), malleable_grow_shrink (MPI_Comm_spawn
 # fails in Debian's MPICH 4.0.2, ch4:ucx), install_consumer and slurm (Open MPI's mpirun / srun).
 tests='^(mpi_.*|file_api_.*|tool_cli|tools|funneled_recovery|scavenge_after_failure|no_spare_private_refused'
+tests+='|scr_.*|interpose_.*'  # the SCR library (built against the installed headers) and the interposer (ROMIO)
 tests+='|scenario_(xor_kill_compute|rs_kill_checkpoint|single_kill_compute|no_spare_continue|signal_usr2))$'
 (cd "$build" && ctest --output-on-failure --timeout 600 -R "$tests")
 

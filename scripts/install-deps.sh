@@ -5,7 +5,8 @@ pkgs=(cmake ninja-build g++ make pkg-config
       openmpi-bin libopenmpi-dev
       libisal-dev libxxhash-dev libzstd-dev
       libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev libpng-dev
-      libgtest-dev python3)
+      libgtest-dev python3
+      gfortran)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

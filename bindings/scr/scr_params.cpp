@@ -323,13 +323,13 @@ const std::vector<Param>& params() {
          if (upper(v) == "NODE") return note_only(c, n, v, "the default");
          c.warn(n + "=" + v + " is not supported: cairn's failure group is the node (CAIRN_NODE)");
        }},
-      {"SCR_CACHE_PURGE", "nothing", "not supported (1 warns): `cairn clean --cache` empties the cache",
+      {"SCR_CACHE_PURGE", "nothing", "not supported (1 warns): remove the job's cache directory before the run",
        [](Context& c, const std::string& n, const std::string& v) {
-         warn_if_on(c, n, v, "use `cairn clean` before the run");
+         warn_if_on(c, n, v, "remove the job's cache directory before the run");
        }},
-      {"SCR_PREFIX_PURGE", "nothing", "not supported (1 warns): `cairn clean` empties the prefix",
+      {"SCR_PREFIX_PURGE", "nothing", "not supported (1 warns): remove the prefix's checkpoints before the run",
        [](Context& c, const std::string& n, const std::string& v) {
-         warn_if_on(c, n, v, "use `cairn clean` before the run");
+         warn_if_on(c, n, v, "remove the prefix's checkpoints before the run");
        }},
       {"SCR_GLOBAL_RESTART", "nothing", "not supported (1 warns): each rank reads its own files at restart",
        [](Context& c, const std::string& n, const std::string& v) {
@@ -363,7 +363,7 @@ const std::vector<Param>& params() {
        [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "always on in cairn"); }},
       {"SCR_CRC_ON_FLUSH", "nothing", "cairn checksums every chunk of every version",
        [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "always on in cairn"); }},
-      {"SCR_LOG_ENABLE", "nothing", "cairn keeps a job history in the prefix (`cairn history`, `cairn plot`)",
+      {"SCR_LOG_ENABLE", "nothing", "cairn keeps a job history in the prefix (`cairn plot`, docs/tools.md)",
        [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "see docs/tools.md"); }},
       {"SCR_LOG_TXT_ENABLE", "nothing", "cairn keeps a job history in the prefix",
        [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "see docs/tools.md"); }},

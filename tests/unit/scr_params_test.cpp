@@ -3,6 +3,7 @@
 // warnings for what cairn does not do; every CAIRN_* variable the table produces is a real knob.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <set>
 #include <random>
@@ -249,6 +250,31 @@ TEST(ScrParamsFuzz, RandomStringsNeverCrash) {
     Mapping m = map_parameters(sources({}, list));
     (void)m;
   }
+}
+
+}  // namespace
+}  // namespace cairn::scr
+
+namespace cairn::scr {
+namespace {
+
+// docs/scr.md's parameter table is this table, row for row.
+std::string markdown_table() {
+  std::string out = "| SCR parameter | becomes | meaning in cairn |\n|---|---|---|\n";
+  for (const auto& p : parameter_table()) out += "| `" + p.name + "` | " + p.becomes + " | " + p.meaning + " |\n";
+  return out;
+}
+
+TEST(ScrDocs, ParameterTableIsCurrent) {
+  std::ifstream in(std::string(CAIRN_SOURCE_DIR) + "/docs/scr.md");
+  std::string doc((std::istreambuf_iterator<char>(in)), {});
+  const std::string begin = "<!-- scr-params:begin -->\n", end = "<!-- scr-params:end -->";
+  auto b = doc.find(begin), e = doc.find(end);
+  ASSERT_NE(b, std::string::npos);
+  ASSERT_NE(e, std::string::npos);
+  std::string table = doc.substr(b + begin.size(), e - b - begin.size());
+  EXPECT_EQ(table, markdown_table()) << "regenerate docs/scr.md's table from bindings/scr/scr_params.cpp:\n"
+                                     << markdown_table();
 }
 
 }  // namespace
