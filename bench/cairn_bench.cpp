@@ -43,6 +43,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/cairn.h"
+#include "bench_util.hpp"
 #include "file_modes.hpp"
 #include "base/layout.hpp"
 #include "base/xxh.hpp"
@@ -50,6 +51,9 @@
 
 namespace stdfs = std::filesystem;
 using json = nlohmann::ordered_json;
+using cairn::bench::fs_type_name;
+using cairn::bench::loadavg_1m;
+using cairn::bench::median;
 
 namespace {
 
@@ -105,13 +109,6 @@ std::vector<std::string> split_words(const char* s) {
 }
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // GB/s (1e9 bytes per second), rounded to 3 decimals; null when not measured.
 json gbps(uint64_t bytes, double seconds) {
@@ -179,7 +176,6 @@ int launch(const Options& o, int nranks, const std::vector<std::string>& extra, 
 
 int report_redistribute(const Options& o, const std::string& dir, const std::string& cache_job, double load_start,
                         const std::string& date);
-double loadavg_1m();
 std::string utc_now();
 
 int run_parent(const Options& o, int argc, char** argv) {
@@ -323,23 +319,6 @@ void fill_random(uint8_t* p, uint64_t size, uint64_t seed) {
 
 inline void clobber(void* p) { asm volatile("" : : "r"(p) : "memory"); }
 
-const char* fs_type_name(const std::string& path) {
-  struct statfs s {};
-  if (statfs(path.c_str(), &s) != 0) return "unknown";
-  switch (static_cast<unsigned long>(s.f_type)) {
-    case 0x01021994: return "tmpfs";
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x6969: return "nfs";
-    case 0x0BD00BD0: return "lustre";
-    case 0x47504653: return "gpfs";
-    case 0x794c7630: return "overlayfs";
-    case 0x2FC12FC1: return "zfs";
-  }
-  return "other";
-}
-
 std::string utc_now() {
   time_t t = time(nullptr);
   struct tm tm {};
@@ -347,16 +326,6 @@ std::string utc_now() {
   char b[64];
   strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return b;
-}
-
-// The 1-minute load average: other work on the machine makes every figure lower.
-double loadavg_1m() {
-  double l = -1;
-  if (FILE* f = fopen("/proc/loadavg", "r")) {
-    if (fscanf(f, "%lf", &l) != 1) l = -1;
-    fclose(f);
-  }
-  return l;
 }
 
 std::string cpu_model() {

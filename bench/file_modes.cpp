@@ -30,6 +30,7 @@
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
+#include "bench_util.hpp"
 #include "cairn/cairn.h"
 #include "scr.h"
 
@@ -41,38 +42,7 @@ using json = nlohmann::ordered_json;
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 double round3(double x) { return std::round(x * 1000.0) / 1000.0; }
-
-double loadavg() {
-  double l = -1;
-  if (FILE* f = fopen("/proc/loadavg", "r")) {
-    if (fscanf(f, "%lf", &l) != 1) l = -1;
-    fclose(f);
-  }
-  return l;
-}
-
-// What the fsync'ed write and the node-local write land on (a tmpfs "file system" makes fsync free).
-std::string fs_type(const std::string& path) {
-  struct statfs s {};
-  if (statfs(path.c_str(), &s) != 0) return "unknown";
-  switch (static_cast<unsigned long>(s.f_type)) {
-    case 0x01021994: return "tmpfs";
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x794c7630: return "overlayfs";
-    case 0x6969: return "nfs";
-    case 0x0BD00BD0: return "lustre";
-    case 0x47504653: return "gpfs";
-  }
-  return "other";
-}
 
 std::string arg_after(int argc, char** argv, const char* name) {
   for (int i = 1; i + 1 < argc; ++i)
@@ -154,8 +124,8 @@ int report(const FileModeOptions& o, const std::string& dir, double load_start) 
   out["size_per_rank_bytes"] = o.size;
   out["reps"] = o.reps;
   out["loadavg_1m_start"] = round3(load_start);
-  out["loadavg_1m_end"] = round3(loadavg());
-  out["file_system"] = {{"prefix", fs_type(o.prefix_base)}, {"cache_dir", fs_type(o.cache_dir)}};
+  out["loadavg_1m_end"] = round3(loadavg_1m());
+  out["file_system"] = {{"prefix", fs_type_name(o.prefix_base)}, {"cache_dir", fs_type_name(o.cache_dir)}};
   out["figures"] = direct["figures"];
   if (o.interpose) out["figures"].update(ipt["figures"]);
   const json f = out["figures"];  // a copy: adding keys to an ordered_json moves its elements
@@ -180,8 +150,8 @@ int report(const FileModeOptions& o, const std::string& dir, double load_start) 
     return 0;
   }
   printf("cairn-bench files: %d ranks, %.1f MiB per rank, median of %d; load %.2f -> %.2f; prefix on %s, cache on %s\n",
-         o.ranks, static_cast<double>(o.size) / 1048576.0, o.reps, load_start, loadavg(),
-         fs_type(o.prefix_base).c_str(), fs_type(o.cache_dir).c_str());
+         o.ranks, static_cast<double>(o.size) / 1048576.0, o.reps, load_start, loadavg_1m(),
+         fs_type_name(o.prefix_base), fs_type_name(o.cache_dir));
   for (auto it = f.begin(); it != f.end(); ++it) {
     if (!it.value().is_number()) continue;
     double s = it.value().get<double>();
@@ -210,7 +180,7 @@ int run_parent(const FileModeOptions& o, int argc, char** argv) {
     stdfs::remove_all(dir, ec);
     return 2;
   }
-  double load_start = loadavg();
+  double load_start = loadavg_1m();
   std::vector<std::string> extra{"--child-dir", dir, "--child-job", job};
   int rc = launch(o, {}, [&] { auto e = extra; e.insert(e.end(), {"--child-stage", "direct"}); return e; }(), argc, argv);
   if (rc == 0 && o.interpose) {

@@ -19,6 +19,7 @@
 
 #include "cairn/cairn.h"
 #include "common/lexical_path.hpp"
+#include "common/whole_file.hpp"
 #include "libc_real.hpp"
 #include "version_index.hpp"
 #include "vfs.hpp"
@@ -183,16 +184,8 @@ void Agent::restore() {
     }
     char path[4096];
     bool valid = cairn_route_file(kIndexName, path, sizeof path) == CAIRN_SUCCESS;
-    std::string bytes;
-    if (valid) {
-      int fd = real::open(path, O_RDONLY | O_CLOEXEC, 0);
-      char buf[65536];
-      ssize_t n;
-      while (fd >= 0 && (n = ::read(fd, buf, sizeof buf)) > 0) bytes.append(buf, static_cast<size_t>(n));
-      if (fd >= 0) real::close(fd);
-      valid = fd >= 0;
-    }
-    auto index = valid ? decode_index(bytes) : std::nullopt;
+    auto bytes = valid ? files::read_whole_file(path) : std::nullopt;
+    auto index = bytes ? decode_index(*bytes) : std::nullopt;
     if (!index) {
       valid = false;
       warn("version '%s' has no readable file index (not written by the interposer?)", label);

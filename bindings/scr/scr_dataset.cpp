@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../common/lexical_path.hpp"
+#include "../common/whole_file.hpp"
 #include "cairn/cairn.h"
 #include "include/scr.h"
 #include "scr_output.hpp"
@@ -78,13 +79,8 @@ bool read_output_index(const std::string& name, std::vector<std::string>* files,
   int found = 0;
   if (st.rank == 0) {
     std::string path = index_path(st.output_prefix, name);
-    if (FILE* f = fopen(path.c_str(), "rb")) {
-      std::string bytes;
-      char buf[4096];
-      size_t n;
-      while ((n = fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, n);
-      fclose(f);
-      auto decoded = decode_index(bytes);
+    if (auto bytes = files::read_whole_file(path)) {
+      auto decoded = decode_index(*bytes);
       if (decoded) *files = *decoded, found = 1;
       else *why = path + ": not an output index; left alone";
     }

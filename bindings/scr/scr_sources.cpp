@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "../common/lexical_path.hpp"
+#include "../common/whole_file.hpp"
 #include "scr_params.hpp"
 
 extern char** environ;
@@ -22,14 +23,9 @@ Sources process_sources(std::vector<Setting> app, std::vector<std::string>* file
   std::string path;
   if (auto conf = lookup(s, "SCR_CONF_FILE")) path = *conf;
   else path = paths::absolute(lookup(s, "SCR_PREFIX").value_or(".")) + "/.scrconf";
-  if (FILE* f = fopen(path.c_str(), "r")) {
-    std::string text;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-    fclose(f);
+  if (auto text = files::read_whole_file(path)) {
     std::vector<std::string> errors;
-    s.user_file = parse_config_file(text, s.env, &errors);
+    s.user_file = parse_config_file(*text, s.env, &errors);
     for (auto& e : errors) file_errors->push_back(path + ":" + e);
     *file_used = path;
   } else if (lookup(s, "SCR_CONF_FILE")) {

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -72,6 +73,28 @@ static void app_step(struct app *a) {
 
 static void app_path(const struct app *a, long step, const char *kind, char *out, size_t len) {
   snprintf(out, len, "%s/step%ld.rank%d.%s", a->dir, step, a->rank, kind);
+}
+
+/* This rank's newest step whose checkpoint file of `kind` is there (access()), 0 for none. */
+static long app_newest_by_access(const struct app *a, const char *kind) {
+  char path[512];
+  for (long s = (a->steps - 1) / a->every * a->every; s >= a->every; s -= a->every) {
+    app_path(a, s, kind, path, sizeof path);
+    if (access(path, F_OK) == 0) return s;
+  }
+  return 0;
+}
+
+/* Runs from `step` to the end: every `every` steps (not at the last) write(a, step), then drop(a, old) of
+ * the checkpoint before the previous one, as a code that keeps two checkpoints does. */
+static void app_run(struct app *a, long step, int (*write)(struct app *, long), int (*drop)(struct app *, long)) {
+  while (step < a->steps) {
+    app_step(a);
+    step++;
+    if (step % a->every || step == a->steps) continue;
+    if (!write(a, step)) app_die(a, "writing a checkpoint failed");
+    if (step > 2 * a->every && !drop(a, step - 2 * a->every)) app_die(a, "removing an old checkpoint failed");
+  }
 }
 
 /* The newest step every rank has (each rank passes its own newest, 0 for none). */

@@ -8,7 +8,9 @@
 
 #include "ckpt_apps.h"
 
-static int write_ckpt(struct app *a, long step, char *path) {
+static int write_ckpt(struct app *a, long step) {
+  char path[512];
+  app_path(a, step, "mpiio", path, sizeof path);
   MPI_File fh;
   if (MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh) != MPI_SUCCESS)
     return 0;
@@ -19,6 +21,12 @@ static int write_ckpt(struct app *a, long step, char *path) {
   return MPI_File_close(&fh) == MPI_SUCCESS && ok;
 }
 
+static int drop_ckpt(struct app *a, long step) {
+  char path[512];
+  app_path(a, step, "mpiio", path, sizeof path);
+  return MPI_File_delete(path, MPI_INFO_NULL) == MPI_SUCCESS;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   struct app a;
@@ -26,13 +34,7 @@ int main(int argc, char **argv) {
   if (a.rank == 0) mkdir(a.dir, 0755);
   MPI_Barrier(MPI_COMM_WORLD);
   char path[512];
-  long mine = 0, step = 0;
-  for (long s = a.steps - 1; s >= a.every && !mine; s--) {
-    if (s % a.every) continue;
-    app_path(&a, s, "mpiio", path, sizeof path);
-    if (access(path, F_OK) == 0) mine = s;
-  }
-  long newest = app_agree(mine);
+  long step = 0, newest = app_agree(app_newest_by_access(&a, "mpiio"));
   if (newest > 0) {
     app_path(&a, newest, "mpiio", path, sizeof path);
     MPI_File fh;
@@ -50,17 +52,7 @@ int main(int argc, char **argv) {
     step = header[0];
     if (a.rank == 0) printf("ckpt_mpiio: restarted at step %ld\n", step);
   }
-  while (step < a.steps) {
-    app_step(&a);
-    step++;
-    if (step % a.every || step == a.steps) continue;
-    app_path(&a, step, "mpiio", path, sizeof path);
-    if (!write_ckpt(&a, step, path)) app_die(&a, "writing a checkpoint failed");
-    if (step > 2 * a.every) {
-      app_path(&a, step - 2 * a.every, "mpiio", path, sizeof path);
-      MPI_File_delete(path, MPI_INFO_NULL);
-    }
-  }
+  app_run(&a, step, write_ckpt, drop_ckpt);
   app_result(&a);
   MPI_Finalize();
   return 0;

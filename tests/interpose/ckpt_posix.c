@@ -24,7 +24,10 @@ static int write_all(int fd, const void *buf, size_t n) {
   return 1;
 }
 
-static int write_ckpt(struct app *a, long step, const char *tmp, const char *path) {
+static int write_ckpt(struct app *a, long step) {
+  char tmp[512], path[512];
+  app_path(a, step, "tmp", tmp, sizeof tmp);
+  app_path(a, step, "bin", path, sizeof path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) return 0;
   int ok = write_all(fd, &step, sizeof step) && write_all(fd, &a->cells, sizeof a->cells);
@@ -34,6 +37,12 @@ static int write_ckpt(struct app *a, long step, const char *tmp, const char *pat
   ok = ok && write_all(fd, a->u + 1, (size_t)a->cells * sizeof(double)) && fsync(fd) == 0;
   if (close(fd) != 0) ok = 0;
   return ok && rename(tmp, path) == 0;
+}
+
+static int drop_ckpt(struct app *a, long step) {
+  char path[512];
+  app_path(a, step, "bin", path, sizeof path);
+  return unlink(path) == 0;
 }
 
 int main(int argc, char **argv) {
@@ -52,7 +61,7 @@ int main(int argc, char **argv) {
   }
   if (d) closedir(d);
   long newest = app_agree(mine);
-  char path[512], tmp[512];
+  char path[512];
   if (newest > 0) {
     app_path(&a, newest, "bin", path, sizeof path);
     int fd = open(path, O_RDONLY);
@@ -66,18 +75,7 @@ int main(int argc, char **argv) {
     close(fd);
     if (a.rank == 0) printf("ckpt_posix: restarted at step %ld\n", step);
   }
-  while (step < a.steps) {
-    app_step(&a);
-    step++;
-    if (step % a.every || step == a.steps) continue;
-    app_path(&a, step, "tmp", tmp, sizeof tmp);
-    app_path(&a, step, "bin", path, sizeof path);
-    if (!write_ckpt(&a, step, tmp, path)) app_die(&a, "writing a checkpoint failed");
-    if (step > 2 * a.every) {
-      app_path(&a, step - 2 * a.every, "bin", path, sizeof path);
-      if (unlink(path) != 0) app_die(&a, "unlinking an old checkpoint failed");
-    }
-  }
+  app_run(&a, step, write_ckpt, drop_ckpt);
   app_result(&a);
   MPI_Finalize();
   return 0;

@@ -8,7 +8,7 @@
 
 #include "ckpt_apps.h"
 
-static int write_ckpt(struct app *a, long step, const char *path) {
+static int write_file(struct app *a, long step, const char *path) {
   FILE *f = fopen(path, "wb");
   if (!f) return 0;
   int ok = fwrite(&step, sizeof step, 1, f) == 1 && fwrite(&a->cells, sizeof a->cells, 1, f) == 1 &&
@@ -30,6 +30,26 @@ static int read_ckpt(struct app *a, const char *path, long *step, double *cells)
   return ok;
 }
 
+/* Writes the checkpoint, then reads it back and checks it against memory (and its size with stat). */
+static int write_ckpt(struct app *a, long step) {
+  char path[512];
+  app_path(a, step, "bin", path, sizeof path);
+  if (!write_file(a, step, path)) return 0;
+  double *check = malloc((size_t)a->cells * sizeof(double));
+  long back = 0;
+  int ok = check && read_ckpt(a, path, &back, check) && back == step &&
+           memcmp(check, a->u + 1, (size_t)a->cells * sizeof(double)) == 0;
+  free(check);
+  if (!ok) app_die(a, "the checkpoint read back differs from what was written");
+  return 1;
+}
+
+static int drop_ckpt(struct app *a, long step) {
+  char path[512];
+  app_path(a, step, "bin", path, sizeof path);
+  return remove(path) == 0;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   struct app a;
@@ -37,34 +57,13 @@ int main(int argc, char **argv) {
   if (a.rank == 0) mkdir(a.dir, 0755);
   MPI_Barrier(MPI_COMM_WORLD);
   char path[512];
-  long mine = 0, step = 0;
-  for (long s = a.steps - 1; s >= a.every && !mine; s--) {
-    if (s % a.every) continue;
-    app_path(&a, s, "bin", path, sizeof path);
-    if (access(path, R_OK) == 0) mine = s;
-  }
-  long newest = app_agree(mine);
+  long step = 0, newest = app_agree(app_newest_by_access(&a, "bin"));
   if (newest > 0) {
     app_path(&a, newest, "bin", path, sizeof path);
     if (!read_ckpt(&a, path, &step, NULL) || step != newest) app_die(&a, "cannot read the newest checkpoint");
     if (a.rank == 0) printf("ckpt_stdio: restarted at step %ld\n", step);
   }
-  double *check = malloc((size_t)a.cells * sizeof(double));
-  while (step < a.steps) {
-    app_step(&a);
-    step++;
-    if (step % a.every || step == a.steps) continue;
-    app_path(&a, step, "bin", path, sizeof path);
-    if (!write_ckpt(&a, step, path)) app_die(&a, "writing a checkpoint failed");
-    long back = 0;
-    if (!read_ckpt(&a, path, &back, check) || back != step || memcmp(check, a.u + 1, (size_t)a.cells * sizeof(double)))
-      app_die(&a, "the checkpoint read back differs from what was written");
-    if (step > 2 * a.every) {
-      app_path(&a, step - 2 * a.every, "bin", path, sizeof path);
-      if (remove(path) != 0) app_die(&a, "removing an old checkpoint failed");
-    }
-  }
-  free(check);
+  app_run(&a, step, write_ckpt, drop_ckpt);
   app_result(&a);
   MPI_Finalize();
   return 0;
