@@ -24,9 +24,13 @@ case $lang in
   c)  # SCR's way: -I<scr>/include -L<scr>/lib -lscr (here the libscr.so link cairn installs)
       "$mpicc" -O1 -o "$work/app" "$src/tests/scr/scr_heat.c" -I"$P/include/cairn-scr" -L"$libdir/cairn-scr" -lscr \
         -Wl,-rpath,"$libdir" ;;
-  cxx)  # pkg-config: -lcairn_scr
+  cxx)  # pkg-config: -lcairn_scr; and CMake: find_package(cairn), cairn::scr (built, not run)
       "$mpidir/mpicxx$mpisuffix" -O1 -std=c++17 -o "$work/app" "$src/tests/scr/scr_heat.cpp" \
-        $(pkg-config --cflags --libs cairn-scr) -Wl,-rpath,"$libdir" ;;
+        $(pkg-config --cflags --libs cairn-scr) -Wl,-rpath,"$libdir"
+      cmake -S "$src/tests/scr/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_CXX_COMPILER="$mpidir/mpicxx$mpisuffix" -DCMAKE_C_COMPILER="$mpicc" \
+        -DMPI_C_COMPILER="$mpicc" -DSCR_HEAT_SOURCE="$src/tests/scr/scr_heat.cpp" >/dev/null
+      cmake --build "$work/consumer" >/dev/null
+      [ -x "$work/consumer/scr_heat_cxx" ] || fail "the CMake build (cairn::scr) made no program" ;;
   fortran)
       "$mpidir/mpifort$mpisuffix" -O1 -o "$work/app" "$src/tests/scr/scr_heat.f90" -I"$P/include/cairn-scr" \
         -L"$libdir/cairn-scr" -lscr -Wl,-rpath,"$libdir" ;;
