@@ -74,7 +74,8 @@ Status Runtime::delete_versions(const char* label, int flags) {
   marks.protected_l2 = std::min<uint64_t>(marks.protected_l2, common);
   marks.flushed = std::min<uint64_t>(marks.flushed, common);
   pipeline_->set_marks(marks);
-  pending_.reset();
+  pending_.reset();  // a search or plan made before may name a deleted version
+  plan_.reset();
   if (restored_version_ && chosen(restored_version_, restored_label_)) restored_files_.clear();
   return Status::ok();
 }

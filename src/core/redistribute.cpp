@@ -90,6 +90,7 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
   if (rank_ == 0 && !joiner) LOG_INFO("redistributed from %d to %d ranks", p_old, p_new);
   release_comms();
   pending_.reset();
+  plan_.reset();
   rejected_.clear();
   restored_files_.clear();
   if (new_comm == MPI_COMM_NULL) {
@@ -98,7 +99,9 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
   }
   MPI_Comm dup;
   CAIRN_MPI(MPI_Comm_dup(new_comm, &dup));
-  return bind_comm(dup);
+  CAIRN_TRY(bind_comm(dup));
+  prepare_slots();
+  return Status::ok();
 }
 
 }  // namespace cairn

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cache/cache_store.hpp"
@@ -44,10 +45,23 @@ struct RestartChoice {
   Manifest manifest;
   const uint8_t* data = nullptr;       // verified snapshot stream (slot or staging buffer)
   std::shared_ptr<MappedFile> staging; // holds L3 data (anonymous memory)
+  std::shared_ptr<VersionView> view;   // a version with files, read where it lies (L1)
+  bool files_in_place = false;         // its files are its L1 copy in this rank's cache, verified: route there
   bool in_place = false;               // the bytes are already in the regions, verified (read in place, or
                                        // streamed from the L1 hosts)
   bool in_l3 = false;                  // the version is also committed in L3
 };
+
+// What cairn_restart will restore, decided from the ranks' inventories alone (restart_inplace.cpp).
+struct RestartPlan {
+  uint64_t version = 0;
+  int level = 0;                // enum cairn_level
+  bool in_l3 = false;           // committed in L3 too
+  std::string label;
+  std::vector<uint64_t> flags;  // every rank's inventory flags for the version (core/restart_inventory.hpp)
+};
+
+struct RestartInventory;
 
 class Runtime {
  public:
@@ -102,6 +116,9 @@ class Runtime {
   void start_pipeline();
   void stop_pipeline();
 
+  // Ask the cache to prepare every slot for the regions protected now, in the background.
+  void prepare_slots();
+
   // checkpoint path (app thread)
   uint64_t memory_region_entries(std::vector<RegionEntry>* out) const;
   Status take_version(const std::string& label, bool have_files, const Status& failed_before = Status::ok());
@@ -111,12 +128,28 @@ class Runtime {
   // cost for interval = auto.
   void drive_pipeline();
 
-  // restart
+  // restart: the plan and its execution in place (restart_inplace.cpp)
+  Status plan_restart();  // sets plan_, or pending_ when the full search had to run
+  // *done: restored; else *unsuited: the plan does not apply to these regions or this version (files), and
+  // the full search takes over without a warning.
+  Status carry_out(const RestartPlan& plan, bool* done, bool* unsuited);
+  Status read_slot_into_regions(const L1Record& rec, double* seconds);
+  Status read_l1_in_place(const RestartPlan& plan, bool* done, bool* unsuited);
+  Status restore_l2_in_place(const RestartPlan& plan, bool* done, bool* unsuited);
+  void start_write_back(uint64_t v, const Manifest& m, std::shared_ptr<MappedFile> stream,
+                        std::shared_ptr<MappedFile> red, std::string set_record);
+  void finish_write_back();  // before anything else uses the cache
+  // restart: the full search (restart_search.cpp)
+  Status gather_inventory(RestartInventory* inv);
+  Status l2_can_rebuild(const std::vector<int>& good, const std::vector<uint64_t>& flags, const std::string& l1_text,
+                        bool* my_set_lost) const;
   Status find_restart(RestartChoice* out);
   Status try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, RestartChoice* out, bool* handled);
   Status try_l3(uint64_t v, RestartChoice* out);
+  // restoring (restart.cpp)
   Status apply_restart(const RestartChoice& c);
-  Status fast_restart_l1(bool* done);
+  void restored(uint64_t v, int level, const std::string& label, bool in_l3);
+  const std::string& pending_label() const;
   // Restart from a version written by another number of ranks (redistribute/exec/reshaper.hpp).
   // Only versions in (above, at_most] are tried.
   Status find_reshaped(RestartChoice* out, std::string* why, uint64_t above, uint64_t at_most);
@@ -161,7 +194,9 @@ class Runtime {
   uint64_t versions_taken_ = 0;                // by this process since cairn_init
 
   // restart
-  std::optional<RestartChoice> pending_;
+  std::optional<RestartChoice> pending_;  // found by the full search, to be applied
+  std::optional<RestartPlan> plan_;       // planned by cairn_restart_available, to be carried out
+  std::thread write_back_;                // a version rebuilt at L2 going back into this rank's cache
   bool restart_in_place_ = false;  // cairn_restart's own search: restart paths may read into the regions
   bool in_restart_ = false;
   uint64_t restored_version_ = 0;

@@ -13,10 +13,12 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <cstdint>
 
 #include "base/manifest.hpp"
 #include "base/status.hpp"
+#include "cache/version_view.hpp"
 #include "pipeline/flusher.hpp"
 
 namespace cairn::pipeline {
@@ -26,7 +28,8 @@ struct Version {
   int slot = 0;
   bool flush = false;       // goes to L3
   Manifest manifest;        // chunk hashes filled by seal
-  const uint8_t* data = nullptr;  // the slot's bytes
+  const uint8_t* data = nullptr;  // the stream: the slot's bytes, or the view's
+  std::shared_ptr<VersionView> view;  // a version with files: the slot and the files as one stream
   double t_copy = 0;        // blocking time of the snapshot (s)
   double t_seal = 0, t_l2 = 0, t_l3 = 0;
   Status local_status;      // snapshot and seal on this rank

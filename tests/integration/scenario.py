@@ -46,11 +46,26 @@ def base_env(args, work):
     for kv in args.env:
         k, _, v = kv.partition("=")
         env[k] = v.replace("{work}", work)  # {work}: this scenario's scratch directory
+    if "python" in (args.app, args.app2):
+        pkg = os.path.join(args.build, "bindings", "python")
+        env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
 
 def heat2d(build):
     return os.path.join(build, "examples", "heat2d", "heat2d")
+
+
+def app_command(args, app):
+    """The heat2d of a language: heat2d (C), heat2d_f (Fortran) or heat2d.py (Python, numpy + mpi4py, with
+    the build tree's package). All print the same `result` for the same grid, and restart each other's
+    checkpoints, so every scenario compares with the C reference."""
+    if app == "fortran":
+        return [os.path.join(args.build, "examples", "heat2d_f", "heat2d_f")]
+    if app == "python":
+        source = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        return [sys.executable, os.path.join(source, "examples", "heat2d.py")]
+    return [heat2d(args.build)]
 
 
 def reference_result(args):
@@ -173,7 +188,7 @@ def run_scenario(args):
     if args.damage:
         hook = f"{sys.executable} {os.path.abspath(__file__)} --damage {args.damage}"
         cmd += ["--between-attempts", hook]
-    cmd += ["--", heat2d(args.build), *HEAT_ARGS]
+    cmd += ["--", *app_command(args, args.app), *HEAT_ARGS]
     if args.sleep_ms:
         cmd += ["--sleep-ms", str(args.sleep_ms)]
     print("scenario:", " ".join(cmd), flush=True)
@@ -228,15 +243,15 @@ def check_launcher(args, env, out):
 
 def run_reshape(args):
     """Write on --np ranks over --nodes, then restart on M ranks over K nodes (--reshape M:K), from L1
-    (caches kept) or L3 (--from l3: caches removed)."""
+    (caches kept) or L3 (--from l3: caches removed); with --app2 the restart is another language's heat2d."""
     ref = reference_result(args)
     work = os.path.join(args.build, "tests", "integration", "work", args.name)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     env = base_env(args, work)
     cairn = os.path.join(args.build, "tools", "cairn")
-    first = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", heat2d(args.build), *HEAT_ARGS,
-             "--iters", "170"]
+    first = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", *app_command(args, args.app),
+             *HEAT_ARGS, "--iters", "170"]
     print("scenario:", " ".join(first), flush=True)
     p1 = subprocess.run(first, env=env, capture_output=True, text=True, timeout=args.timeout)
     print(p1.stdout + p1.stderr)
@@ -245,7 +260,7 @@ def run_reshape(args):
     if args.from_level == "l3":
         shutil.rmtree(env["CAIRN_CACHE_DIR"])
     m, _, k = args.reshape.partition(":")
-    second = [cairn, "run", "-n", m, "--nodes", k, "--", heat2d(args.build), *HEAT_ARGS]
+    second = [cairn, "run", "-n", m, "--nodes", k, "--", *app_command(args, args.app2 or args.app), *HEAT_ARGS]
     print("scenario:", " ".join(second), flush=True)
     p2 = subprocess.run(second, env=env, capture_output=True, text=True, timeout=args.timeout)
     out = p2.stdout + p2.stderr
@@ -476,6 +491,10 @@ def main():
     p.add_argument("--from", dest="from_level", choices=["l1", "l3"], default="l1",
                    help="with --reshape: keep the caches (l1) or remove them (l3)")
     p.add_argument("--sleep-ms", type=int, default=0, help="heat2d's sleep per iteration")
+    p.add_argument("--app", choices=["c", "fortran", "python"], default="c",
+                   help="the job: heat2d, heat2d_f or heat2d.py (the reference is always heat2d's)")
+    p.add_argument("--app2", choices=["c", "fortran", "python"],
+                   help="with --reshape: the job that restarts (default: --app)")
     p.add_argument("--timeout", type=int, default=240)
     args = p.parse_args()
     if args.damage and not args.build:  # running as the launcher's hook

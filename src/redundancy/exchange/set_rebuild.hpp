@@ -46,9 +46,11 @@ Result<SetRebuildPlan> share_set_record(MPI_Comm comm, int first_survivor, const
 
 // Collective over `comm`. `ready`: this member's buffers are set up (else nothing moves, on any member,
 // and the first failure is returned everywhere). `data`: this member's stream (a lost member: room for
-// plan.lens[my member] bytes); `red`: its redundancy data (plan.redundancy_len bytes).
+// plan.lens[my member] bytes); `red`: its redundancy data (plan.redundancy_len bytes). verify_lost: a lost
+// member verifies its rebuilt stream here (`what` names it in the error); without it, the caller must
+// verify it before use (e.g. while copying it out).
 Status rebuild_members(MPI_Comm comm, const SetCode& code, const std::vector<bool>& lost, const SetRebuildPlan& plan,
                        const Status& ready, uint8_t* data, uint8_t* red, size_t exchange_chunk,
-                       const std::string& what);
+                       const std::string& what, bool verify_lost = true);
 
 }  // namespace cairn::redundancy
