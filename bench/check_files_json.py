@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Smoke check of `cairn-bench --scr --interpose --json`: one JSON object with every figure measured
+"""Smoke check of `cairn-bench --scr --file-api --interpose --json`: one JSON object with every figure measured
 (> 0 s), the four targets with their value, limit and verdict, and no file left behind. Behaviour, not
 speed. Usage: check_files_json.py CAIRN_BENCH [args...]"""
 import glob
@@ -15,12 +15,14 @@ try:
     r = json.loads(out.stdout)
 except json.JSONDecodeError as e:
     sys.exit(f"FAIL: not one JSON object ({e}):\n{out.stdout}")
-figures = ["local_write_s", "pfs_write_fsync_s", "memory_api_s", "scr_s", "interpose_s", "interpose_first_s"]
+figures = ["local_write_s", "pfs_write_fsync_s", "memory_api_s", "file_api_write_s", "file_api_complete_s", "scr_s",
+           "interpose_s", "interpose_first_s"]
 for f in figures:
     if not isinstance(r["figures"].get(f), (int, float)) or r["figures"][f] <= 0:
         sys.exit(f"FAIL: figure {f} missing or not positive: {r['figures']}")
 names = [t["name"] for t in r["targets"]]
-if names != ["scr_vs_local_write", "pfs_fsync_vs_scr", "interpose_vs_memory_api", "pfs_fsync_vs_interpose"]:
+if names != ["scr_vs_local_write", "pfs_fsync_vs_scr", "file_api_complete_vs_write", "interpose_vs_memory_api",
+             "pfs_fsync_vs_interpose"]:
     sys.exit(f"FAIL: targets {names}")
 for t in r["targets"]:
     if not (t["value"] > 0 and isinstance(t["met"], bool) and t["limit"]):

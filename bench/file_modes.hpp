@@ -11,7 +11,7 @@
 namespace cairn::bench {
 
 struct FileModeOptions {
-  bool scr = false, interpose = false;
+  bool scr = false, interpose = false, file_api = false;
   int ranks = 2;
   uint64_t size = 0;  // bytes per rank
   std::string size_text;

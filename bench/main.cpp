@@ -72,6 +72,8 @@ int main(int argc, char** argv) {
   app.add_option("--to", o.to, "--redistribute: ranks of the N -> M restart (default N + 1)")->check(CLI::Range(1, 4096));
   cairn::bench::FileModeOptions files;  // --scr / --interpose: file_modes.cpp
   app.add_flag("--scr", files.scr, "checkpoints through the SCR-compatible library beside the code's own writes");
+  app.add_flag("--file-api", files.file_api,
+               "cairn's file API: cairn_complete_output's blocking time beside the code's own write to the routed path");
   app.add_flag("--interpose", files.interpose,
                "checkpoint files through the LD_PRELOAD interposer beside the memory API and the code's own writes");
   app.add_option("--interpose-lib", files.interpose_lib, "--interpose: libcairn_interpose.so (default: found)");
@@ -84,7 +86,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "cairn-bench: --size %s: expected a size of at least 4K, e.g. 256M\n", o.size_text.c_str());
     return 2;
   }
-  if (files.scr || files.interpose) {
+  if (files.scr || files.interpose || files.file_api) {
     files.ranks = o.ranks;
     files.size = o.size;
     files.reps = o.reps;
