@@ -8,6 +8,7 @@
 
 #include <random>
 
+#include "../fuzz.hpp"
 #include "../stream_manifest.hpp"
 #include "base/fsutil.hpp"
 #include "pfs/l3_store.hpp"
@@ -197,6 +198,36 @@ TEST_F(ChainAtWork, ThePluginWritesASecondCopyOfTheVerifiedStream) {
                     30000);
   EXPECT_EQ(st.code(), Code::ERR_IO);
   EXPECT_NE(st.message().find("absolute directory"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace cairn::service
+
+namespace cairn::service {
+namespace {
+
+// The chain travels in start_agent and is parsed by the agent: random and mutated chains never crash,
+// every refusal is ERR_INVALID_ARG, what parses re-encodes to the same chain, and some mutations parse.
+TEST(ChainSpecFuzz, RandomAndMutatedChainsNeverCrash) {
+  std::mt19937_64 rng(14);
+  const std::vector<std::string> tokens = {"verify", "compress", "write", "plugin:", "/x.so", ":", ",", "=", ""};
+  const std::vector<std::string> seeds = {"verify,compress,write", "verify,write,plugin:/a/b.so:/c",
+                                          "verify,plugin:/p.so,compress,write"};
+  int accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text = i % 4 == 0 ? fuzz::random_bytes(rng, 64) : seeds[rng() % seeds.size()];
+    if (i % 4) fuzz::mutate(text, rng, tokens);
+    auto c = parse_chain(text);
+    if (!c) {
+      EXPECT_EQ(c.status().code(), Code::ERR_INVALID_ARG) << text;
+      continue;
+    }
+    ++accepted;
+    auto again = parse_chain(chain_text(*c));
+    ASSERT_TRUE(again.is_ok()) << chain_text(*c);
+    EXPECT_EQ(*again, *c) << text;
+  }
+  EXPECT_GT(accepted, 100);
 }
 
 }  // namespace
