@@ -399,6 +399,10 @@ class Test:
         for m in st["managers"]:
             say(f"manager {m['name']}: agents {m['agents']}, traffic {m['demand_bps'] / 1e6:.1f} MB/s, "
                 f"measured {m['bandwidth_bps'] / 1e6:.1f} MB/s")
+        text = subprocess.run([self.cairn, "status", "--service", self.service.address], capture_output=True,
+                              text=True, timeout=30).stdout
+        if "traffic" not in text or "interval: the least checkpoint traffic" not in text:
+            fail(f"cairn status (text) does not show the traffic and the reasons:\n{text}")
         if st["controller"]["placement"] != "interval":
             fail(f"the controller reports placement {st['controller']['placement']}")
         want = {"A": "m0", "B": "m1", "C": "m1"}  # empty nodes: join order; then the least traffic (A's > B's)
