@@ -28,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench.hpp"
 #include "cairn/cairn.h"
 #include "service_bench.hpp"
 
@@ -45,12 +46,6 @@ struct AppSpec {
 constexpr AppSpec kApps[3] = {{1.0, 0.5}, {0.25, 0.5}, {0.5, 1.5}};
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 json r3(double x) { return std::isfinite(x) ? json(std::round(x * 1000.0) / 1000.0) : json(nullptr); }
 
@@ -222,15 +217,6 @@ json run_policy(const Options& o, const std::string& policy, int argc, char** ar
   return out;
 }
 
-double loadavg() {
-  double l = -1;
-  if (FILE* f = fopen("/proc/loadavg", "r")) {
-    if (fscanf(f, "%lf", &l) != 1) l = -1;
-    fclose(f);
-  }
-  return l;
-}
-
 }  // namespace
 
 int run_placement(const Options& o, int argc, char** argv) {
@@ -239,12 +225,12 @@ int run_placement(const Options& o, int argc, char** argv) {
   doc["ranks"] = o.ranks;
   doc["versions"] = o.versions;
   doc["agent_bandwidth_mbs"] = o.agent_mbs;
-  doc["load_start"] = r3(loadavg());
+  doc["load_start"] = r3(bench::loadavg_1m());
   bool ok = true;
   json policies = json::array();
   for (const char* p : {"stacking", "bandwidth", "interval"}) policies.push_back(run_policy(o, p, argc, argv, &ok));
   doc["policies"] = policies;
-  doc["load_end"] = r3(loadavg());
+  doc["load_end"] = r3(bench::loadavg_1m());
   if (o.json) {
     printf("%s\n", doc.dump(1).c_str());
   } else {
@@ -309,7 +295,7 @@ int run_placement_child(const Options& o, int argc, char** argv) {
   if (rc != CAIRN_SUCCESS) fprintf(stderr, "cairn-bench --placement: rank %d: %s: %s\n", rank, cairn_strerror(rc), cairn_last_error());
   if (rc == CAIRN_SUCCESS) rc = cairn_finalize();
   if (rank == 0 && rc == CAIRN_SUCCESS) {
-    double med = median(drains), mx = drains.empty() ? 0 : *std::max_element(drains.begin(), drains.end());
+    double med = bench::median(drains), mx = drains.empty() ? 0 : *std::max_element(drains.begin(), drains.end());
     json j = {{"app", i},
               {"bytes_per_rank", bytes},
               {"interval_s", kApps[i].interval_s},
