@@ -157,6 +157,11 @@ def check_result(args, ref, out):
             ok = ok or (got_level == want_level and (not want_version or got_version == want_version))
         if not ok:
             fail(f"restarted from version {got_version} at {got_level}, expected {args.expect}")
+        # The launcher's summary names the same restart, in whichever attempt it came (the first, too,
+        # when a fresh `cairn run` restarts a previous job's version).
+        said = re.findall(r"^cairn run: attempt \d+: restarted from version (\d+) at (L\d)", out, re.M)
+        if not said or said[-1] != (got_version, got_level):
+            fail(f"the summary says {said[-1:] or 'no restart'}, the job restarted from {got_version} at {got_level}")
     print(f"PASS: result {ref} identical; restarts {restarts}")
 
 
