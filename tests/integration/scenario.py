@@ -193,7 +193,14 @@ def run_scenario(args):
     if args.damage:
         hook = f"{sys.executable} {os.path.abspath(__file__)} --damage {args.damage}"
         cmd += ["--between-attempts", hook]
-    cmd += ["--", *app_command(args, args.app), *HEAT_ARGS]
+    if args.stall:
+        cmd += ["--stall", str(args.stall)]
+    cmd += ["--"]
+    if args.hang_once:  # the first attempt's rank R stops after C checkpoints (hang_once.sh)
+        rank, _, after = args.hang_once.partition(":")
+        hang = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hang_once.sh")
+        cmd += ["sh", hang, os.path.join(work, "hung"), rank, after]
+    cmd += [*app_command(args, args.app), *HEAT_ARGS]
     if args.sleep_ms:
         cmd += ["--sleep-ms", str(args.sleep_ms)]
     print("scenario:", " ".join(cmd), flush=True)
@@ -237,6 +244,11 @@ def check_launcher(args, env, out):
         if not found or not [n for n in os.listdir(d) if re.fullmatch(r"v\d+\.l1", n)]:
             fail(f"the spare's cache {d} holds no L1 record of rank {rank}")
         print(f"scenario: {d} holds {sorted(os.listdir(d))}")
+    if args.stall and args.hang_once:
+        if not re.search(rf"^cairn run: attempt 1: .*; stalled: no checkpoint/progress for {args.stall:g} s", out, re.M):
+            fail("the summary does not say that attempt 1 stalled")
+        if not os.path.isdir(os.path.join(env["CAIRN_PREFIX"], "..", "hung")):
+            fail("the hang was never injected")
     if args.expect_commit:
         c = os.path.join(env["CAIRN_PREFIX"], f"v{args.expect_commit:08d}", "COMMIT")
         if not os.path.exists(c):
@@ -494,6 +506,8 @@ def main():
                    help="ask the first run to exit (see interrupted_runs), then resume")
     p.add_argument("--env", action="append", default=[], help="extra VAR=VALUE for the job")
     p.add_argument("--no-spare", action="store_true", help="relaunch on the surviving nodes only")
+    p.add_argument("--stall", type=float, help="cairn run --stall SECONDS")
+    p.add_argument("--hang-once", help="RANK:C - in the first attempt, stop rank RANK once C versions are at L1")
     p.add_argument("--reshape", help="M:K - after a run on --np ranks, restart on M ranks over K nodes")
     p.add_argument("--from", dest="from_level", choices=["l1", "l3"], default="l1",
                    help="with --reshape: keep the caches (l1) or remove them (l3)")

@@ -79,6 +79,7 @@ Status check_options(const RunOptions& o, const Invocation& inv) {
   if (o.retries > 0 && o.no_relaunch)
     return make_error(Code::ERR_INVALID_ARG, "--retries and --no-relaunch contradict each other");
   if (o.spares < 0) return make_error(Code::ERR_INVALID_ARG, "--spares %d: must be 0 or more", o.spares);
+  if (!(o.stall >= 0)) return make_error(Code::ERR_INVALID_ARG, "--stall %g: must be a number of seconds above 0", o.stall);
   return Status::ok();
 }
 
@@ -119,8 +120,10 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
   for (int i = 0; i < o.nnodes; ++i) ctx.spec.node_names.push_back(node_name(i));
   ctx.next_spare = o.nnodes;
   ctx.last_spare = o.nnodes + o.spares - 1;
-  if (ctx.options.retries < 0)
+  if (ctx.options.retries < 0) {
     ctx.options.retries = o.no_relaunch || o.kill_nodes.empty() ? 0 : static_cast<int>(o.at_checkpoints.size());
+    if (o.stall > 0 && !o.no_relaunch) ctx.options.retries = std::max(ctx.options.retries, 1);  // a hang relaunches
+  }
   ctx.spec.command = inv.trailing;
   ctx.spec.inject_nodes = ctx.options.kill_nodes;
   if (ctx.spec.launcher == LauncherKind::srun) CAIRN_TRY(multi_prog_text(ctx.spec, false).status());
@@ -278,6 +281,13 @@ Failure injection (--kill-node, --at-checkpoint, --phase):
   Phases: compute (after checkpoint C, while the job computes), checkpoint (during checkpoint C),
   flush (while version C is written to the file system).
 
+Hung jobs (--stall SECONDS):
+  An attempt that neither rewrites the job state file (cairn_init, every checkpoint, every change of
+  phase) nor appends to the job history for SECONDS is hung: every process under the MPI launcher
+  gets SIGKILL, the launcher's group SIGTERM (SIGKILL 10 s later), and the attempt is relaunched like
+  a failed one (--retries, at least 1 by default with --stall). The summary says "stalled: no
+  checkpoint/progress for SECONDS s".
+
 At the end (success, failure or halt) a summary gives the attempts, the failures and the time lost
 (the whole wall time of the failed attempts); then (unless --no-scavenge) the newest version complete
 in the surviving caches is flushed to L3, as `cairn flush` does, unless L3 holds it or a newer one.
@@ -304,7 +314,7 @@ Command add_run_command(CLI::App& root) {
   set_usage(app, "cairn run -n NP [--nodes K] [--spares S] [--kill-node I[,J...] --at-checkpoint C[,C2...]\n"
                  "                 [--phase PHASE] [--kill-every-attempt]] [--retries R] [--config FILE]\n"
                  "                 [--between-attempts CMD] [--no-relaunch] [--no-spare] [--no-scavenge]\n"
-                 "                 [--launcher auto|mpirun|srun] -- CMD [ARGS...]");
+                 "                 [--stall SECONDS] [--launcher auto|mpirun|srun] -- CMD [ARGS...]");
   app->add_option("-n,--np", o->nranks, "Number of MPI ranks")->required()->type_name("NP");
   app->add_option("--nodes", o->nnodes, "Number of simulated nodes, 1..NP")
       ->type_name("K")
@@ -343,6 +353,10 @@ Command add_run_command(CLI::App& root) {
   app->add_flag("--scavenge,!--no-scavenge", o->scavenge,
                 "At the end (the default), flush the newest version complete in the caches to L3 unless it is\n"
                 "there; --no-scavenge leaves the caches as they are");
+  app->add_option("--stall", o->stall,
+                  "End an attempt that has taken no checkpoint and made no progress (no state file or history\n"
+                  "update) for SECONDS, and relaunch it like a failed one (--retries; default 1 with --stall)")
+      ->type_name("SECONDS");
   app->add_flag("--no-spare", o->no_spare,
                 "Once no spare is left, relaunch on the surviving nodes only (fewer ranks); refused when the job has private state");
   app->add_option("--launcher", o->launcher,

@@ -30,6 +30,7 @@ struct RunOptions {
   std::string between_attempts;
   bool no_relaunch = false;
   bool no_spare = false;  // relaunch on the surviving nodes only
+  double stall = 0;       // --stall: end an attempt without a checkpoint or progress for this long; 0: never
   std::string launcher;   // --launcher: auto, mpirun or srun; empty: CAIRN_LAUNCHER, else auto
   std::vector<std::string> stray;  // words before "--" that are no option: a forgotten "--"
 };
@@ -40,6 +41,8 @@ struct Attempt {
   bool injected = false;              // ran with the injection variables
   bool reached = false;               // the injection point was reached and the node(s) killed
   bool interrupted = false;           // the launcher was asked to stop (SIGINT/SIGTERM/SIGHUP)
+  bool stalled = false;               // ended by --stall: no checkpoint or progress for that long
+  std::string stalled_text;           // "stalled: no checkpoint/progress for 5 s (last: ...)"
   uint64_t at_checkpoint = 0;         // where this attempt was to be killed (0: not injected)
   std::string killed_text;            // "node1 (ranks 2,3)" when killed
   double wall_seconds = 0;            // how long the attempt ran
