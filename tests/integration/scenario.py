@@ -181,7 +181,7 @@ def run_scenario(args):
     if args.kill:
         cmd += ["--kill-node", args.kill, "--at-checkpoint", str(args.at), "--phase", args.phase]
     if args.no_spare:
-        cmd += ["--no-spare"]
+        cmd += ["--no-spare" if args.no_spare == "shrink" else f"--no-spare={args.no_spare}"]
     if args.retries is not None:
         cmd += ["--retries", str(args.retries)]
     if args.spares:
@@ -244,6 +244,15 @@ def check_launcher(args, env, out):
         if not found or not [n for n in os.listdir(d) if re.fullmatch(r"v\d+\.l1", n)]:
             fail(f"the spare's cache {d} holds no L1 record of rank {rank}")
         print(f"scenario: {d} holds {sorted(os.listdir(d))}")
+    if args.no_spare == "oversubscribe":  # every rank relaunched, the lost ones on the surviving nodes
+        if not re.search(r"^cairn run: no spare: the ranks of node\d+ go on the surviving nodes, oversubscribed: ", out, re.M):
+            fail("the launcher did not say where the lost node's ranks went")
+        sizes = re.findall(r"^heat2d: n=\d+ ranks=(\d+) ", out, re.M)
+        if len(sizes) < 2 or sizes[-1] != str(args.np):
+            fail(f"the relaunch ran on {sizes[-1:]} ranks, not {args.np}")
+        killed = [n for n in os.listdir(os.path.join(glob.glob(os.path.join(env["CAIRN_CACHE_DIR"], "*"))[0]))]
+        if f"node{args.kill}" in killed:
+            fail(f"node{args.kill} has a cache again: its ranks ran there")
     if args.stall and args.hang_once:
         if not re.search(rf"^cairn run: attempt 1: .*; stalled: no checkpoint/progress for {args.stall:g} s", out, re.M):
             fail("the summary does not say that attempt 1 stalled")
@@ -505,7 +514,8 @@ def main():
                                            "halt-before", "halt-after", "halt-seconds", "halt-immediate"],
                    help="ask the first run to exit (see interrupted_runs), then resume")
     p.add_argument("--env", action="append", default=[], help="extra VAR=VALUE for the job")
-    p.add_argument("--no-spare", action="store_true", help="relaunch on the surviving nodes only")
+    p.add_argument("--no-spare", nargs="?", const="shrink", choices=["shrink", "oversubscribe"],
+                   help="relaunch on the surviving nodes only (shrink), or every rank on them (oversubscribe)")
     p.add_argument("--stall", type=float, help="cairn run --stall SECONDS")
     p.add_argument("--hang-once", help="RANK:C - in the first attempt, stop rank RANK once C versions are at L1")
     p.add_argument("--reshape", help="M:K - after a run on --np ranks, restart on M ranks over K nodes")

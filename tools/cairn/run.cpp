@@ -138,6 +138,42 @@ uint64_t kill_point(const RunOptions& o, int k) {
   return o.kill_every_attempt ? o.at_checkpoints.back() : 0;
 }
 
+// --no-spare=oversubscribe: every rank goes on, numbered as before; each lost node's ranks run one by one
+// on the surviving node with the fewest ranks at that moment (its name: its cache and failure group), so
+// that the ranks per node stay as even as they can and L2 keeps sets across nodes. Empty: ok.
+std::string place_on_survivors(RunContext& ctx, const std::vector<int>& lost) {
+  std::vector<std::pair<std::string, int>> load;  // surviving node -> ranks on it, in node order
+  for (size_t i = 0; i < ctx.spec.node_names.size(); ++i) {
+    if (ctx.spec.ranks_per_node[i] == 0 || std::find(lost.begin(), lost.end(), static_cast<int>(i)) != lost.end())
+      continue;
+    const std::vector<std::string> on = i < ctx.spec.spread.size() && !ctx.spec.spread[i].empty()
+                                            ? ctx.spec.spread[i] : std::vector<std::string>{ctx.spec.node_names[i]};
+    for (int k = 0; k < ctx.spec.ranks_per_node[i]; ++k) {
+      const std::string& name = on[static_cast<size_t>(k) % on.size()];
+      auto it = std::find_if(load.begin(), load.end(), [&](const auto& e) { return e.first == name; });
+      if (it == load.end()) load.emplace_back(name, 1);
+      else ++it->second;
+    }
+  }
+  if (load.empty()) return "every node is lost and there is no spare; the job cannot continue";
+  ctx.spec.spread.resize(ctx.spec.node_names.size());
+  for (int node : lost) {
+    auto idx = static_cast<size_t>(node);
+    std::vector<std::string> to;
+    std::string text;
+    for (int r : ranks_of_node(ctx.spec.ranks_per_node, node)) {
+      auto least = std::min_element(load.begin(), load.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+      ++least->second;
+      to.push_back(least->first);
+      text += (text.empty() ? "" : ", ") + std::to_string(r) + " on " + least->first;
+    }
+    fprintf(stderr, "cairn run: no spare: the ranks of %s go on the surviving nodes, oversubscribed: %s\n",
+            ctx.spec.node_names[idx].c_str(), text.c_str());
+    ctx.spec.spread[idx] = to;
+  }
+  return "";
+}
+
 // After killed nodes: a spare takes each killed node's ranks while there is one; then, with
 // --no-spare, the job continues on the survivors; else a fresh node of the same name. Empty: ok.
 std::string replace_killed_nodes(RunContext& ctx) {
@@ -149,11 +185,12 @@ std::string replace_killed_nodes(RunContext& ctx) {
       fprintf(stderr, "cairn run: spare %s replaces %s (ranks %s)\n", spare.c_str(), ctx.spec.node_names[idx].c_str(),
               join_ints(ranks_of_node(ctx.spec.ranks_per_node, node)).c_str());
       ctx.spec.node_names[idx] = spare;
-    } else if (ctx.options.no_spare) {
+    } else if (!ctx.options.no_spare.empty()) {
       shrink.push_back(node);
     }
   }
   if (shrink.empty()) return "";
+  if (ctx.options.no_spare == "oversubscribe") return place_on_survivors(ctx, shrink);
   std::string why = why_job_cannot_shrink(ctx);
   int left = 0;
   for (int c : ctx.spec.ranks_per_node) left += c;
@@ -202,10 +239,19 @@ int run_job(const RunContext& start) {
     const uint64_t at = kill_point(o, relaunches + 1);
     const bool inject = at > 0;
     if (inject) {
-      for (int node : o.kill_nodes)
-        if (ctx.spec.ranks_per_node[static_cast<size_t>(node)] == 0)
+      for (int node : o.kill_nodes) {
+        const auto idx = static_cast<size_t>(node);
+        if (ctx.spec.ranks_per_node[idx] == 0)
           return finish(kExitFailure, "node " + std::to_string(node) +
                                           " has no ranks left (lost without a spare); cannot kill it again");
+        // Since --no-spare=oversubscribe, ranks of several entries share nodes: a kill would not be of one node.
+        bool shared = idx < ctx.spec.spread.size() && !ctx.spec.spread[idx].empty();
+        for (const auto& on : ctx.spec.spread)
+          shared = shared || std::find(on.begin(), on.end(), ctx.spec.node_names[idx]) != on.end();
+        if (shared)
+          return finish(kExitFailure, "node " + std::to_string(node) +
+                                          " shares its node with other ranks since --no-spare=oversubscribe; cannot kill it alone");
+      }
       ctx.options.at_checkpoint = at;
       ctx.inject_text = o.phase + ":" + std::to_string(at);
       ctx.spec.inject_env = {{"CAIRN_INJECT", ctx.inject_text}, {"CAIRN_INJECT_DIR", ctx.layout.inject_dir()}};
@@ -273,8 +319,10 @@ Failure injection (--kill-node, --at-checkpoint, --phase):
   command runs (sh -c, with CAIRN_PREFIX, CAIRN_CACHE_JOB, CAIRN_ATTEMPT=<attempt that ended> and
   CAIRN_KILLED_NODES set), and the job is started again, to restart: on as many nodes as before (the
   next unused spare node, else a fresh node of the same name, replaces each killed one), or, with
-  --no-spare once no spare is left, on the surviving nodes only, with fewer ranks, when every region
-  of the newest version is distributed (not private). With C1,C2,... attempt k is killed at Ck (the
+  --no-spare[=shrink] once no spare is left, on the surviving nodes only, with fewer ranks, when every
+  region of the newest version is distributed (not private); with --no-spare=oversubscribe, with
+  every rank, the lost nodes' ranks one by one on the surviving node with the fewest ranks (the
+  restart is then from L3: the version's L2 sets belong to the old placement). With C1,C2,... attempt k is killed at Ck (the
   node number I names the k-th node of the job, wherever a spare moved it); --kill-every-attempt
   kills every later attempt at the last entry. --retries R bounds the relaunches after failed
   attempts (non-zero exit or killed); the default is the number of entries with --kill-node, else 0.
@@ -313,7 +361,7 @@ Command add_run_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand("run", "Run an MPI job on simulated nodes, with optional failure injection.");
   set_usage(app, "cairn run -n NP [--nodes K] [--spares S] [--kill-node I[,J...] --at-checkpoint C[,C2...]\n"
                  "                 [--phase PHASE] [--kill-every-attempt]] [--retries R] [--config FILE]\n"
-                 "                 [--between-attempts CMD] [--no-relaunch] [--no-spare] [--no-scavenge]\n"
+                 "                 [--between-attempts CMD] [--no-relaunch] [--no-spare[=MODE]] [--no-scavenge]\n"
                  "                 [--stall SECONDS] [--launcher auto|mpirun|srun] -- CMD [ARGS...]");
   app->add_option("-n,--np", o->nranks, "Number of MPI ranks")->required()->type_name("NP");
   app->add_option("--nodes", o->nnodes, "Number of simulated nodes, 1..NP")
@@ -357,8 +405,12 @@ Command add_run_command(CLI::App& root) {
                   "End an attempt that has taken no checkpoint and made no progress (no state file or history\n"
                   "update) for SECONDS, and relaunch it like a failed one (--retries; default 1 with --stall)")
       ->type_name("SECONDS");
-  app->add_flag("--no-spare", o->no_spare,
-                "Once no spare is left, relaunch on the surviving nodes only (fewer ranks); refused when the job has private state");
+  app->add_flag("--no-spare{shrink}", o->no_spare,
+                "Once no spare is left: =shrink (the default) relaunches on the surviving nodes' ranks only\n"
+                "(refused when the job has private state); =oversubscribe keeps every rank and runs the lost\n"
+                "nodes' ranks on the surviving nodes")
+      ->check(CLI::IsMember({"shrink", "oversubscribe"}))
+      ->type_name("=MODE");
   app->add_option("--launcher", o->launcher,
                   "What starts the ranks: srun inside a Slurm allocation, else mpirun (auto, the default;\n"
                   "CAIRN_LAUNCHER sets another default), or mpirun or srun")

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -143,7 +144,9 @@ void write_launcher_file(const RunContext& ctx) {
   LauncherInfo info;
   info.pid = getpid();
   for (size_t i = 0; i < ctx.spec.node_names.size(); ++i)
-    if (ctx.spec.ranks_per_node[i] > 0) info.nodes.push_back(ctx.spec.node_names[i]);
+    if (ctx.spec.ranks_per_node[i] > 0 &&
+        std::find(info.nodes.begin(), info.nodes.end(), ctx.spec.node_names[i]) == info.nodes.end())
+      info.nodes.push_back(ctx.spec.node_names[i]);  // once: --no-spare=oversubscribe puts ranks on a node twice
   for (int s = ctx.next_spare; s <= ctx.last_spare; ++s) info.spares.push_back(node_name(s));
   Status st = fs::make_dirs(ctx.layout.control);
   if (st) st = fs::write_file_atomic(ctx.layout.launcher_file(), format_launcher_info(info), false);

@@ -29,7 +29,8 @@ struct RunOptions {
   std::string config_path;
   std::string between_attempts;
   bool no_relaunch = false;
-  bool no_spare = false;  // relaunch on the surviving nodes only
+  std::string no_spare;   // --no-spare[=MODE] once no spare is left: "shrink" (the surviving nodes' ranks
+                          // only) or "oversubscribe" (every rank, the lost nodes' on the survivors); "": neither
   double stall = 0;       // --stall: end an attempt without a checkpoint or progress for this long; 0: never
   std::string launcher;   // --launcher: auto, mpirun or srun; empty: CAIRN_LAUNCHER, else auto
   std::vector<std::string> stray;  // words before "--" that are no option: a forgotten "--"
