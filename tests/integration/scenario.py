@@ -222,7 +222,10 @@ def run_scenario(args):
         if proc.returncode != 0 and not args.no_relaunch:
             fail(f"cairn run exited {proc.returncode}")
     check_launcher(args, env, out)
-    if args.no_relaunch:
+    if args.no_relaunch and args.restart_from_l3:
+        out = restart_from_l3(args, env, cairn, work)
+        check_result(args, ref, out)
+    elif args.no_relaunch:
         print(f"PASS: launcher checks (exit {proc.returncode})")
     else:
         check_result(args, ref, out)
@@ -265,6 +268,26 @@ def check_launcher(args, env, out):
         if not re.search(rf"scavenge: flushed version {args.expect_commit} to L3", out):
             fail(f"the launcher did not report scavenging version {args.expect_commit}")
         print(f"scenario: {c} exists")
+
+
+def restart_from_l3(args, env, cairn, work):
+    """After a run that stopped: `cairn verify` finds the committed versions good, then, without the
+    caches, a fresh `cairn run` restarts from L3."""
+    v = subprocess.run([cairn, "verify", "--level", "all"], env=env, capture_output=True, text=True, timeout=120)
+    print("scenario: cairn verify ->", v.returncode, v.stdout, v.stderr)
+    if v.returncode != 0:
+        fail(f"cairn verify exited {v.returncode}")
+    if args.expect_commit and not re.search(rf"^version {args.expect_commit} +L3 +good", v.stdout, re.M):
+        fail(f"cairn verify does not find version {args.expect_commit} good in L3")
+    shutil.rmtree(env["CAIRN_CACHE_DIR"])
+    cmd = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", *app_command(args, args.app), *HEAT_ARGS]
+    print("scenario:", " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+    out = p.stdout + p.stderr
+    print(out)
+    if p.returncode != 0:
+        fail(f"the restart from L3 exited {p.returncode}")
+    return out
 
 
 def run_reshape(args):
@@ -504,6 +527,8 @@ def main():
     p.add_argument("--expect-spare", action="append", default=[],
                    help="SPARE:OLD:RANK - spare node SPARE replaced OLD and its cache holds RANK's record")
     p.add_argument("--expect-commit", type=int, help="version the scavenge must commit in L3")
+    p.add_argument("--restart-from-l3", action="store_true",
+                   help="with --no-relaunch: cairn verify, remove the caches, and restart from L3 (--expect)")
     p.add_argument("--phase", default="compute", choices=["compute", "checkpoint", "flush"])
     p.add_argument("--flush-every", type=int, default=4)
     p.add_argument("--damage", choices=["l1-flip", "l1-truncate", "l3-flip", "l3-truncate"],

@@ -338,7 +338,8 @@ Hung jobs (--stall SECONDS):
 
 At the end (success, failure or halt) a summary gives the attempts, the failures and the time lost
 (the whole wall time of the failed attempts); then (unless --no-scavenge) the newest version complete
-in the surviving caches is flushed to L3, as `cairn flush` does, unless L3 holds it or a newer one.
+in the surviving caches is flushed to L3, as `cairn flush` does, unless L3 holds it or a newer one; the
+ranks of a version whose node's cache is gone are rebuilt from the survivors' L2 files first.
 
 Migration (cairn migrate --node I, docs/migration.md):
   While the job runs, <prefix>/.cairn/launcher names this process, the nodes and the free spares. A
