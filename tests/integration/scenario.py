@@ -281,12 +281,17 @@ def restart_from_l3(args, env, cairn, work):
         fail(f"cairn verify does not find version {args.expect_commit} good in L3")
     shutil.rmtree(env["CAIRN_CACHE_DIR"])
     cmd = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", *app_command(args, args.app), *HEAT_ARGS]
+    return run_checked(args, cmd, env, "the restart from L3")
+
+
+def run_checked(args, cmd, env, what):
+    """Runs one `cairn run`, prints what it said, fails the scenario unless it exited 0."""
     print("scenario:", " ".join(cmd), flush=True)
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
     out = p.stdout + p.stderr
     print(out)
     if p.returncode != 0:
-        fail(f"the restart from L3 exited {p.returncode}")
+        fail(f"{what} exited {p.returncode}")
     return out
 
 
@@ -303,22 +308,12 @@ def run_reshape(args):
     cairn = os.path.join(args.build, "tools", "cairn")
     first = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", *app_command(args, args.app),
              *HEAT_ARGS, "--iters", "170"]
-    print("scenario:", " ".join(first), flush=True)
-    p1 = subprocess.run(first, env=env, capture_output=True, text=True, timeout=args.timeout)
-    print(p1.stdout + p1.stderr)
-    if p1.returncode != 0:
-        fail(f"the writing run exited {p1.returncode}")
+    run_checked(args, first, env, "the writing run")
     if args.from_level == "l3":
         shutil.rmtree(env["CAIRN_CACHE_DIR"])
     m, _, k = args.reshape.partition(":")
     second = [cairn, "run", "-n", m, "--nodes", k, "--", *app_command(args, args.app2 or args.app), *HEAT_ARGS]
-    print("scenario:", " ".join(second), flush=True)
-    p2 = subprocess.run(second, env=env, capture_output=True, text=True, timeout=args.timeout)
-    out = p2.stdout + p2.stderr
-    print(out)
-    if p2.returncode != 0:
-        fail(f"the restart on {m} ranks exited {p2.returncode}")
-    return out
+    return run_checked(args, second, env, f"the restart on {m} ranks")
 
 
 class StateWatch(threading.Thread):
