@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -157,6 +158,7 @@ std::string place_on_survivors(RunContext& ctx, const std::vector<int>& lost) {
   }
   if (load.empty()) return "every node is lost and there is no spare; the job cannot continue";
   ctx.spec.spread.resize(ctx.spec.node_names.size());
+  std::map<int, std::string> moved;  // rank -> its new node
   for (int node : lost) {
     auto idx = static_cast<size_t>(node);
     std::vector<std::string> to;
@@ -165,12 +167,14 @@ std::string place_on_survivors(RunContext& ctx, const std::vector<int>& lost) {
       auto least = std::min_element(load.begin(), load.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
       ++least->second;
       to.push_back(least->first);
+      moved[r] = least->first;
       text += (text.empty() ? "" : ", ") + std::to_string(r) + " on " + least->first;
     }
     fprintf(stderr, "cairn run: no spare: the ranks of %s go on the surviving nodes, oversubscribed: %s\n",
             ctx.spec.node_names[idx].c_str(), text.c_str());
     ctx.spec.spread[idx] = to;
   }
+  rebuild_moved_ranks(ctx, moved);
   return "";
 }
 
@@ -321,8 +325,8 @@ Failure injection (--kill-node, --at-checkpoint, --phase):
   next unused spare node, else a fresh node of the same name, replaces each killed one), or, with
   --no-spare[=shrink] once no spare is left, on the surviving nodes only, with fewer ranks, when every
   region of the newest version is distributed (not private); with --no-spare=oversubscribe, with
-  every rank, the lost nodes' ranks one by one on the surviving node with the fewest ranks (the
-  restart is then from L3: the version's L2 sets belong to the old placement). With C1,C2,... attempt k is killed at Ck (the
+  every rank, the lost nodes' ranks one by one on the surviving node with the fewest ranks, the newest
+  version rebuilt for them from L2 into their new caches first, so the job restarts from it at L1. With C1,C2,... attempt k is killed at Ck (the
   node number I names the k-th node of the job, wherever a spare moved it); --kill-every-attempt
   kills every later attempt at the last entry. --retries R bounds the relaunches after failed
   attempts (non-zero exit or killed); the default is the number of entries with --kill-node, else 0.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,6 +85,11 @@ bool attempt_failed(const Attempt& a);
 void delete_killed_caches(const RunContext& ctx);
 // Runs the --between-attempts command; true when it succeeded.
 bool run_between_attempts(const RunContext& ctx, int finished_attempt);
+// --no-spare=oversubscribe: the ranks that lost their cache (rank -> the surviving node they move to) get
+// the newest version the survivors' L2 can rebuild, as an L1 copy in their new node's cache, so that the
+// relaunch restarts from it at L1 (the version's L2 sets belong to the old placement, which the library's
+// restart on the same rank count does not rebuild from). Says what it did; a failure is only reported.
+void rebuild_moved_ranks(const RunContext& ctx, const std::map<int, std::string>& moved);
 // Why the job cannot go on with fewer ranks (its newest version holds per-rank state); "" when it can.
 std::string why_job_cannot_shrink(const RunContext& ctx);
 
