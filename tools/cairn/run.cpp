@@ -325,8 +325,9 @@ Failure injection (--kill-node, --at-checkpoint, --phase):
   next unused spare node, else a fresh node of the same name, replaces each killed one), or, with
   --no-spare[=shrink] once no spare is left, on the surviving nodes only, with fewer ranks, when every
   region of the newest version is distributed (not private); with --no-spare=oversubscribe, with
-  every rank, the lost nodes' ranks one by one on the surviving node with the fewest ranks, the newest
-  version rebuilt for them from L2 into their new caches first, so the job restarts from it at L1. With C1,C2,... attempt k is killed at Ck (the
+  every rank, the lost nodes' ranks one by one on the surviving node with the fewest ranks, the
+  newest version rebuilt for them from L2 into their new caches first, so the job restarts from it
+  at L1. With C1,C2,... attempt k is killed at Ck (the
   node number I names the k-th node of the job, wherever a spare moved it); --kill-every-attempt
   kills every later attempt at the last entry. --retries R bounds the relaunches after failed
   attempts (non-zero exit or killed); the default is the number of entries with --kill-node, else 0.
@@ -410,12 +411,14 @@ Command add_run_command(CLI::App& root) {
                   "End an attempt that has taken no checkpoint and made no progress (no state file or history\n"
                   "update) for SECONDS, and relaunch it like a failed one (--retries; default 1 with --stall)")
       ->type_name("SECONDS");
-  app->add_flag("--no-spare{shrink}", o->no_spare,
-                "Once no spare is left: =shrink (the default) relaunches on the surviving nodes' ranks only\n"
-                "(refused when the job has private state); =oversubscribe keeps every rank and runs the lost\n"
-                "nodes' ranks on the surviving nodes")
+  app->add_option("--no-spare", o->no_spare,
+                  "Once no spare is left: shrink (the default) relaunches on the surviving nodes' ranks only\n"
+                  "(refused when the job has private state); oversubscribe keeps every rank and runs the lost\n"
+                  "nodes' ranks on the surviving nodes (the newest version rebuilt for them from L2)")
+      ->expected(0, 1)
+      ->default_str("shrink")
       ->check(CLI::IsMember({"shrink", "oversubscribe"}))
-      ->type_name("=MODE");
+      ->type_name("MODE");
   app->add_option("--launcher", o->launcher,
                   "What starts the ranks: srun inside a Slurm allocation, else mpirun (auto, the default;\n"
                   "CAIRN_LAUNCHER sets another default), or mpirun or srun")
