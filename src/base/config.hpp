@@ -22,6 +22,7 @@ enum class IntervalMode { fixed, automatic };
 // Service mode's transfers (docs/service.md): agents fi_read the ranks' slots, or ranks fi_write into
 // the agents' buffers.
 enum class ServiceMode { pull, push };
+enum class ServiceRestart { application, agents };
 
 struct Config {
   std::string prefix;         // L3 directory (parallel file system); default "cairn-checkpoints" in cwd
@@ -59,6 +60,7 @@ struct Config {
   uint64_t service_buffer_pool = 8 << 20;  // an agent's buffer pool
   std::string service_provider = "tcp;ofi_rxm";
   double service_timeout = 30;             // seconds the application waits on the service at most
+  ServiceRestart service_restart = ServiceRestart::application;  // who reads a restart from L3
 };
 
 // A knob as declared in the table (for listings and docs).

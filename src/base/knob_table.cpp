@@ -196,6 +196,12 @@ const std::vector<Knob>& knobs() {
                       "version to be written once the pipeline waits for it, and for any sign of "
                       "progress from the agents. Past it, the rank's own flusher writes the version. Give "
                       "it more than one version's drain time."},
+      {.name = "service_restart", .kind = Kind::choice, .member = &Config::service_restart,
+       .default_text = "application", .choices = {"application", "agents"},
+       .description = "Who reads a restart from level 3 when the service is up. application: each rank "
+                      "reads its files itself. agents: the rank's agent reads and verifies them and "
+                      "fi_writes the bytes into the rank's regions, which the rank verifies again; when "
+                      "the service is away or anything fails, the rank reads them itself."},
   };
   return table;
 }

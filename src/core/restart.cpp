@@ -153,7 +153,9 @@ Status Runtime::restart() {
   RestartPlan plan = std::move(*plan_);
   plan_.reset();
   bool done = false, unsuited = false;
-  CAIRN_TRY(carry_out(plan, &done, &unsuited));
+  if (plan.level == CAIRN_LEVEL_L3 && cfg_.service_restart == ServiceRestart::agents)
+    CAIRN_TRY(restore_through_agents(plan, &done));  // not done: the ranks read it themselves below
+  if (!done) CAIRN_TRY(carry_out(plan, &done, &unsuited));
   if (done) {
     prepare_slots();
     return Status::ok();

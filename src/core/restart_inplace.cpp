@@ -29,6 +29,7 @@
 #include "core/runtime.hpp"
 #include "mpi/mpi_util.hpp"
 #include "pfs/l3_store.hpp"
+#include "pipeline/service_flusher.hpp"
 #include "redundancy/exchange/set_rebuild.hpp"
 #include "redundancy/set_record.hpp"
 
@@ -146,6 +147,59 @@ Status Runtime::carry_out(const RestartPlan& plan, bool* done, bool* unsuited) {
       return Status::ok();
     }
   }
+  return Status::ok();
+}
+
+// Restart from L3 served by the service's agents (service_restart = agents; docs/service.md): every rank
+// reads its manifest, checks its regions fit, and has its agent read, verify and fi_write its bytes into
+// the regions; then hashes what landed against the manifest. Done only when every rank's bytes verified;
+// else (no service, an agent lost or refusing, a chunk that fails) the ranks read the version themselves
+// (carry_out writes every region again), so nothing unverified is ever restored.
+Status Runtime::restore_through_agents(const RestartPlan& plan, bool* done) {
+  *done = false;
+  const uint64_t v = plan.version;
+  const double t0 = now_seconds();
+  auto* service = dynamic_cast<pipeline::ServiceFlusher*>(flusher_.get());
+  Status mine = service ? Status::ok() : Status(Code::ERR_NOT_SUPPORTED, "service mode is off (the service knob is empty)");
+  Manifest m;
+  if (mine.is_ok()) {
+    auto read = l3::read_manifest(layout_, v, static_cast<uint32_t>(rank_));
+    if (read) m = std::move(*read);
+    mine = read ? regions_match(m, regions_, rank_, nranks_) : read.status();
+    if (mine.code() == Code::ERR_NO_CHECKPOINT && mine.message().empty())
+      mine = Status(Code::ERR_NOT_SUPPORTED, "the version's regions are not this rank's memory regions");
+  }
+  if (mine.is_ok()) {
+    std::vector<pipeline::ServiceLink::RestoreTarget> targets;
+    for (const auto& e : m.regions) targets.push_back({e.name, static_cast<uint8_t*>(regions_.at(e.name).ptr), e.size});
+    mine = service->restore(v, targets);
+  }
+  // What landed, hashed against the manifest in place (the agent verified what it read; this checks what arrived).
+  if (mine.is_ok())
+    mine = read_verified(m, region_extents(m, regions_), [](uint64_t, uint64_t, uint8_t*) { return Status::ok(); })
+               .prefixed("what the agent wrote");
+  if (!mine.is_ok())
+    LOG_WARN("restart: version %llu through the agents: %s", static_cast<ull>(v), mine.message().c_str());
+  Status mpi;
+  const bool all = all_ok(app_comm_, mine, &mpi);
+  CAIRN_TRY(mpi);
+  if (!all) {
+    if (rank_ == 0) {
+      state_.set({{"restart_via", "application"}});
+      LOG_INFO("restart: version %llu from L3 is read by the ranks themselves (the agents could not serve every rank)",
+               static_cast<ull>(v));
+    }
+    return Status::ok();
+  }
+  restored_files_.clear();
+  restored(v, CAIRN_LEVEL_L3, m.label, true);
+  if (rank_ == 0) {
+    state_.set({{"restart_via", "agents"}});
+    LOG_INFO("restarted from version %llu ('%s') at L3, served by the agents (read, verified, written into the "
+             "regions and verified again in %.1f ms on rank 0)", static_cast<ull>(v), m.label.c_str(),
+             (now_seconds() - t0) * 1e3);
+  }
+  *done = true;
   return Status::ok();
 }
 

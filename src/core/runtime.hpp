@@ -139,6 +139,7 @@ class Runtime {
   // *done: restored; else *unsuited: the plan does not apply to these regions or this version (files), and
   // the full search takes over without a warning.
   Status carry_out(const RestartPlan& plan, bool* done, bool* unsuited);
+  Status restore_through_agents(const RestartPlan& plan, bool* done);  // service_restart = agents
   Status read_slot_into_regions(const L1Record& rec, double* seconds);
   Status read_l1_in_place(const RestartPlan& plan, bool* done, bool* unsuited);
   Status restore_l2_in_place(const RestartPlan& plan, bool* done, bool* unsuited);

@@ -37,6 +37,10 @@ class ServiceFlusher : public Flusher {
 
   // Who moved (or is moving) the ticket's version: "service", or the fallback's name once it took over.
   const char* via(FlushTicket ticket) const;
+  // Restart from L3 through the agent (ServiceLink::restore), waiting at most service_timeout.
+  Status restore(uint64_t version, const std::vector<ServiceLink::RestoreTarget>& targets) {
+    return link_->restore(version, targets, settings_.timeout_s);
+  }
   // The agent serving this rank now (0: none) and where, for logs, the bench and tests.
   uint64_t agent_id() const { return link_->agent_id(); }
   std::string agent_where() const { return link_->agent_where(); }

@@ -163,6 +163,7 @@ void ServiceLink::Impl::run() {
       std::lock_guard<std::mutex> lock(mu);
       handle_cancels();
       if (agent && welcomed) send_jobs();
+      drive_restore();
       if (agent && welcomed && welcome.mode == wire::TransferMode::push) push_chunks();
       check_deadlines();
       suspect = agent_suspect;

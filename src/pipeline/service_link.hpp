@@ -82,6 +82,18 @@ class ServiceLink {
   JobState cancel(uint64_t job, Status* outcome);
   void forget(uint64_t job);
 
+  // Restart from L3 through the agent (service_restore.cpp): the agent reads version `version` of this
+  // rank from the prefix, verifies it and fi_writes each region's bytes into `targets` (registered here
+  // for remote writes until the call returns). OK when the agent says every region was written; the
+  // caller verifies what landed. Any failure, or no answer within timeout_s: an error, and the
+  // registrations are revoked before the call returns (no write of the agent lands afterwards).
+  struct RestoreTarget {
+    std::string name;
+    uint8_t* ptr = nullptr;
+    uint64_t size = 0;
+  };
+  Status restore(uint64_t version, const std::vector<RestoreTarget>& targets, double timeout_s);
+
   // For logs and tests: the agent serving this rank now (0: none), and where.
   uint64_t agent_id() const;
   std::string agent_where() const;

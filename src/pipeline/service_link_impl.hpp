@@ -36,6 +36,15 @@ struct LinkJob {
   int writes_in_flight = 0;
 };
 
+// A restore asked of the agent (service_restore.cpp).
+struct LinkRestore {
+  uint64_t version = 0;
+  std::vector<ServiceLink::RestoreTarget> targets;
+  bool sent = false, ended = false, abandon = false;
+  Status outcome;
+  std::vector<std::unique_ptr<fabric::MemoryRegion>> regions;  // revoked when it ends
+};
+
 struct ServiceLink::Impl {
   explicit Impl(ServiceSettings settings) : s(std::move(settings)) {}
   ServiceSettings s;
@@ -44,6 +53,7 @@ struct ServiceLink::Impl {
   std::mutex mu;
   std::condition_variable cv;
   std::map<uint64_t, LinkJob> jobs;
+  std::unique_ptr<LinkRestore> restore;
   uint64_t next_job = 1;
   double last_submit = 0, interval_s = 0;  // between the last two versions handed over
   bool settled = false;    // wait_ready may return: an agent is up, or none will be soon
@@ -95,6 +105,10 @@ struct ServiceLink::Impl {
   Result<fabric::MemoryRegion*> registration(LinkJob& j);
   void revoke(int slot);
   bool fabric_busy() const;
+  // restore (service_restore.cpp), under mu
+  void drive_restore();
+  void on_restored(const wire::Restored& m);
+  void end_restore(const Status& why);
 };
 
 }  // namespace cairn::pipeline

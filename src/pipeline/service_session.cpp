@@ -81,6 +81,13 @@ void ServiceLink::Impl::on_agent_frame(const wire::Frame& f) {
         end_job(*j, JobState::failed, Status(static_cast<Code>(m->code), "agent: " + m->message));
       return;
     }
+    case wire::Type::restored: {
+      auto m = wire::decode<wire::Restored>(f.payload);
+      if (!m) return agent_lost(m.status().message(), true);
+      std::lock_guard<std::mutex> lock(mu);
+      on_restored(*m);
+      return;
+    }
     case wire::Type::error: {
       auto m = wire::decode<wire::ErrorMsg>(f.payload);
       return agent_lost("the agent refused: " + (m ? m->message : m.status().message()), true);
@@ -109,6 +116,7 @@ void ServiceLink::Impl::agent_lost(const std::string& why, bool ask_for_another)
       }
     agent_id_pub = 0;
     agent_suspect = false;
+    if (restore && restore->sent && !restore->ended) end_restore(Status(Code::ERR_IO, "agent lost: " + why));
   }
   if (ask_for_another && ctl && registered && have_assignment) {
     ctl->send_message(wire::Reassign{app_id, s.key, s.rank, assigned.agent_id});
@@ -277,7 +285,7 @@ void ServiceLink::Impl::end_job(LinkJob& j, JobState st, const Status& why) {
 bool ServiceLink::Impl::fabric_busy() const {
   for (const auto& [id, j] : jobs)
     if (j.state == JobState::pending || j.writes_in_flight > 0) return true;
-  return false;
+  return restore && restore->sent && !restore->ended;  // the agent writes into our memory
 }
 
 }  // namespace cairn::pipeline

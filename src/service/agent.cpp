@@ -178,6 +178,7 @@ void Agent::on_frame(Session& s, const wire::Frame& f) {
     case T::cancel: return handle<wire::Cancel>(s, f, &Agent::on_cancel);
     case T::pushed: return handle<wire::Pushed>(s, f, &Agent::on_pushed);
     case T::list_versions: return handle<wire::ListVersions>(s, f, &Agent::on_list);
+    case T::restore: return handle<wire::Restore>(s, f, &Agent::on_restore);
     default:
       return refuse(s, make_error(Code::ERR_FORMAT, "an agent does not take %s messages", wire::type_name(uint16_t(f.type))));
   }

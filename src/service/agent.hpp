@@ -93,6 +93,7 @@ class Agent {
   void on_cancel(Session& s, const wire::Cancel& m);
   void on_pushed(Session& s, const wire::Pushed& m);
   void on_list(Session& s, const wire::ListVersions& m);
+  void on_restore(Session& s, const wire::Restore& m);  // agent_restore.cpp
   void refuse(Session& s, const Status& why);
   void close_session(uint64_t id, const std::string& why);
   // transfers (agent_transfer.cpp)

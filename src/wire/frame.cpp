@@ -31,6 +31,8 @@ const char* type_name(uint16_t type) {
     case Type::cancel: return "cancel";
     case Type::list_versions: return "list_versions";
     case Type::version_list: return "version_list";
+    case Type::restore: return "restore";
+    case Type::restored: return "restored";
   }
   return "unknown";
 }

@@ -43,6 +43,8 @@ enum class Type : uint16_t {
   cancel = 55,          // rank -> agent: stop moving this version
   list_versions = 56,   // rank or tool -> agent: committed versions of the application's prefix
   version_list = 57,    // agent -> requester
+  restore = 58,         // rank -> agent: write this version's bytes of mine into my registered regions
+  restored = 59,        // agent -> rank: the restore's outcome
 };
 
 // "register_rank"; "unknown" for a value outside the list.

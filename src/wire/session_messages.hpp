@@ -145,4 +145,51 @@ struct VersionList {
   std::string invalid() const { return ""; }
 };
 
+// Restart from L3 through the agent (service_restart = agents): the agent reads the rank's files of
+// `version` under the application's prefix, verifies every chunk, and fi_writes each memory region's
+// bytes at `addr` (the remote address of the region's byte 0) with `key`. The rank checks what landed.
+struct RestoreRegion {
+  std::string name;
+  uint64_t size = 0, addr = 0, key = 0;
+};
+
+constexpr uint32_t kMaxRestoreRegions = 4096;
+
+struct Restore {
+  static constexpr Type kType = Type::restore;
+  uint64_t version = 0;
+  std::vector<RestoreRegion> regions;
+  void write(Writer& w) const {
+    w.u64(version), w.u32(static_cast<uint32_t>(regions.size()));
+    for (const auto& g : regions) w.bytes(g.name), w.u64(g.size), w.u64(g.addr), w.u64(g.key);
+  }
+  void read(Reader& r) {
+    version = r.u64();
+    uint32_t n = r.u32();
+    if (n > kMaxRestoreRegions) return;  // bytes left over, or no regions: refused either way
+    for (uint32_t i = 0; i < n && !r.failed(); ++i) {
+      RestoreRegion g;
+      g.name = r.bytes(kMaxText), g.size = r.u64(), g.addr = r.u64(), g.key = r.u64();
+      regions.push_back(std::move(g));
+    }
+  }
+  std::string invalid() const {
+    if (version == 0 || regions.empty()) return "no version or regions";
+    for (const auto& g : regions)
+      if (g.name.empty()) return "a region without a name";
+    return "";
+  }
+};
+
+// code 0: every region's bytes were read from L3, verified chunk by chunk and written (bytes in all).
+struct Restored {
+  static constexpr Type kType = Type::restored;
+  uint64_t version = 0, bytes = 0;
+  int32_t code = 0;
+  std::string message;
+  void write(Writer& w) const { w.u64(version), w.u64(bytes), w.i32(code), w.bytes(message); }
+  void read(Reader& r) { version = r.u64(), bytes = r.u64(), code = r.i32(), message = r.bytes(kMaxText); }
+  std::string invalid() const { return code <= 0 ? "" : "a positive code"; }
+};
+
 }  // namespace cairn::wire

@@ -17,6 +17,10 @@ Cases (--case):
   chain              heat2d with compress=zstd, its chain on the controller verify,compress,write and the test
                      plugin writing a second copy (tests/plugins/second_copy.c): the agents write the
                      compressed L3 copy, the plugin a second one that `cairn verify` finds good
+  restart_agents     heat2d through the service, then relaunched without caches with service_restart=agents:
+                     the agents read, verify and fi_write each rank's L3 bytes into its regions (their logs and
+                     rank 0's say so), the result the failure-free one; then, with the controller stopped, the
+                     same relaunch falls back to the ranks' own read, with the same result
 
 After every scenario with an application: its result equals the failure-free one, `cairn verify` finds
 every committed version good, and a relaunch without caches restarts from L3 with the same result. The
@@ -332,6 +336,41 @@ class Test:
             fail("the agents did not run in push mode")
         check_job(self, heat, reference(self, "heat2d"))
 
+    def relaunch_from_l3(self, job, ref, extra_env):
+        """The job run again without its caches (restarting from L3) with `extra_env`; its output."""
+        shutil.rmtree(job.env["CAIRN_CACHE_DIR"], ignore_errors=True)
+        env = dict(job.env, **extra_env)
+        p = subprocess.run(job.command(kill=False), env=env, capture_output=True, text=True, timeout=400)
+        out = p.stdout + p.stderr
+        print(f"---- {job.name} relaunched with {extra_env} ----\n{out}", flush=True)
+        m = re.findall(r"^restart: version (\d+) from level (L\d)$", out, re.M)
+        r = re.findall(r"^result ([0-9a-f]{16})$", out, re.M)
+        if p.returncode != 0 or not m or m[-1][1] != "L3" or not r or r[-1] != ref:
+            fail(f"{job.name}: the relaunch did not restart from L3 with the failure-free result {ref}")
+        return out
+
+    def case_restart_agents(self):
+        self.service = Service(self.build, os.path.join(self.work, "svc"), managers=1)
+        ref = reference(self, "heat2d")
+        heat = Job(self, "heat2d-restart", self.heat2d, HEAT)
+        heat.start()
+        heat.wait()
+        check_job(self, heat, ref)  # as every case: the result, cairn verify, and the ranks' own read from L3
+        out = self.relaunch_from_l3(heat, ref, {"CAIRN_SERVICE_RESTART": "agents"})
+        if not re.search(r"restarted from version \d+ \('[^']*'\) at L3, served by the agents", out):
+            fail("the restart through the agents was not served by them (rank 0 did not say so)")
+        served = re.findall(r"rank (\d+): version \d+ restored from L3 into its memory", self.service.logs())
+        if sorted(set(served)) != ["0", "1", "2", "3"]:
+            fail(f"the agents' logs show restores for ranks {sorted(set(served))}, expected all four")
+        say(f"restart through the agents: ranks {sorted(set(served))} restored by the agents, result identical")
+        # The service away: the same relaunch reads the version itself.
+        self.service.kill("controller", signal.SIGTERM)
+        out = self.relaunch_from_l3(heat, ref, {"CAIRN_SERVICE_RESTART": "agents", "CAIRN_SERVICE_TIMEOUT": "2"})
+        if "served by the agents" in out or not re.search(r"version \d+ from L3 is read by the ranks themselves", out):
+            fail("with the controller stopped, the restart did not fall back to the ranks' own read")
+        say("controller stopped: the restart fell back to the ranks' own read, result identical")
+        self.service.start_controller()  # back on its port, so that the daemons stop as in every case
+
     def case_chain(self):
         plugin = os.path.join(self.build, "tests", "plugins", "libcairn_test_second_copy.so")
         copies = os.path.join(self.work, "copies")
@@ -634,7 +673,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", required=True)
     p.add_argument("--case", required=True, choices=["two_apps", "push", "agent_killed", "manager_killed",
-                                                     "controller_killed", "bad_input", "chain", "three_apps"])
+                                                     "controller_killed", "bad_input", "chain", "three_apps",
+                                                     "restart_agents"])
     Test(p.parse_args()).run()
 
 

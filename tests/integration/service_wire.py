@@ -11,7 +11,7 @@ T = {"error": 1, "register_rank": 2, "assigned": 3, "reassign": 4, "unregister":
      "manager_welcome": 17, "start_agent": 18, "stop_agent": 19, "agent_up": 20, "agent_exit": 21,
      "agent_stats": 22, "status_request": 32, "status_reply": 33, "session_hello": 48, "session_welcome": 49,
      "flush": 50, "progress": 51, "credit": 52, "pushed": 53, "done": 54, "cancel": 55, "list_versions": 56,
-     "version_list": 57}
+     "version_list": 57, "restore": 58, "restored": 59}
 NAME = {v: k for k, v in T.items()}
 
 

@@ -190,6 +190,7 @@ service_chunk = "256K"
 service_buffer_pool = "16M"
 service_provider = "verbs;ofi_rxm"
 service_timeout = 12.5
+service_restart = "agents"
 )";
 
 void expect_every_knob_set(const Config& c) {
@@ -227,6 +228,7 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.service_buffer_pool, 16u << 20);
   EXPECT_EQ(c.service_provider, "verbs;ofi_rxm");
   EXPECT_EQ(c.service_timeout, 12.5);
+  EXPECT_EQ(c.service_restart, ServiceRestart::agents);
 }
 
 TEST_F(ConfigFile, EveryKnobAtTopLevel) {

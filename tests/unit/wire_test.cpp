@@ -133,6 +133,19 @@ TEST(WireMessages, EveryMessageRoundTrips) {
   EXPECT_EQ(round_trip(f).zstd_level, 19);
   EXPECT_EQ(round_trip(Progress{12, 5000}).bytes_done, 5000u);
   EXPECT_EQ(round_trip(Credit{12, {0x1000, 0x2000}}).buffers.size(), 2u);
+  Restore rs{12, {{"grid", 1 << 20, 0x7f0000001000, 99}, {"step", 8, 0x7f0000200000, 100}}};
+  Restore rs2 = round_trip(rs);
+  ASSERT_EQ(rs2.regions.size(), 2u);
+  EXPECT_EQ(rs2.regions[1].name, "step");
+  EXPECT_EQ(rs2.regions[0].addr, 0x7f0000001000u);
+  EXPECT_EQ(rs2.regions[1].key, 100u);
+  EXPECT_FALSE(decode<Restore>(encode(Restore{12, {}})).is_ok());  // no regions
+  EXPECT_EQ(round_trip(Restored{12, 4096, -7, "chunk 3 checksum mismatch"}).message, "chunk 3 checksum mismatch");
+  {  // a region count over the limit is refused, not allocated
+    Writer w;
+    w.u64(12), w.u32(kMaxRestoreRegions + 1);
+    EXPECT_FALSE(decode<Restore>(w.take()).is_ok());
+  }
   EXPECT_EQ(round_trip(Pushed{12, 4096, 4096, 0x2000}).buffer, 0x2000u);
   EXPECT_EQ(round_trip(Done{12, -5, "no space"}).message, "no space");
   EXPECT_EQ(round_trip(Cancel{12}).version, 12u);
@@ -331,6 +344,8 @@ TEST(WireFuzz, EveryDecoderSurvivesRandomAndMutatedInput) {
   fuzz_one<Cancel>(rng, {encode(Cancel{1})}, &accepted);
   fuzz_one<ListVersions>(rng, {encode(ListVersions{1, key_of(0)})}, &accepted);
   fuzz_one<VersionList>(rng, {encode(VersionList{{1, 2}})}, &accepted);
+  fuzz_one<Restore>(rng, {encode(Restore{3, {{"a", 8, 0x1000, 7}, {"b", 0, 0, 0}}})}, &accepted);
+  fuzz_one<Restored>(rng, {encode(Restored{3, 8, 0, ""})}, &accepted);
   fuzz_one<ErrorMsg>(rng, {encode(ErrorMsg{-1, "x"})}, &accepted);
   EXPECT_GT(accepted, 0);  // the mutations do reach the accepting paths
   // Headers: random bytes never crash, and everything accepted has the magic and the version.
