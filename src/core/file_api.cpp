@@ -123,11 +123,7 @@ Status Runtime::complete_restart(int valid) {
     rejected_.push_back(restored_version_);
     restored_files_.clear();
     // The rejected version must not be flushed at finalize, nor count as the newest local one.
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      last_local_version_ = before_restart_local_;
-      last_flushed_version_ = before_restart_flushed_;
-    }
+    pipeline_->set_marks(before_restart_);
     return make_error(Code::ERR_INVALID_VERSION, "version %llu rejected by the application (%s)",
                       static_cast<unsigned long long>(restored_version_),
                       mine ? "another rank passed valid=0" : "this rank passed valid=0");

@@ -92,10 +92,6 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
   pending_.reset();
   rejected_.clear();
   restored_files_.clear();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    last_local_version_ = last_flushed_version_ = last_protected_version_ = 0;
-  }
   if (new_comm == MPI_COMM_NULL) {
     *left = true;
     return Status::ok();

@@ -249,7 +249,7 @@ Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, Restar
     local = [&]() -> Status {
       if (i_am_lost) {
         auto r = cache_.read_record(v);
-        slot = r ? static_cast<int>(r->slot) : choose_slot();
+        slot = r ? static_cast<int>(r->slot) : pipeline_->slot_for_rebuild();
         for (uint64_t old : cache_.versions()) {
           auto o = cache_.read_record(old);
           if (!o || static_cast<int>(o->slot) == slot) CAIRN_TRY(cache_.drop(old));
@@ -404,19 +404,16 @@ Status Runtime::apply_restart(const RestartChoice& c) {
   restored_version_ = m.version;
   restored_level_ = c.level;
   restored_label_ = m.label;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    before_restart_local_ = last_local_version_;
-    before_restart_flushed_ = last_flushed_version_;
-    if (c.level != CAIRN_LEVEL_L3) {
-      last_local_version_ = m.version;
-      if (cache_.is_protected(m.version)) last_protected_version_ = m.version;
-
-    }
-    // Already committed in L3: finalize must not write it again (rewriting a committed copy in place
-    // could destroy the only L3 copy).
-    if (c.level == CAIRN_LEVEL_L3 || c.in_l3) last_flushed_version_ = m.version;
+  before_restart_ = pipeline_->marks();
+  pipeline::Marks marks = before_restart_;
+  if (c.level != CAIRN_LEVEL_L3) {
+    marks.local = m.version;
+    if (cache_.is_protected(m.version)) marks.protected_l2 = m.version;
   }
+  // Already committed in L3: finalize must not write it again (rewriting a committed copy in place could
+  // destroy the only L3 copy).
+  if (c.level == CAIRN_LEVEL_L3 || c.in_l3) marks.flushed = m.version;
+  pipeline_->set_marks(marks);
   static const char* kLevels[] = {"none", "L1", "L2", "L3"};
   if (rank_ == 0) {
     state_.set({{"restart_version", std::to_string(m.version)}, {"restart_level", kLevels[c.level]}});
@@ -520,20 +517,15 @@ Status Runtime::fast_restart_l1(bool* done) {
   restored_version_ = newest;
   restored_level_ = CAIRN_LEVEL_L1;
   restored_files_.clear();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    before_restart_local_ = last_local_version_;
-    before_restart_flushed_ = last_flushed_version_;
-    last_local_version_ = newest;
-    if (cache_.is_protected(newest)) last_protected_version_ = newest;
-  }
   int committed = 0;
   if (rank_ == 0) committed = l3::read_commit(layout_, newest).is_ok() ? 1 : 0;
   CAIRN_MPI(MPI_Bcast(&committed, 1, MPI_INT, 0, app_comm_));
-  if (committed) {
-    std::lock_guard<std::mutex> lock(mu_);
-    last_flushed_version_ = newest;  // already in L3: finalize must not write it again
-  }
+  before_restart_ = pipeline_->marks();
+  pipeline::Marks marks = before_restart_;
+  marks.local = newest;
+  if (cache_.is_protected(newest)) marks.protected_l2 = newest;
+  if (committed) marks.flushed = newest;  // already in L3: finalize must not write it again
+  pipeline_->set_marks(marks);
   if (rank_ == 0) {
     state_.set({{"restart_version", std::to_string(newest)}, {"restart_level", "L1"}});
     LOG_INFO("restarted from version %llu ('%s') at L1 (slot read into the regions and verified in %.1f ms on rank 0)",

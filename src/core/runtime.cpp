@@ -68,10 +68,6 @@ Result<redist::Distribution> dist_from_c(const cairn_distribution& d) {
   return redist::make(static_cast<redist::Kind>(d.kind), d.global_count, d.block_size, d.rows, d.cols);
 }
 
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 Runtime* Runtime::instance() { return g_runtime.get(); }
 
 Status Runtime::create(MPI_Comm comm, const char* config_path) {
@@ -98,12 +94,7 @@ Status Runtime::destroy() {
 
 void Runtime::abandon() {
   if (!g_runtime) return;
-  {
-    std::lock_guard<std::mutex> lock(g_runtime->mu_);
-    g_runtime->stop_ = true;
-  }
-  g_runtime->cv_.notify_all();
-  if (g_runtime->worker_.joinable()) g_runtime->worker_.join();
+  g_runtime->stop_pipeline();
   policy::restore_signal_handlers();
   g_runtime.reset();
 }
@@ -125,6 +116,7 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
     for (const auto& w : loaded->warnings) LOG_WARN("%s", w.c_str());
   layout_ = make_layout(cfg_);
   inject_.init(rank_);
+  snapshot_ = make_copy_snapshotter();
   CAIRN_TRY(bind_comm(app_comm_));
   if (rank_ == 0)  // the job history's start line (docs/format.md)
     state_.history().start(history::start_info(cfg_, static_cast<uint64_t>(nranks_), node_of_rank_, placement_.enabled,
@@ -141,7 +133,6 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
              "(CAIRN_EXIT_SIGNAL), e.g. USR2",
              cfg_.exit_signal.c_str());
   last_checkpoint_time_ = now_seconds();
-  worker_ = std::thread([this] { worker_loop(); });
   return Status::ok();
 }
 
@@ -157,11 +148,12 @@ Status Runtime::bind_comm(MPI_Comm comm) {
   if (dirs.is_ok()) dirs = cache_.open(layout_.rank_cache(cfg_.node, rank_), cfg_.cache_versions);
   CAIRN_TRY(agree(app_comm_, dirs.prefixed("cannot create the checkpoint directories")));
   state_.open(layout_, rank_ == 0);
-  placement_ = SetPlacement{};
+  placement_ = redundancy::SetPlacement{};
   code_.reset();
   CAIRN_TRY(compute_placement());
   CAIRN_TRY(setup_l3_options());
   CAIRN_TRY(agree_next_version());
+  start_pipeline();
   if (rank_ == 0) {
     LOG_INFO("cairn %d.%d.%d on %d ranks: prefix %s, cache %s, redundancy %s%s, flush every %d, %s",
              CAIRN_VERSION_MAJOR, CAIRN_VERSION_MINOR, CAIRN_VERSION_PATCH, nranks_, layout_.prefix.c_str(),
@@ -175,7 +167,38 @@ Status Runtime::bind_comm(MPI_Comm comm) {
   return Status::ok();
 }
 
+// The pipeline over this communicator: its team on bg_comm_, L2 on this rank's set (when on), the
+// embedded flusher, the job's events.
+void Runtime::start_pipeline() {
+  team_ = std::make_unique<pipeline::MpiTeam>(bg_comm_);
+  if (placement_.enabled)
+    protector_ = std::make_unique<pipeline::SetProtector>(
+        set_comm_, placement_.members[static_cast<size_t>(placement_.my_set)], &*code_, &cache_, cfg_.exchange_chunk);
+  pipeline::PipelineConfig pc;
+  pc.layout = layout_;
+  pc.keep_flushed = cfg_.keep_flushed;
+  pc.mpi_in_worker = mpi_in_worker_;
+  pc.l3 = l3_base_;
+  pc.inject = &inject_;
+  events_ = std::make_unique<pipeline::JobEvents>(&state_, rank_, layout_.prefix);
+  pipeline_ = std::make_unique<pipeline::Pipeline>(pc, &cache_, team_.get(), protector_.get(), nullptr, events_.get(),
+                                                   snapshot_.get());
+  pipeline::Pipeline* p = pipeline_.get();
+  flusher_ = std::make_unique<pipeline::EmbeddedFlusher>(layout_, [p] { return p->l3_options(); });
+  pipeline_->set_flusher(flusher_.get());
+}
+
+void Runtime::stop_pipeline() {
+  if (pipeline_) pipeline_->stop();
+  flusher_.reset();
+  pipeline_.reset();
+  events_.reset();
+  protector_.reset();
+  team_.reset();
+}
+
 void Runtime::release_comms() {
+  stop_pipeline();
   if (set_comm_ != MPI_COMM_NULL) MPI_Comm_free(&set_comm_);
   if (bg_comm_ != MPI_COMM_NULL) MPI_Comm_free(&bg_comm_);
   if (app_comm_ != MPI_COMM_NULL) MPI_Comm_free(&app_comm_);
@@ -190,70 +213,16 @@ Status Runtime::compute_placement() {
   char mine[kNameLen] = {0};
   strncpy(mine, cfg_.node.c_str(), kNameLen - 1);
   CAIRN_MPI(MPI_Allgather(mine, kNameLen, MPI_CHAR, names.data(), kNameLen, MPI_CHAR, app_comm_));
-  std::vector<std::string> node_of(static_cast<size_t>(nranks_));
-  std::vector<std::string> node_order;
-  std::vector<int> local_index(static_cast<size_t>(nranks_));
-  std::map<std::string, int> count;
-  for (int r = 0; r < nranks_; ++r) {
-    node_of[r] = std::string(&names[static_cast<size_t>(r) * kNameLen]);
-    if (!count.count(node_of[r])) node_order.push_back(node_of[r]);
-    local_index[r] = count[node_of[r]]++;
-  }
-  node_of_rank_ = node_of;
-  SetPlacement& p = placement_;
-  p.set_of_rank.assign(static_cast<size_t>(nranks_), -1);
-  int parity = cfg_.redundancy == Redundancy::rs ? cfg_.rs_parity : 1;
-  int min_members = cfg_.redundancy == Redundancy::rs ? 2 : 2;
-  bool possible = cfg_.redundancy != Redundancy::single && node_order.size() >= 2;
-  int max_local = 0;
-  for (auto& [n, c] : count) max_local = std::max(max_local, c);
-  for (int li = 0; possible && li < max_local; ++li) {
-    std::vector<int> ranks;
-    for (const auto& n : node_order)
-      for (int r = 0; r < nranks_; ++r)
-        if (node_of[r] == n && local_index[r] == li) ranks.push_back(r);
-    if (static_cast<int>(ranks.size()) < min_members) {
-      possible = false;
-      if (rank_ == 0)
-        LOG_WARN("redundancy %s: rank %d has no rank on another node to protect it (unequal ranks per node); "
-                 "L2 is off, versions are protected by L3 only",
-                 redundancy_name(cfg_.redundancy), ranks[0]);
-      break;
-    }
-    size_t first = p.members.size();
-    for (size_t i = 0; i < ranks.size(); i += static_cast<size_t>(cfg_.set_size))
-      p.members.emplace_back(ranks.begin() + static_cast<long>(i),
-                             ranks.begin() + static_cast<long>(std::min(ranks.size(), i + cfg_.set_size)));
-    if (p.members.size() - first >= 2 && static_cast<int>(p.members.back().size()) < min_members) {
-      auto tail = p.members.back();
-      p.members.pop_back();
-      p.members.back().insert(p.members.back().end(), tail.begin(), tail.end());
-    }
-  }
-  if (cfg_.redundancy != Redundancy::single && node_order.size() < 2 && rank_ == 0)
-    LOG_WARN("redundancy %s needs at least 2 failure groups (nodes); all %d ranks are on '%s': L2 is off",
-             redundancy_name(cfg_.redundancy), nranks_, node_order[0].c_str());
-  if (!possible) p.members.clear();
-  p.enabled = possible;
-  int smallest = 1 << 30;
-  for (size_t s = 0; s < p.members.size(); ++s) {
-    smallest = std::min(smallest, static_cast<int>(p.members[s].size()));
-    for (size_t i = 0; i < p.members[s].size(); ++i) {
-      int r = p.members[s][i];
-      p.set_of_rank[r] = static_cast<int>(s);
-      if (r == rank_) p.my_set = static_cast<int>(s), p.my_member = static_cast<int>(i);
-    }
-  }
-  if (p.enabled && parity >= smallest) {
-    if (rank_ == 0)
-      LOG_WARN("rs_parity %d needs sets of more than %d nodes; using %d parity shard(s)", parity, parity,
-               smallest - 1);
-    parity = smallest - 1;
-  }
-  p.m = parity;
+  node_of_rank_.assign(static_cast<size_t>(nranks_), "");
+  for (int r = 0; r < nranks_; ++r) node_of_rank_[static_cast<size_t>(r)] = std::string(&names[static_cast<size_t>(r) * kNameLen]);
+  std::vector<std::string> warnings;
+  placement_ = redundancy::place_sets(node_of_rank_, cfg_.redundancy, cfg_.set_size, cfg_.rs_parity, rank_, &warnings);
+  if (rank_ == 0)
+    for (const auto& w : warnings) LOG_WARN("%s", w.c_str());
+  const auto& p = placement_;
   CAIRN_MPI(MPI_Comm_split(bg_comm_, p.enabled ? p.my_set : MPI_UNDEFINED, p.my_member, &set_comm_));
   if (p.enabled) {
-    auto code = redundancy::SetCode::make(cfg_.redundancy, static_cast<int>(p.members[p.my_set].size()), p.m);
+    auto code = redundancy::SetCode::make(cfg_.redundancy, static_cast<int>(p.members[static_cast<size_t>(p.my_set)].size()), p.m);
     CAIRN_TRY(agree(app_comm_, code.is_ok() ? Status::ok() : code.status()));
     code_ = std::move(code).value();
   }
@@ -294,20 +263,16 @@ Status Runtime::agree_next_version() {
 Status Runtime::finalize() {
   // An earlier failed version does not stop the newest good one from reaching L3.
   Status st = wait_all();
-  if (exit_for_migration_ && cfg_.flush_on_finalize && last_local_version_ > last_flushed_version_) {
+  pipeline::Marks m = pipeline_->marks();
+  if (exit_for_migration_ && cfg_.flush_on_finalize && m.local > m.flushed) {
     if (rank_ == 0)
       LOG_INFO("finalize: version %llu stays in the caches: the launcher migrates it (no flush to L3)",
-               static_cast<unsigned long long>(last_local_version_));
-  } else if (cfg_.flush_on_finalize && last_local_version_ > last_flushed_version_) {
-    Status fl = flush_now(last_local_version_);
+               static_cast<unsigned long long>(m.local));
+  } else if (cfg_.flush_on_finalize && m.local > m.flushed) {
+    Status fl = pipeline_->flush_now(m.local);
     if (!fl.is_ok() && st.is_ok()) st = fl;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  stop_pipeline();
   policy::restore_signal_handlers();
   if (rank_ == 0) state_.set("phase", "finalized");
   if (rank_ == 0) state_.history().end(st.is_ok() ? "ok" : st.message(), versions_taken_, exit_requested_);
@@ -418,23 +383,18 @@ Status Runtime::checkpoint() {
   return started.is_ok() ? done : started;
 }
 
-// The application's blocking path: find a free slot, copy, hand the version to the progress engine.
+// The application's blocking path: describe the version, hand it to the pipeline (which waits for a
+// slot, takes the snapshot and moves it on in the background).
 Status Runtime::take_version(const std::string& label, bool have_files, const Status& failed_before) {
   const double t_enter = now_seconds();
   uint64_t v = next_version_++;
-  // Never overwrite the newest good version: wait until the versions in flight are decided at L2,
-  // then take the slot of the oldest one.
-  wait_for_l2();
-  int slot = choose_slot();
-  wait_slot_free(slot);
   pending_.reset();
-
   Manifest m;
-  uint8_t* dst = nullptr;
-  double t_copy = 0;
-  // A failure here is this rank's alone; the version still enters the pipeline (marked failed) so
-  // that every rank runs the same agreements, which then discard it everywhere.
-  Status local = [&]() -> Status {
+  std::vector<SnapshotRegion> memory;
+  std::vector<pipeline::FileSource> files;
+  // A failure here is this rank's alone; the version still enters the pipeline (marked failed) so that
+  // every rank runs the same agreements, which then discard it everywhere.
+  Status described = [&]() -> Status {
     CAIRN_TRY(failed_before);
     m.version = v;
     m.label = label;
@@ -444,6 +404,7 @@ Status Runtime::take_version(const std::string& label, bool have_files, const St
     m.created_unix_ns = static_cast<int64_t>(now_seconds() * 1e9);
     m.chunk_size = static_cast<uint32_t>(cfg_.chunk_size);
     uint64_t off = memory_region_entries(&m.regions);
+    for (const auto& e : m.regions) memory.push_back({e.name, regions_[e.name].ptr, e.size, e.offset});
     if (have_files) {
       for (const auto& [name, path] : routed_) {
         struct stat st;
@@ -455,46 +416,21 @@ Status Runtime::take_version(const std::string& label, bool have_files, const St
         e.offset = off;
         e.size = e.count;
         off += e.size;
+        files.push_back({path, e.offset, e.size});
         m.regions.push_back(std::move(e));
       }
     }
     m.total_size = off;
-
-    // The previous occupant of the slot stops counting at L1 before its bytes are overwritten.
-    for (uint64_t old : cache_.versions()) {
-      auto rec = cache_.read_record(old);
-      if (!rec || static_cast<int>(rec->slot) == slot) CAIRN_TRY(cache_.drop(old));
-    }
-    double t0 = now_seconds();
-    CAIRN_ASSIGN_OR_RETURN(mapped, cache_.slot(slot, m.total_size));
-    dst = mapped->data();
-    for (const auto& e : m.regions) {
-      if (e.kind == RegionKind::memory) {
-        if (e.size) memcpy(dst + e.offset, regions_[e.name].ptr, e.size);
-      } else {
-        const std::string& path = routed_[e.name];
-        CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_RDONLY));
-        CAIRN_TRY(fs::pread_all(fd.get(), dst + e.offset, e.size, 0, path));
-      }
-    }
-    t_copy = now_seconds() - t0;
-    inject_.point("checkpoint", v);
     return Status::ok();
   }();
-  auto job = std::make_shared<VersionJob>();
-  job->version = v;
-  job->slot = slot;
-  job->flush = cfg_.flush_every > 0 && v % static_cast<uint64_t>(cfg_.flush_every) == 0;
-  job->manifest = std::move(m);
-  job->data = dst;
-  job->t_copy = t_copy;
-  job->local_status = local;
-  ++versions_taken_;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back(job);
+  if (!described.is_ok()) {
+    memory.clear();
+    files.clear();
   }
-  cv_.notify_all();
+  bool flush = cfg_.flush_every > 0 && v % static_cast<uint64_t>(cfg_.flush_every) == 0;
+  double blocking = 0;
+  Status local = pipeline_->take(std::move(m), flush, memory, files, described, &blocking);
+  ++versions_taken_;
   last_checkpoint_time_ = now_seconds();
   checkpoint_cost_.add(last_checkpoint_time_ - t_enter + pipeline_seconds_on_app_);
   pipeline_seconds_on_app_ = 0;
@@ -522,11 +458,7 @@ Status Runtime::should_exit(int* flag) {
 // since the last checkpoint and the measured checkpoint cost are agreed in the same reduction (the
 // largest of any rank), so every rank computes the same interval from the same inputs.
 Status Runtime::policy_observe(int* need, int* exit) {
-  if (!mpi_in_worker_) {
-    double t0 = now_seconds();
-    drive(true);
-    pipeline_seconds_on_app_ += now_seconds() - t0;
-  }
+  drive_pipeline();
   double now = now_seconds();
   double halt = rank_ != 0 ? 0.0 : observe_halt_file(layout_.halt_file(), {now, cfg_.end_time, cfg_.halt_seconds,
       next_version_ - 1, versions_taken_ > 0 ? last_checkpoint_time_ : 0.0});
@@ -567,6 +499,24 @@ Status Runtime::policy_observe(int* need, int* exit) {
   *need = d.need_checkpoint;
   *exit = d.should_exit;
   return Status::ok();
+}
+
+}  // namespace cairn
+
+namespace cairn {
+
+void Runtime::drive_pipeline() {
+  if (mpi_in_worker_) return;
+  double t0 = now_seconds();
+  pipeline_->drive();
+  pipeline_seconds_on_app_ += now_seconds() - t0;
+}
+
+Status Runtime::wait_all() {
+  double t0 = now_seconds();
+  Status st = pipeline_->wait_all();
+  pipeline_seconds_on_app_ += now_seconds() - t0;  // the application waited on checkpoints
+  return st;
 }
 
 }  // namespace cairn

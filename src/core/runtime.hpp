@@ -1,31 +1,35 @@
-// The per-process runtime behind the C API: protected regions, the version lifecycle, the progress
-// engine that moves versions through L1 -> L2 -> L3, and restart. One instance between cairn_init and
-// cairn_finalize. Threading model in docs/architecture.md ("Background progress and MPI threads").
+// The per-process runtime behind the C API: protected regions, the API calls, restart. Each version is
+// handed to the pipeline (src/pipeline), which moves it through L1 -> L2 -> L3 in the background. One
+// instance between cairn_init and cairn_finalize. Threading model in docs/architecture.md ("Background
+// progress and MPI threads").
 #pragma once
 
 #include <mpi.h>
 
 #include "cairn/cairn.h"
 
-#include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cache/cache_store.hpp"
 #include "base/config.hpp"
 #include "base/job_state.hpp"
 #include "base/layout.hpp"
+#include "base/clock.hpp"
 #include "base/manifest.hpp"
 #include "base/status.hpp"
-#include "policy/interval.hpp"
+#include "cache/snapshot.hpp"
 #include "pfs/l3_placement.hpp"
+#include "pipeline/embedded_flusher.hpp"
+#include "pipeline/job_events.hpp"
+#include "pipeline/mpi/set_protector.hpp"
+#include "pipeline/mpi/team_mpi.hpp"
+#include "pipeline/pipeline.hpp"
+#include "policy/interval.hpp"
+#include "redundancy/placement.hpp"
 #include "redundancy/set_code.hpp"
 
 namespace cairn {
@@ -53,34 +57,6 @@ struct HeldStream {
   std::shared_ptr<MappedFile> map;  // when they live in a rank's L1 slot on this node, or staging memory (L3)
   std::string red_path;             // that slot's redundancy data (L2 rebuild across rank counts)
   bool self_placed = false;         // its pieces for the hosting process are already in the regions
-};
-
-// One version on its way through the levels. Stages run in this order; each flag is set once.
-struct VersionJob {
-  uint64_t version = 0;
-  int slot = 0;
-  bool flush = false;  // goes to L3
-  Manifest manifest;   // chunk hashes filled by seal
-  const uint8_t* data = nullptr;
-  double t_copy = 0;   // blocking copy time (s)
-  double t_seal = 0, t_l2 = 0, t_l3 = 0;
-  Status local_status;  // seal (and L3 write) result on this rank
-  Status l3_status;
-  std::atomic<bool> sealed{false}, l3_written{false};
-  std::atomic<bool> l2_decided{false};  // agree_local and (when on) L2 are through
-  // Set by the MPI stages (agreed by all ranks):
-  bool local_ok = false, protected_ok = false, flushed_ok = false;
-  bool prune = false;  // rank 0 prunes L3 once the version is through
-  std::atomic<bool> done{false};
-};
-
-// This rank's place in the L2 sets.
-struct SetPlacement {
-  bool enabled = false;          // L2 active for the job
-  std::vector<int> set_of_rank;  // set id per job rank
-  std::vector<std::vector<int>> members;  // job ranks of each set, in member order
-  int my_set = -1, my_member = -1;
-  int m = 0;                     // parity per set (xor 1, rs rs_parity, partner 1)
 };
 
 struct ReshapeWant;  // core/reshape_fit.hpp
@@ -144,34 +120,19 @@ class Runtime {
   // setup
   Status compute_placement();
   Status agree_next_version();
+  Status setup_l3_options();
+  // The pipeline and its levels for the current communicator (bind_comm); torn down by release_comms.
+  void start_pipeline();
+  void stop_pipeline();
 
   // checkpoint path (app thread)
   uint64_t memory_region_entries(std::vector<RegionEntry>* out) const;
   Status take_version(const std::string& label, bool have_files, const Status& failed_before = Status::ok());
   // complete_output's body; vote = false for cairn_checkpoint, where every rank passes valid = 1.
   Status finish_output(int valid, bool vote);
-  // Block until every version in flight is decided at L2 (so the newest good version is known).
-  void wait_for_l2();
-  // The slot for a new version: an empty one, else the one holding the oldest version.
-  int choose_slot();
-  // Block until no version in flight reads `slot` (an older version still being flushed).
-  void wait_slot_free(int slot);
-  void set_flag(std::atomic<bool>& flag);
-  void prune_l3();
-  l3::WriteOptions l3_options();
-  Status setup_l3_options();
-
-  // progress engine
-  void worker_loop();
-  void run_local_stages(VersionJob& job);   // seal, L3 write: no MPI
-  Status run_mpi_stages(VersionJob& job);   // agreements, L2 encode, commit
-  Status stage_agree_local(VersionJob& job);
-  Status stage_encode(VersionJob& job);
-  Status stage_agree_flushed(VersionJob& job);
-  void drive(bool all);                     // funneled mode: MPI stages from the app thread
-  void wait_job(VersionJob& job);
-  void log_summary(const VersionJob& job);
-  std::shared_ptr<VersionJob> newest_job();
+  // Run the pipeline's collective stages that wait for this thread (funneled MPI), timed as checkpoint
+  // cost for interval = auto.
+  void drive_pipeline();
 
   // restart
   Status find_restart(RestartChoice* out);
@@ -202,7 +163,6 @@ class Runtime {
                       const std::vector<int>& new_rank_of, const std::vector<HeldStream>& held, bool restart);
   Status bind_comm(MPI_Comm comm);
   void release_comms();
-  Status flush_now(uint64_t version);
 
   Status policy_observe(int* need, int* exit);
 
@@ -218,10 +178,18 @@ class Runtime {
   CacheStore cache_;
   JobState state_;
   FaultInjector inject_;
-  SetPlacement placement_;
+  redundancy::SetPlacement placement_;
   std::vector<std::string> node_of_rank_;
-  l3::WriteOptions l3_base_;  // from the config and this rank's place (setup_l3_options)  // failure group of every rank of app_comm_
+  l3::WriteOptions l3_base_;  // from the config and this rank's place (setup_l3_options)
   std::optional<redundancy::SetCode> code_;
+
+  // the pipeline and its levels (start_pipeline)
+  std::unique_ptr<Snapshotter> snapshot_;
+  std::unique_ptr<pipeline::MpiTeam> team_;
+  std::unique_ptr<pipeline::SetProtector> protector_;
+  std::unique_ptr<pipeline::EmbeddedFlusher> flusher_;
+  std::unique_ptr<pipeline::JobEvents> events_;
+  std::unique_ptr<pipeline::Pipeline> pipeline_;
 
   // regions and versions
   std::map<std::string, Region> regions_;
@@ -229,9 +197,6 @@ class Runtime {
   bool in_output_ = false;
   std::string output_label_;
   std::map<std::string, std::string> routed_;  // name -> path, current output
-  uint64_t last_local_version_ = 0;            // newest version agreed local on all ranks
-  uint64_t last_flushed_version_ = 0;
-  uint64_t last_protected_version_ = 0;
   uint64_t versions_taken_ = 0;                // by this process since cairn_init
 
   // restart
@@ -241,7 +206,7 @@ class Runtime {
   uint64_t restored_version_ = 0;
   int restored_level_ = 0;
   std::string restored_label_;
-  uint64_t before_restart_local_ = 0, before_restart_flushed_ = 0;  // undone if the restart is rejected
+  pipeline::Marks before_restart_;  // the pipeline's marks, restored if the restart is rejected
   Status output_failure_;  // a local failure in cairn_start_output, voted invalid at complete
   std::vector<uint64_t> rejected_;             // versions a rank declared invalid at restart
   std::map<std::string, std::string> restored_files_;
@@ -258,15 +223,6 @@ class Runtime {
   bool checkpoint_since_request_ = false;
   bool exit_for_migration_ = false;  // the exit request came from `cairn migrate` alone
 
-  // progress engine
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<VersionJob>> jobs_;  // in flight, oldest first
-  std::thread worker_;
-  bool stop_ = false;
-  Status bg_error_;  // first background failure, reported by cairn_wait
 };
-
-double now_seconds();
 
 }  // namespace cairn

@@ -1,0 +1,47 @@
+#include "pipeline/job_events.hpp"
+
+#include "base/log.hpp"
+
+namespace cairn::pipeline {
+
+void JobEvents::sealed(const Version& v) {
+  if (writer()) state_->set("version", std::to_string(v.number));  // off the application's path
+}
+
+void JobEvents::local(const Version& v, uint64_t all_bytes) {
+  if (!writer()) return;
+  state_->set("l1", std::to_string(v.number));
+  state_->history().l1(v.number, v.manifest.created_unix_ns, v.t_copy, v.t_seal, all_bytes, v.manifest.total_size);
+}
+
+void JobEvents::protected_l2(const Version& v, double start_s, uint64_t all_redundancy_bytes, const char* scheme) {
+  if (!writer()) return;
+  state_->set("l2", std::to_string(v.number));
+  state_->history().l2(v.number, static_cast<int64_t>(start_s * 1e9), all_redundancy_bytes, scheme);
+}
+
+void JobEvents::flush_began(uint64_t v, bool at_finalize) {
+  if (!writer()) return;
+  if (at_finalize) state_->set("phase", "flush");
+  state_->history().l3_began(v, at_finalize);
+}
+
+void JobEvents::flushed(const Version& v, const char* via) {
+  if (!writer()) return;
+  (void)via;
+  state_->set("l3", std::to_string(v.number));
+  state_->history().l3(v.number, v.t_l3, v.manifest.total_size);
+}
+
+void JobEvents::failed(uint64_t v, int level, const std::string& why) {
+  if (!writer()) return;
+  const auto n = static_cast<unsigned long long>(v);
+  switch (level) {
+    case 1: LOG_ERROR("version %llu discarded: %s", n, why.c_str()); break;
+    case 2: LOG_ERROR("version %llu not protected at L2: %s", n, why.c_str()); break;
+    default: LOG_ERROR("version %llu not flushed to %s: %s", n, prefix_.c_str(), why.c_str()); break;
+  }
+  state_->history().failed(v, level, why);
+}
+
+}  // namespace cairn::pipeline

@@ -1,0 +1,33 @@
+// L2 over MPI: this rank's redundancy set encodes a version together (redundancy/exchange), and each
+// member writes its redundancy data and the set record (every member's manifest) into its cache.
+#pragma once
+
+#include <mpi.h>
+
+#include <vector>
+
+#include "cache/cache_store.hpp"
+#include "pipeline/protector.hpp"
+#include "redundancy/set_code.hpp"
+
+namespace cairn::pipeline {
+
+class SetProtector final : public Protector {
+ public:
+  // set_comm: this rank's set, ranks in member order; members: the job ranks of the set. Borrowed: cache,
+  // code (they outlive the protector).
+  SetProtector(MPI_Comm set_comm, std::vector<int> members, const redundancy::SetCode* code, CacheStore* cache,
+               uint64_t exchange_chunk)
+      : comm_(set_comm), members_(std::move(members)), code_(code), cache_(cache), exchange_chunk_(exchange_chunk) {}
+  const char* scheme() const override { return redundancy_name(code_->scheme()); }
+  Status protect(const Version& v, uint64_t* redundancy_bytes) override;
+
+ private:
+  MPI_Comm comm_;
+  std::vector<int> members_;
+  const redundancy::SetCode* code_;
+  CacheStore* cache_;
+  uint64_t exchange_chunk_;
+};
+
+}  // namespace cairn::pipeline

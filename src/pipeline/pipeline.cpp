@@ -1,0 +1,253 @@
+// The engine: the queue of versions in flight, the worker thread, slot lending, and the waits the
+// application's calls make. The stages themselves are in stages.cpp.
+#include "pipeline/pipeline.hpp"
+
+#include <fcntl.h>
+
+#include <algorithm>
+
+#include "base/clock.hpp"
+#include "base/fsutil.hpp"
+#include "base/log.hpp"
+#include "cache/slot_choice.hpp"
+#include "pfs/l3_store.hpp"
+
+namespace cairn::pipeline {
+
+Pipeline::Pipeline(PipelineConfig config, CacheStore* cache, Team* team, Protector* protector, Flusher* flusher,
+                   EventSink* events, Snapshotter* snapshot)
+    : cfg_(std::move(config)),
+      cache_(cache),
+      team_(team),
+      protector_(protector),
+      flusher_(flusher),
+      events_(events),
+      snapshot_(snapshot),
+      lender_(cache->nslots()) {
+  worker_ = std::thread([this] { worker_loop(); });
+}
+
+Pipeline::~Pipeline() { stop(); }
+
+void Pipeline::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+Marks Pipeline::marks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return marks_;
+}
+
+void Pipeline::set_marks(const Marks& m) {
+  std::lock_guard<std::mutex> lock(mu_);
+  marks_ = m;
+}
+
+Flusher* Pipeline::flusher() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return flusher_;
+}
+
+void Pipeline::set_flusher(Flusher* flusher) {
+  std::lock_guard<std::mutex> lock(mu_);
+  flusher_ = flusher;
+}
+
+// Waiters test the flags under mu_; setting them under mu_ too means no wake-up is lost.
+void Pipeline::set_flag(std::atomic<bool>& flag) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    flag = true;
+  }
+  cv_.notify_all();
+}
+
+// How this rank writes L3 (docs/config.md: files_per_node, turnstile_width, data_prefixes, compress).
+// Offset counters of versions already flushed everywhere may be cleaned.
+l3::WriteOptions Pipeline::l3_options() const {
+  l3::WriteOptions o = cfg_.l3;
+  std::lock_guard<std::mutex> lock(mu_);
+  o.clean_below = marks_.flushed + 1;
+  return o;
+}
+
+void Pipeline::worker_loop() {
+  uint64_t last = 0;
+  for (;;) {
+    std::shared_ptr<Version> v;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      auto next = [&] {
+        for (auto& q : queue_)
+          if (q->number > last) return q;
+        return std::shared_ptr<Version>();
+      };
+      cv_.wait(lock, [&] { return stop_ || next() != nullptr; });
+      v = next();
+      if (!v) return;  // stopped, nothing left
+    }
+    last = v->number;
+    seal(*v);
+    if (!cfg_.mpi_in_worker) {
+      if (v->flush) flush(*v);  // needs no team: the team's stages wait for it in drive()
+    } else {
+      Status st = run_team_stages(*v);
+      if (!st.is_ok()) LOG_ERROR("version %llu: %s", static_cast<unsigned long long>(v->number), st.message().c_str());
+    }
+  }
+}
+
+void Pipeline::drive() {
+  if (cfg_.mpi_in_worker) return;
+  for (;;) {
+    std::shared_ptr<Version> v;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (queue_.empty()) return;
+      v = queue_.front();
+      cv_.wait(lock, [&] { return v->sealed.load(); });
+    }
+    Status st = run_team_stages(*v);
+    if (!st.is_ok()) LOG_ERROR("version %llu: %s", static_cast<unsigned long long>(v->number), st.message().c_str());
+  }
+}
+
+// Before a new version takes a slot, the versions in flight must be decided at L2: otherwise the slot of
+// the newest protected version could be overwritten while the version after it is not yet protected, and
+// a node lost at that moment would leave nothing in L1/L2. With cache_versions = 2 a checkpoint therefore
+// waits for the previous version's L2 (documented in docs/architecture.md).
+void Pipeline::wait_for_l2() {
+  drive();
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] {
+    for (auto& q : queue_)
+      if (!q->l2_decided) return false;
+    return true;
+  });
+}
+
+// The slot a new version overwrites (cache/slot_choice): what each slot holds, from the L1 records and
+// the loans, and the version that must survive.
+int Pipeline::choose_slot() {
+  std::vector<uint64_t> occupant = lender_.lent_versions();
+  occupant.resize(static_cast<size_t>(cache_->nslots()), 0);
+  uint64_t newest_record = 0, newest_protected = 0;
+  for (uint64_t v : cache_->versions()) {
+    auto rec = cache_->read_record(v);
+    if (!rec) continue;
+    occupant[rec->slot] = std::max(occupant[rec->slot], v);
+    newest_record = std::max(newest_record, v);
+    if (protector_ && cache_->is_protected(v)) newest_protected = std::max(newest_protected, v);
+  }
+  Marks m = marks();
+  uint64_t keep = newest_protected ? newest_protected : m.local ? m.local : newest_record;
+  return cairn::choose_slot(occupant, keep);
+}
+
+int Pipeline::slot_for_rebuild() { return choose_slot(); }
+
+Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotRegion>& regions,
+                      const std::vector<FileSource>& files, const Status& failed, double* blocking_seconds) {
+  const uint64_t number = manifest.version;
+  wait_for_l2();
+  int slot = choose_slot();
+  lender_.lend(slot, number);  // waits until an older version reading it has left
+  auto v = std::make_shared<Version>();
+  v->number = number;
+  v->slot = slot;
+  v->flush = flush;
+  *blocking_seconds = 0;
+  Status local = [&]() -> Status {
+    CAIRN_TRY(failed);
+    // The previous occupant of the slot stops counting at L1 before its bytes are overwritten.
+    for (uint64_t old : cache_->versions()) {
+      auto rec = cache_->read_record(old);
+      if (!rec || static_cast<int>(rec->slot) == slot) CAIRN_TRY(cache_->drop(old));
+    }
+    double t0 = now_seconds();
+    CAIRN_ASSIGN_OR_RETURN(mapped, cache_->slot(slot, manifest.total_size));
+    v->data = mapped->data();
+    CAIRN_TRY(snapshot_->begin(regions, mapped->data()));
+    for (const auto& f : files) {
+      CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(f.path, O_RDONLY));
+      CAIRN_TRY(fs::pread_all(fd.get(), mapped->data() + f.offset, f.size, 0, f.path));
+    }
+    *blocking_seconds = now_seconds() - t0;
+    if (cfg_.inject) cfg_.inject->point("checkpoint", number);
+    return Status::ok();
+  }();
+  v->manifest = std::move(manifest);
+  v->t_copy = *blocking_seconds;
+  v->local_status = local;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(v);
+  }
+  cv_.notify_all();
+  return local;
+}
+
+void Pipeline::leave(Version& v) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    v.done = true;
+    queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [&](auto& q) { return q.get() == &v; }), queue_.end());
+  }
+  lender_.give_back(v.slot);
+  cv_.notify_all();
+}
+
+Status Pipeline::wait_all() {
+  drive();
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return queue_.empty(); });
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Status st = first_failure_;
+  first_failure_ = Status::ok();
+  return st;
+}
+
+// Rank 0, after a commit: remove the versions beyond keep_flushed. Deleting every rank's file of an old
+// version takes time on some file systems, so it runs after the version counts as flushed.
+void Pipeline::prune_l3() {
+  Status p = l3::prune(cfg_.layout, cfg_.keep_flushed);
+  if (!p.is_ok()) LOG_WARN("pruning old L3 versions: %s", p.message().c_str());
+}
+
+// At finalize: the newest version to L3 when the periodic flush has not taken it. The pipeline is idle,
+// so the application thread may use the team.
+Status Pipeline::flush_now(uint64_t number) {
+  Version v;
+  v.number = number;
+  v.flush = true;
+  v.local_ok = true;
+  auto rec = cache_->read_record(number);
+  Status local = rec.is_ok() ? Status::ok() : rec.status();
+  if (local.is_ok()) {
+    v.manifest = rec->manifest;
+    v.slot = static_cast<int>(rec->slot);
+    auto slot = cache_->slot(v.slot, rec->manifest.total_size);
+    if (slot.is_ok()) v.data = (*slot)->data();
+    else local = slot.status();
+  }
+  v.local_status = local;
+  events_->flush_began(number, /*at_finalize=*/true);
+  if (local.is_ok()) flush(v, /*report_start=*/false);
+  else v.l3_status = local;
+  CAIRN_TRY(agree_flushed(v));
+  if (v.prune) prune_l3();
+  if (!v.flushed_ok)
+    return make_error(Code::ERR_IO, "flush of version %llu at finalize failed", static_cast<unsigned long long>(number));
+  if (team_->rank() == 0)
+    LOG_INFO("version %llu flushed to %s at finalize", static_cast<unsigned long long>(number), cfg_.layout.prefix.c_str());
+  return Status::ok();
+}
+
+}  // namespace cairn::pipeline

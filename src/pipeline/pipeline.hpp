@@ -1,0 +1,136 @@
+// The version pipeline: the progress engine that takes each version from the application's memory to
+// the levels its policy asks for, in the background (the stages are listed in pipeline/version.hpp).
+//
+// It owns the lifecycle and nothing else: the levels sit behind narrow interfaces -- the L1 cache lends
+// a slot per version (cache/slot_lender) and a Snapshotter fills it (cache/snapshot), a Protector does
+// L2 (pipeline/protector), a Flusher writes L3 (pipeline/flusher) -- every collective decision goes
+// through a Team (pipeline/team), and what happens is reported to one EventSink (pipeline/events).
+//
+// Threads. A worker thread runs the stages. With `mpi_in_worker` (MPI_THREAD_MULTIPLE) it runs all of
+// them; otherwise it runs only those without collectives (seal, posting the flush), and the team's stages
+// run inside the application's next cairn call (drive()), in version order on every rank.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/job_state.hpp"
+#include "base/layout.hpp"
+#include "cache/cache_store.hpp"
+#include "cache/slot_lender.hpp"
+#include "cache/snapshot.hpp"
+#include "pfs/l3_placement.hpp"
+#include "pipeline/events.hpp"
+#include "pipeline/flusher.hpp"
+#include "pipeline/protector.hpp"
+#include "pipeline/team.hpp"
+#include "pipeline/version.hpp"
+
+namespace cairn::pipeline {
+
+// The newest version known complete at each level on every rank (0: none).
+struct Marks {
+  uint64_t local = 0;
+  uint64_t protected_l2 = 0;
+  uint64_t flushed = 0;
+};
+
+struct PipelineConfig {
+  Layout layout;
+  int keep_flushed = 2;                // L3 versions rank 0 keeps after a commit
+  bool mpi_in_worker = true;           // the worker runs the team's stages too
+  l3::WriteOptions l3;                 // this rank's L3 layout (clean_below is filled per request)
+  const FaultInjector* inject = nullptr;  // failure injection points (checkpoint, compute, flush)
+};
+
+// A routed file of the file API that becomes a region of the version: read into the slot at `offset`.
+struct FileSource {
+  std::string path;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+class Pipeline {
+ public:
+  // Borrowed, all outliving the pipeline: cache, team, events, snapshot, flusher (the flusher may be
+  // replaced with set_flusher between versions); protector may be null (L2 off).
+  Pipeline(PipelineConfig config, CacheStore* cache, Team* team, Protector* protector, Flusher* flusher,
+           EventSink* events, Snapshotter* snapshot);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // The application's blocking path for version `manifest.version` (regions and total_size filled, no
+  // chunk hashes): wait until the versions in flight are decided at L2 (so the newest good version is
+  // known), borrow a slot, snapshot `regions` and read `files` into it, hand the version on. A local
+  // failure (`failed`, or one here) still enters the pipeline, marked failed, so that every rank runs the
+  // same agreements, which then discard it everywhere. Returns this rank's outcome; *blocking_seconds:
+  // the time of the snapshot itself.
+  Status take(Manifest manifest, bool flush, const std::vector<SnapshotRegion>& regions,
+              const std::vector<FileSource>& files, const Status& failed, double* blocking_seconds);
+
+  // Without mpi_in_worker: run the team's stages of every version handed on, in order (application
+  // thread, inside a cairn call). Does nothing with mpi_in_worker.
+  void drive();
+  // Block until every version has left the pipeline; returns the first background failure since the last
+  // call (and forgets it).
+  Status wait_all();
+  // At finalize, with the pipeline idle: version v (complete at L1) to L3 now, committed by rank 0.
+  Status flush_now(uint64_t v);
+  // Stop the worker (after wait_all, or when a process leaves the job); later calls do nothing.
+  void stop();
+
+  Marks marks() const;
+  void set_marks(const Marks& m);  // a restart sets what it restored
+  // A slot for rebuilding a version into this rank's cache (restart from L2), with nothing in flight.
+  int slot_for_rebuild();
+  void set_flusher(Flusher* flusher);  // between versions (service fallback)
+  Flusher* flusher() const;
+  // How this rank writes L3 now (the configured layout; offset counters of versions flushed everywhere
+  // may be cleaned): for the embedded flusher.
+  l3::WriteOptions l3_options() const;
+
+ private:
+  // stages (pipeline/stages.cpp)
+  void seal(Version& v);
+  // Post to the flusher and wait: l3_status, t_l3, then l3_done. report_start: tell the events sink.
+  void flush(Version& v, bool report_start = true);
+  Status run_team_stages(Version& v);
+  Status agree_local(Version& v);
+  Status protect(Version& v);
+  Status agree_flushed(Version& v);
+  void fail(const Version& v, int level, const Status& why);  // report, remember the first failure
+  void log_summary(const Version& v) const;
+
+  // the engine (pipeline/pipeline.cpp)
+  void worker_loop();
+  void wait_for_l2();
+  int choose_slot();
+  void leave(Version& v);  // the version is through: slot back, out of the queue
+  void prune_l3();
+  void set_flag(std::atomic<bool>& flag);
+
+  PipelineConfig cfg_;
+  CacheStore* cache_;
+  Team* team_;
+  Protector* protector_;
+  Flusher* flusher_;
+  EventSink* events_;
+  Snapshotter* snapshot_;
+  SlotLender lender_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Version>> queue_;  // in flight, oldest first
+  std::thread worker_;
+  bool stop_ = false;
+  Status first_failure_;
+  Marks marks_;
+};
+
+}  // namespace cairn::pipeline

@@ -1,0 +1,184 @@
+// The stages of a version (their order and threads: pipeline/version.hpp). Each stage decides what its
+// outcome means for the version on every rank through the team, reports to the events sink, and
+// remembers the first failure for cairn_wait.
+#include <algorithm>
+
+#include "base/clock.hpp"
+#include "base/log.hpp"
+#include "pfs/l3_store.hpp"
+#include "pipeline/pipeline.hpp"
+
+namespace cairn::pipeline {
+
+void Pipeline::fail(const Version& v, int level, const Status& why) {
+  events_->failed(v.number, level, why.message());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (first_failure_.is_ok()) first_failure_ = why.prefixed("version " + std::to_string(v.number));
+}
+
+// Wait for the snapshot, hash every chunk of the slot, write the L1 record.
+void Pipeline::seal(Version& v) {
+  double t0 = now_seconds();
+  if (v.local_status.is_ok()) v.local_status = snapshot_->complete();
+  if (v.local_status.is_ok()) {
+    v.manifest.chunk_hashes = chunk_hashes(v.data, v.manifest.total_size, v.manifest.chunk_size);
+    v.local_status = cache_->write_record(v.number, L1Record{static_cast<uint32_t>(v.slot), v.manifest});
+  }
+  v.t_seal = now_seconds() - t0;
+  events_->sealed(v);
+  set_flag(v.sealed);
+}
+
+void Pipeline::flush(Version& v, bool report_start) {
+  // With the team's stages on the worker, a version is flushed only once every rank has it; otherwise
+  // the flush runs right after the seal, and a version discarded later was written for nothing (it is
+  // never committed).
+  const bool whole = cfg_.mpi_in_worker ? v.local_ok : v.local_status.is_ok();
+  if (!whole) {
+    v.l3_status = cfg_.mpi_in_worker ? make_error(Code::ERR_INVALID_VERSION, "version was discarded") : v.local_status;
+  } else {
+    if (report_start) events_->flush_began(v.number, /*at_finalize=*/false);
+    double t0 = now_seconds();
+    FlushRequest req;
+    req.version = v.number;
+    req.manifest = &v.manifest;
+    req.data = v.data;
+    req.slot = v.slot;
+    req.slot_path = cache_->slot_path(v.slot);
+    const FaultInjector* inject = cfg_.inject;
+    const uint64_t number = v.number;
+    req.after_data = [inject, number] {
+      if (inject) inject->point("flush", number);
+    };
+    Flusher* f = flusher();
+    auto ticket = f->post(req);
+    v.l3_status = ticket.is_ok() ? f->wait(*ticket) : ticket.status();
+    v.t_l3 = now_seconds() - t0;
+  }
+  set_flag(v.l3_done);
+}
+
+Status Pipeline::run_team_stages(Version& v) {
+  Status st = agree_local(v);
+  if (st.is_ok() && v.local_ok) st = protect(v);
+  set_flag(v.l2_decided);
+  if (st.is_ok() && v.local_ok && cfg_.inject) cfg_.inject->point("compute", v.number);
+  if (st.is_ok() && v.flush) {
+    if (cfg_.mpi_in_worker) {
+      flush(v);
+    } else {
+      std::unique_lock<std::mutex> lock(mu_);  // the worker flushes it
+      cv_.wait(lock, [&] { return v.l3_done.load(); });
+    }
+    if (v.local_ok) st = agree_flushed(v);
+  }
+  log_summary(v);
+  if (!st.is_ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (first_failure_.is_ok()) first_failure_ = st;
+  }
+  leave(v);
+  if (v.prune) prune_l3();
+  return st;
+}
+
+Status Pipeline::agree_local(Version& v) {
+  Status all = team_->agree(v.local_status);
+  if (all.code() == Code::ERR_MPI) return all;
+  uint64_t all_bytes = 0;  // over every rank, for the history
+  CAIRN_TRY(team_->sum_at_root(v.manifest.total_size, &all_bytes));
+  v.local_ok = all.is_ok();
+  if (!v.local_ok) {
+    // A version that is not whole everywhere must not count anywhere: remove this rank's record.
+    cache_->drop(v.number).ignore();
+    lender_.discard(v.slot);
+    fail(v, 1, all);
+    return Status::ok();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    marks_.local = v.number;
+  }
+  events_->local(v, all_bytes);
+  return Status::ok();
+}
+
+Status Pipeline::protect(Version& v) {
+  if (!protector_) return Status::ok();
+  double t0 = now_seconds();
+  uint64_t red_bytes = 0;
+  Status local = protector_->protect(v, &red_bytes);
+  if (local.code() == Code::ERR_MPI) return local;
+  Status all = team_->agree(local);
+  if (all.code() == Code::ERR_MPI) return all;
+  uint64_t all_red_bytes = 0;
+  CAIRN_TRY(team_->sum_at_root(red_bytes, &all_red_bytes));
+  v.protected_ok = all.is_ok();
+  v.t_l2 = now_seconds() - t0;
+  if (!v.protected_ok) {
+    fail(v, 2, all);
+    return Status::ok();
+  }
+  // The marker is written only now that every rank of the job has its redundancy data. Only once every
+  // rank's marker is down does the version count as protected: a failure after this point finds the
+  // marker on every survivor.
+  Status marked = team_->agree(cache_->mark_protected(v.number));
+  if (marked.code() == Code::ERR_MPI) return marked;
+  if (!marked.is_ok()) {
+    v.protected_ok = false;
+    fail(v, 2, marked);
+    return Status::ok();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    marks_.protected_l2 = v.number;
+  }
+  events_->protected_l2(v, t0, all_red_bytes, protector_->scheme());
+  return Status::ok();
+}
+
+// Every rank's flusher done? Then rank 0 writes COMMIT, last.
+Status Pipeline::agree_flushed(Version& v) {
+  Status all = team_->agree(v.l3_status);
+  if (all.code() == Code::ERR_MPI) return all;
+  int committed = 0;
+  if (all.is_ok() && team_->rank() == 0) {
+    Status c = l3::commit(cfg_.layout, v.number, static_cast<uint32_t>(team_->size()), v.manifest.label);
+    if (c.is_ok()) {
+      committed = 1;
+      v.prune = true;  // done once the version is through: nobody waits for the deletions
+    } else {
+      all = c;
+    }
+  }
+  CAIRN_TRY(team_->broadcast_flag(&committed));
+  v.flushed_ok = committed != 0;
+  if (!v.flushed_ok) {
+    fail(v, 3, all.is_ok() ? make_error(Code::ERR_IO, "L3 commit failed") : all);
+    return Status::ok();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    marks_.flushed = std::max(marks_.flushed, v.number);
+  }
+  events_->flushed(v, flusher()->name());
+  return Status::ok();
+}
+
+void Pipeline::log_summary(const Version& v) const {
+  if (team_->rank() != 0 || log::level() < log::Level::info) return;
+  double mib = static_cast<double>(v.manifest.total_size) / (1 << 20);
+  auto bw = [&](double t) { return t > 0 ? static_cast<double>(v.manifest.total_size) / t / 1e9 : 0.0; };
+  char l2[128] = "L2 off", l3[160] = "L3 -";
+  if (protector_)
+    snprintf(l2, sizeof l2, "L2 %s %.1f ms (%.2f GB/s)%s", protector_->scheme(), v.t_l2 * 1e3, bw(v.t_l2),
+             v.protected_ok ? "" : " FAILED");
+  if (v.flush)
+    snprintf(l3, sizeof l3, "L3 %.1f ms (%.2f GB/s, %s)%s", v.t_l3 * 1e3, bw(v.t_l3), flusher()->name(),
+             v.flushed_ok ? "" : " FAILED");
+  LOG_INFO("version %llu: %.2f MiB/rank; L1 copy %.2f ms (%.2f GB/s), seal %.1f ms; %s; %s%s",
+           static_cast<unsigned long long>(v.number), mib, v.t_copy * 1e3, bw(v.t_copy), v.t_seal * 1e3, l2, l3,
+           v.local_ok ? "" : " [DISCARDED]");
+}
+
+}  // namespace cairn::pipeline

@@ -1,0 +1,45 @@
+// One version of this rank on its way through the levels. The stages (pipeline/stages.cpp) run in
+// this order, each at most once:
+//
+//   snapshot        the regions' bytes into the lent L1 slot      (application thread: the blocking part)
+//   seal            wait for the snapshot, hash every chunk, write the L1 record     (worker, no MPI)
+//   agree_local     every rank sealed? else the version is discarded everywhere       (team)
+//   protect         L2 redundancy within the set, then the protected marker            (team + protector)
+//   flush           post to the flusher and wait for it: after protect, or, when the team's stages
+//                   run in the application's calls, right after seal            (worker, flusher)
+//   agree_flushed   every rank's flusher done? rank 0 writes COMMIT                    (team)
+//
+// The version leaves the pipeline after its last stage; only then is its slot given back.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "base/manifest.hpp"
+#include "base/status.hpp"
+#include "pipeline/flusher.hpp"
+
+namespace cairn::pipeline {
+
+struct Version {
+  uint64_t number = 0;
+  int slot = 0;
+  bool flush = false;       // goes to L3
+  Manifest manifest;        // chunk hashes filled by seal
+  const uint8_t* data = nullptr;  // the slot's bytes
+  double t_copy = 0;        // blocking time of the snapshot (s)
+  double t_seal = 0, t_l2 = 0, t_l3 = 0;
+  Status local_status;      // snapshot and seal on this rank
+  Status l3_status;         // this rank's flusher outcome
+  FlushTicket ticket = 0;   // while posted to the flusher
+  // Set once, under the pipeline's lock (waiters test them there):
+  std::atomic<bool> sealed{false};
+  std::atomic<bool> l2_decided{false};  // agree_local and (when on) protect are through
+  std::atomic<bool> l3_done{false};     // the flusher finished with it (l3_status, t_l3 set)
+  std::atomic<bool> done{false};        // left the pipeline
+  // Decided by the team (the same on every rank):
+  bool local_ok = false, protected_ok = false, flushed_ok = false;
+  bool prune = false;  // rank 0 prunes L3 once the version is through
+};
+
+}  // namespace cairn::pipeline

@@ -1,0 +1,364 @@
+// The version pipeline without MPI: a team that plays the other ranks, a protector that records what it
+// was asked, the real L1 cache and the real embedded flusher on temporary directories. What is checked:
+// the order of a version's states, what a failure on another rank at each stage does to the version on
+// this one, slot reuse, the funneled mode (collective stages only inside drive()), and finalize's flush.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/fsutil.hpp"
+#include "cache/cache_store.hpp"
+#include "cache/snapshot.hpp"
+#include "pfs/l3_store.hpp"
+#include "pipeline/embedded_flusher.hpp"
+#include "pipeline/events.hpp"
+#include "pipeline/pipeline.hpp"
+#include "pipeline/protector.hpp"
+#include "pipeline/team.hpp"
+
+namespace cairn::pipeline {
+namespace {
+
+std::string scratch(const std::string& tag) {
+  std::string d = "/tmp/cairn-unit-pipeline-" + tag + "-" + std::to_string(getpid());
+  fs::remove_tree(d).ignore();
+  EXPECT_TRUE(fs::make_dirs(d).is_ok());
+  return d;
+}
+
+// Rank 0 of `size` ranks. The other ranks' outcome of each agreement comes from `others` (by the
+// agreement's number, counted from 0); by default they all succeed. Sums are this rank's value times size.
+class PlayedTeam : public Team {
+ public:
+  explicit PlayedTeam(int size = 2) : size_(size) {}
+  std::function<Status(int call)> others = [](int) { return Status::ok(); };
+  int rank() const override { return 0; }
+  int size() const override { return size_; }
+  Status agree(const Status& mine) override {
+    int call = calls_++;
+    if (!mine.is_ok()) return mine.prefixed("rank 0");
+    Status theirs = others(call);
+    return theirs.is_ok() ? theirs : theirs.prefixed("rank 1");
+  }
+  Status sum_at_root(uint64_t mine, uint64_t* sum) override {
+    *sum = mine * static_cast<uint64_t>(size_);
+    return Status::ok();
+  }
+  Status broadcast_flag(int*) override { return Status::ok(); }
+  int calls() const { return calls_; }
+
+ private:
+  int size_;
+  int calls_ = 0;
+};
+
+class RecordingProtector : public Protector {
+ public:
+  const char* scheme() const override { return "xor"; }
+  Status protect(const Version& v, uint64_t* redundancy_bytes) override {
+    protected_.push_back(v.number);
+    *redundancy_bytes = v.manifest.total_size;
+    return fail_next ? make_error(Code::ERR_IO, "set exchange failed here") : Status::ok();
+  }
+  bool fail_next = false;
+  std::vector<uint64_t> protected_;
+};
+
+class RecordingEvents : public EventSink {
+ public:
+  void sealed(const Version& v) override { add("sealed " + std::to_string(v.number)); }
+  void local(const Version& v, uint64_t all_bytes) override {
+    add("local " + std::to_string(v.number) + " bytes " + std::to_string(all_bytes));
+  }
+  void protected_l2(const Version& v, double, uint64_t, const char* scheme) override {
+    add("protected " + std::to_string(v.number) + " " + scheme);
+  }
+  void flush_began(uint64_t v, bool at_finalize) override {
+    add("flush_began " + std::to_string(v) + (at_finalize ? " at finalize" : ""));
+  }
+  void flushed(const Version& v, const char* via) override { add("flushed " + std::to_string(v.number) + " via " + via); }
+  void failed(uint64_t v, int level, const std::string& why) override {
+    add("failed " + std::to_string(v) + " L" + std::to_string(level) + ": " + why);
+  }
+  std::vector<std::string> seen() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return seen_;
+  }
+
+ private:
+  void add(std::string s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    seen_.push_back(std::move(s));
+  }
+  std::mutex mu_;
+  std::vector<std::string> seen_;
+};
+
+// One rank's job: a region of bytes, its cache, a prefix, the pipeline.
+struct Job {
+  explicit Job(const std::string& tag, bool with_l2 = true, bool mpi_in_worker = true, int slots = 2) {
+    root = scratch(tag);
+    layout.prefix = root + "/prefix";
+    layout.control = layout.prefix + "/.cairn";
+    layout.cache_job = root + "/cache";
+    EXPECT_TRUE(fs::make_dirs(layout.control).is_ok());
+    EXPECT_TRUE(cache.open(root + "/cache/n0/r0", slots).is_ok());
+    PipelineConfig pc;
+    pc.layout = layout;
+    pc.mpi_in_worker = mpi_in_worker;
+    pc.keep_flushed = 2;
+    snapshot = make_copy_snapshotter();
+    pipeline = std::make_unique<Pipeline>(pc, &cache, &team, with_l2 ? &protector : nullptr, nullptr, &events,
+                                          snapshot.get());
+    Pipeline* p = pipeline.get();
+    flusher = std::make_unique<EmbeddedFlusher>(layout, [p] { return p->l3_options(); });
+    pipeline->set_flusher(flusher.get());
+    data.assign(10000, 0);
+  }
+  ~Job() {
+    pipeline->stop();
+    fs::remove_tree(root).ignore();
+  }
+
+  Status take(uint64_t v, bool flush, const Status& failed = Status::ok()) {
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(v * 31 + i);
+    Manifest m;
+    m.version = v;
+    m.label = "ckpt." + std::to_string(v);
+    m.nranks = 2;
+    m.chunk_size = 1024;
+    m.total_size = data.size();
+    RegionEntry e;
+    e.name = "x";
+    e.count = e.size = data.size();
+    m.regions.push_back(e);
+    double blocking = 0;
+    return pipeline->take(m, flush, {{"x", data.data(), data.size(), 0}}, {}, failed, &blocking);
+  }
+
+  std::string root;
+  Layout layout;
+  CacheStore cache;
+  PlayedTeam team;
+  RecordingProtector protector;
+  RecordingEvents events;
+  std::unique_ptr<Snapshotter> snapshot;
+  std::unique_ptr<Pipeline> pipeline;
+  std::unique_ptr<EmbeddedFlusher> flusher;
+  std::vector<uint8_t> data;
+};
+
+TEST(Pipeline, AVersionGoesThroughEveryLevelInOrder) {
+  Job job("order");
+  ASSERT_TRUE(job.take(1, /*flush=*/true).is_ok());
+  // The application's memory may change at once: the version holds what it was at take().
+  std::vector<uint8_t> taken = job.data;
+  memset(job.data.data(), 0xee, job.data.size());
+  ASSERT_TRUE(job.pipeline->wait_all().is_ok());
+  EXPECT_EQ(job.events.seen(), (std::vector<std::string>{"sealed 1", "local 1 bytes 20000", "protected 1 xor",
+                                                          "flush_began 1", "flushed 1 via embedded"}));
+  auto rec = job.cache.read_record(1);
+  ASSERT_TRUE(rec.is_ok());
+  auto slot = job.cache.slot(static_cast<int>(rec->slot), 0);
+  ASSERT_TRUE(slot.is_ok());
+  EXPECT_TRUE(verify_stream(rec->manifest, (*slot)->data(), rec->manifest.total_size).is_ok());
+  EXPECT_EQ(0, memcmp((*slot)->data(), taken.data(), taken.size()));
+  EXPECT_TRUE(job.cache.is_protected(1));
+  EXPECT_TRUE(l3::read_commit(job.layout, 1).is_ok());
+  std::vector<uint8_t> back(taken.size());
+  auto m = l3::read_manifest(job.layout, 1, 0);
+  ASSERT_TRUE(m.is_ok());
+  ASSERT_TRUE(l3::read_data(job.layout, *m, back.data()).is_ok());
+  EXPECT_EQ(back, taken);
+  Marks marks = job.pipeline->marks();
+  EXPECT_EQ(marks.local, 1u);
+  EXPECT_EQ(marks.protected_l2, 1u);
+  EXPECT_EQ(marks.flushed, 1u);
+}
+
+TEST(Pipeline, AFailureOnAnotherRankDiscardsTheVersionEverywhere) {
+  Job job("discard");
+  // Agreement 0 is agree_local.
+  job.team.others = [](int call) { return call == 0 ? make_error(Code::ERR_NO_SPACE, "cache full") : Status::ok(); };
+  ASSERT_TRUE(job.take(1, true).is_ok());  // this rank's part went fine
+  Status st = job.pipeline->wait_all();
+  EXPECT_EQ(st.code(), Code::ERR_NO_SPACE);
+  EXPECT_NE(st.message().find("version 1"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("rank 1"), std::string::npos) << st.message();
+  auto seen = job.events.seen();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].rfind("failed 1 L1: ", 0), 0u) << seen[1];
+  // Nothing of it counts anywhere: no L1 record, no L2, no L3.
+  EXPECT_FALSE(job.cache.read_record(1).is_ok());
+  EXPECT_TRUE(job.protector.protected_.empty());
+  EXPECT_FALSE(l3::read_commit(job.layout, 1).is_ok());
+  EXPECT_EQ(job.pipeline->marks().local, 0u);
+  EXPECT_TRUE(job.pipeline->wait_all().is_ok()) << "a failure is reported once";
+}
+
+TEST(Pipeline, ALocalFailureIsVotedLikeAnyOther) {
+  Job job("local-failure");
+  Status st = job.take(1, true, make_error(Code::ERR_IO, "routed file unreadable"));
+  EXPECT_EQ(st.code(), Code::ERR_IO);
+  Status all = job.pipeline->wait_all();
+  EXPECT_EQ(all.code(), Code::ERR_IO);
+  EXPECT_FALSE(job.cache.read_record(1).is_ok());
+  EXPECT_EQ(job.team.calls(), 1) << "only agree_local runs for a discarded version";
+}
+
+TEST(Pipeline, AnL2FailureLeavesTheVersionLocalButUnprotected) {
+  Job job("l2-failure");
+  job.protector.fail_next = true;
+  ASSERT_TRUE(job.take(1, false).is_ok());
+  Status st = job.pipeline->wait_all();
+  EXPECT_EQ(st.code(), Code::ERR_IO);
+  EXPECT_TRUE(job.cache.read_record(1).is_ok());
+  EXPECT_FALSE(job.cache.is_protected(1));
+  Marks m = job.pipeline->marks();
+  EXPECT_EQ(m.local, 1u);
+  EXPECT_EQ(m.protected_l2, 0u);
+  EXPECT_EQ(job.events.seen().back().rfind("failed 1 L2: ", 0), 0u);
+}
+
+TEST(Pipeline, AFlushFailureOnAnotherRankLeavesNoCommit) {
+  Job job("l3-failure");
+  // Agreements: 0 agree_local, 1 protect, 2 protected marker, 3 agree_flushed.
+  job.team.others = [](int call) { return call == 3 ? make_error(Code::ERR_NO_SPACE, "prefix full") : Status::ok(); };
+  ASSERT_TRUE(job.take(1, true).is_ok());
+  Status st = job.pipeline->wait_all();
+  EXPECT_EQ(st.code(), Code::ERR_NO_SPACE);
+  EXPECT_FALSE(l3::read_commit(job.layout, 1).is_ok());
+  EXPECT_TRUE(job.cache.is_protected(1)) << "L1 and L2 stand";
+  EXPECT_EQ(job.pipeline->marks().flushed, 0u);
+  EXPECT_EQ(job.events.seen().back().rfind("failed 1 L3: ", 0), 0u);
+}
+
+TEST(Pipeline, SlotsAreReusedOldestFirstAndTheNewestGoodVersionSurvives) {
+  Job job("slots");
+  for (uint64_t v = 1; v <= 3; ++v) {
+    ASSERT_TRUE(job.take(v, false).is_ok());
+    ASSERT_TRUE(job.pipeline->wait_all().is_ok());
+  }
+  EXPECT_FALSE(job.cache.read_record(1).is_ok()) << "version 3 took version 1's slot";
+  auto r2 = job.cache.read_record(2), r3 = job.cache.read_record(3);
+  ASSERT_TRUE(r2.is_ok() && r3.is_ok());
+  EXPECT_NE(r2->slot, r3->slot);
+  EXPECT_EQ(job.cache.versions(), (std::vector<uint64_t>{2, 3}));
+}
+
+TEST(Pipeline, FunneledModeRunsTheCollectiveStagesOnlyInsideDrive) {
+  Job job("funneled", /*with_l2=*/true, /*mpi_in_worker=*/false);
+  ASSERT_TRUE(job.take(1, true).is_ok());
+  // The worker seals and writes L3 (no collectives); nothing is agreed until the application drives.
+  for (int i = 0; i < 200 && job.events.seen().size() < 2; ++i) usleep(10000);
+  EXPECT_EQ(job.team.calls(), 0);
+  auto seen = job.events.seen();
+  ASSERT_GE(seen.size(), 1u);
+  EXPECT_EQ(seen[0], "sealed 1");
+  job.pipeline->drive();
+  EXPECT_EQ(job.team.calls(), 4);
+  EXPECT_EQ(job.events.seen().back(), "flushed 1 via embedded");
+  EXPECT_TRUE(l3::read_commit(job.layout, 1).is_ok());
+}
+
+TEST(Pipeline, FinalizeFlushesTheNewestLocalVersion) {
+  Job job("finalize", /*with_l2=*/false);
+  ASSERT_TRUE(job.take(1, false).is_ok());
+  ASSERT_TRUE(job.pipeline->wait_all().is_ok());
+  EXPECT_FALSE(l3::read_commit(job.layout, 1).is_ok());
+  ASSERT_TRUE(job.pipeline->flush_now(1).is_ok());
+  EXPECT_TRUE(l3::read_commit(job.layout, 1).is_ok());
+  EXPECT_EQ(job.pipeline->marks().flushed, 1u);
+  auto seen = job.events.seen();
+  EXPECT_EQ(seen[seen.size() - 2], "flush_began 1 at finalize");
+}
+
+// ---- the embedded flusher's lifecycle (pipeline/flusher.hpp) ------------------------------------------
+
+struct FlusherFixture {
+  FlusherFixture() {
+    root = scratch("flusher");
+    layout.prefix = root + "/prefix";
+    layout.control = layout.prefix + "/.cairn";
+    EXPECT_TRUE(fs::make_dirs(layout.control).is_ok());
+    bytes.assign(4096, 7);
+    m.version = 5;
+    m.nranks = 1;
+    m.chunk_size = 1024;
+    m.total_size = bytes.size();
+    m.chunk_hashes = chunk_hashes(bytes.data(), bytes.size(), m.chunk_size);
+  }
+  ~FlusherFixture() { fs::remove_tree(root).ignore(); }
+  FlushRequest request() {
+    FlushRequest r;
+    r.version = 5;
+    r.manifest = &m;
+    r.data = bytes.data();
+    return r;
+  }
+  std::string root;
+  Layout layout;
+  Manifest m;
+  std::vector<uint8_t> bytes;
+};
+
+TEST(EmbeddedFlusher, PostTestWaitAndTicketsFinishOnce) {
+  FlusherFixture f;
+  EmbeddedFlusher fl(f.layout, [] { return l3::WriteOptions{}; });
+  EXPECT_STREQ(fl.name(), "embedded");
+  auto t = fl.post(f.request());
+  ASSERT_TRUE(t.is_ok());
+  bool done = false;
+  for (int i = 0; i < 1000 && !done; ++i) {
+    ASSERT_TRUE(fl.test(*t, &done).is_ok());
+    if (!done) usleep(1000);
+  }
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(l3::read_manifest(f.layout, 5, 0).is_ok()) << "the manifest is written last";
+  EXPECT_EQ(fl.wait(*t).code(), Code::ERR_INVALID_ARG) << "a finished ticket is gone";
+  EXPECT_EQ(fl.cancel(12345).code(), Code::ERR_INVALID_ARG);
+  auto t2 = fl.post(f.request());
+  ASSERT_TRUE(t2.is_ok());
+  EXPECT_NE(*t2, *t);
+  EXPECT_TRUE(fl.wait(*t2).is_ok());
+}
+
+TEST(EmbeddedFlusher, CancelStopsWhatHasNotStartedAndWaitsForWhatHas) {
+  FlusherFixture f;
+  // The first request blocks inside its write until released, so the second stays queued.
+  std::mutex gate;
+  gate.lock();
+  std::atomic<bool> writing{false};
+  EmbeddedFlusher fl(f.layout, [] { return l3::WriteOptions{}; });
+  FlushRequest first = f.request();
+  first.after_data = [&gate, &writing] {
+    writing = true;
+    gate.lock();
+    gate.unlock();
+  };
+  auto t1 = fl.post(first);
+  auto t2 = fl.post(f.request());
+  ASSERT_TRUE(t1.is_ok() && t2.is_ok());
+  for (int i = 0; i < 2000 && !writing; ++i) usleep(1000);
+  ASSERT_TRUE(writing);
+  EXPECT_EQ(fl.cancel(*t2).code(), Code::ERR_INVALID_VERSION) << "queued: cancelled";
+  gate.unlock();
+  EXPECT_TRUE(fl.cancel(*t1).is_ok()) << "already writing: finishes, with its outcome";
+}
+
+TEST(EmbeddedFlusher, ABadRequestGetsNoTicket) {
+  FlusherFixture f;
+  EmbeddedFlusher fl(f.layout, [] { return l3::WriteOptions{}; });
+  FlushRequest r = f.request();
+  r.manifest = nullptr;
+  EXPECT_EQ(fl.post(r).status().code(), Code::ERR_INVALID_ARG);
+}
+
+}  // namespace
+}  // namespace cairn::pipeline
