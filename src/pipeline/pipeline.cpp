@@ -173,6 +173,7 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
     CAIRN_ASSIGN_OR_RETURN(mapped, cache_->slot(slot, manifest.total_size));
     v->data = mapped->data();
     CAIRN_TRY(snapshot_->begin(regions, mapped->data()));
+    v->snapshot_begun = true;
     for (const auto& f : files) {
       CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(f.path, O_RDONLY));
       CAIRN_TRY(fs::pread_all(fd.get(), mapped->data() + f.offset, f.size, 0, f.path));

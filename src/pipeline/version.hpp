@@ -17,6 +17,7 @@
 
 #include "base/manifest.hpp"
 #include "base/status.hpp"
+#include "cache/snapshot.hpp"
 #include "pipeline/flusher.hpp"
 
 namespace cairn::pipeline {
@@ -28,6 +29,8 @@ struct Version {
   Manifest manifest;        // chunk hashes filled by seal
   const uint8_t* data = nullptr;  // the slot's bytes
   double t_copy = 0;        // blocking time of the snapshot (s)
+  bool snapshot_begun = false;  // begin() succeeded: seal must complete() it, whatever failed after
+  SnapshotReport snapshot;  // after seal
   double t_seal = 0, t_l2 = 0, t_l3 = 0;
   Status local_status;      // snapshot and seal on this rank
   Status l3_status;         // this rank's flusher outcome
