@@ -54,6 +54,9 @@ class Snapshotter {
   virtual Status begin(const std::vector<SnapshotRegion>& regions, uint8_t* slot) = 0;
   virtual Status complete() = 0;
   virtual SnapshotReport report() const = 0;
+  // Blocks until the snapshot in flight no longer reads or protects the regions (at once for copy): a
+  // region may then be unmapped or resized, before complete() too. Any thread.
+  virtual void wait_copied() {}
 };
 
 // The plain one: memcpy on the blocking path.

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <dirent.h>
@@ -358,9 +359,15 @@ TEST(CowSnapshot, FreeingARegionInFlightFailsTheSnapshotNotTheProcess) {
     else
       madvise(m, n, MADV_DONTNEED);
     Status st = s->complete();
-    EXPECT_EQ(st.code(), Code::ERR_SEQUENCE) << st.message();
-    EXPECT_NE(st.message().find("'state'"), std::string::npos) << st.message();
-    EXPECT_NE(st.message().find(unmap ? "unmapped" : "discarded"), std::string::npos) << st.message();
+    if (!unmap && st.is_ok()) {
+      // The copier got through before the handler read the madvise (which zaps only after that
+      // read): then the snapshot is whole and right.
+      EXPECT_TRUE(std::all_of(slot.begin(), slot.end(), [](uint8_t b) { return b == 7; }));
+    } else {
+      EXPECT_EQ(st.code(), Code::ERR_SEQUENCE) << st.message();
+      EXPECT_NE(st.message().find("'state'"), std::string::npos) << st.message();
+      EXPECT_NE(st.message().find(unmap ? "unmapped" : "discarded"), std::string::npos) << st.message();
+    }
     if (!unmap) munmap(m, n);
   }
   // and the snapshotter goes on working

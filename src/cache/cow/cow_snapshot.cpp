@@ -66,6 +66,10 @@ class CowSnapshotter final : public Snapshotter {
   const char* name() const override { return "cow"; }
   Status begin(const std::vector<SnapshotRegion>& regions, uint8_t* slot) override;
   Status complete() override;
+  void wait_copied() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !in_flight_ || copied_; });
+  }
   SnapshotReport report() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return report_;
@@ -302,7 +306,10 @@ uint64_t CowSnapshotter::copy_pages(size_t t, uint64_t p0, uint64_t p1, bool han
     uint64_t off = (i - tr.first_page) * page_, len = (j - i) * page_;
     iovec local{tr.dst + off, len}, remote{reinterpret_cast<void*>(tr.start + off), len};
     ssize_t n = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
-    if (n != static_cast<ssize_t>(len)) fail(Failure::unreadable, tr.region, n < 0 ? errno : EFAULT);
+    if (n != static_cast<ssize_t>(len)) {
+      int err = n < 0 ? errno : EFAULT;  // EFAULT: readable at begin(), gone now
+      fail(err == EFAULT ? Failure::unmapped : Failure::unreadable, tr.region, err);
+    }
     for (;;) {
       int err = uffd_.unprotect(tr.start + off, len);
       if (err != EAGAIN) {
@@ -334,9 +341,14 @@ void CowSnapshotter::copier_loop() {
       copy_requested_ = false;
     }
     copy_all();
-    // An munmap or madvise of a protected range read by the handler before this point is in failure_;
-    // one not read yet happened after every page was copied (the writer waits for the read).
-    { std::lock_guard<std::mutex> hl(handler_mu_); }
+    {
+      // Read what is on the descriptor now: an munmap/madvise/mremap reported so far is then in
+      // failure_ (a madvise not reported yet zaps only after it is read: every page is copied by then).
+      std::lock_guard<std::mutex> hl(handler_mu_);
+      uffd_msg msgs[16];
+      for (ssize_t n; (n = read(uffd_.fd(), msgs, sizeof msgs)) > 0;)
+        for (size_t i = 0; i < static_cast<size_t>(n) / sizeof(uffd_msg); ++i) handle(msgs[i]);
+    }
     for (const auto& t : tracked_) (void)uffd_.unregister(t.start, t.end - t.start);
     active_ = false;
     t_copied_ = now();
