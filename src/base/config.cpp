@@ -34,7 +34,7 @@ enum class Rule { none, not_empty, path_component, multiple_of_64, signal_name }
 
 using Member = std::variant<int Config::*, int64_t Config::*, uint64_t Config::*, double Config::*,
                             bool Config::*, std::string Config::*, Redundancy Config::*,
-                            log::Level Config::*, IntervalMode Config::*>;
+                            log::Level Config::*, IntervalMode Config::*, SnapshotMode Config::*>;
 
 constexpr int64_t kNoMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
@@ -72,6 +72,16 @@ const std::vector<Knob>& knobs() {
        .description = "Checkpoint versions kept in each node's level-1 cache. Each costs one copy of "
                       "the protected memory (plus redundancy data) in cache_dir. 2 keeps the last "
                       "good version while the next is written; use 1 only when memory is short."},
+      {.name = "snapshot", .kind = Kind::choice, .member = &Config::snapshot,
+       .default_text = "auto", .choices = {"copy", "cow", "auto"},
+       .description = "How a checkpoint's bytes reach the level-1 cache. copy: cairn_checkpoint copies "
+                      "the protected memory (the application waits for one memcpy). cow: copy-on-write: "
+                      "cairn_checkpoint only write-protects the memory (userfaultfd, Linux 6.4) and a "
+                      "thread copies it in the background; a write to a page not yet copied waits for "
+                      "that page. Memory that cannot be write-protected (shared, file-backed, hugetlb) "
+                      "is copied. auto: cow unless the kernel or permissions forbid it or the node has "
+                      "RDMA devices (a NIC writing protected memory by DMA is not seen); cairn_init "
+                      "logs the choice and why (docs/architecture.md)."},
       {.name = "redundancy", .kind = Kind::choice, .member = &Config::redundancy,
        .default_text = "xor", .choices = {"single", "partner", "xor", "rs"},
        .description = "Level-2 protection against lost nodes. single: none (a lost node means a "
