@@ -22,6 +22,9 @@ import threading
 import time
 
 HEAT_ARGS = ["--n", "256", "--iters", "400", "--checkpoint-every", "20"]
+# rewrite_app (tests/integration/rewrite_app.c) rewrites its whole state right after each checkpoint:
+# the same 19 checkpoints as heat2d's arguments, so the same kills and expectations apply.
+REWRITE_ARGS = ["--mib", "2", "--iters", "100", "--checkpoint-every", "5"]
 
 
 def fail(msg):
@@ -53,9 +56,21 @@ def heat2d(build):
     return os.path.join(build, "examples", "heat2d", "heat2d")
 
 
+def app_cmd(args):
+    """The application and its arguments: heat2d (default) or rewrite_app, --app-args replacing the
+    defaults."""
+    if args.app == "rewrite":
+        binary, default = os.path.join(args.build, "tests", "integration", "rewrite_app"), REWRITE_ARGS
+    else:
+        binary, default = heat2d(args.build), HEAT_ARGS
+    return [binary, *(args.app_args.split() if args.app_args else default)]
+
+
 def reference_result(args):
     """The failure-free answer, computed once per build and shared by the scenarios."""
-    path = os.path.join(args.build, "tests", "integration", "heat2d-reference-" + "-".join(HEAT_ARGS[1::2]) + ".txt")
+    app = app_cmd(args)
+    path = os.path.join(args.build, "tests", "integration",
+                        f"{os.path.basename(app[0])}-reference-" + "-".join(app[2::2]) + ".txt")
     if os.path.exists(path):
         return open(path).read().strip()
     work = os.path.join(args.build, "tests", "integration", "work", f"reference-{os.getpid()}")
@@ -65,8 +80,7 @@ def reference_result(args):
     env["CAIRN_JOB"] = f"reference-{os.getpid()}"
     env["CAIRN_REDUNDANCY"] = "single"
     cmd = [env.get("CAIRN_MPIRUN") or "mpirun", *env["CAIRN_MPIRUN_ARGS"].split(), "-np", str(args.np),
-           heat2d(args.build), *HEAT_ARGS,
-           "--checkpoint-every", "0", "--no-restart"]
+           *app, "--checkpoint-every", "0", "--no-restart"]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     shutil.rmtree(work, ignore_errors=True)
     m = re.findall(r"^result ([0-9a-f]{16})$", out.stdout, re.M)
@@ -142,6 +156,9 @@ def check_result(args, ref, out):
             ok = ok or (got_level == want_level and (not want_version or got_version == want_version))
         if not ok:
             fail(f"restarted from version {got_version} at {got_level}, expected {args.expect}")
+    for pattern in args.expect_log:
+        if not re.search(pattern, out, re.M):
+            fail(f"the job's output has no line matching /{pattern}/")
     print(f"PASS: result {ref} identical; restarts {restarts}")
 
 
@@ -173,7 +190,7 @@ def run_scenario(args):
     if args.damage:
         hook = f"{sys.executable} {os.path.abspath(__file__)} --damage {args.damage}"
         cmd += ["--between-attempts", hook]
-    cmd += ["--", heat2d(args.build), *HEAT_ARGS]
+    cmd += ["--", *app_cmd(args)]
     if args.sleep_ms:
         cmd += ["--sleep-ms", str(args.sleep_ms)]
     print("scenario:", " ".join(cmd), flush=True)
@@ -235,7 +252,7 @@ def run_reshape(args):
     os.makedirs(work)
     env = base_env(args, work)
     cairn = os.path.join(args.build, "tools", "cairn")
-    first = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", heat2d(args.build), *HEAT_ARGS,
+    first = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", *app_cmd(args),
              "--iters", "170"]
     print("scenario:", " ".join(first), flush=True)
     p1 = subprocess.run(first, env=env, capture_output=True, text=True, timeout=args.timeout)
@@ -245,7 +262,7 @@ def run_reshape(args):
     if args.from_level == "l3":
         shutil.rmtree(env["CAIRN_CACHE_DIR"])
     m, _, k = args.reshape.partition(":")
-    second = [cairn, "run", "-n", m, "--nodes", k, "--", heat2d(args.build), *HEAT_ARGS]
+    second = [cairn, "run", "-n", m, "--nodes", k, "--", *app_cmd(args)]
     print("scenario:", " ".join(second), flush=True)
     p2 = subprocess.run(second, env=env, capture_output=True, text=True, timeout=args.timeout)
     out = p2.stdout + p2.stderr
@@ -409,7 +426,8 @@ def interrupted_runs(args, cmd, env, work):
     state = dict(l.split("=", 1) for l in open(os.path.join(prefix, ".cairn", "state")).read().splitlines() if "=" in l)
     final = int(state["version"])
     print(f"scenario: exited at iteration {iteration}, {exit_time:.3f}; newest version {final}; expected {expect}")
-    checkpoint_every = int(HEAT_ARGS[HEAT_ARGS.index("--checkpoint-every") + 1])
+    app = app_cmd(args)
+    checkpoint_every = int(app[app.index("--checkpoint-every") + 1])
     if "version" in expect and final != expect["version"]:
         fail(f"the job's newest version is {final}, expected {expect['version']}")
     if mode in ("halt-checkpoints", "halt-after") and iteration % checkpoint_every != 0:
@@ -471,6 +489,10 @@ def main():
                                            "halt-before", "halt-after", "halt-seconds", "halt-immediate"],
                    help="ask the first run to exit (see interrupted_runs), then resume")
     p.add_argument("--env", action="append", default=[], help="extra VAR=VALUE for the job")
+    p.add_argument("--app", default="heat2d", choices=["heat2d", "rewrite"],
+                   help="the application: heat2d, or rewrite_app (rewrites its whole state after each checkpoint)")
+    p.add_argument("--app-args", help="the application's arguments instead of its defaults (one string)")
+    p.add_argument("--expect-log", action="append", default=[], help="regex the job's output must match")
     p.add_argument("--no-spare", action="store_true", help="relaunch on the surviving nodes only")
     p.add_argument("--reshape", help="M:K - after a run on --np ranks, restart on M ranks over K nodes")
     p.add_argument("--from", dest="from_level", choices=["l1", "l3"], default="l1",
