@@ -90,15 +90,21 @@ CAIRN_EXPORT int cairn_checkpoint(void);
  * flushed at L3 when it is a flush version). Collective. */
 CAIRN_EXPORT int cairn_wait(void);
 
-/* *available = 1 and *version = the newest version that can be rebuilt completely (verified), or
- * *available = 0 when there is no checkpoint at all. `version` may be NULL. Checkpoints that exist but
- * cannot be rebuilt (more failures than the redundancy tolerates and nothing usable in L3) are
- * CAIRN_ERR_UNRECOVERABLE, with a message saying per version what was found and what was missing:
- * a silent fresh start would throw the run's progress away. Collective. */
+/* *available = 1 and *version = the newest version that can be rebuilt completely, or *available = 0
+ * when there is no checkpoint at all. `version` may be NULL. The answer comes from what every rank
+ * holds (L1 records, L2 protection, committed L3 versions, their manifests' checksums), without reading
+ * the data: cairn_restart() then reads it once, straight into the regions, verifying every chunk as it
+ * lands; should a chunk fail then, cairn_restart() restores the next older version that verifies and
+ * cairn_restart_level() names it. Checkpoints that exist but cannot be rebuilt (more failures than the
+ * redundancy tolerates and nothing usable in L3) are CAIRN_ERR_UNRECOVERABLE, with a message saying per
+ * version what was found and what was missing: a silent fresh start would throw the run's progress
+ * away. Collective. */
 CAIRN_EXPORT int cairn_restart_available(int *available, int *version);
 
-/* Restore every protected region from the newest recoverable version. A protected region whose size
- * differs from the checkpoint's is CAIRN_ERR_SIZE_MISMATCH (nothing is restored then).
+/* Restore every protected region from the newest recoverable version (the one cairn_restart_available()
+ * found, when it was called), verified. A protected region whose size differs from the checkpoint's is
+ * CAIRN_ERR_SIZE_MISMATCH (nothing is restored then). After an error the regions may hold part of a
+ * version; they hold a whole verified version only after a success.
  * Errors: CAIRN_ERR_NO_CHECKPOINT (nothing found), CAIRN_ERR_UNRECOVERABLE (as above). Collective. */
 CAIRN_EXPORT int cairn_restart(void);
 

@@ -76,6 +76,7 @@ Status Runtime::finish_output(int valid, bool vote) {
   if (!in_output_) return make_error(Code::ERR_SEQUENCE, "call cairn_start_output before cairn_complete_output");
   in_output_ = false;
   pending_.reset();
+  plan_.reset();
   int mine = valid && output_failure_.is_ok() ? 1 : 0, all = mine;
   Status failure = output_failure_;
   output_failure_ = Status::ok();
@@ -100,7 +101,7 @@ Status Runtime::finish_output(int valid, bool vote) {
 Status Runtime::have_restart(int* available, char* label, size_t len) {
   CAIRN_TRY(restart_available(available, nullptr));
   if (label && len) {
-    if (*available) return copy_out(pending_->manifest.label, label, len, "cairn_have_restart");
+    if (*available) return copy_out(pending_label(), label, len, "cairn_have_restart");
     label[0] = '\0';
   }
   return Status::ok();

@@ -83,13 +83,14 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
     h.data = h.storage.data();
     held.push_back(std::move(h));
   }
-  CAIRN_TRY(move_regions(unite, p_old, host_of_old, new_rank_of, held, /*restart=*/false));
+  CAIRN_TRY(move_regions(unite, regions_, p_old, host_of_old, new_rank_of, held, /*restart=*/false));
   held.clear();
 
   int p_new = static_cast<int>(std::count_if(new_rank_of.begin(), new_rank_of.end(), [](int r) { return r >= 0; }));
   if (rank_ == 0 && !joiner) LOG_INFO("redistributed from %d to %d ranks", p_old, p_new);
   release_comms();
   pending_.reset();
+  plan_.reset();
   rejected_.clear();
   restored_files_.clear();
   if (new_comm == MPI_COMM_NULL) {

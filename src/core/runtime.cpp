@@ -210,6 +210,7 @@ void Runtime::start_pipeline() {
 }
 
 void Runtime::stop_pipeline() {
+  finish_write_back();
   if (pipeline_) pipeline_->stop();
   flusher_.reset();
   pipeline_.reset();
@@ -415,8 +416,10 @@ Status Runtime::checkpoint() {
 // slot, takes the snapshot and moves it on in the background).
 Status Runtime::take_version(const std::string& label, bool have_files, const Status& failed_before) {
   const double t_enter = now_seconds();
+  finish_write_back();
   uint64_t v = next_version_++;
   pending_.reset();
+  plan_.reset();
   Manifest m;
   std::vector<SnapshotRegion> memory;
   std::vector<pipeline::FileSource> files;

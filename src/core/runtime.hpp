@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cache/cache_store.hpp"
@@ -29,44 +30,18 @@
 #include "pipeline/mpi/team_mpi.hpp"
 #include "pipeline/pipeline.hpp"
 #include "policy/interval.hpp"
+#include "redistribute/exec/reshaper.hpp"
 #include "redundancy/placement.hpp"
 #include "redundancy/set_code.hpp"
 
 namespace cairn {
-
-struct Region {
-  std::string name;
-  void* ptr = nullptr;
-  size_t count = 0;
-  int type = 0;
-  uint32_t elem_size = 1;
-  uint32_t dist_kind = 0;               // cairn_dist_kind; 0 = private
-  std::vector<uint64_t> dist_params;    // redist::Distribution::to_params()
-  cairn_resize_fn resize = nullptr;
-  void* resize_user = nullptr;
-  uint64_t bytes() const { return static_cast<uint64_t>(count) * elem_size; }
-};
-
-// A version's snapshot stream of one old rank, as held by this process during a reshaping restart or
-// a live redistribution.
-struct HeldStream {
-  int old_rank = 0;
-  Manifest manifest;
-  const uint8_t* data = nullptr;
-  std::vector<uint8_t> storage;  // when the bytes live here (live packing, L2 rebuild)
-  std::shared_ptr<MappedFile> map;  // when they live in a rank's L1 slot on this node, or staging memory (L3)
-  std::string red_path;             // that slot's redundancy data (L2 rebuild across rank counts)
-  bool self_placed = false;         // its pieces for the hosting process are already in the regions
-};
-
-struct ReshapeWant;  // core/reshape_fit.hpp
 
 struct RestartChoice {
   uint64_t version = 0;
   int level = 0;  // enum cairn_level
   int p_old = 0;  // ranks that wrote the version, when not this job's count (a reshaping restart)
   std::vector<int> host_of_old;
-  std::vector<struct HeldStream> held;
+  std::vector<HeldStream> held;
   Manifest manifest;
   const uint8_t* data = nullptr;       // verified snapshot stream (slot or staging buffer)
   std::shared_ptr<MappedFile> staging; // holds L3 data (anonymous memory)
@@ -74,6 +49,17 @@ struct RestartChoice {
                                        // streamed from the L1 hosts)
   bool in_l3 = false;                  // the version is also committed in L3
 };
+
+// What cairn_restart will restore, decided from the ranks' inventories alone (restart_inplace.cpp).
+struct RestartPlan {
+  uint64_t version = 0;
+  int level = 0;                // enum cairn_level
+  bool in_l3 = false;           // committed in L3 too
+  std::string label;
+  std::vector<uint64_t> flags;  // every rank's inventory flags for the version (core/restart_inventory.hpp)
+};
+
+struct RestartInventory;
 
 class Runtime {
  public:
@@ -135,33 +121,31 @@ class Runtime {
   // cost for interval = auto.
   void drive_pipeline();
 
-  // restart
+  // restart: the plan and its execution in place (restart_inplace.cpp)
+  Status plan_restart();  // sets plan_, or pending_ when the full search had to run
+  Status carry_out(const RestartPlan& plan, bool* done);
+  Status read_slot_into_regions(const L1Record& rec, double* seconds);
+  Status read_l1_in_place(const RestartPlan& plan, bool* done);
+  Status restore_l2_in_place(const RestartPlan& plan, bool* done);
+  void start_write_back(uint64_t v, const Manifest& m, std::shared_ptr<MappedFile> stream,
+                        std::shared_ptr<MappedFile> red, std::string set_record);
+  void finish_write_back();  // before anything else uses the cache
+  // restart: the full search (restart_search.cpp)
+  Status gather_inventory(RestartInventory* inv);
+  Status l2_can_rebuild(const std::vector<int>& good, const std::vector<uint64_t>& flags, const std::string& l1_text,
+                        bool* my_set_lost) const;
   Status find_restart(RestartChoice* out);
   Status try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, RestartChoice* out, bool* handled);
   Status try_l3(uint64_t v, RestartChoice* out);
+  // restoring (restart.cpp)
   Status apply_restart(const RestartChoice& c);
-  Status fast_restart_l1(bool* done);
-  // Restart from a version written by another number of ranks (reshape.cpp).
+  void restored(uint64_t v, int level, const std::string& label, bool in_l3);
+  const std::string& pending_label() const;
+  // Restart from a version written by another number of ranks (redistribute/exec/reshaper.hpp).
   // Only versions in (above, at_most] are tried.
   Status find_reshaped(RestartChoice* out, std::string* why, uint64_t above, uint64_t at_most);
-  // *streamed: the regions were filled here (reshaped_from_l1_streamed), nothing is held to move.
-  Status reshaped_from_l1(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
-                          std::vector<HeldStream>* held, bool* streamed);
-  // cairn_restart alone, when every rank's regions already have their new size and the plan has few
-  // enough pieces (streamable): the hosts read the old slots chunk by chunk and send each verified
-  // chunk's pieces to their new owners while they read on (reshape_stream.cpp).
-  Status reshaped_from_l1_streamed(uint64_t v, int p_old, const std::vector<int>& host_of_old,
-                                   const std::vector<ReshapeWant>& wants);
-  Status reshaped_from_l3(uint64_t v, int p_old, std::vector<HeldStream>* held);
-  // cairn_restart alone, when every rank's regions already have their new size: each rank reads its own
-  // pieces straight from the old ranks' files into its regions (no hosts, no move). *done: it did.
-  Status reshaped_from_l3_direct(uint64_t v, int p_old, bool* done);
-  Status reshaped_from_l2(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
-                          const std::vector<bool>& prot, std::vector<HeldStream>* held, std::vector<int>* host_of_old);
-  // Move every distributed region from a p_old layout (streams held by processes of `comm`) to the
-  // layout of the processes with new_rank_of[comm rank] >= 0. Collective over comm.
-  Status move_regions(MPI_Comm comm, int p_old, const std::vector<int>& host_of_old,
-                      const std::vector<int>& new_rank_of, const std::vector<HeldStream>& held, bool restart);
+  // What the reshape executors see of this job.
+  ReshapeJob reshape_job() const;
   Status bind_comm(MPI_Comm comm);
   void release_comms();
 
@@ -193,7 +177,7 @@ class Runtime {
   std::unique_ptr<pipeline::Pipeline> pipeline_;
 
   // regions and versions
-  std::map<std::string, Region> regions_;
+  RegionTable regions_;
   uint64_t next_version_ = 1;
   bool in_output_ = false;
   std::string output_label_;
@@ -201,7 +185,9 @@ class Runtime {
   uint64_t versions_taken_ = 0;                // by this process since cairn_init
 
   // restart
-  std::optional<RestartChoice> pending_;
+  std::optional<RestartChoice> pending_;  // found by the full search, to be applied
+  std::optional<RestartPlan> plan_;       // planned by cairn_restart_available, to be carried out
+  std::thread write_back_;                // a version rebuilt at L2 going back into this rank's cache
   bool restart_in_place_ = false;  // cairn_restart's own search: restart paths may read into the regions
   bool in_restart_ = false;
   uint64_t restored_version_ = 0;

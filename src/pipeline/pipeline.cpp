@@ -36,6 +36,7 @@ void Pipeline::stop() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  if (pruner_.joinable()) pruner_.join();  // a prune asked for runs to its end first
 }
 
 Marks Pipeline::marks() const {

@@ -112,7 +112,10 @@ class Pipeline {
   void wait_for_l2();
   int choose_slot();
   void leave(Version& v);  // the version is through: slot back, out of the queue
+  // Rank 0, after a commit: ask the pruner thread to remove the L3 versions beyond keep_flushed. Pruning
+  // runs beside the pipeline, never on a version's path (deleting files takes time on some file systems).
   void prune_l3();
+  void pruner_loop();
   void set_flag(std::atomic<bool>& flag);
 
   PipelineConfig cfg_;
@@ -128,6 +131,8 @@ class Pipeline {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Version>> queue_;  // in flight, oldest first
   std::thread worker_;
+  std::thread pruner_;        // started at the first prune
+  bool prune_requested_ = false;
   bool stop_ = false;
   Status first_failure_;
   Marks marks_;

@@ -571,13 +571,13 @@ TEST(ConfigDocs, MarkdownTableInDocsIsCurrent) {
   ASSERT_NE(e, std::string::npos) << "docs/config.md lacks the line " << end;
   ASSERT_LT(b, e);
   EXPECT_EQ(doc.substr(b + begin.size(), e - b - begin.size()), render_knob_markdown())
-      << "docs/config.md is out of date with the knob table in src/core/config.cpp; replace the "
+      << "docs/config.md is out of date with the knob table in src/base/config.cpp; replace the "
          "lines between the markers with the output of `cairn config --markdown`.";
 }
 
 TEST(ConfigDocs, SampleConfigIsCurrent) {
   EXPECT_EQ(read_source_file("docs/cairn.toml.sample"), render_sample_toml())
-      << "docs/cairn.toml.sample is out of date with the knob table in src/core/config.cpp; "
+      << "docs/cairn.toml.sample is out of date with the knob table in src/base/config.cpp; "
          "regenerate it with `cairn config --sample > docs/cairn.toml.sample`.";
 }
 

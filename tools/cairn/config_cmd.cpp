@@ -1,5 +1,5 @@
 // `cairn config [--list|--markdown|--sample] [--config FILE]`: the knob table, from its one declaration
-// in src/core/config.cpp.
+// in src/base/config.cpp.
 #include <cstdio>
 #include <memory>
 #include <string>

@@ -28,11 +28,12 @@
 #include <optional>
 
 #include "base/stream_reader.hpp"
+#include "base/clock.hpp"
 #include "base/fsutil.hpp"
+#include "cache/cache_store.hpp"
 #include "base/log.hpp"
 #include "mpi/mpi_util.hpp"
-#include "core/reshape_fit.hpp"
-#include "core/runtime.hpp"
+#include "redistribute/exec/reshaper.hpp"
 #include "base/xxh.hpp"
 #include "redistribute/plan.hpp"
 
@@ -40,7 +41,7 @@ namespace cairn {
 namespace {
 using ull = unsigned long long;
 
-constexpr int kTagBase = 7100;                         // + region index; app_comm_ has no other point-to-point
+constexpr int kTagBase = 7100;                         // + region index; the job's communicator has no other point-to-point
 constexpr size_t kMaxRegions = 16384;                  // keeps the tags under MPI's guaranteed 32767
 constexpr uint64_t kMaxMessage = uint64_t{1} << 30;    // MPI counts are ints
 constexpr uint64_t kRingBytes = uint64_t{32} << 20;    // chunk buffers per host, in all
@@ -117,7 +118,7 @@ int streamable(const Manifest& table, const std::vector<ReshapeWant>& wants, int
   return messages <= kMaxMessages;
 }
 
-Status Runtime::reshaped_from_l1_streamed(uint64_t v, int p_old, const std::vector<int>& host_of_old,
+Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>& host_of_old,
                                           const std::vector<ReshapeWant>& wants) {
   const size_t nw = wants.size();
   const double t0 = now_seconds();
@@ -140,7 +141,7 @@ Status Runtime::reshaped_from_l1_streamed(uint64_t v, int p_old, const std::vect
       Hosted h;
       h.k = k;
       CacheStore other;
-      CAIRN_TRY(other.open(layout_.rank_cache(cfg_.node, k), cfg_.cache_versions));
+      CAIRN_TRY(other.open(layout_.rank_cache(job_.node, k), job_.cache_versions));
       CAIRN_ASSIGN_OR_RETURN(rec, other.read_record(v));
       h.m = std::move(rec.manifest);
       h.path = other.slot_path(static_cast<int>(rec.slot));

@@ -1,0 +1,340 @@
+// The restart that applications take, carried out in place. plan_restart decides from what every rank
+// holds (records, protected markers, committed L3 versions; no data read) which version to restore and
+// from which level; carry_out reads it straight into the regions, verifying every chunk as it lands:
+//
+//   L1  every rank reads its slot file into its regions, piece by piece (pread, or a copy out of a
+//       mapping where the cache is on huge pages) and hashes each chunk while it is still in cache.
+//   L2  the ranks that hold the version do the same; every redundancy set with lost members shares its
+//       set record, rebuilds the lost streams into memory of the lost ranks (verified as they are copied
+//       into the regions), and the lost ranks write the rebuilt version back into their cache in the
+//       background (write-back), so that it is protected again without the application waiting for it.
+//   L3  every rank reads its file into its regions (try_l3 with restart_in_place_).
+//
+// Nothing is written before every rank knows its regions fit the version. A chunk that fails anywhere
+// makes carry_out report not done, and cairn_restart runs the full search (restart_search.cpp). The
+// phases are logged with their times at log = info on rank 0.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include "base/fsutil.hpp"
+#include "base/history.hpp"
+#include "base/log.hpp"
+#include "base/stream_reader.hpp"
+#include "core/restart_inventory.hpp"
+#include "core/runtime.hpp"
+#include "mpi/mpi_util.hpp"
+#include "pfs/l3_store.hpp"
+#include "redundancy/exchange/set_rebuild.hpp"
+#include "redundancy/set_record.hpp"
+
+namespace cairn {
+namespace {
+using ull = unsigned long long;
+
+// The regions, as extents of the version's stream (memory regions only), sorted by offset.
+std::vector<StreamExtent> region_extents(const Manifest& m, const RegionTable& regions) {
+  std::vector<StreamExtent> extents;
+  for (const auto& e : m.regions)
+    extents.push_back({e.offset, e.size, static_cast<uint8_t*>(regions.at(e.name).ptr)});
+  std::sort(extents.begin(), extents.end(), [](const StreamExtent& x, const StreamExtent& y) { return x.offset < y.offset; });
+  return extents;
+}
+
+// Whether the regions protected now are exactly the version's memory regions, by name and size (else
+// the full search says what does not match, before anything is written).
+Status regions_match(const Manifest& m, const RegionTable& regions, int rank, int nranks) {
+  if (m.nranks != static_cast<uint32_t>(nranks) || m.rank != static_cast<uint32_t>(rank) ||
+      m.regions.size() != regions.size() || m.chunk_size == 0)
+    return Status(Code::ERR_NO_CHECKPOINT, "");
+  for (const auto& e : m.regions) {
+    auto it = regions.find(e.name);
+    if (e.kind != RegionKind::memory || it == regions.end() || it->second.bytes() != e.size)
+      return Status(Code::ERR_NO_CHECKPOINT, "");
+  }
+  return Status::ok();
+}
+
+int all_ok(MPI_Comm comm, const Status& mine, Status* mpi) {
+  int ok = mine.is_ok() ? 1 : 0, all = 0;
+  *mpi = mpi_status(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce", __FILE__, __LINE__);
+  return mpi->is_ok() ? all : 0;
+}
+}  // namespace
+
+Status Runtime::plan_restart() {
+  const double t0 = now_seconds();
+  RestartInventory inv;
+  CAIRN_TRY(gather_inventory(&inv));
+  const uint64_t newest_own = inv.candidates.empty() ? 0 : *inv.candidates.begin();
+  // A version of another rank count newer than every one of this count: the reshaping restart.
+  {
+    RestartChoice c;
+    std::string why;
+    Status newer = find_reshaped(&c, &why, newest_own, UINT64_MAX);
+    if (newer.code() == Code::ERR_MPI) return newer;
+    if (newer.is_ok()) {
+      pending_ = std::move(c);
+      return Status::ok();
+    }
+  }
+  for (uint64_t v : inv.candidates) {
+    RestartPlan p;
+    p.version = v;
+    p.flags = inv.flags_of(v, nranks_);
+    p.in_l3 = inv.in_l3(v);
+    std::vector<int> good(static_cast<size_t>(nranks_));
+    for (int r = 0; r < nranks_; ++r) good[static_cast<size_t>(r)] = (p.flags[static_cast<size_t>(r)] & kHasL1) ? 1 : 0;
+    bool my_set_lost = false;
+    if (std::all_of(good.begin(), good.end(), [](int g) { return g != 0; }))
+      p.level = CAIRN_LEVEL_L1;
+    else if (placement_.enabled && std::any_of(good.begin(), good.end(), [](int g) { return g != 0; }) &&
+             l2_can_rebuild(good, p.flags, "", &my_set_lost).is_ok())
+      p.level = CAIRN_LEVEL_L2;
+    else if (p.in_l3)
+      p.level = CAIRN_LEVEL_L3;
+    else
+      continue;
+    // The label, from the lowest rank holding the version (its record), or rank 0 (COMMIT).
+    int root = 0;
+    if (p.level != CAIRN_LEVEL_L3)
+      while (!good[static_cast<size_t>(root)]) ++root;
+    char label[256] = {0};
+    if (rank_ == root) {
+      if (p.level == CAIRN_LEVEL_L3) {
+        auto c = l3::read_commit(layout_, v);
+        if (c) snprintf(label, sizeof label, "%s", c->label.c_str());
+      } else {
+        auto r = cache_.read_record(v);
+        if (r) snprintf(label, sizeof label, "%s", r->manifest.label.c_str());
+      }
+    }
+    CAIRN_MPI(MPI_Bcast(label, sizeof label, MPI_CHAR, root, app_comm_));
+    p.label = label;
+    if (rank_ == 0)
+      LOG_INFO("restart: search %.1f ms: version %llu ('%s') at %s", (now_seconds() - t0) * 1e3, static_cast<ull>(v),
+               p.label.c_str(), history::level_name(p.level));
+    plan_ = std::move(p);
+    return Status::ok();
+  }
+  // Nothing restorable by the inventory alone: the full search says what there is (an older version of
+  // another rank count) or why nothing can be rebuilt.
+  RestartChoice c;
+  CAIRN_TRY(find_restart(&c));
+  pending_ = std::move(c);
+  return Status::ok();
+}
+
+Status Runtime::carry_out(const RestartPlan& plan, bool* done) {
+  *done = false;
+  switch (plan.level) {
+    case CAIRN_LEVEL_L1: return read_l1_in_place(plan, done);
+    case CAIRN_LEVEL_L2: return restore_l2_in_place(plan, done);
+    case CAIRN_LEVEL_L3: {
+      RestartChoice c;
+      Status st = try_l3(plan.version, &c);
+      if (st.code() == Code::ERR_MPI) return st;
+      if (!st.is_ok()) return Status::ok();
+      c.in_l3 = true;
+      CAIRN_TRY(apply_restart(c));
+      *done = true;
+      return Status::ok();
+    }
+  }
+  return Status::ok();
+}
+
+// This rank's slot of version v into its regions, verified, in one pass (pread on 4 KiB pages, where
+// mapping a 256 MiB tmpfs file costs about a memcpy of it in page tables; mapped on huge pages).
+Status Runtime::read_slot_into_regions(const L1Record& rec, double* seconds) {
+  const Manifest& m = rec.manifest;
+  std::string path = cache_.slot_path(static_cast<int>(rec.slot));
+  CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_RDONLY));
+  struct stat sb;
+  if (fstat(fd.get(), &sb) != 0) return posix_error("fstat", path, errno);
+  if (static_cast<uint64_t>(sb.st_size) < m.total_size)
+    return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", path.c_str());
+  std::optional<MappedFile> map;
+  StreamSource source = pread_source(fd.get(), 0, path);
+  if (map_to_read(static_cast<uint64_t>(sb.st_blksize))) {  // huge pages: mapping is cheap, memcpy fast
+    auto mm = MappedFile::open_ro(path);
+    if (mm && mm->size() >= m.total_size) {
+      map = std::move(mm).value();
+      source = copy_source(map->data());
+    }
+  }
+  double t0 = now_seconds();
+  Status st = read_verified(m, region_extents(m, regions_), source).prefixed(path);
+  *seconds = now_seconds() - t0;
+  return st;
+}
+
+// Every rank holds the version in its own L1 slot (the plan says so): check together that every rank's
+// regions fit (nothing read otherwise), then read every slot into its regions.
+Status Runtime::read_l1_in_place(const RestartPlan& plan, bool* done) {
+  *done = false;
+  const uint64_t v = plan.version;
+  auto rec = cache_.read_record(v);
+  Status mine = rec.is_ok() ? regions_match(rec->manifest, regions_, rank_, nranks_) : rec.status();
+  Status mpi;
+  if (!all_ok(app_comm_, mine, &mpi)) return mpi;
+  double read_s = 0;
+  mine = read_slot_into_regions(*rec, &read_s);
+  if (!mine.is_ok()) LOG_WARN("restart: version %llu in L1: %s", static_cast<ull>(v), mine.message().c_str());
+  if (!all_ok(app_comm_, mine, &mpi)) return mpi;
+  restored_files_.clear();
+  restored(v, CAIRN_LEVEL_L1, rec->manifest.label, plan.in_l3);
+  if (rank_ == 0)
+    LOG_INFO("restarted from version %llu ('%s') at L1 (slot read into the regions and verified in %.1f ms on rank 0)",
+             static_cast<ull>(v), rec->manifest.label.c_str(), read_s * 1e3);
+  *done = true;
+  return Status::ok();
+}
+
+// Some ranks lost the version (their cache is gone); their sets rebuild it. See the top of this file.
+Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done) {
+  *done = false;
+  const uint64_t v = plan.version;
+  const bool i_hold = (plan.flags[static_cast<size_t>(rank_)] & kHasL1) != 0;
+  std::vector<int> good(static_cast<size_t>(nranks_));
+  for (int r = 0; r < nranks_; ++r) good[static_cast<size_t>(r)] = (plan.flags[static_cast<size_t>(r)] & kHasL1) ? 1 : 0;
+  bool my_set_lost = false;
+  CAIRN_TRY(l2_can_rebuild(good, plan.flags, "", &my_set_lost));
+  const double t0 = now_seconds();
+
+  // 1. What each rank will restore: a survivor its record's manifest; a member of a set with losses the
+  //    set record (shared by the set's first survivor), which gives a lost rank its manifest. Every rank's
+  //    regions must fit before anything is written.
+  Manifest m;
+  std::optional<L1Record> rec;
+  std::optional<redundancy::SetRebuildPlan> set;
+  std::vector<bool> lost;
+  Status mine = Status::ok();
+  if (i_hold) {
+    auto r = cache_.read_record(v);
+    if (r) rec = std::move(r).value(), m = rec->manifest;
+    else mine = r.status();
+  }
+  if (my_set_lost) {
+    const auto& mem = placement_.members[static_cast<size_t>(placement_.my_set)];
+    int first = -1;
+    lost.resize(mem.size());
+    for (size_t i = 0; i < mem.size(); ++i) {
+      lost[i] = !good[static_cast<size_t>(mem[i])];
+      if (!lost[i] && first < 0) first = static_cast<int>(i);
+    }
+    std::string bytes;
+    if (placement_.my_member == first) {
+      auto b = cache_.read_set(v);
+      if (b) bytes = *b;
+      else if (mine.is_ok()) mine = b.status();
+    }
+    auto shared = redundancy::share_set_record(set_comm_, first, bytes,
+                                               redundancy::SetExpectation{cfg_.redundancy, code_->m(), mem}, v);
+    if (shared.status().code() == Code::ERR_MPI) return shared.status();
+    if (shared) set = std::move(shared).value();
+    else if (mine.is_ok()) mine = shared.status();
+    if (set && !i_hold) m = set->mine;
+  }
+  if (mine.is_ok()) mine = regions_match(m, regions_, rank_, nranks_);
+  Status mpi;
+  if (!all_ok(app_comm_, mine, &mpi)) return mpi;
+
+  // 2. The ranks that hold the version read it into their regions, verified.
+  double read_s = 0;
+  if (i_hold) {
+    mine = read_slot_into_regions(*rec, &read_s);
+    if (!mine.is_ok()) LOG_WARN("restart: version %llu in L1: %s", static_cast<ull>(v), mine.message().c_str());
+  }
+  if (!all_ok(app_comm_, mine, &mpi)) return mpi;
+  const double t_read = now_seconds();
+
+  // 3. The sets with losses exchange: survivors pass their slot and redundancy data (mapped, read by the
+  //    exchange only), lost ranks receive into fresh memory, then copy into their regions, verifying.
+  std::shared_ptr<MappedFile> stream, red;
+  if (my_set_lost) {
+    Status ready = Status::ok();
+    if (i_hold) {
+      auto d = MappedFile::open_ro(cache_.slot_path(static_cast<int>(rec->slot)));
+      auto r = MappedFile::open_rw(cache_.red_path(static_cast<int>(rec->slot)), 0, false);
+      if (!d) ready = d.status();
+      else if (!r) ready = r.status();
+      else if (r->size() < set->redundancy_len)
+        ready = make_error(Code::ERR_CORRUPT, "%s: shorter than the redundancy data", r->path().c_str());
+      if (ready.is_ok()) stream = std::make_shared<MappedFile>(std::move(d).value()), red = std::make_shared<MappedFile>(std::move(r).value());
+    } else {
+      auto d = MappedFile::anonymous(std::max<uint64_t>(m.total_size, 1));
+      auto r = MappedFile::anonymous(set->redundancy_len);
+      if (!d) ready = d.status();
+      else if (!r) ready = r.status();
+      else stream = std::make_shared<MappedFile>(std::move(d).value()), red = std::make_shared<MappedFile>(std::move(r).value());
+    }
+    mine = redundancy::rebuild_members(set_comm_, *code_, lost, *set, ready, stream ? stream->data() : nullptr,
+                                       red ? red->data() : nullptr, cfg_.exchange_chunk, "", /*verify_lost=*/false);
+    if (mine.code() == Code::ERR_MPI) return mine;
+    if (mine.is_ok() && !i_hold)
+      mine = read_verified(m, region_extents(m, regions_), copy_source(stream->data())).prefixed("rebuilt data");
+  }
+  if (!mine.is_ok()) LOG_WARN("restart: version %llu at L2: %s", static_cast<ull>(v), mine.message().c_str());
+  if (!all_ok(app_comm_, mine, &mpi)) return mpi;
+  const double t_rebuilt = now_seconds();
+
+  // 4. Lost ranks write the version back into their cache beside the application (its L1 and L2 copies
+  //    again, so that another failure before the next checkpoint still finds it).
+  if (my_set_lost && !i_hold) start_write_back(v, m, stream, red, redundancy::encode_set_record(set->record));
+  restored_files_.clear();
+  restored(v, CAIRN_LEVEL_L2, m.label, plan.in_l3);
+  if (rank_ == 0) {
+    std::vector<int> lost_ranks;
+    for (int r = 0; r < nranks_; ++r)
+      if (!good[static_cast<size_t>(r)]) lost_ranks.push_back(r);
+    std::string list;
+    for (int r : lost_ranks) list += (list.empty() ? "" : ",") + std::to_string(r);
+    LOG_INFO("restarted from version %llu ('%s') at L2, rebuilt for ranks %s: read and verified %.1f ms, L2 exchange "
+             "and decode %.1f ms on rank 0; write-back in the background",
+             static_cast<ull>(v), m.label.c_str(), list.c_str(), (t_read - t0) * 1e3, (t_rebuilt - t_read) * 1e3);
+  }
+  *done = true;
+  return Status::ok();
+}
+
+// The rebuilt version into this rank's cache, on a thread of its own: a slot (the pipeline is idle: no
+// version holds one), the bytes, the redundancy data, then the record, the set record and the protected
+// marker -- the same files a checkpoint leaves. The next cairn call that uses the cache waits for it.
+void Runtime::start_write_back(uint64_t v, const Manifest& m, std::shared_ptr<MappedFile> stream,
+                               std::shared_ptr<MappedFile> red, std::string set_record) {
+  finish_write_back();
+  const int slot = pipeline_->slot_for_rebuild();
+  write_back_ = std::thread([this, v, m, slot, stream, red, set_record] {
+    const double t0 = now_seconds();
+    Status st = [&]() -> Status {
+      for (uint64_t old : cache_.versions()) {
+        auto o = cache_.read_record(old);
+        if (!o || static_cast<int>(o->slot) == slot || old == v) CAIRN_TRY(cache_.drop(old));
+      }
+      CAIRN_ASSIGN_OR_RETURN(d, cache_.slot(slot, std::max<uint64_t>(m.total_size, 1)));
+      if (m.total_size) memcpy(d->data(), stream->data(), m.total_size);
+      CAIRN_ASSIGN_OR_RETURN(r, cache_.red(slot, red->size()));
+      memcpy(r->data(), red->data(), red->size());
+      CAIRN_TRY(cache_.write_record(v, L1Record{static_cast<uint32_t>(slot), m}));
+      CAIRN_TRY(cache_.write_set(v, set_record));
+      return cache_.mark_protected(v);
+    }();
+    if (!st.is_ok())
+      LOG_WARN("restart: writing version %llu back into the cache failed (it stays restorable from the other "
+               "levels; the next checkpoint protects the job again): %s", static_cast<ull>(v), st.message().c_str());
+    else
+      LOG_INFO("restart: version %llu written back into this rank's cache in %.1f ms", static_cast<ull>(v),
+               (now_seconds() - t0) * 1e3);
+  });
+}
+
+void Runtime::finish_write_back() {
+  if (write_back_.joinable()) write_back_.join();
+}
+
+}  // namespace cairn

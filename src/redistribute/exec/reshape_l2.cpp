@@ -1,0 +1,198 @@
+// Reshaping restart from L2: the old redundancy sets rebuild their lost members onto new hosts.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "base/fsutil.hpp"
+#include "base/log.hpp"
+#include "base/clock.hpp"
+#include "cache/cache_store.hpp"
+#include "mpi/mpi_util.hpp"
+#include "pfs/l3_store.hpp"
+#include "redistribute/exec/reshaper.hpp"
+#include "redistribute/plan.hpp"
+#include "redundancy/set_code.hpp"
+#include "redundancy/exchange/set_rebuild.hpp"
+#include "redundancy/set_record.hpp"
+
+namespace cairn {
+namespace {
+
+}  // namespace
+
+// L2 across rank counts. The old ranks whose caches survive are hosted on their nodes (as for L1) and
+// verified; every old redundancy set that lost members within its tolerance is rebuilt by its members'
+// hosts -- one current rank per old member, the lost members' hosts taken from ranks that host no
+// other member of that set -- over a communicator split for that set.
+Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
+                                 const std::vector<bool>& prot, std::vector<HeldStream>* held,
+                                 std::vector<int>* host_of_old) {
+  held->clear();
+  *host_of_old = hosts(holders);
+  // Hosts verify their survivors and report (k, ok, scheme, m, n, members...) from the set records.
+  std::vector<uint64_t> report;
+  std::map<int, std::string> set_bytes_of;  // hosted survivor -> its set record
+  for (int k = 0; k < p_old; ++k) {
+    if ((*host_of_old)[k] != rank_) continue;
+    Status st = [&]() -> Status {
+      CacheStore other;
+      CAIRN_TRY(other.open(layout_.rank_cache(job_.node, k), job_.cache_versions));
+      CAIRN_ASSIGN_OR_RETURN(rec, other.read_record(v));
+      CAIRN_ASSIGN_OR_RETURN(map, MappedFile::open_rw(other.slot_path(static_cast<int>(rec.slot)), 0, false));
+      if (map.size() < rec.manifest.total_size)
+        return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", map.path().c_str());
+      CAIRN_TRY(verify_stream(rec.manifest, map.data(), rec.manifest.total_size).prefixed(map.path()));
+      CAIRN_ASSIGN_OR_RETURN(bytes, other.read_set(v));
+      CAIRN_ASSIGN_OR_RETURN(set, redundancy::decode_set_record(bytes));
+      HeldStream h;
+      h.old_rank = k;
+      h.manifest = rec.manifest;
+      h.map = std::make_shared<MappedFile>(std::move(map));
+      h.data = h.map->data();
+      h.red_path = other.red_path(static_cast<int>(rec.slot));
+      held->push_back(std::move(h));
+      set_bytes_of[k] = bytes;
+      report.insert(report.end(), {static_cast<uint64_t>(k), 1, static_cast<uint64_t>(set.scheme), set.m, set.n});
+      report.insert(report.end(), set.ranks.begin(), set.ranks.end());
+      return Status::ok();
+    }();
+    if (!st.is_ok()) {
+      LOG_WARN("restart: old rank %d of version %llu: %s", k, static_cast<unsigned long long>(v), st.message().c_str());
+      report.insert(report.end(), {static_cast<uint64_t>(k), 0, 0, 0, 0});
+    }
+  }
+  std::vector<uint64_t> all;
+  CAIRN_TRY(allgather_u64(app_comm_, report, &all));
+
+  // The global picture, the same on every rank: which old ranks are good, and the sets.
+  std::vector<bool> good(static_cast<size_t>(p_old), false);
+  struct OldSet {
+    Redundancy scheme;
+    int m;
+    std::vector<int> members;
+  };
+  std::map<int, OldSet> sets;     // keyed by the set's first member
+  std::vector<int> set_of(static_cast<size_t>(p_old), -1);
+  for (size_t i = 0; i < all.size();) {
+    int k = static_cast<int>(all[i]);
+    bool ok = all[i + 1] != 0;
+    int setn = static_cast<int>(all[i + 4]);
+    if (ok && k < p_old) {
+      good[k] = prot[k];
+      OldSet s{static_cast<Redundancy>(all[i + 2]), static_cast<int>(all[i + 3]), {}};
+      for (int j = 0; j < setn; ++j) s.members.push_back(static_cast<int>(all[i + 5 + j]));
+      if (!s.members.empty()) {
+        for (int mbr : s.members)
+          if (mbr < p_old) set_of[mbr] = s.members.front();
+        sets[s.members.front()] = s;
+      }
+    }
+    i += 5 + static_cast<size_t>(ok ? setn : 0);
+  }
+  std::string reason;
+  for (int k = 0; k < p_old && reason.empty(); ++k)
+    if (!good[k] && set_of[k] < 0) reason = "old rank " + std::to_string(k) + " is lost and no survivor of its set reports it";
+  std::vector<int> to_rebuild;  // sets with losses
+  for (auto& [id, s] : sets) {
+    if (!reason.empty()) break;
+    std::vector<bool> lost(s.members.size());
+    bool any = false;
+    for (size_t i = 0; i < s.members.size(); ++i) any |= (lost[i] = !good[static_cast<size_t>(s.members[i])]);
+    if (!any) continue;
+    auto code = redundancy::SetCode::make(s.scheme, static_cast<int>(s.members.size()), s.m);
+    if (!code || !code->recoverable(lost))
+      reason = "set of old ranks " + std::to_string(s.members.front()) + ".. lost more members than " +
+               redundancy_name(s.scheme) + " tolerates";
+    else if (static_cast<int>(s.members.size()) > nranks_)
+      reason = "a set of " + std::to_string(s.members.size()) + " members cannot be rebuilt by " + std::to_string(nranks_) + " ranks";
+    to_rebuild.push_back(id);
+  }
+  if (!reason.empty()) {
+    held->clear();
+    return Status(Code::ERR_UNRECOVERABLE, reason);
+  }
+  // Hosts of lost members: ranks hosting no other member of the set, spread round-robin.
+  int next = 0;
+  for (int id : to_rebuild) {
+    std::set<int> used;
+    for (int mbr : sets[id].members)
+      if (good[static_cast<size_t>(mbr)]) used.insert((*host_of_old)[mbr]);
+    for (int mbr : sets[id].members) {
+      if (good[static_cast<size_t>(mbr)]) continue;
+      while (used.count(next % nranks_)) ++next;
+      (*host_of_old)[mbr] = next % nranks_;
+      used.insert(next % nranks_);
+      ++next;
+    }
+  }
+  // A survivor that failed verification is rebuilt: its mapping is no longer what we hold.
+  std::erase_if(*held, [&](const HeldStream& h) { return !good[static_cast<size_t>(h.old_rank)]; });
+
+  Status local = Status::ok();
+  for (int id : to_rebuild) {
+    const OldSet& s = sets[id];
+    int my_member = -1;
+    for (size_t i = 0; i < s.members.size(); ++i)
+      if ((*host_of_old)[s.members[i]] == rank_) my_member = static_cast<int>(i);
+    MPI_Comm comm = MPI_COMM_NULL;
+    CAIRN_MPI(MPI_Comm_split(app_comm_, my_member >= 0 ? id : MPI_UNDEFINED, my_member, &comm));
+    if (comm == MPI_COMM_NULL) continue;
+    Status st = [&]() -> Status {
+      int n_members = static_cast<int>(s.members.size());
+      std::vector<bool> lost(static_cast<size_t>(n_members));
+      int first = -1;
+      for (int i = 0; i < n_members; ++i) {
+        lost[i] = !good[static_cast<size_t>(s.members[i])];
+        if (!lost[i] && first < 0) first = i;
+      }
+      auto plan = redundancy::share_set_record(comm, first, my_member == first ? set_bytes_of[s.members[first]] : "",
+                                               std::nullopt, v);
+      if (!plan) return plan.status();  // the same outcome on every member of the set (or ERR_MPI)
+      auto code = redundancy::SetCode::make(s.scheme, n_members, s.m);
+      Status ready = code.status();
+      HeldStream h;
+      uint8_t* data = nullptr;
+      std::shared_ptr<MappedFile> red;
+      std::vector<uint8_t> scratch_red;
+      if (ready.is_ok()) {
+        if (lost[my_member]) {
+          h.storage.assign(std::max<uint64_t>(plan->mine.total_size, 1), 0);
+          data = h.storage.data();
+          scratch_red.assign(plan->redundancy_len, 0);
+        } else {
+          auto it = std::find_if(held->begin(), held->end(), [&](const HeldStream& x) { return x.old_rank == s.members[my_member]; });
+          data = const_cast<uint8_t*>(it->data);
+          auto m = MappedFile::open_rw(it->red_path, 0, false);
+          if (!m) ready = m.status();
+          else if (m->size() < plan->redundancy_len) ready = make_error(Code::ERR_CORRUPT, "%s: shorter than the redundancy data", it->red_path.c_str());
+          else red = std::make_shared<MappedFile>(std::move(m).value());
+        }
+      }
+      if (!code) return code.status();  // made from the same record everywhere: the same outcome
+      CAIRN_TRY(redundancy::rebuild_members(comm, *code, lost, *plan, ready, data, red ? red->data() : scratch_red.data(),
+                                            job_.exchange_chunk, "rebuilt old rank " + std::to_string(s.members[my_member])));
+      if (lost[my_member]) {
+        h.old_rank = s.members[my_member];
+        h.manifest = plan->mine;
+        h.data = h.storage.data();
+        held->push_back(std::move(h));
+      }
+      return Status::ok();
+    }();
+    MPI_Comm_free(&comm);
+    if (st.code() == Code::ERR_MPI) return st;
+    if (!st.is_ok() && local.is_ok()) local = st;
+  }
+  Status all_ok = agree(app_comm_, local);
+  if (!all_ok.is_ok()) held->clear();
+  else if (rank_ == 0) LOG_INFO("restart: version %llu (%d ranks) rebuilt at L2 for the new layout", static_cast<unsigned long long>(v), p_old);
+  return all_ok;
+}
+
+}  // namespace cairn

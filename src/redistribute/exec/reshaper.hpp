@@ -1,0 +1,92 @@
+// The executors of a restart on another number of ranks. A version written by p_old ranks is read by
+// "hosts" among the current ranks: from L1 where every old rank's slot survives on some node (a rank of
+// that node reads it, verifies it and hosts it); else from L2, where the old redundancy sets rebuild their
+// lost members onto hosts that hold no other member of the set; else from L3 (old rank k's file is read
+// once, by rank k mod P). The hosts then send each new rank exactly the pieces its distributed regions
+// need (move_regions, also used by live redistribution). Reads are parallel, nothing is read twice, every
+// byte is verified before it moves.
+//
+// cairn_restart alone (in_place: the application's regions may be written while searching), when every
+// rank's regions already have the size the new layout gives them, goes further: from L3 every rank reads
+// its own pieces straight from the old files into its regions (from_l3_direct: no hosts, no move); from
+// L1 a host reads the pieces it keeps for itself straight into its regions and sends the rest chunk by
+// chunk as each is verified, so that the move overlaps the read (reshape_stream.cpp), or, when the plan
+// has too many small pieces for one message each, moves the rest afterwards.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "base/layout.hpp"
+#include "redistribute/exec/region_table.hpp"
+
+namespace cairn {
+
+// What the executors need of the job, and nothing more.
+struct ReshapeJob {
+  MPI_Comm comm = MPI_COMM_NULL;             // the job's communicator (application thread)
+  std::vector<std::string> node_of_rank;     // failure group of every current rank
+  std::string node;                          // this rank's
+  Layout layout;
+  int cache_versions = 2;
+  uint64_t exchange_chunk = 4 << 20;         // L2 exchange unit
+};
+
+// A version of another rank count that can be restored, as the search found it.
+struct ReshapedVersion {
+  uint64_t version = 0;
+  int level = 0;                  // enum cairn_level
+  int p_old = 0;                  // ranks that wrote it
+  std::vector<int> host_of_old;   // current rank hosting each old rank's stream
+  std::vector<HeldStream> held;   // the streams this rank hosts
+  bool in_place = false;          // the regions already hold it, verified (nothing left to move)
+};
+
+class Reshaper {
+ public:
+  // `regions` is the application's table (borrowed); in_place: cairn_restart's own search may write it.
+  // `rejected`: versions the application declared invalid (never offered again).
+  Reshaper(const ReshapeJob& job, RegionTable& regions, bool in_place, const std::vector<uint64_t>& rejected);
+
+  // Versions of another rank count in (above, at_most], newest first, each tried from L1, L2, L3.
+  // ERR_NO_CHECKPOINT when none can be restored; *why says per version what was found. Collective.
+  Status find(ReshapedVersion* out, std::string* why, uint64_t above, uint64_t at_most);
+
+ private:
+  // *streamed: the regions were filled here (from_l1_streamed), nothing is held to move.
+  Status from_l1(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
+                 std::vector<HeldStream>* held, bool* streamed);
+  // When every rank's regions already have their new size and the plan has few enough pieces
+  // (streamable): the hosts read the old slots chunk by chunk and send each verified chunk's pieces to
+  // their new owners while they read on (reshape_stream.cpp).
+  Status from_l1_streamed(uint64_t v, int p_old, const std::vector<int>& host_of_old,
+                          const std::vector<ReshapeWant>& wants);
+  Status from_l3(uint64_t v, int p_old, std::vector<HeldStream>* held);
+  // Each rank reads its own pieces straight from the old ranks' files into its regions. *done: it did.
+  Status from_l3_direct(uint64_t v, int p_old, bool* done);
+  Status from_l2(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders, const std::vector<bool>& prot,
+                 std::vector<HeldStream>* held, std::vector<int>* host_of_old);
+
+  // The current rank hosting each old rank's stream: a rank of the first node that reported it, spread
+  // over that node's ranks; -1 where no node did.
+  std::vector<int> hosts(const std::vector<std::vector<uint64_t>>& holders) const;
+
+  const ReshapeJob& job_;
+  MPI_Comm app_comm_;
+  int rank_ = 0, nranks_ = 1;
+  const std::vector<std::string>& node_of_rank_;
+  const Layout& layout_;
+  RegionTable& regions_;
+  bool restart_in_place_;
+  const std::vector<uint64_t>& rejected_;
+};
+
+// Move every distributed region from a p_old layout (streams held by processes of `comm`) to the layout
+// of the processes with new_rank_of[comm rank] >= 0, resizing regions through their callbacks. restart:
+// every protected region must be in the version. Collective over comm.
+Status move_regions(MPI_Comm comm, RegionTable& regions, int p_old, const std::vector<int>& host_of_old,
+                    const std::vector<int>& new_rank_of, const std::vector<HeldStream>& held, bool restart);
+
+}  // namespace cairn
