@@ -42,13 +42,15 @@
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
+#include "bench_util.hpp"
+#include "snapshot_bench.hpp"
 #include "cairn/cairn.h"
 #include "base/layout.hpp"
 #include "base/xxh.hpp"
 #include "redundancy/set_code.hpp"
 
 namespace stdfs = std::filesystem;
-using json = nlohmann::ordered_json;
+using namespace cairn::bench;
 
 namespace {
 
@@ -70,6 +72,8 @@ struct Options {
   std::string only_text;
   std::set<std::string> only;
   bool redistribute = false;  // --redistribute: N -> M restart beside N -> N (docs/performance.md)
+  bool snapshot = false;      // --snapshot: copy against copy-on-write snapshots (bench/snapshot_bench.cpp)
+  std::vector<uint64_t> sizes;  // --snapshot: every size of --size (a comma-separated list)
   int to = 0;                 // M; 0 = ranks + 1
   // Set by the parent for the MPI job.
   std::string child_dir, child_job, child_stage;
@@ -102,22 +106,6 @@ std::vector<std::string> split_words(const char* s) {
   for (std::string w; is >> w;) out.push_back(w);
   return out;
 }
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// GB/s (1e9 bytes per second), rounded to 3 decimals; null when not measured.
-json gbps(uint64_t bytes, double seconds) {
-  if (!(seconds > 0)) return nullptr;
-  return std::round(static_cast<double>(bytes) / seconds / 1e9 * 1000.0) / 1000.0;
-}
-json round3(double x) { return std::round(x * 1000.0) / 1000.0; }
 
 // ---- the parent: start the MPI job, clean up after it ----------------------------------------------
 
@@ -178,8 +166,6 @@ int launch(const Options& o, int nranks, const std::vector<std::string>& extra, 
 
 int report_redistribute(const Options& o, const std::string& dir, const std::string& cache_job, double load_start,
                         const std::string& date);
-double loadavg_1m();
-std::string utc_now();
 
 int run_parent(const Options& o, int argc, char** argv) {
   std::error_code ec;
@@ -229,161 +215,11 @@ int run_parent(const Options& o, int argc, char** argv) {
 
 // ---- the child: one rank of the MPI job -------------------------------------------------------------
 
-int g_rank = 0, g_nranks = 1;
-
-// stderr of a cairn session goes to a file (so that rank 0 can read the library's per-checkpoint
-// summary lines); warnings and errors are passed on afterwards.
-class StderrCapture {
- public:
-  void start(const std::string& path) {
-    fflush(stderr);
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return;  // no capture: the log goes to stderr and its figures are not parsed
-    saved_ = dup(2);
-    dup2(fd, 2);
-    close(fd);
-    path_ = path;
-  }
-  std::string stop() {
-    if (saved_ < 0) return "";
-    fflush(stderr);
-    dup2(saved_, 2);
-    close(saved_);
-    saved_ = -1;
-    std::ifstream in(path_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    unlink(path_.c_str());
-    return ss.str();
-  }
-  bool active() const { return saved_ >= 0; }
-
- private:
-  int saved_ = -1;
-  std::string path_;
-};
-StderrCapture g_capture;
-
-[[noreturn]] void die(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void die(const char* fmt, ...) {
-  std::string captured = g_capture.active() ? g_capture.stop() : "";
-  if (!captured.empty()) fputs(captured.c_str(), stderr);
-  char msg[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "cairn-bench: rank %d: %s\n", g_rank, msg);
-  fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  _exit(1);
-}
-
-#define CHECK_CAIRN(call)                                                                              \
-  do {                                                                                                 \
-    int rc_ = (call);                                                                                  \
-    if (rc_ != 0) die("%s failed: %s: %s", #call, cairn_strerror(rc_), cairn_last_error());           \
-  } while (0)
-
-#define CHECK_MPI(call)                                                                                \
-  do {                                                                                                 \
-    if ((call) != MPI_SUCCESS) die("%s failed", #call);                                               \
-  } while (0)
-
-double max_over_ranks(double x) {
-  double m = 0;
-  CHECK_MPI(MPI_Allreduce(&x, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-  return m;
-}
-void barrier() { CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
-
-// Page-aligned memory, every page written (faulted in) before any timing.
-uint8_t* alloc_faulted(uint64_t size) {
-  uint64_t rounded = (size + 4095) / 4096 * 4096;
-  void* p = aligned_alloc(4096, rounded);
-  if (!p) die("cannot allocate %llu bytes", static_cast<unsigned long long>(size));
-  memset(p, 0x5a, rounded);
-  return static_cast<uint8_t*>(p);
-}
-
-// Non-trivial, incompressible data (splitmix64), different on every rank.
-void fill_random(uint8_t* p, uint64_t size, uint64_t seed) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  uint64_t words = size / 8;
-  auto* w = reinterpret_cast<uint64_t*>(p);
-  for (uint64_t i = 0; i < words; ++i) {
-    uint64_t z = (x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    w[i] = z ^ (z >> 31);
-  }
-  for (uint64_t i = words * 8; i < size; ++i) p[i] = static_cast<uint8_t>(i * 131 + seed);
-}
-
-inline void clobber(void* p) { asm volatile("" : : "r"(p) : "memory"); }
-
-const char* fs_type_name(const std::string& path) {
-  struct statfs s {};
-  if (statfs(path.c_str(), &s) != 0) return "unknown";
-  switch (static_cast<unsigned long>(s.f_type)) {
-    case 0x01021994: return "tmpfs";
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x6969: return "nfs";
-    case 0x0BD00BD0: return "lustre";
-    case 0x47504653: return "gpfs";
-    case 0x794c7630: return "overlayfs";
-    case 0x2FC12FC1: return "zfs";
-  }
-  return "other";
-}
-
-std::string utc_now() {
-  time_t t = time(nullptr);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
-  char b[64];
-  strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return b;
-}
-
-// The 1-minute load average: other work on the machine makes every figure lower.
-double loadavg_1m() {
-  double l = -1;
-  if (FILE* f = fopen("/proc/loadavg", "r")) {
-    if (fscanf(f, "%lf", &l) != 1) l = -1;
-    fclose(f);
-  }
-  return l;
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) {
-      auto c = line.find(':');
-      if (c != std::string::npos) return line.substr(c + 2);
-    }
-  return "unknown";
-}
-
 // Median per stage (ms) over the library's per-version summary lines of the timed versions:
 // "version V: ... L1 copy X ms (...), seal X ms; L2 <scheme> X ms (...); L3 X ms (...)".
 struct StageTimes {
   std::vector<double> copy, seal, l2, l3;
 };
-
-bool number_after(const std::string& line, const std::string& key, double* out) {
-  auto at = line.find(key);
-  if (at == std::string::npos) return false;
-  const char* s = line.c_str() + at + key.size();
-  char* end = nullptr;
-  double v = strtod(s, &end);
-  if (end == s) return false;
-  *out = v;
-  return true;
-}
 
 StageTimes parse_summaries(const std::string& log, uint64_t first_version) {
   StageTimes t;
@@ -1223,8 +1059,13 @@ int run_child(const Options& o, int argc, char** argv) {
   int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
   b.cpus_per_rank_.resize(static_cast<size_t>(g_nranks));
   CHECK_MPI(MPI_Gather(&ncpu, 1, MPI_INT, b.cpus_per_rank_.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
-  if (o.redistribute) b.run_redistribute();
-  else b.run();
+  if (o.snapshot) {
+    run_snapshot_child({o.sizes, o.reps, o.cache_dir, o.child_dir, o.child_job, o.json, o.verbose});
+  } else if (o.redistribute) {
+    b.run_redistribute();
+  } else {
+    b.run();
+  }
   MPI_Finalize();
   return 0;
 }
@@ -1370,14 +1211,33 @@ int main(int argc, char** argv) {
   app.add_flag("--redistribute", o.redistribute,
                "restart a block-distributed version written by --ranks N ranks on --to M ranks, beside the same "
                "version restarted on N ranks, from L1, L2 and L3 (three MPI jobs)");
+  app.add_flag("--snapshot", o.snapshot,
+               "what a checkpoint costs the application with snapshot = copy and = cow (L1 only), beside memcpy, "
+               "and a loop writing the state while the snapshot is in flight; --size may list sizes (256M,2G)");
   app.add_option("--to", o.to, "--redistribute: ranks of the N -> M restart (default N + 1)")->check(CLI::Range(1, 4096));
   app.add_option("--child-dir", o.child_dir)->group("");
   app.add_option("--child-stage", o.child_stage)->group("");
   app.add_option("--child-job", o.child_job)->group("");
   CLI11_PARSE(app, argc, argv);
 
-  if (!parse_size(o.size_text, &o.size) || o.size < 4096) {
-    fprintf(stderr, "cairn-bench: --size %s: expected a size of at least 4K, e.g. 256M\n", o.size_text.c_str());
+  {
+    std::stringstream ss(o.size_text);
+    for (std::string w; std::getline(ss, w, ',');) {
+      uint64_t size = 0;
+      if (!parse_size(w, &size) || size < 4096) {
+        fprintf(stderr, "cairn-bench: --size %s: expected a size of at least 4K, e.g. 256M\n", o.size_text.c_str());
+        return 2;
+      }
+      o.sizes.push_back(size);
+    }
+    if (o.sizes.empty() || (o.sizes.size() > 1 && !o.snapshot)) {
+      fprintf(stderr, "cairn-bench: --size %s: one size (a list only with --snapshot)\n", o.size_text.c_str());
+      return 2;
+    }
+    o.size = o.sizes[0];
+  }
+  if (o.snapshot && (o.redistribute || !o.only_text.empty())) {
+    fprintf(stderr, "cairn-bench: --snapshot goes without --redistribute and --only\n");
     return 2;
   }
   if (o.only_text.empty()) {

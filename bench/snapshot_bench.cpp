@@ -1,0 +1,274 @@
+#include "snapshot_bench.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "bench_util.hpp"
+#include "cairn/cairn.h"
+
+namespace cairn::bench {
+namespace {
+
+// The application's loop: one pass that reads and rewrites every word of the state.
+void write_pass(uint8_t* state, uint64_t size) {
+  auto* w = reinterpret_cast<uint64_t*>(state);
+  for (uint64_t i = 0; i < size / 8; ++i) w[i] = w[i] * 3 + 1;
+  clobber(state);
+}
+
+std::string first_line_of(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// What one session (one snapshot mode) measured, slowest rank per repetition, medians over reps.
+struct ModeTimes {
+  double blocking_ms = 0;      // cairn_checkpoint
+  double complete_ms = 0;      // from the checkpoint's start until its snapshot is in the slot (rank 0)
+  double during_ms = 0;        // the loop's pass right after cairn_checkpoint returned
+  double after_ms = 0;         // a pass once the version is through (after cairn_wait)
+  double protected_pct = 0;    // cow: share of the state write-protected (rank 0)
+  double writes_waited = 0;    // cow: writes that waited for their page, per snapshot (rank 0)
+};
+
+class SnapshotBench {
+ public:
+  explicit SnapshotBench(const SnapshotBenchArgs& a) : a_(a) {}
+
+  void run() {
+    load_start_ = loadavg_1m();
+    json sizes = json::array();
+    for (uint64_t size : a_.sizes) sizes.push_back(measure(size));
+    if (g_rank != 0) return;
+    json out;
+    out["mode"] = "snapshot";
+    out["sizes"] = sizes;
+    out["run"] = run_info();
+    if (a_.json)
+      printf("%s\n", out.dump(2).c_str());
+    else
+      print_table(out);
+    fflush(stdout);
+  }
+
+ private:
+  json measure(uint64_t size) {
+    uint8_t* state = alloc_faulted(size);
+    fill_random(state, size, 2000 + static_cast<uint64_t>(g_rank));
+    double memcpy_ms = memcpy_into_shm(state, size);
+    std::vector<double> loop;
+    for (int i = 0; i < 1 + a_.reps; ++i) {
+      barrier();
+      double t0 = now();
+      write_pass(state, size);
+      double t = max_over_ranks(now() - t0);
+      if (i) loop.push_back(t * 1e3);
+    }
+    double loop_ms = median(loop);
+    ModeTimes copy = session("copy", state, size), cow = session("cow", state, size);
+    free(state);
+
+    json j;
+    j["size_bytes"] = size;
+    j["memcpy_ms"] = round3(memcpy_ms);
+    j["l1_blocking_copy_ms"] = round3(copy.blocking_ms);
+    j["l1_blocking_cow_ms"] = round3(cow.blocking_ms);
+    j["snapshot_complete_copy_ms"] = round3(copy.complete_ms);
+    j["snapshot_complete_cow_ms"] = round3(cow.complete_ms);
+    j["loop_ms"] = round3(loop_ms);
+    j["loop_during_copy_x"] = round3(copy.during_ms / loop_ms);
+    j["loop_after_copy_x"] = round3(copy.after_ms / loop_ms);
+    j["loop_during_cow_x"] = round3(cow.during_ms / loop_ms);
+    j["loop_after_cow_x"] = round3(cow.after_ms / loop_ms);
+    j["cow_protected_pct"] = round3(cow.protected_pct);
+    j["cow_writes_waited"] = round3(cow.writes_waited);
+    json t;
+    t["l1_blocking_cow"] = target("l1_blocking_cow_ms / memcpy_ms", cow.blocking_ms / memcpy_ms, 0.1);
+    t["snapshot_complete_cow"] = target("snapshot_complete_cow_ms / memcpy_ms", cow.complete_ms / memcpy_ms, 1.5);
+    t["loop_during_cow"] = target("loop pass right after cairn_checkpoint / loop_ms", cow.during_ms / loop_ms, 1.5);
+    // "not at all after": within the noise of two passes of the same loop.
+    t["loop_after_cow"] = target("loop pass after the version is through / loop_ms", cow.after_ms / loop_ms, 1.05);
+    j["targets"] = t;
+    return j;
+  }
+
+  static json target(const char* what, double ratio, double max_ratio) {
+    return {{"what", what}, {"max_ratio", max_ratio}, {"ratio", round3(ratio)}, {"pass", ratio <= max_ratio}};
+  }
+
+  // memcpy into a pre-faulted shared mapping of a file in cache_dir (what an L1 slot is), every rank
+  // at once (as in a checkpoint).
+  double memcpy_into_shm(const uint8_t* state, uint64_t size) {
+    std::string path = a_.cache_dir + "/cairn-" + a_.job + ".memcpy.r" + std::to_string(g_rank);
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) die("open %s: %s", path.c_str(), strerror(errno));
+    unlink(path.c_str());  // the mapping keeps it alive; nothing is left behind
+    int rc = posix_fallocate(fd, 0, static_cast<off_t>(size));
+    if (rc != 0) die("fallocate %s: %s", path.c_str(), strerror(rc));
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) die("mmap %s: %s", path.c_str(), strerror(errno));
+    std::vector<double> ms;
+    for (int i = 0; i < 1 + a_.reps; ++i) {
+      barrier();
+      double t0 = now();
+      memcpy(p, state, size);
+      clobber(p);
+      double t = max_over_ranks(now() - t0);
+      if (i) ms.push_back(t * 1e3);
+    }
+    munmap(p, size);
+    return median(ms);
+  }
+
+  void set(const char* name, const std::string& value) {
+    if (setenv(name, value.c_str(), 1) != 0) die("setenv %s: %s", name, strerror(errno));
+  }
+
+  // One cairn session with snapshot = `mode`: L1 only (no L2, no flush), one slot. A warm-up version
+  // creates the slot; then per repetition: cairn_checkpoint, a pass of the loop right away, cairn_wait,
+  // and a pass once the version is through.
+  ModeTimes session(const char* mode, uint8_t* state, uint64_t size) {
+    std::string prefix = a_.work_dir + "/prefix", cache_job = a_.cache_dir + "/cairn-" + a_.job;
+    barrier();
+    if (g_rank == 0) {
+      std::error_code ec;
+      std::filesystem::remove_all(cache_job, ec);
+      std::filesystem::remove_all(prefix, ec);
+    }
+    barrier();
+    set("CAIRN_SNAPSHOT", mode);
+    set("CAIRN_PREFIX", prefix);
+    set("CAIRN_CACHE_DIR", a_.cache_dir);
+    set("CAIRN_JOB", a_.job);
+    set("CAIRN_REDUNDANCY", "single");
+    set("CAIRN_FLUSH_EVERY", "0");
+    set("CAIRN_FLUSH_ON_FINALIZE", "false");
+    set("CAIRN_CACHE_VERSIONS", "1");
+    set("CAIRN_LOG", "info");
+    g_capture.start(a_.work_dir + "/snapshot-log.r" + std::to_string(g_rank));
+    CHECK_CAIRN(cairn_init(MPI_COMM_WORLD, nullptr));
+    CHECK_CAIRN(cairn_protect("state", state, size, CAIRN_BYTE));
+    CHECK_CAIRN(cairn_checkpoint());
+    CHECK_CAIRN(cairn_wait());
+    std::vector<double> blocking, during, after;
+    for (int i = 0; i < a_.reps; ++i) {
+      barrier();
+      double t0 = now();
+      CHECK_CAIRN(cairn_checkpoint());
+      double t1 = now();
+      write_pass(state, size);
+      double t2 = now();
+      CHECK_CAIRN(cairn_wait());
+      barrier();
+      double t3 = now();
+      write_pass(state, size);
+      double t4 = now();
+      blocking.push_back(max_over_ranks(t1 - t0) * 1e3);
+      during.push_back(max_over_ranks(t2 - t1) * 1e3);
+      after.push_back(max_over_ranks(t4 - t3) * 1e3);
+    }
+    CHECK_CAIRN(cairn_finalize());
+    std::string log = g_capture.stop();
+    ModeTimes m;
+    m.blocking_ms = median(blocking);
+    m.during_ms = median(during);
+    m.after_ms = median(after);
+    // rank 0's summary lines of the timed versions (2 ..): "(cow: P% write-protected, complete in X ms,
+    // W writes waited)"; with copy the snapshot is complete when cairn_checkpoint returns.
+    std::vector<double> complete, pct, waited;
+    std::istringstream in(log);
+    bool chosen = false;
+    for (std::string line; std::getline(in, line);) {
+      double v = 0, x = 0;
+      if (line.find("snapshot = ") != std::string::npos) {
+        chosen = line.find(std::string("snapshot = ") + mode) != std::string::npos &&
+                 (std::strcmp(mode, "copy") == 0 || line.find("copy-on-write") != std::string::npos);
+        if (!chosen) die("snapshot = %s was not honoured: %s", mode, line.c_str());
+      }
+      if (a_.verbose || line.find(" info: ") == std::string::npos) fprintf(stderr, "%s\n", line.c_str());
+      if (!number_after(line, "info: version ", &v) || v < 2) continue;
+      auto at = line.find("complete in ");
+      if (at == std::string::npos) continue;
+      if (number_after(line, "complete in ", &x)) complete.push_back(x);
+      if (number_after(line, "(cow: ", &x)) pct.push_back(x);
+      if (number_after(line.substr(at), " ms, ", &x)) waited.push_back(x);
+    }
+    if (g_rank == 0 && !chosen) die("the log does not say which snapshotter cairn_init chose");
+    m.complete_ms = std::strcmp(mode, "copy") == 0 ? m.blocking_ms : median(complete);
+    m.protected_pct = median(pct);
+    m.writes_waited = median(waited);
+    if (g_rank == 0 && std::strcmp(mode, "cow") == 0 && complete.empty())
+      die("no copy-on-write summary line in the log (is the state write-protectable?)");
+    return m;
+  }
+
+  json run_info() {
+    json j;
+    j["date"] = utc_now();
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    j["host"] = host;
+    j["cpu"] = cpu_model();
+    j["cores_online"] = sysconf(_SC_NPROCESSORS_ONLN);
+    struct utsname u {};
+    uname(&u);
+    j["kernel"] = u.release;
+    j["transparent_hugepages"] = first_line_of("/sys/kernel/mm/transparent_hugepage/enabled");
+    j["loadavg_1m_start"] = round3(load_start_);
+    j["loadavg_1m_end"] = round3(loadavg_1m());
+    j["ranks"] = g_nranks;
+    j["reps"] = a_.reps;
+    j["statistic"] = "median of reps of the slowest rank's time; complete and waits from rank 0's log";
+    j["cache_dir"] = a_.cache_dir;
+    j["cache_fs"] = fs_type_name(a_.cache_dir);
+    j["work_dir"] = a_.work_dir;
+    j["cache_job_dir"] = a_.cache_dir + "/cairn-" + a_.job;
+    j["config"] = "redundancy = single, flush_every = 0, cache_versions = 1 (L1 only)";
+    j["loop"] = "w[i] = 3 w[i] + 1 over every 8-byte word of the state";
+    return j;
+  }
+
+  void print_table(const json& out) {
+    const json& run = out["run"];
+    printf("cairn-bench --snapshot  %s  %s, %lld cores, kernel %s  %d rank(s), median of %d, load %.2f -> %.2f\n",
+           run["date"].get<std::string>().c_str(), run["cpu"].get<std::string>().c_str(),
+           run["cores_online"].get<long long>(), run["kernel"].get<std::string>().c_str(), run["ranks"].get<int>(),
+           run["reps"].get<int>(), run["loadavg_1m_start"].get<double>(), run["loadavg_1m_end"].get<double>());
+    for (const json& s : out["sizes"]) {
+      printf("\n%.0f MiB per rank\n", s["size_bytes"].get<double>() / (1 << 20));
+      printf("  %-28s %10.2f ms\n", "memcpy", s["memcpy_ms"].get<double>());
+      printf("  %-28s %10.2f ms   complete %8.2f ms   loop during x%.2f, after x%.2f\n", "snapshot = copy: blocking",
+             s["l1_blocking_copy_ms"].get<double>(), s["snapshot_complete_copy_ms"].get<double>(),
+             s["loop_during_copy_x"].get<double>(), s["loop_after_copy_x"].get<double>());
+      printf("  %-28s %10.2f ms   complete %8.2f ms   loop during x%.2f, after x%.2f   (%.0f%% protected, %.0f writes waited)\n",
+             "snapshot = cow:  blocking", s["l1_blocking_cow_ms"].get<double>(), s["snapshot_complete_cow_ms"].get<double>(),
+             s["loop_during_cow_x"].get<double>(), s["loop_after_cow_x"].get<double>(), s["cow_protected_pct"].get<double>(),
+             s["cow_writes_waited"].get<double>());
+      for (const auto& [name, t] : s["targets"].items())
+        printf("  target %-22s %-55s %6.3f <= %-5.2f %s\n", name.c_str(), t["what"].get<std::string>().c_str(),
+               t["ratio"].get<double>(), t["max_ratio"].get<double>(), t["pass"].get<bool>() ? "met" : "MISSED");
+    }
+  }
+
+  const SnapshotBenchArgs a_;
+  double load_start_ = 0;
+};
+
+}  // namespace
+
+void run_snapshot_child(const SnapshotBenchArgs& args) { SnapshotBench(args).run(); }
+
+}  // namespace cairn::bench
