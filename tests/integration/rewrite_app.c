@@ -2,7 +2,10 @@
  * for a copy-on-write snapshot (every page is written while the copier is still at work). Each rank owns
  * --mib MiB of uint64 words; every iteration replaces each word by a function of itself, the iteration
  * and its index, front to back on even iterations and back to front on odd ones (so the writer both
- * follows and meets the copier). A restarted run must end with the state of a run that never failed:
+ * follows and meets the copier). Before that, each iteration -- so right after a checkpoint too -- every
+ * rank receives a quarter of its left neighbour's state straight into its own (MPI_Sendrecv): on one
+ * host MPI's shared-memory transport writes it from the other process (process_vm_writev), a write by
+ * the kernel into protected memory. A restarted run must end with the state of a run that never failed:
  * rank 0 prints `result <hex>`, a hash of every rank's final state, and `restart: version V from level
  * L` when it restarted, like heat2d, so tests/integration/scenario.py can drive it under `cairn run`.
  *
@@ -102,7 +105,11 @@ int main(int argc, char **argv) {
     }
   }
 
+  int right = (world_rank + 1) % nprocs, left = (world_rank + nprocs - 1) % nprocs;
+  size_t quarter = n / 4;
   while (iter < iters) {
+    MPI_Sendrecv(state, (int)quarter, MPI_UINT64_T, right, 7, state + quarter, (int)quarter, MPI_UINT64_T, left, 7,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     rewrite(state, n, iter);
     iter++;
     if (sleep_ms > 0) {

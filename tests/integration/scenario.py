@@ -69,8 +69,10 @@ def app_cmd(args):
 def reference_result(args):
     """The failure-free answer, computed once per build and shared by the scenarios."""
     app = app_cmd(args)
+    # keyed by the arguments and the binary's time, so a rebuilt application gets a fresh reference
     path = os.path.join(args.build, "tests", "integration",
-                        f"{os.path.basename(app[0])}-reference-" + "-".join(app[2::2]) + ".txt")
+                        f"{os.path.basename(app[0])}-reference-" + "-".join(app[2::2]) +
+                        f"-{int(os.path.getmtime(app[0]))}.txt")
     if os.path.exists(path):
         return open(path).read().strip()
     work = os.path.join(args.build, "tests", "integration", "work", f"reference-{os.getpid()}")
