@@ -176,6 +176,31 @@ TEST(CowSnapshot, ManyThreadsWriteDuringTheCopy) {
   }
 }
 
+// One snapshotter, many snapshots of changing region sets (more pages, fewer, others): every one exact.
+TEST(CowSnapshot, ManySnapshotsOfChangingRegions) {
+  SKIP_WITHOUT_COW();
+  auto s = cow();
+  Anon a(8 << 20), b(24 << 20), c(1 << 20);
+  for (int round = 0; round < 12; ++round) {
+    std::vector<SnapshotRegion> regions;
+    uint64_t off = 0;
+    for (Anon* x : {&a, &b, &c})
+      if ((round >> (x == &a ? 0 : x == &b ? 1 : 2)) & 1 || x == &c) {
+        regions.push_back({"r", x->p, x->size, off});
+        off += x->size;
+      }
+    std::vector<uint8_t> want;
+    for (const auto& r : regions) {
+      auto* p = static_cast<const uint8_t*>(r.src);
+      want.insert(want.end(), p, p + r.size);
+    }
+    auto slot = snapshot(*s, regions, [&] {
+      for (const auto& r : regions) memset(const_cast<void*>(r.src), round, r.size);
+    });
+    EXPECT_TRUE(slot == want) << "round " << round;
+  }
+}
+
 // Regions that start and end inside pages: the partial pages are shared with memory that is not the
 // region's (here: other regions and bytes of no region), which the application writes freely.
 TEST(CowSnapshot, OddSizesAndAlignments) {

@@ -184,11 +184,10 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
                           pages, p.region});
       pages += (p.end - p.start) / page_;
     }
-    if (pages > pages_cap_) {
-      pages_.reset(new std::atomic<uint8_t>[pages]);
+    if (pages > pages_cap_) {  // zero: pending (the copier resets them after each snapshot)
+      pages_.reset(new std::atomic<uint8_t>[pages]());
       pages_cap_ = pages;
     }
-    for (uint64_t i = 0; i < pages; ++i) pages_[i].store(kPending, std::memory_order_relaxed);
     total_pages_ = pages;
     done_pages_ = 0;
     hint_ = 0;
@@ -344,14 +343,17 @@ void CowSnapshotter::copier_loop() {
     {
       // Read what is on the descriptor now: an munmap/madvise/mremap reported so far is then in
       // failure_ (a madvise not reported yet zaps only after it is read: every page is copied by then).
+      // From here the handler leaves this snapshot's pages alone.
       std::lock_guard<std::mutex> hl(handler_mu_);
       uffd_msg msgs[16];
       for (ssize_t n; (n = read(uffd_.fd(), msgs, sizeof msgs)) > 0;)
         for (size_t i = 0; i < static_cast<size_t>(n) / sizeof(uffd_msg); ++i) handle(msgs[i]);
+      active_ = false;
     }
-    for (const auto& t : tracked_) (void)uffd_.unregister(t.start, t.end - t.start);
-    active_ = false;
     t_copied_ = now();
+    for (const auto& t : tracked_) (void)uffd_.unregister(t.start, t.end - t.start);
+    // Pending again for the next snapshot, here rather than on its blocking path.
+    for (uint64_t i = 0; i < total_pages_; ++i) pages_[i].store(kPending, std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(mu_);
       copied_ = true;
