@@ -1,6 +1,7 @@
 #include "bench_util.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -71,6 +72,18 @@ void die(const char* fmt, ...) {
   fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
   _exit(1);
+}
+
+uint8_t* map_slot_like(const std::string& path, uint64_t size) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) die("open %s: %s", path.c_str(), strerror(errno));
+  unlink(path.c_str());  // the mapping keeps it alive
+  int rc = posix_fallocate(fd, 0, static_cast<off_t>(size));
+  if (rc != 0) die("fallocate %s: %s", path.c_str(), strerror(rc));
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) die("mmap %s: %s", path.c_str(), strerror(errno));
+  return static_cast<uint8_t*>(p);
 }
 
 double max_over_ranks(double x) {
@@ -145,6 +158,20 @@ std::string cpu_model() {
       if (c != std::string::npos) return line.substr(c + 2);
     }
   return "unknown";
+}
+
+json machine_info(double load_start) {
+  json j;
+  j["date"] = utc_now();
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  j["host"] = host;
+  j["cpu"] = cpu_model();
+  j["cores_online"] = sysconf(_SC_NPROCESSORS_ONLN);
+  j["loadavg_1m_start"] = round3(load_start);
+  j["loadavg_1m_end"] = round3(loadavg_1m());
+  j["ranks"] = g_nranks;
+  return j;
 }
 
 bool number_after(const std::string& line, const std::string& key, double* out) {

@@ -59,12 +59,17 @@ uint8_t* alloc_faulted(uint64_t size);
 // Non-trivial, incompressible data (splitmix64), different on every rank.
 void fill_random(uint8_t* p, uint64_t size, uint64_t seed);
 inline void clobber(void* p) { asm volatile("" : : "r"(p) : "memory"); }
+// `size` bytes of a new file at `path` (in the cache directory), unlinked at once, mapped shared and
+// pre-faulted: what an L1 slot is. munmap it when done; nothing is left behind.
+uint8_t* map_slot_like(const std::string& path, uint64_t size);
 
 const char* fs_type_name(const std::string& path);
 std::string utc_now();
 // The 1-minute load average: other work on the machine makes every figure lower.
 double loadavg_1m();
 std::string cpu_model();
+// The head of a report's "run" object: date, host, cpu, cores, the load at the start and now, ranks.
+json machine_info(double load_start);
 // The number right after `key` in `line`.
 bool number_after(const std::string& line, const std::string& key, double* out);
 

@@ -421,15 +421,7 @@ class Bench {
     }
     // One core into a pre-faulted shared mapping of a file in cache_dir (what an L1 slot is).
     if (g_rank == 0) {
-      std::string path = o_.cache_dir + "/cairn-" + o_.child_job + ".memcpy";
-      int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      if (fd < 0) die("open %s: %s", path.c_str(), strerror(errno));
-      unlink(path.c_str());  // the mapping keeps it alive; nothing is left behind
-      int rc = posix_fallocate(fd, 0, static_cast<off_t>(size_));
-      if (rc != 0) die("fallocate %s: %s", path.c_str(), strerror(rc));
-      void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-      close(fd);
-      if (p == MAP_FAILED) die("mmap %s: %s", path.c_str(), strerror(errno));
+      uint8_t* p = map_slot_like(o_.cache_dir + "/cairn-" + o_.child_job + ".memcpy", size_);
       for (int i = 0; i < 1 + o_.reps; ++i) {
         double t0 = now();
         memcpy(p, state_, size_);
@@ -943,16 +935,7 @@ class Bench {
   }
 
   json run_info() {
-    json j;
-    j["date"] = utc_now();
-    char host[256] = {0};
-    gethostname(host, sizeof host - 1);
-    j["host"] = host;
-    j["cpu"] = cpu_model();
-    j["cores_online"] = sysconf(_SC_NPROCESSORS_ONLN);
-    j["loadavg_1m_start"] = round3(load_start_);
-    j["loadavg_1m_end"] = round3(loadavg_1m());
-    j["ranks"] = g_nranks;
+    json j = machine_info(load_start_);
     j["size_bytes"] = size_;
     j["reps"] = o_.reps;
     j["statistic"] = "median of reps; per-rank bytes / slowest rank's time; GB/s = 1e9 bytes/s";
@@ -1134,16 +1117,8 @@ int report_redistribute(const Options& o, const std::string& dir, const std::str
   }
   out["restart_ms"] = ms;
   out["restart_log"] = logs;
-  json run;
-  run["date"] = utc_now();  // the end of the run, as in the other mode
+  json run = machine_info(load_start);  // date: the end of the run, as in the other mode
   run["date_start"] = date;
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  run["host"] = host;
-  run["cpu"] = cpu_model();
-  run["cores_online"] = sysconf(_SC_NPROCESSORS_ONLN);
-  run["loadavg_1m_start"] = round3(load_start);
-  run["loadavg_1m_end"] = round3(loadavg_1m());
   run["ranks"] = o.ranks;
   run["to_ranks"] = o.to;
   run["size_bytes"] = o.size;

@@ -111,15 +111,7 @@ class SnapshotBench {
   // memcpy into a pre-faulted shared mapping of a file in cache_dir (what an L1 slot is), every rank
   // at once (as in a checkpoint).
   double memcpy_into_shm(const uint8_t* state, uint64_t size) {
-    std::string path = a_.cache_dir + "/cairn-" + a_.job + ".memcpy.r" + std::to_string(g_rank);
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) die("open %s: %s", path.c_str(), strerror(errno));
-    unlink(path.c_str());  // the mapping keeps it alive; nothing is left behind
-    int rc = posix_fallocate(fd, 0, static_cast<off_t>(size));
-    if (rc != 0) die("fallocate %s: %s", path.c_str(), strerror(rc));
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) die("mmap %s: %s", path.c_str(), strerror(errno));
+    uint8_t* p = map_slot_like(a_.cache_dir + "/cairn-" + a_.job + ".memcpy.r" + std::to_string(g_rank), size);
     std::vector<double> ms;
     for (int i = 0; i < 1 + a_.reps; ++i) {
       barrier();
@@ -216,20 +208,11 @@ class SnapshotBench {
   }
 
   json run_info() {
-    json j;
-    j["date"] = utc_now();
-    char host[256] = {0};
-    gethostname(host, sizeof host - 1);
-    j["host"] = host;
-    j["cpu"] = cpu_model();
-    j["cores_online"] = sysconf(_SC_NPROCESSORS_ONLN);
+    json j = machine_info(load_start_);
     struct utsname u {};
     uname(&u);
     j["kernel"] = u.release;
     j["transparent_hugepages"] = first_line_of("/sys/kernel/mm/transparent_hugepage/enabled");
-    j["loadavg_1m_start"] = round3(load_start_);
-    j["loadavg_1m_end"] = round3(loadavg_1m());
-    j["ranks"] = g_nranks;
     j["reps"] = a_.reps;
     j["statistic"] = "median of reps of the slowest rank's time; complete and waits from rank 0's log";
     j["cache_dir"] = a_.cache_dir;
