@@ -236,6 +236,20 @@ TEST(CowSnapshot, OddSizesAndAlignments) {
   EXPECT_LT(s->report().protected_bytes, a.size);
 }
 
+// A region on the main thread's stack (a local array): the calls made after begin() use the stack
+// below it, the region's own pages are protected like any anonymous memory.
+TEST(CowSnapshot, ARegionOnTheStack) {
+  SKIP_WITHOUT_COW();
+  auto s = cow();
+  alignas(64) uint8_t local[256 << 10];
+  Anon::fill(local, sizeof local, 9);
+  auto before = bytes(local, sizeof local);
+  auto slot = snapshot(*s, {{"local", local, sizeof local, 0}}, [&] { memset(local, 0, sizeof local); });
+  EXPECT_TRUE(slot == before);
+  EXPECT_GE(s->report().protected_bytes, sizeof local - 2 * kPage);
+  EXPECT_TRUE(s->report().fallbacks.empty());
+}
+
 TEST(CowSnapshot, RegionsThatCannotBeProtectedAreCopiedAndSayWhy) {
   SKIP_WITHOUT_COW();
   auto s = cow();
