@@ -149,7 +149,8 @@ class SnapshotBench {
     set("CAIRN_FLUSH_EVERY", "0");
     set("CAIRN_FLUSH_ON_FINALIZE", "false");
     set("CAIRN_CACHE_VERSIONS", "1");
-    set("CAIRN_LOG", "info");
+    const char* lvl = getenv("CAIRN_LOG");
+    if (!lvl || strcmp(lvl, "debug") != 0) set("CAIRN_LOG", "info");
     g_capture.start(a_.work_dir + "/snapshot-log.r" + std::to_string(g_rank));
     CHECK_CAIRN(cairn_init(MPI_COMM_WORLD, nullptr));
     CHECK_CAIRN(cairn_protect("state", state, size, CAIRN_BYTE));

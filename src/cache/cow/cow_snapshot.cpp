@@ -159,6 +159,7 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
   t_begin_ = now();
   report_ = {};
   CAIRN_ASSIGN_OR_RETURN(plan, cow::plan_snapshot(regions, page_, opt_.eager_below));
+  const double t_planned = now();
 
   // Register the ranges to protect; one the kernel refuses is copied instead.
   std::vector<cow::ProtectedRange> protect;
@@ -196,10 +197,12 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
     fault_bytes_ = 0;
     active_ = !tracked_.empty();
   }
+  const double t_registered = now();
   for (const auto& t : tracked_) {
     int err = uffd_.protect(t.start, t.end - t.start);
     if (err != 0) return fail_begin(std::string("UFFDIO_WRITEPROTECT: ") + strerror(err), tracked_.size());
   }
+  const double t_protected = now();
   for (const auto& e : plan.eager) {
     const SnapshotRegion& r = regions[e.region];
     memcpy(slot + r.offset + e.from, static_cast<const uint8_t*>(r.src) + e.from, e.len);
@@ -213,6 +216,11 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
   t_copied_ = now();
   copy_requested_ = !copied_;
   report_.blocking_seconds = now() - t_begin_;
+  LOG_DEBUG("snapshot begin: %.3f ms (plan %.3f, register %.3f, protect %.3f, copy %.3f) for %llu protected, %llu copied bytes",
+            report_.blocking_seconds * 1e3, (t_planned - t_begin_) * 1e3, (t_registered - t_planned) * 1e3,
+            (t_protected - t_registered) * 1e3, (t_begin_ + report_.blocking_seconds - t_protected) * 1e3,
+            static_cast<unsigned long long>(report_.protected_bytes),
+            static_cast<unsigned long long>(report_.bytes - report_.protected_bytes));
   lock.unlock();
   cv_.notify_all();
   return Status::ok();
