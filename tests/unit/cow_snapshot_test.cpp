@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <iterator>
 #include <cstring>
 #include <dirent.h>
 #include <fstream>
@@ -173,6 +175,78 @@ TEST(CowSnapshot, ManyThreadsWriteDuringTheCopy) {
     EXPECT_TRUE(std::equal(before_b.begin(), before_b.end(), slot.begin() + static_cast<long>(a.size))) << "round " << round;
     before_a = bytes(a.p, a.size);
     before_b = bytes(b.p, b.size);
+  }
+}
+
+// Fault blocks smaller than the copier's chunks: a sweeping writer's faults copy ahead of it too.
+TEST(CowSnapshot, SmallFaultBlocks) {
+  SKIP_WITHOUT_COW();
+  CowOptions o;
+  o.fault_block = 64 << 10;
+  auto s = cow(o);
+  Anon a(32 << 20);
+  for (int round = 0; round < 3; ++round) {
+    auto before = bytes(a.p, a.size);
+    auto slot = snapshot(*s, {{"u", a.p, a.size, 0}}, [&] {
+      for (uint64_t i = a.size; i-- > 0;) a.p[i] = static_cast<uint8_t>(i + round);  // against the copier
+    });
+    EXPECT_TRUE(slot == before) << "round " << round;
+  }
+}
+
+// kB of transparent huge pages in the mapping that holds p (/proc/self/smaps).
+long huge_kb_at(const void* p) {
+  std::ifstream in("/proc/self/smaps");
+  auto a = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    unsigned long lo = 0, hi = 0;
+    char sep = 0;
+    if (sscanf(line.c_str(), "%lx-%lx%c", &lo, &hi, &sep) == 3 && sep == ' ') inside = lo <= a && a < hi;
+    long kb = 0;
+    if (inside && sscanf(line.c_str(), "AnonHugePages: %ld kB", &kb) == 1) return kb;
+  }
+  return -1;
+}
+
+// Between snapshots the protected memory is gathered into huge pages (where THP is allowed), so the
+// next protection is cheap; with huge_pages = false it is left as the application had it.
+TEST(CowSnapshot, HugePagesAreGatheredBetweenSnapshots) {
+  SKIP_WITHOUT_COW();
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode((std::istreambuf_iterator<char>(thp)), std::istreambuf_iterator<char>());
+  // "madvise": memory is in 4 KiB pages until someone asks (here: the snapshotter's MADV_COLLAPSE);
+  // "always" gives huge pages from the first touch, "never" none at all.
+  if (mode.find("[madvise]") == std::string::npos) GTEST_SKIP() << "THP mode here: " << mode;
+  int gathered_after = 0;  // polls the gathering took; the run without it waits twice as long
+  for (bool gather : {true, false}) {
+    CowOptions o;
+    o.huge_pages = gather;
+    auto s = cow(o);
+    const uint64_t n = 16 << 20;
+    void* raw = mmap(nullptr, n + (2 << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(raw, MAP_FAILED);
+    auto* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + (2 << 20) - 1) & ~uintptr_t((2 << 20) - 1));
+    Anon::fill(p, n, 3);
+    EXPECT_EQ(huge_kb_at(p), 0);
+    auto before = bytes(p, n);
+    auto slot = snapshot(*s, {{"u", p, n, 0}}, [] {});
+    EXPECT_TRUE(slot == before);
+    long kb = 0;
+    int polls = gather ? 200 : 2 * gathered_after + 2;
+    for (int i = 0; i < polls && kb < static_cast<long>(n >> 10); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      kb = huge_kb_at(p);
+      if (gather) gathered_after = i + 1;
+    }
+    if (gather)
+      EXPECT_EQ(kb, static_cast<long>(n >> 10)) << "not gathered into huge pages after 10 s";
+    else
+      EXPECT_EQ(kb, 0);
+    slot = snapshot(*s, {{"u", p, n, 0}}, [&] { memset(p, 0, n); });  // and still exact
+    EXPECT_TRUE(slot == before);
+    s.reset();
+    munmap(raw, n + (2 << 20));
   }
 }
 

@@ -33,9 +33,12 @@
 namespace cairn {
 
 struct CowOptions {
-  uint64_t copy_chunk = 2 << 20;     // the copier's step; a transparent huge page stays whole
-  uint64_t fault_block = 256 << 10;  // what a write to a page not yet copied has copied first, around it
-  uint64_t eager_below = 64 << 10;   // regions with less protectable memory are copied in begin()
+  uint64_t copy_chunk = 2 << 20;   // the copier's step; a transparent huge page stays whole
+  uint64_t fault_block = 2 << 20;  // what a write to a page not yet copied has copied first, around it
+  uint64_t eager_below = 64 << 10;  // regions with less protectable memory are copied in begin()
+  // Between snapshots, gather the protected memory into transparent huge pages (MADV_COLLAPSE) so the
+  // next protection walks 512 times fewer page-table entries; never where THP is "never".
+  bool huge_pages = true;
 };
 
 // Empty when this process can take copy-on-write snapshots, else why not (no userfaultfd, not
