@@ -79,7 +79,8 @@ const std::vector<Knob>& knobs() {
                       "cairn_checkpoint only write-protects the memory (userfaultfd, Linux 6.4) and a "
                       "thread copies it in the background; a write to a page not yet copied waits for "
                       "that page. Memory that cannot be write-protected (shared, file-backed, hugetlb) "
-                      "is copied. auto: cow unless the kernel or permissions forbid it or the node has "
+                      "is copied; between checkpoints the protected memory is gathered into transparent "
+                      "huge pages, which makes protecting it cheap. auto: cow unless the kernel or permissions forbid it or the node has "
                       "RDMA devices (a NIC writing protected memory by DMA is not seen); cairn_init "
                       "logs the choice and why (docs/architecture.md)."},
       {.name = "redundancy", .kind = Kind::choice, .member = &Config::redundancy,
