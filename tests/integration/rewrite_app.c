@@ -8,9 +8,12 @@
  * the kernel into protected memory. A restarted run must end with the state of a run that never failed:
  * rank 0 prints `result <hex>`, a hash of every rank's final state, and `restart: version V from level
  * L` when it restarted, like heat2d, so tests/integration/scenario.py can drive it under `cairn run`.
+ * After cairn_finalize every rank checks that cairn left nothing behind (a thread, a userfaultfd, memory
+ * registered for write-protect) and aborts if it did.
  *
  * Usage: rewrite_app [--mib M] [--iters I] [--checkpoint-every K] [--sleep-ms S] [--no-restart]
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <mpi.h>
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cairn/cairn.h"
 
@@ -43,6 +47,37 @@ static void rewrite(uint64_t *s, size_t n, int64_t iter) {
     for (size_t i = 0; i < n; i++) s[i] = mix(s[i] + salt + i);
   else
     for (size_t i = n; i-- > 0;) s[i] = mix(s[i] + salt + i);
+}
+
+/* What cairn may leave behind in this process: threads, userfaultfd descriptors, memory still registered
+ * for write-protect ("uw" in smaps' VmFlags). Compared before cairn_init and after cairn_finalize. */
+typedef struct leftovers {
+  int threads, uffds, registered;
+} leftovers;
+
+static leftovers look_for_leftovers(void) {
+  leftovers l = {0, 0, 0};
+  char path[512], target[512];
+  DIR *d = opendir("/proc/self/task");
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+    if (e->d_name[0] != '.') l.threads++;
+  if (d) closedir(d);
+  d = opendir("/proc/self/fd");
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n > 0) {
+      target[n] = 0;
+      if (strstr(target, "userfaultfd")) l.uffds++;
+    }
+  }
+  if (d) closedir(d);
+  FILE *f = fopen("/proc/self/smaps", "r");
+  char line[1024];
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "VmFlags:", 8) == 0 && strstr(line, " uw")) l.registered++;
+  if (f) fclose(f);
+  return l;
 }
 
 static const char *level_name(int level) {
@@ -87,6 +122,8 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < n; i++) state[i] = mix(((uint64_t)world_rank << 40) + i);
   int64_t iter = 0;
 
+  MPI_Barrier(MPI_COMM_WORLD);
+  leftovers before = look_for_leftovers();
   check(cairn_init(MPI_COMM_WORLD, NULL), "cairn_init");
   cairn_distribution same = {CAIRN_DIST_REPLICATED, 1, 0, 0, 0};
   check(cairn_protect("state", state, n, CAIRN_UINT64), "cairn_protect(state)");
@@ -135,6 +172,13 @@ int main(int argc, char **argv) {
   uint64_t *all = world_rank == 0 ? malloc((size_t)nprocs * sizeof *all) : NULL;
   MPI_Gather(&digest, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   check(cairn_finalize(), "cairn_finalize");
+  leftovers after = look_for_leftovers();
+  if (after.threads != before.threads || after.uffds != before.uffds || after.registered != 0) {
+    fprintf(stderr, "rewrite_app: rank %d: cairn left behind threads %d -> %d, userfaultfds %d -> %d, %d mappings "
+                    "registered for write-protect\n", world_rank, before.threads, after.threads, before.uffds, after.uffds,
+            after.registered);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
   if (world_rank == 0) {
     uint64_t h = 0;
     for (int r = 0; r < nprocs; r++) h = mix(h ^ all[r]);
