@@ -47,7 +47,9 @@ typedef enum cairn_type {
   CAIRN_UINT64 = 6, /* uint64_t */
   CAIRN_FLOAT = 7,  /* float */
   CAIRN_DOUBLE = 8, /* double */
-  CAIRN_LONG = 9    /* long */
+  CAIRN_LONG = 9,   /* long */
+  CAIRN_COMPLEX_FLOAT = 10, /* float _Complex: two floats (Fortran complex(4), numpy complex64) */
+  CAIRN_COMPLEX_DOUBLE = 11 /* double _Complex: two doubles (Fortran complex(8), numpy complex128) */
 } cairn_type;
 
 /* Restart sources reported by cairn_restart_level(). */

@@ -1,6 +1,7 @@
 #include "cache/cache_store.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <cstdio>
 #include <cstring>
 
@@ -26,13 +27,53 @@ std::string vname(uint64_t v, const char* suffix) { return "v" + std::to_string(
 
 }  // namespace
 
+CacheStore::~CacheStore() { finish_prepare(); }
+
 Status CacheStore::open(const std::string& rank_dir, int nslots) {
+  finish_prepare();
+  prep_size_ = prep_red_ = done_size_ = done_red_ = 0;
+  prep_in_use_ = {};
   dir_ = rank_dir;
   slots_.clear();
   reds_.clear();
   slots_.resize(static_cast<size_t>(nslots));
   reds_.resize(static_cast<size_t>(nslots));
+  slot_mu_ = std::make_unique<std::mutex[]>(static_cast<size_t>(nslots));
   return fs::make_dirs(dir_);
+}
+
+void CacheStore::finish_prepare() {
+  if (preparer_.joinable()) preparer_.join();
+}
+
+void CacheStore::prepare(uint64_t size, uint64_t red_size, std::function<bool(int)> in_use) {
+  std::lock_guard<std::mutex> lock(prep_mu_);
+  prep_size_ = std::max(prep_size_, size);
+  prep_red_ = std::max(prep_red_, red_size);
+  prep_in_use_ = std::move(in_use);
+  if (preparing_ || slots_.empty() || (prep_size_ <= done_size_ && prep_red_ <= done_red_)) return;
+  if (preparer_.joinable()) preparer_.join();  // finished: it cleared preparing_ under the lock
+  preparing_ = true;
+  preparer_ = std::thread([this] {
+    for (;;) {
+      uint64_t size, red;
+      std::function<bool(int)> in_use;
+      {
+        std::lock_guard<std::mutex> lock(prep_mu_);
+        if (prep_size_ <= done_size_ && prep_red_ <= done_red_) {
+          preparing_ = false;
+          return;
+        }
+        size = prep_size_, red = prep_red_, in_use = prep_in_use_;
+      }
+      for (int s = 0; s < nslots(); ++s) {  // failures are met again by the checkpoint that needs the slot
+        if (size) (void)map(slots_, s, slot_path(s), size, in_use);
+        if (red) (void)map(reds_, s, red_path(s), red, in_use);
+      }
+      std::lock_guard<std::mutex> lock(prep_mu_);
+      done_size_ = size, done_red_ = red;
+    }
+  });
 }
 
 std::string CacheStore::slot_path(int s) const { return dir_ + "/slot-" + std::to_string(s) + ".data"; }
@@ -42,8 +83,12 @@ std::string CacheStore::set_path(uint64_t v) const { return dir_ + "/" + vname(v
 std::string CacheStore::protected_path(uint64_t v) const { return dir_ + "/" + vname(v, ".protected"); }
 std::string CacheStore::files_dir(uint64_t v) const { return dir_ + "/" + vname(v, ".files"); }
 
-static Result<MappedFile*> map_slot_file(std::unique_ptr<MappedFile>& f, const std::string& path,
-                                         uint64_t size) {
+Result<MappedFile*> CacheStore::map(std::vector<std::unique_ptr<MappedFile>>& files, int s, const std::string& path,
+                                    uint64_t size, const std::function<bool(int)>& skip) {
+  if (s < 0 || s >= nslots()) return make_error(Code::ERR_INTERNAL, "slot %d out of range", s);
+  std::lock_guard<std::mutex> lock(slot_mu_[static_cast<size_t>(s)]);
+  if (skip && skip(s)) return static_cast<MappedFile*>(nullptr);
+  std::unique_ptr<MappedFile>& f = files[static_cast<size_t>(s)];
   if (!f) {
     auto m = MappedFile::open_rw(path, size, /*prefault=*/true);
     if (!m) return m.status();
@@ -54,15 +99,9 @@ static Result<MappedFile*> map_slot_file(std::unique_ptr<MappedFile>& f, const s
   return f.get();
 }
 
-Result<MappedFile*> CacheStore::slot(int s, uint64_t size) {
-  if (s < 0 || s >= nslots()) return make_error(Code::ERR_INTERNAL, "slot %d out of range", s);
-  return map_slot_file(slots_[static_cast<size_t>(s)], slot_path(s), size);
-}
+Result<MappedFile*> CacheStore::slot(int s, uint64_t size) { return map(slots_, s, slot_path(s), size); }
 
-Result<MappedFile*> CacheStore::red(int s, uint64_t size) {
-  if (s < 0 || s >= nslots()) return make_error(Code::ERR_INTERNAL, "slot %d out of range", s);
-  return map_slot_file(reds_[static_cast<size_t>(s)], red_path(s), size);
-}
+Result<MappedFile*> CacheStore::red(int s, uint64_t size) { return map(reds_, s, red_path(s), size); }
 
 Status CacheStore::write_record(uint64_t v, const L1Record& rec) {
   std::string bytes(4, '\0');

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cache/snapshot_slot.hpp"
@@ -21,6 +24,11 @@ struct L1Record {
 
 class CacheStore {
  public:
+  CacheStore() = default;
+  CacheStore(const CacheStore&) = delete;
+  CacheStore& operator=(const CacheStore&) = delete;
+  ~CacheStore();
+
   // Creates the directory if needed. nslots: cache_versions.
   Status open(const std::string& rank_dir, int nslots);
   const std::string& dir() const { return dir_; }
@@ -33,9 +41,20 @@ class CacheStore {
   std::string protected_path(uint64_t v) const;
   std::string files_dir(uint64_t v) const;  // where restored/routed files of version v live
 
-  // The mapped snapshot slot / redundancy buffer of a slot, grown to at least `size` bytes.
+  // The mapped snapshot slot / redundancy buffer of a slot, grown to at least `size` bytes (created and
+  // faulted in when it is not, which costs the caller a page allocation per page). Waits while the slot
+  // is being prepared. Thread-safe per slot.
   Result<MappedFile*> slot(int slot, uint64_t size);
   Result<MappedFile*> red(int slot, uint64_t size);
+  // Off the caller's path: create and fault in every slot to hold `size` bytes and its redundancy twin
+  // `red_size` bytes, on a thread of the store's own, so that the first checkpoints cost no more than
+  // the later ones. Slots only grow. A slot for which `in_use(slot)` is true is left alone (growing it
+  // would move a mapping that somebody reads); the check is made under the slot's lock, so a user that
+  // marks a slot in use before its first slot() call is safe. A failure here is not reported: slot()
+  // meets it again, on the path where it can be reported.
+  void prepare(uint64_t size, uint64_t red_size, std::function<bool(int)> in_use);
+  // Waits for a preparation under way. Calls from one thread (the application's).
+  void finish_prepare();
 
   Status write_record(uint64_t v, const L1Record& rec);
   Result<L1Record> read_record(uint64_t v) const;
@@ -52,8 +71,20 @@ class CacheStore {
   uint64_t version_in_slot(int slot) const;
 
  private:
+  // skip: checked under the slot's lock; when it says so, nothing is mapped (nullptr).
+  Result<MappedFile*> map(std::vector<std::unique_ptr<MappedFile>>& files, int s, const std::string& path,
+                          uint64_t size, const std::function<bool(int)>& skip = {});
+
   std::string dir_;
   std::vector<std::unique_ptr<MappedFile>> slots_, reds_;
+  std::unique_ptr<std::mutex[]> slot_mu_;  // one per slot: guards slots_[s] and reds_[s]
+  // preparation: one thread at a time, which goes on while the target grows
+  std::mutex prep_mu_;
+  std::thread preparer_;
+  bool preparing_ = false;
+  uint64_t prep_size_ = 0, prep_red_ = 0;  // wanted
+  uint64_t done_size_ = 0, done_red_ = 0;  // prepared (or tried)
+  std::function<bool(int)> prep_in_use_;
 };
 
 }  // namespace cairn

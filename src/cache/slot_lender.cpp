@@ -34,6 +34,11 @@ std::vector<uint64_t> SlotLender::lent_versions() const {
   return out;
 }
 
+bool SlotLender::is_lent(int slot) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return slot >= 0 && static_cast<size_t>(slot) < lent_.size() && lent_[static_cast<size_t>(slot)].version != 0;
+}
+
 void SlotLender::wait_all_back() {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] {

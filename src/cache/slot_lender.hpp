@@ -25,6 +25,8 @@ class SlotLender {
   void discard(int slot);
   // Per slot, the version it is lent to while that version still holds data there; 0 otherwise.
   std::vector<uint64_t> lent_versions() const;
+  // Whether `slot` is lent now.
+  bool is_lent(int slot) const;
   // Blocks until every slot is back.
   void wait_all_back();
 

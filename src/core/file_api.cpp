@@ -1,6 +1,9 @@
-// The file API: codes that write their own checkpoint files route them through cairn. Routed files
-// become regions of the version (kind "file") beside the protected memory, so every level treats
-// them alike; at restart they are written back into the cache and routed from there.
+// The file API: codes that write their own checkpoint files route them through cairn. A routed file is
+// written where it becomes the version's L1 copy (<rank dir>/v<N>.files/<name>) and is never copied:
+// cairn_complete_output only looks at its size; the pipeline reads it where it lies, through the
+// version's view (cache/version_view.hpp), for its checksums, L2 and L3. Routed files are regions of the
+// version (kind "file") beside the protected memory, so every level treats them alike; a restart from L1
+// routes to them in place, and one from L2 or L3 writes them back into the cache first.
 #include <cstring>
 
 #include "base/fsutil.hpp"
@@ -26,8 +29,6 @@ bool safe_file_name(const char* name) {
 }
 }  // namespace
 
-std::string output_dir(const CacheStore& cache) { return cache.dir() + "/output"; }
-
 Status Runtime::route_file(const char* name, char* out, size_t len) {
   if (!safe_file_name(name))
     return make_error(Code::ERR_INVALID_ARG, "cairn_route_file: '%s' is not a plain file name (no '/', at most 255 bytes)",
@@ -36,8 +37,8 @@ Status Runtime::route_file(const char* name, char* out, size_t len) {
   if (in_output_) {
     if (routed_.empty()) {
       // A local failure here still lets the output complete: cairn_complete_output then votes the
-      // version invalid on every rank.
-      std::string dir = output_dir(cache_);
+      // version invalid on every rank. (A directory left by a version that never completed goes.)
+      std::string dir = cache_.files_dir(next_version_);
       Status st = fs::remove_tree(dir);
       if (st.is_ok()) st = fs::make_dirs(dir);
       if (!st.is_ok()) {
@@ -45,7 +46,7 @@ Status Runtime::route_file(const char* name, char* out, size_t len) {
         return st;
       }
     }
-    path = output_dir(cache_) + "/" + name;
+    path = cache_.files_dir(next_version_) + "/" + name;
     routed_[name] = path;
   } else if (auto it = restored_files_.find(name); it != restored_files_.end()) {
     path = it->second;
@@ -93,7 +94,8 @@ Status Runtime::finish_output(int valid, bool vote) {
   } else {
     st = take_version(label, !routed_.empty(), failure);
   }
-  if (!routed_.empty()) fs::remove_tree(output_dir(cache_)).ignore();
+  // A discarded output's files go; a version's stay, as its L1 copy (dropped with the version).
+  if (!all && !routed_.empty()) fs::remove_tree(cache_.files_dir(next_version_ - 1)).ignore();
   routed_.clear();
   return st;
 }

@@ -99,7 +99,9 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
   }
   MPI_Comm dup;
   CAIRN_MPI(MPI_Comm_dup(new_comm, &dup));
-  return bind_comm(dup);
+  CAIRN_TRY(bind_comm(dup));
+  prepare_slots();
+  return Status::ok();
 }
 
 }  // namespace cairn

@@ -90,10 +90,11 @@ Status Runtime::apply_restart(const RestartChoice& c) {
       if (it != regions_.end() && e.size && !c.in_place) memcpy(it->second.ptr, c.data + e.offset, e.size);
     } else if (local.is_ok()) {
       std::string dir = cache_.files_dir(m.version);
-      local = fs::make_dirs(dir);
       std::string path = dir + "/" + e.name;
-      if (local.is_ok()) local = fs::write_file_atomic(path, std::string(reinterpret_cast<const char*>(c.data + e.offset), e.size), false);
       files[e.name] = path;
+      if (c.files_in_place) continue;  // read in place: verified where it lies
+      local = fs::make_dirs(dir);
+      if (local.is_ok()) local = fs::write_file_atomic(path, std::string(reinterpret_cast<const char*>(c.data + e.offset), e.size), false);
     }
   }
   CAIRN_TRY(agree(app_comm_, local));
@@ -110,6 +111,7 @@ Status Runtime::restart_available(int* available, int* version) {
   if (!pending_ && !plan_) {
     Status drained = wait_all();  // a failed background version does not stop a restart
     if (drained.code() == Code::ERR_MPI) return drained;
+    cache_.finish_prepare();  // nothing moves a slot's mapping while the search reads it
     Status st = plan_restart();
     if (st.code() == Code::ERR_NO_CHECKPOINT) {
       *available = 0;
@@ -135,26 +137,33 @@ Status Runtime::restart() {
   if (!pending_ && !plan_) {
     Status drained = wait_all();  // a failed background version does not stop a restart
     if (drained.code() == Code::ERR_MPI) return drained;
+    cache_.finish_prepare();
     CAIRN_TRY(plan_restart());
   }
   if (pending_) {  // found by the full search (or a version of another rank count): restore it
     Status st = apply_restart(*pending_);
     pending_.reset();
+    if (st.is_ok()) prepare_slots();  // the regions may have changed size
     return st;
   }
   RestartPlan plan = std::move(*plan_);
   plan_.reset();
-  bool done = false;
-  CAIRN_TRY(carry_out(plan, &done));
-  if (done) return Status::ok();
-  // The planned version did not read back whole somewhere: the full search, which verifies every level of
-  // every candidate, and writes the regions again.
-  if (rank_ == 0)
+  bool done = false, unsuited = false;
+  CAIRN_TRY(carry_out(plan, &done, &unsuited));
+  if (done) {
+    prepare_slots();
+    return Status::ok();
+  }
+  // The planned version did not read back whole somewhere (or cannot be read in place): the full search,
+  // which verifies every level of every candidate, and writes the regions again.
+  if (rank_ == 0 && !unsuited)
     LOG_WARN("restart: version %llu could not be restored as planned (%s); searching every level",
              static_cast<unsigned long long>(plan.version), history::level_name(plan.level));
   RestartChoice c;
   CAIRN_TRY(find_restart(&c));
-  return apply_restart(c);
+  CAIRN_TRY(apply_restart(c));
+  prepare_slots();
+  return Status::ok();
 }
 
 void Runtime::restart_level(int* version, int* level) const {

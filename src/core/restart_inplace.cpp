@@ -129,11 +129,12 @@ Status Runtime::plan_restart() {
   return Status::ok();
 }
 
-Status Runtime::carry_out(const RestartPlan& plan, bool* done) {
+Status Runtime::carry_out(const RestartPlan& plan, bool* done, bool* unsuited) {
   *done = false;
+  *unsuited = false;
   switch (plan.level) {
-    case CAIRN_LEVEL_L1: return read_l1_in_place(plan, done);
-    case CAIRN_LEVEL_L2: return restore_l2_in_place(plan, done);
+    case CAIRN_LEVEL_L1: return read_l1_in_place(plan, done, unsuited);
+    case CAIRN_LEVEL_L2: return restore_l2_in_place(plan, done, unsuited);
     case CAIRN_LEVEL_L3: {
       RestartChoice c;
       Status st = try_l3(plan.version, &c);
@@ -175,13 +176,16 @@ Status Runtime::read_slot_into_regions(const L1Record& rec, double* seconds) {
 
 // Every rank holds the version in its own L1 slot (the plan says so): check together that every rank's
 // regions fit (nothing read otherwise), then read every slot into its regions.
-Status Runtime::read_l1_in_place(const RestartPlan& plan, bool* done) {
+Status Runtime::read_l1_in_place(const RestartPlan& plan, bool* done, bool* unsuited) {
   *done = false;
   const uint64_t v = plan.version;
   auto rec = cache_.read_record(v);
   Status mine = rec.is_ok() ? regions_match(rec->manifest, regions_, rank_, nranks_) : rec.status();
   Status mpi;
-  if (!all_ok(app_comm_, mine, &mpi)) return mpi;
+  if (!all_ok(app_comm_, mine, &mpi)) {
+    *unsuited = true;  // files, or regions that differ: the full search restores (or says why not)
+    return mpi;
+  }
   double read_s = 0;
   mine = read_slot_into_regions(*rec, &read_s);
   if (!mine.is_ok()) LOG_WARN("restart: version %llu in L1: %s", static_cast<ull>(v), mine.message().c_str());
@@ -196,7 +200,7 @@ Status Runtime::read_l1_in_place(const RestartPlan& plan, bool* done) {
 }
 
 // Some ranks lost the version (their cache is gone); their sets rebuild it. See the top of this file.
-Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done) {
+Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* unsuited) {
   *done = false;
   const uint64_t v = plan.version;
   const bool i_hold = (plan.flags[static_cast<size_t>(rank_)] & kHasL1) != 0;
@@ -242,7 +246,10 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done) {
   }
   if (mine.is_ok()) mine = regions_match(m, regions_, rank_, nranks_);
   Status mpi;
-  if (!all_ok(app_comm_, mine, &mpi)) return mpi;
+  if (!all_ok(app_comm_, mine, &mpi)) {
+    *unsuited = true;
+    return mpi;
+  }
 
   // 2. The ranks that hold the version read it into their regions, verified.
   double read_s = 0;

@@ -18,6 +18,7 @@
 #include "base/fsutil.hpp"
 #include "base/log.hpp"
 #include "base/stream_reader.hpp"
+#include "cache/version_view.hpp"
 #include "core/restart_inventory.hpp"
 #include "core/runtime.hpp"
 #include "mpi/mpi_util.hpp"
@@ -148,6 +149,8 @@ Status Runtime::l2_can_rebuild(const std::vector<int>& good, const std::vector<u
 
 Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, RestartChoice* out, bool* handled) {
   *handled = false;
+  out->view.reset();
+  out->files_in_place = false;
   int with_l1 = 0;
   for (uint64_t f : flags) with_l1 += (f & kHasL1) ? 1 : 0;
   if (with_l1 == 0) return make_error(Code::ERR_NO_CHECKPOINT, "not in any cache");
@@ -160,7 +163,18 @@ Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, Restar
   if (flags[static_cast<size_t>(rank_)] & kHasL1) {
     auto rec = cache_.read_record(v);
     mine = rec.status();
-    if (rec) {
+    if (rec && has_files(rec->manifest)) {  // the file API's: the slot and the files where they lie
+      slot = static_cast<int>(rec->slot);
+      auto view = VersionView::of(rec->manifest, cache_.slot_path(slot), cache_.files_dir(v));
+      mine = view.status().prefixed(cache_.dir());
+      if (view) {
+        mine = verify_stream(rec->manifest, (*view)->data(), rec->manifest.total_size).prefixed(cache_.dir());
+        out->view = *view;
+        out->files_in_place = true;
+        data = (*view)->data();
+        m = rec->manifest;
+      }
+    } else if (rec) {
       slot = static_cast<int>(rec->slot);
       auto mapped = cache_.slot(slot, 0);
       mine = mapped.status();
@@ -241,14 +255,27 @@ Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, Restar
       }
       return Status::ok();
     }();
-    Result<MappedFile*> d = local.is_ok() ? cache_.slot(slot, std::max<uint64_t>(m.total_size, 1)) : Result<MappedFile*>(local);
+    // A survivor passes the stream it verified (its slot, or its view: a version with files); a lost
+    // member receives its whole stream into its slot.
+    Result<MappedFile*> d = !local.is_ok() ? Result<MappedFile*>(local)
+                            : i_am_lost    ? cache_.slot(slot, std::max<uint64_t>(m.total_size, 1))
+                                           : Result<MappedFile*>(static_cast<MappedFile*>(nullptr));
     Result<MappedFile*> red = d.is_ok() ? cache_.red(slot, plan->redundancy_len) : Result<MappedFile*>(d.status());
-    if (d) data = (*d)->data();
-    local = redundancy::rebuild_members(set_comm_, *code_, lost, *plan, red.status(), d ? (*d)->data() : nullptr,
+    if (d && i_am_lost) data = (*d)->data();
+    local = redundancy::rebuild_members(set_comm_, *code_, lost, *plan, red.status(), const_cast<uint8_t*>(data),
                                         red ? (*red)->data() : nullptr, cfg_.exchange_chunk, "rebuilt data");
     if (local.code() == Code::ERR_MPI) return local;
     if (local.is_ok() && i_am_lost) {
-      local = cache_.write_record(v, L1Record{static_cast<uint32_t>(slot), m});
+      // The rebuilt stream is in the slot; a version's files are its L1 copy where the view finds them.
+      for (const auto& e : m.regions) {
+        if (e.kind != RegionKind::file || !local.is_ok()) continue;
+        local = fs::make_dirs(cache_.files_dir(v));
+        if (local.is_ok())
+          local = fs::write_file_atomic(cache_.files_dir(v) + "/" + e.name,
+                                        std::string(reinterpret_cast<const char*>(data + e.offset), e.size), false);
+      }
+      out->files_in_place = true;
+      if (local.is_ok()) local = cache_.write_record(v, L1Record{static_cast<uint32_t>(slot), m});
       if (local.is_ok()) local = cache_.write_set(v, redundancy::encode_set_record(plan->record));
       if (local.is_ok()) local = cache_.mark_protected(v);
     }
@@ -267,6 +294,8 @@ Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, Restar
 }
 
 Status Runtime::try_l3(uint64_t v, RestartChoice* out) {
+  out->view.reset();
+  out->files_in_place = false;
   // Read straight into the application's regions when cairn_restart itself searches (not
   // cairn_restart_available, which must leave the regions alone) and every rank's regions match the
   // version's (memory only, same names and sizes): no staging buffer and no copy out of it. Decided

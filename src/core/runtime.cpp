@@ -58,6 +58,8 @@ uint32_t type_size(int type) {
     case CAIRN_FLOAT: return sizeof(float);
     case CAIRN_DOUBLE: return sizeof(double);
     case CAIRN_LONG: return sizeof(long);
+    case CAIRN_COMPLEX_FLOAT: return 2 * sizeof(float);
+    case CAIRN_COMPLEX_DOUBLE: return 2 * sizeof(double);
   }
   return 0;
 }
@@ -211,6 +213,7 @@ void Runtime::start_pipeline() {
 
 void Runtime::stop_pipeline() {
   finish_write_back();
+  cache_.finish_prepare();  // it asks the pipeline which slots are lent
   if (pipeline_) pipeline_->stop();
   flusher_.reset();
   pipeline_.reset();
@@ -321,6 +324,7 @@ Status Runtime::protect(const char* name, void* ptr, size_t count, int type) {
   r.elem_size = elem;
   r.dist_kind = 0;  // cairn_protect means private; cairn_protect_distributed sets it after
   r.dist_params.clear();
+  prepare_slots();
   return Status::ok();
 }
 
@@ -368,6 +372,16 @@ Status Runtime::set_resize(const char* name, cairn_resize_fn fn, void* user) {
   it->second.resize = fn;
   it->second.resize_user = user;
   return Status::ok();
+}
+
+// The first checkpoints then find their slots made and faulted in, as the later ones do: the cost of the
+// page allocations moves off the application's blocking path (docs/architecture.md, "What an L1 slot is").
+void Runtime::prepare_slots() {
+  if (!pipeline_) return;
+  std::vector<RegionEntry> entries;
+  uint64_t total = memory_region_entries(&entries);
+  uint64_t red = placement_.enabled && code_ ? code_->redundancy_len(total) : 0;
+  pipeline_->prepare_slots(total, red);
 }
 
 Status Runtime::unprotect(const char* name) {
@@ -444,9 +458,9 @@ Status Runtime::take_version(const std::string& label, bool have_files, const St
         e.name = name;
         e.kind = RegionKind::file;
         e.count = static_cast<uint64_t>(st.st_size);
-        e.offset = off;
+        e.offset = file_region_offset(off);  // mapped where it lies: page aligned (cache/version_view.hpp)
         e.size = e.count;
-        off += e.size;
+        off = e.offset + e.size;
         files.push_back({path, e.offset, e.size});
         m.regions.push_back(std::move(e));
       }

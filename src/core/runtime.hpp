@@ -45,6 +45,8 @@ struct RestartChoice {
   Manifest manifest;
   const uint8_t* data = nullptr;       // verified snapshot stream (slot or staging buffer)
   std::shared_ptr<MappedFile> staging; // holds L3 data (anonymous memory)
+  std::shared_ptr<VersionView> view;   // a version with files, read where it lies (L1)
+  bool files_in_place = false;         // its files are its L1 copy in this rank's cache, verified: route there
   bool in_place = false;               // the bytes are already in the regions, verified (read in place, or
                                        // streamed from the L1 hosts)
   bool in_l3 = false;                  // the version is also committed in L3
@@ -112,6 +114,9 @@ class Runtime {
   void start_pipeline();
   void stop_pipeline();
 
+  // Ask the cache to prepare every slot for the regions protected now, in the background.
+  void prepare_slots();
+
   // checkpoint path (app thread)
   uint64_t memory_region_entries(std::vector<RegionEntry>* out) const;
   Status take_version(const std::string& label, bool have_files, const Status& failed_before = Status::ok());
@@ -123,10 +128,12 @@ class Runtime {
 
   // restart: the plan and its execution in place (restart_inplace.cpp)
   Status plan_restart();  // sets plan_, or pending_ when the full search had to run
-  Status carry_out(const RestartPlan& plan, bool* done);
+  // *done: restored; else *unsuited: the plan does not apply to these regions or this version (files), and
+  // the full search takes over without a warning.
+  Status carry_out(const RestartPlan& plan, bool* done, bool* unsuited);
   Status read_slot_into_regions(const L1Record& rec, double* seconds);
-  Status read_l1_in_place(const RestartPlan& plan, bool* done);
-  Status restore_l2_in_place(const RestartPlan& plan, bool* done);
+  Status read_l1_in_place(const RestartPlan& plan, bool* done, bool* unsuited);
+  Status restore_l2_in_place(const RestartPlan& plan, bool* done, bool* unsuited);
   void start_write_back(uint64_t v, const Manifest& m, std::shared_ptr<MappedFile> stream,
                         std::shared_ptr<MappedFile> red, std::string set_record);
   void finish_write_back();  // before anything else uses the cache

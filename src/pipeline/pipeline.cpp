@@ -5,6 +5,7 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/clock.hpp"
 #include "base/fsutil.hpp"
@@ -152,6 +153,10 @@ int Pipeline::choose_slot() {
 
 int Pipeline::slot_for_rebuild() { return choose_slot(); }
 
+void Pipeline::prepare_slots(uint64_t size, uint64_t red_size) {
+  cache_->prepare(size, red_size, [this](int s) { return lender_.is_lent(s); });
+}
+
 Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotRegion>& regions,
                       const std::vector<FileSource>& files, const Status& failed, double* blocking_seconds) {
   const uint64_t number = manifest.version;
@@ -171,13 +176,21 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
       if (!rec || static_cast<int>(rec->slot) == slot) CAIRN_TRY(cache_->drop(old));
     }
     double t0 = now_seconds();
-    CAIRN_ASSIGN_OR_RETURN(mapped, cache_->slot(slot, manifest.total_size));
+    uint64_t memory_bytes = 0;  // the slot holds the memory regions only
+    for (const auto& r : regions) memory_bytes = std::max(memory_bytes, r.offset + r.size);
+    const uint64_t slot_bytes = files.empty() ? manifest.total_size : file_region_offset(memory_bytes);
+    CAIRN_ASSIGN_OR_RETURN(mapped, cache_->slot(slot, slot_bytes));
     v->data = mapped->data();
     CAIRN_TRY(snapshot_->begin(regions, mapped->data()));
     v->snapshot_begun = true;
-    for (const auto& f : files) {
-      CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(f.path, O_RDONLY));
-      CAIRN_TRY(fs::pread_all(fd.get(), mapped->data() + f.offset, f.size, 0, f.path));
+    if (!files.empty()) {
+      // The stream's bytes between the memory regions and the first file are zero (version_view.hpp).
+      if (slot_bytes > memory_bytes) memset(mapped->data() + memory_bytes, 0, slot_bytes - memory_bytes);
+      std::vector<VersionView::File> in_view;
+      for (const auto& f : files) in_view.push_back({f.path, f.offset, f.size});
+      CAIRN_ASSIGN_OR_RETURN(view, VersionView::map(cache_->slot_path(slot), memory_bytes, in_view, manifest.total_size));
+      v->view = std::move(view);
+      v->data = v->view->data();
     }
     *blocking_seconds = now_seconds() - t0;
     if (cfg_.inject) cfg_.inject->point("checkpoint", number);

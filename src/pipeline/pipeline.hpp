@@ -48,7 +48,8 @@ struct PipelineConfig {
   const FaultInjector* inject = nullptr;  // failure injection points (checkpoint, compute, flush)
 };
 
-// A routed file of the file API that becomes a region of the version: read into the slot at `offset`.
+// A routed file of the file API that becomes a region of the version where it lies: mapped into the
+// version's view at `offset` (page aligned; cache/version_view.hpp).
 struct FileSource {
   std::string path;
   uint64_t offset = 0;
@@ -67,7 +68,8 @@ class Pipeline {
 
   // The application's blocking path for version `manifest.version` (regions and total_size filled, no
   // chunk hashes): wait until the versions in flight are decided at L2 (so the newest good version is
-  // known), borrow a slot, snapshot `regions` and read `files` into it, hand the version on. A local
+  // known), borrow a slot, snapshot `regions` into it, map it with `files` into the version's view (no
+  // file is read here), hand the version on. A local
   // failure (`failed`, or one here) still enters the pipeline, marked failed, so that every rank runs the
   // same agreements, which then discard it everywhere. Returns this rank's outcome; *blocking_seconds:
   // the time of the snapshot itself.
@@ -87,6 +89,9 @@ class Pipeline {
 
   Marks marks() const;
   void set_marks(const Marks& m);  // a restart sets what it restored
+  // Prepare every slot of the cache for versions of `size` bytes (and `red_size` of L2 redundancy data) in
+  // the background (cache/cache_store prepare), leaving alone the slots lent to versions in flight.
+  void prepare_slots(uint64_t size, uint64_t red_size);
   // A slot for rebuilding a version into this rank's cache (restart from L2), with nothing in flight.
   int slot_for_rebuild();
   void set_flusher(Flusher* flusher);  // between versions (service fallback)

@@ -13,11 +13,13 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <cstdint>
 
 #include "base/manifest.hpp"
 #include "base/status.hpp"
 #include "cache/snapshot.hpp"
+#include "cache/version_view.hpp"
 #include "pipeline/flusher.hpp"
 
 namespace cairn::pipeline {
@@ -27,7 +29,8 @@ struct Version {
   int slot = 0;
   bool flush = false;       // goes to L3
   Manifest manifest;        // chunk hashes filled by seal
-  const uint8_t* data = nullptr;  // the slot's bytes
+  const uint8_t* data = nullptr;  // the stream: the slot's bytes, or the view's
+  std::shared_ptr<VersionView> view;  // a version with files: the slot and the files as one stream
   double t_copy = 0;        // blocking time of the snapshot (s)
   bool snapshot_begun = false;  // begin() succeeded: seal must complete() it, whatever failed after
   SnapshotReport snapshot;  // after seal

@@ -49,6 +49,9 @@ def base_env(args, work):
     for kv in args.env:
         k, _, v = kv.partition("=")
         env[k] = v.replace("{work}", work)  # {work}: this scenario's scratch directory
+    if "python" in (args.app, args.app2):
+        pkg = os.path.join(args.build, "bindings", "python")
+        env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
 
@@ -56,22 +59,34 @@ def heat2d(build):
     return os.path.join(build, "examples", "heat2d", "heat2d")
 
 
-def app_cmd(args):
-    """The application and its arguments: heat2d (default) or rewrite_app, --app-args replacing the
-    defaults."""
-    if args.app == "rewrite":
-        binary, default = os.path.join(args.build, "tests", "integration", "rewrite_app"), REWRITE_ARGS
-    else:
-        binary, default = heat2d(args.build), HEAT_ARGS
-    return [binary, *(args.app_args.split() if args.app_args else default)]
+def app_command(args, app):
+    """The heat2d of a language: heat2d (C), heat2d_f (Fortran) or heat2d.py (Python, numpy + mpi4py, with
+    the build tree's package). All print the same `result` for the same grid, and restart each other's
+    checkpoints, so every scenario compares with the C reference. Or rewrite_app, which rewrites its
+    whole state right after every checkpoint (its own reference)."""
+    if app == "rewrite":
+        return [os.path.join(args.build, "tests", "integration", "rewrite_app")]
+    if app == "fortran":
+        return [os.path.join(args.build, "examples", "heat2d_f", "heat2d_f")]
+    if app == "python":
+        source = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        return [sys.executable, os.path.join(source, "examples", "heat2d.py")]
+    return [heat2d(args.build)]
+
+
+def app_args(args):
+    """The application's arguments: --app-args, else rewrite_app's or heat2d's defaults."""
+    if args.app_args:
+        return args.app_args.split()
+    return REWRITE_ARGS if args.app == "rewrite" else HEAT_ARGS
 
 
 def reference_result(args):
     """The failure-free answer, computed once per build and shared by the scenarios."""
-    app = app_cmd(args)
+    app = app_command(args, "rewrite" if args.app == "rewrite" else "c")
     # keyed by the arguments and the binary's time, so a rebuilt application gets a fresh reference
     path = os.path.join(args.build, "tests", "integration",
-                        f"{os.path.basename(app[0])}-reference-" + "-".join(app[2::2]) +
+                        f"{os.path.basename(app[0])}-reference-" + "-".join(app_args(args)[1::2]) +
                         f"-{int(os.path.getmtime(app[0]))}.txt")
     if os.path.exists(path):
         return open(path).read().strip()
@@ -82,7 +97,7 @@ def reference_result(args):
     env["CAIRN_JOB"] = f"reference-{os.getpid()}"
     env["CAIRN_REDUNDANCY"] = "single"
     cmd = [env.get("CAIRN_MPIRUN") or "mpirun", *env["CAIRN_MPIRUN_ARGS"].split(), "-np", str(args.np),
-           *app, "--checkpoint-every", "0", "--no-restart"]
+           *app, *app_args(args), "--checkpoint-every", "0", "--no-restart"]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     shutil.rmtree(work, ignore_errors=True)
     m = re.findall(r"^result ([0-9a-f]{16})$", out.stdout, re.M)
@@ -192,7 +207,7 @@ def run_scenario(args):
     if args.damage:
         hook = f"{sys.executable} {os.path.abspath(__file__)} --damage {args.damage}"
         cmd += ["--between-attempts", hook]
-    cmd += ["--", *app_cmd(args)]
+    cmd += ["--", *app_command(args, args.app), *app_args(args)]
     if args.sleep_ms:
         cmd += ["--sleep-ms", str(args.sleep_ms)]
     print("scenario:", " ".join(cmd), flush=True)
@@ -247,15 +262,15 @@ def check_launcher(args, env, out):
 
 def run_reshape(args):
     """Write on --np ranks over --nodes, then restart on M ranks over K nodes (--reshape M:K), from L1
-    (caches kept) or L3 (--from l3: caches removed)."""
+    (caches kept) or L3 (--from l3: caches removed); with --app2 the restart is another language's heat2d."""
     ref = reference_result(args)
     work = os.path.join(args.build, "tests", "integration", "work", args.name)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     env = base_env(args, work)
     cairn = os.path.join(args.build, "tools", "cairn")
-    first = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", *app_cmd(args),
-             "--iters", "170"]
+    first = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", *app_command(args, args.app),
+             *app_args(args), "--iters", "170"]
     print("scenario:", " ".join(first), flush=True)
     p1 = subprocess.run(first, env=env, capture_output=True, text=True, timeout=args.timeout)
     print(p1.stdout + p1.stderr)
@@ -264,7 +279,7 @@ def run_reshape(args):
     if args.from_level == "l3":
         shutil.rmtree(env["CAIRN_CACHE_DIR"])
     m, _, k = args.reshape.partition(":")
-    second = [cairn, "run", "-n", m, "--nodes", k, "--", *app_cmd(args)]
+    second = [cairn, "run", "-n", m, "--nodes", k, "--", *app_command(args, args.app2 or args.app), *app_args(args)]
     print("scenario:", " ".join(second), flush=True)
     p2 = subprocess.run(second, env=env, capture_output=True, text=True, timeout=args.timeout)
     out = p2.stdout + p2.stderr
@@ -428,8 +443,8 @@ def interrupted_runs(args, cmd, env, work):
     state = dict(l.split("=", 1) for l in open(os.path.join(prefix, ".cairn", "state")).read().splitlines() if "=" in l)
     final = int(state["version"])
     print(f"scenario: exited at iteration {iteration}, {exit_time:.3f}; newest version {final}; expected {expect}")
-    app = app_cmd(args)
-    checkpoint_every = int(app[app.index("--checkpoint-every") + 1])
+    arguments = app_args(args)
+    checkpoint_every = int(arguments[arguments.index("--checkpoint-every") + 1])
     if "version" in expect and final != expect["version"]:
         fail(f"the job's newest version is {final}, expected {expect['version']}")
     if mode in ("halt-checkpoints", "halt-after") and iteration % checkpoint_every != 0:
@@ -491,15 +506,18 @@ def main():
                                            "halt-before", "halt-after", "halt-seconds", "halt-immediate"],
                    help="ask the first run to exit (see interrupted_runs), then resume")
     p.add_argument("--env", action="append", default=[], help="extra VAR=VALUE for the job")
-    p.add_argument("--app", default="heat2d", choices=["heat2d", "rewrite"],
-                   help="the application: heat2d, or rewrite_app (rewrites its whole state after each checkpoint)")
-    p.add_argument("--app-args", help="the application's arguments instead of its defaults (one string)")
-    p.add_argument("--expect-log", action="append", default=[], help="regex the job's output must match")
     p.add_argument("--no-spare", action="store_true", help="relaunch on the surviving nodes only")
     p.add_argument("--reshape", help="M:K - after a run on --np ranks, restart on M ranks over K nodes")
     p.add_argument("--from", dest="from_level", choices=["l1", "l3"], default="l1",
                    help="with --reshape: keep the caches (l1) or remove them (l3)")
     p.add_argument("--sleep-ms", type=int, default=0, help="heat2d's sleep per iteration")
+    p.add_argument("--app", choices=["c", "fortran", "python", "rewrite"], default="c",
+                   help="the job: heat2d, heat2d_f or heat2d.py (the reference is always heat2d's), or "
+                        "rewrite_app (rewrites its whole state after each checkpoint; its own reference)")
+    p.add_argument("--app-args", help="the application's arguments instead of its defaults (one string)")
+    p.add_argument("--expect-log", action="append", default=[], help="regex the job's output must match")
+    p.add_argument("--app2", choices=["c", "fortran", "python"],
+                   help="with --reshape: the job that restarts (default: --app)")
     p.add_argument("--timeout", type=int, default=240)
     args = p.parse_args()
     if args.damage and not args.build:  # running as the launcher's hook

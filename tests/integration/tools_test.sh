@@ -54,8 +54,8 @@ expect_py() {
     sed 's/^/    py: /' "$WORK/pyerr"
   fi
 }
-# expect_png NAME FILE WIDTH HEIGHT: FILE is a valid 8-bit RGB PNG of that size (signature, IHDR, every
-# chunk's CRC, the image data's length).
+# expect_png NAME FILE WIDTH HEIGHT: FILE is a valid 8-bit RGB or RGBA PNG of that size (signature, IHDR,
+# every chunk's CRC, the image data's length).
 expect_png() {
   if python3 - "$2" "$3" "$4" <<'EOF'; then pass "$1 wrote a valid PNG (signature, IHDR $3x$4, CRCs, image size)"; else fail "$1: the PNG is not valid"; fi
 import struct, sys, zlib
@@ -73,8 +73,30 @@ while pos < len(data):
     pos += 12 + n
 assert chunks[0] == b'IHDR' and chunks[-1] == b'IEND', chunks
 w, h, depth, color = struct.unpack('>IIBB', data[16:26])
-assert (w, h, depth, color) == (int(sys.argv[2]), int(sys.argv[3]), 8, 2), (w, h, depth, color)
-assert len(zlib.decompress(idat)) == h * (1 + 3 * w), 'image data size'
+assert (w, h, depth) == (int(sys.argv[2]), int(sys.argv[3]), 8) and color in (2, 6), (w, h, depth, color)
+assert len(zlib.decompress(idat)) == h * (1 + (3 if color == 2 else 4) * w), 'image data size'
+EOF
+}
+# expect_svg NAME FILE CHECK...: the picture's content, from the ids cairn.plot gives its artists (kept
+# as element ids in SVG). Each CHECK is ID=N: the element with that id exists and holds N marks (points
+# of a line, bars of a lane: <use> or <path> elements inside it), or ID=absent.
+expect_svg() {
+  local name=$1 file=$2
+  shift 2
+  if python3 - "$file" "$@" <<'EOF' >"$WORK/svgout" 2>&1; then pass "$name: the picture holds $*"; else fail "$name: the picture"; sed 's/^/    | /' "$WORK/svgout"; fi
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+ids = {e.get('id'): e for e in root.iter() if e.get('id')}
+for check in sys.argv[2:]:
+    gid, want = check.split('=')
+    if want == 'absent':
+        assert gid not in ids, f'{gid} is there'
+        continue
+    assert gid in ids, f'no element {gid}; ids: {sorted(i for i in ids if "-" in i)}'
+    marks = [e for e in ids[gid].iter() if e.tag.endswith('}use')]
+    if not marks:  # bars: one path each
+        marks = [e for e in ids[gid].iter() if e.tag.endswith('}path')]
+    assert len(marks) == int(want), f'{gid}: {len(marks)} marks, expected {want}'
 EOF
 }
 # use NAME: the job's prefix, cache and name (every tool finds them through the CAIRN_* variables).
@@ -130,7 +152,7 @@ expect_rc "usage: show needs a version" 2 "$CAIRN" show
 expect_rc "usage: show abc" 2 "$CAIRN" show abc
 expect_rc "usage: clean --keep 0" 2 "$CAIRN" clean --keep 0
 expect_rc "usage: plot needs --out" 2 "$CAIRN" plot
-expect_in "usage: plot says what it needs" "$WORK/err" "--out FILE.png is required (or --json"
+expect_in "usage: plot says what it needs" "$WORK/err" "--out FILE is required"
 expect_rc "empty: plot --json" 3 "$CAIRN" plot --json
 expect_py "empty: plot --json has nothing" 'j["versions"] == [] and j["launches"] == []'
 expect_rc "usage: verify 1 2 3" 2 "$CAIRN" verify 1 2 3
@@ -290,6 +312,17 @@ expect_py "history: 2 versions on disk" '[v["version"] for v in j["versions"]] =
 expect_rc "history: plot" 0 "$CAIRN" plot --out "$WORK/h.png"
 expect_in "history: plot summary" "$WORK/out" "from the history $HIST: 2 launches, 9 versions (1..9), 1 restart (last: version 6 from L2), 0 failures"
 expect_png "history: plot" "$WORK/h.png" 1000 640
+# The picture's content: a line per level with a point per version that reached it (L3: 2, 4, 8, 9),
+# broken between the launches; a bar per version in each lane; a band per launch, the first one marked
+# as ended without finalize (killed); a marker for the one restart; no failure.
+expect_rc "history: plot to SVG" 0 "$CAIRN" plot --out "$WORK/h.svg"
+expect_svg "history: plot" "$WORK/h.svg" bandwidth-L1=9 bandwidth-L2=9 bandwidth-L3=4 versions-L1=9 versions-L2=9 \
+  versions-L3=4 launch-1=1 launch-2=1 unfinished-1=1 unfinished-2=absent restart-1=1 restart-2=absent failure-1=absent
+expect_rc "history: plot to PDF" 0 "$CAIRN" plot --out "$WORK/h.pdf"
+[ "$(head -c 5 "$WORK/h.pdf")" = "%PDF-" ] && pass "history: plot wrote a PDF" || fail "history: plot did not write a PDF"
+expect_rc "usage: plot to an unknown format" 2 "$CAIRN" plot --out "$WORK/h.xyz"
+expect_in "usage: plot names the formats" "$WORK/err" "the extension names no format matplotlib writes"
+[ ! -e "$WORK/h.xyz" ] && pass "usage: plot wrote nothing for an unknown format" || fail "usage: plot wrote h.xyz"
 expect_rc "history: plot --json --width 640" 0 "$CAIRN" plot --json --out "$WORK/h2.png" --width 640
 expect_png "history: plot --width 640" "$WORK/h2.png" 640 409
 expect_py "history: plot --json has every version" 'j["source"] == "history" and [v["version"] for v in j["versions"]] == list(range(1, 10))'
@@ -323,6 +356,9 @@ mv "$HIST" "$WORK/history.saved"
 expect_rc "history: plot without it" 0 "$CAIRN" plot --out "$WORK/h3.png"
 expect_in "history: plot says it has none" "$WORK/out" "no history at $HIST; times reconstructed from the 2 version(s) still on disk"
 expect_png "history: plot from disk" "$WORK/h3.png" 1000 640
+expect_in "history: plot from disk names the versions" "$WORK/out" "wrote $WORK/h3.png (1000x640) from the 2 version(s) on disk, 8..9"
+expect_rc "history: plot from disk to SVG" 0 "$CAIRN" plot --out "$WORK/h3.svg"
+expect_svg "history: plot from disk" "$WORK/h3.svg" versions-L1=2 versions-L3=2 launch-1=absent restart-1=absent
 expect_rc "history: plot --json without it" 0 "$CAIRN" plot --json
 expect_py "history: plot --json from disk" 'j["source"] == "disk" and [v["version"] for v in j["versions"]] == [8, 9] and j["launches"] == []'
 expect_rc "history: watch --once without it" 0 "$CAIRN" watch --once --json

@@ -25,7 +25,8 @@ struct ShowOptions {
 };
 
 const char* type_name(const RegionEntry& e) {
-  static const char* names[] = {"byte", "char", "int", "int32", "int64", "uint32", "uint64", "float", "double", "long"};
+  static const char* names[] = {"byte", "char", "int", "int32", "int64", "uint32", "uint64", "float", "double", "long",
+                                "complex_float", "complex_double"};
   if (e.kind == RegionKind::file) return "file";
   return e.type < sizeof names / sizeof names[0] ? names[e.type] : "unknown";
 }

@@ -1,0 +1,60 @@
+#include "python_module.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "common.hpp"
+#include "base/fsutil.hpp"
+#include "process.hpp"
+
+namespace cairn::tool {
+namespace {
+
+// The directory of this executable (Linux: /proc/self/exe).
+std::string executable_dir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  std::string path(buf, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
+}  // namespace
+
+PythonPackage locate_python_package() {
+  PythonPackage p;
+  p.interpreter = fs::exists(CAIRN_PYTHON_EXECUTABLE) ? CAIRN_PYTHON_EXECUTABLE : "python3";
+  const std::string here = executable_dir();
+  for (const char* relative : {CAIRN_PYTHON_BUILD_REL, CAIRN_PYTHON_INSTALL_REL}) {
+    if (!*relative) continue;
+    std::string dir = relative[0] == '/' ? std::string(relative) : here + "/" + relative;
+    if (!here.empty() && fs::exists(dir + "/cairn/plot.py")) {
+      p.directory = dir;
+      break;
+    }
+  }
+  return p;
+}
+
+Result<int> run_python_module(const std::string& module, const std::vector<std::string>& args) {
+  PythonPackage p = locate_python_package();
+  std::string interpreter = find_executable(p.interpreter);
+  if (interpreter.empty())
+    return make_error(Code::ERR_NOT_SUPPORTED, "no Python interpreter: %s is not there (install python3)",
+                      p.interpreter.c_str());
+  std::vector<std::string> argv = {interpreter, "-m", module};
+  argv.insert(argv.end(), args.begin(), args.end());
+  EnvAssignments env;
+  if (!p.directory.empty()) {
+    const char* old = getenv("PYTHONPATH");
+    env.emplace_back("PYTHONPATH", p.directory + (old && *old ? ":" + std::string(old) : ""));
+  }
+  CAIRN_ASSIGN_OR_RETURN(child, spawn(argv, env, /*own_group=*/false));
+  int status = exit_code_of(wait_for(child));
+  if (status == 126 || status == 127)
+    return make_error(Code::ERR_NOT_SUPPORTED, "cannot run %s", interpreter.c_str());
+  return status;
+}
+
+}  // namespace cairn::tool
