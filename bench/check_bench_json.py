@@ -99,7 +99,7 @@ def check_redistribute(data, measured, out):
 
 SNAPSHOT_FIGURES = [
     "memcpy_ms", "l1_blocking_copy_ms", "l1_blocking_cow_ms", "snapshot_complete_copy_ms",
-    "snapshot_complete_cow_ms", "loop_ms", "loop_during_copy_x", "loop_after_copy_x", "loop_during_cow_x",
+    "snapshot_complete_cow_ms", "loop_copy_ms", "loop_cow_ms", "loop_during_copy_x", "loop_after_copy_x", "loop_during_cow_x",
     "loop_after_cow_x", "cow_protected_pct",
 ]
 SNAPSHOT_TARGETS = ["l1_blocking_cow", "snapshot_complete_cow", "loop_during_cow", "loop_after_cow"]
@@ -115,8 +115,9 @@ def check_snapshot(data, nsizes, out):
         for key in SNAPSHOT_FIGURES:
             if not positive(s.get(key)):
                 fail("%s is %r for size %r, expected a positive number" % (key, s.get(key), s.get("size_bytes")), out)
-        if not isinstance(s.get("cow_writes_waited"), (int, float)):
-            fail("cow_writes_waited missing", out)
+        for key in ("cow_writes_waited", "state_huge_pages_copy_pct", "state_huge_pages_cow_pct"):
+            if not isinstance(s.get(key), (int, float)):
+                fail("%s missing" % key, out)
         for t in SNAPSHOT_TARGETS:
             entry = s.get("targets", {}).get(t, {})
             if not isinstance(entry.get("ratio"), (int, float)) or not isinstance(entry.get("pass"), bool) \

@@ -8,10 +8,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "bench_util.hpp"
 #include "cairn/cairn.h"
@@ -33,8 +35,40 @@ std::string first_line_of(const char* path) {
   return line;
 }
 
+// Bytes of transparent huge pages in the mappings overlapping [p, p + size) (/proc/self/smaps).
+uint64_t huge_bytes(const uint8_t* p, uint64_t size) {
+  std::ifstream in("/proc/self/smaps");
+  auto a = reinterpret_cast<uintptr_t>(p);
+  bool overlaps = false;
+  uint64_t total = 0;
+  for (std::string line; std::getline(in, line);) {
+    unsigned long lo = 0, hi = 0, kb = 0;
+    char sep = 0;
+    if (sscanf(line.c_str(), "%lx-%lx%c", &lo, &hi, &sep) == 3 && sep == ' ')
+      overlaps = lo < a + size && a < hi;
+    else if (overlaps && sscanf(line.c_str(), "AnonHugePages: %lu kB", &kb) == 1)
+      total += static_cast<uint64_t>(kb) << 10;
+  }
+  return total;
+}
+
+// Until the snapshotter's background gathering of the state into huge pages is over (no change for
+// 0.3 s, at most 30 s): the timed snapshots then see the steady state of a long run.
+double settle_huge_pages(const uint8_t* p, uint64_t size) {
+  uint64_t last = huge_bytes(p, size);
+  for (int still = 0, i = 0; still < 6 && i < 600; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    uint64_t now_bytes = huge_bytes(p, size);
+    still = now_bytes == last ? still + 1 : 0;
+    last = now_bytes;
+  }
+  return 100.0 * static_cast<double>(std::min(last, size)) / static_cast<double>(size);
+}
+
 // What one session (one snapshot mode) measured, slowest rank per repetition, medians over reps.
 struct ModeTimes {
+  double loop_ms = 0;          // the loop alone, in this session, before the timed checkpoints
+  double huge_pct = 0;         // share of the state in huge pages when the timed checkpoints start
   double blocking_ms = 0;      // cairn_checkpoint
   double complete_ms = 0;      // from the checkpoint's start until its snapshot is in the slot (rank 0)
   double during_ms = 0;        // the loop's pass right after cairn_checkpoint returned
@@ -68,15 +102,6 @@ class SnapshotBench {
     uint8_t* state = alloc_faulted(size);
     fill_random(state, size, 2000 + static_cast<uint64_t>(g_rank));
     double memcpy_ms = memcpy_into_shm(state, size);
-    std::vector<double> loop;
-    for (int i = 0; i < 1 + a_.reps; ++i) {
-      barrier();
-      double t0 = now();
-      write_pass(state, size);
-      double t = max_over_ranks(now() - t0);
-      if (i) loop.push_back(t * 1e3);
-    }
-    double loop_ms = median(loop);
     ModeTimes copy = session("copy", state, size), cow = session("cow", state, size);
     free(state);
 
@@ -87,19 +112,22 @@ class SnapshotBench {
     j["l1_blocking_cow_ms"] = round3(cow.blocking_ms);
     j["snapshot_complete_copy_ms"] = round3(copy.complete_ms);
     j["snapshot_complete_cow_ms"] = round3(cow.complete_ms);
-    j["loop_ms"] = round3(loop_ms);
-    j["loop_during_copy_x"] = round3(copy.during_ms / loop_ms);
-    j["loop_after_copy_x"] = round3(copy.after_ms / loop_ms);
-    j["loop_during_cow_x"] = round3(cow.during_ms / loop_ms);
-    j["loop_after_cow_x"] = round3(cow.after_ms / loop_ms);
+    j["loop_copy_ms"] = round3(copy.loop_ms);
+    j["loop_cow_ms"] = round3(cow.loop_ms);
+    j["loop_during_copy_x"] = round3(copy.during_ms / copy.loop_ms);
+    j["loop_after_copy_x"] = round3(copy.after_ms / copy.loop_ms);
+    j["loop_during_cow_x"] = round3(cow.during_ms / cow.loop_ms);
+    j["loop_after_cow_x"] = round3(cow.after_ms / cow.loop_ms);
     j["cow_protected_pct"] = round3(cow.protected_pct);
     j["cow_writes_waited"] = round3(cow.writes_waited);
+    j["state_huge_pages_copy_pct"] = round3(copy.huge_pct);
+    j["state_huge_pages_cow_pct"] = round3(cow.huge_pct);
     json t;
     t["l1_blocking_cow"] = target("l1_blocking_cow_ms / memcpy_ms", cow.blocking_ms / memcpy_ms, 0.1);
     t["snapshot_complete_cow"] = target("snapshot_complete_cow_ms / memcpy_ms", cow.complete_ms / memcpy_ms, 1.5);
-    t["loop_during_cow"] = target("loop pass right after cairn_checkpoint / loop_ms", cow.during_ms / loop_ms, 1.5);
+    t["loop_during_cow"] = target("loop pass right after cairn_checkpoint / loop_cow_ms", cow.during_ms / cow.loop_ms, 1.5);
     // "not at all after": within the noise of two passes of the same loop.
-    t["loop_after_cow"] = target("loop pass after the version is through / loop_ms", cow.after_ms / loop_ms, 1.05);
+    t["loop_after_cow"] = target("loop pass after the version is through / loop_cow_ms", cow.after_ms / cow.loop_ms, 1.05);
     j["targets"] = t;
     return j;
   }
@@ -130,8 +158,9 @@ class SnapshotBench {
   }
 
   // One cairn session with snapshot = `mode`: L1 only (no L2, no flush), one slot. A warm-up version
-  // creates the slot; then per repetition: cairn_checkpoint, a pass of the loop right away, cairn_wait,
-  // and a pass once the version is through.
+  // (and, with cow, the gathering of the state into huge pages that follows it), the loop alone; then
+  // per repetition: cairn_checkpoint, a pass of the loop right away, cairn_wait, and a pass once the
+  // version is through.
   ModeTimes session(const char* mode, uint8_t* state, uint64_t size) {
     std::string prefix = a_.work_dir + "/prefix", cache_job = a_.cache_dir + "/cairn-" + a_.job;
     barrier();
@@ -156,6 +185,17 @@ class SnapshotBench {
     CHECK_CAIRN(cairn_protect("state", state, size, CAIRN_BYTE));
     CHECK_CAIRN(cairn_checkpoint());
     CHECK_CAIRN(cairn_wait());
+    ModeTimes m;
+    m.huge_pct = max_over_ranks(settle_huge_pages(state, size));
+    std::vector<double> loop;
+    for (int i = 0; i < 1 + a_.reps; ++i) {
+      barrier();
+      double t0 = now();
+      write_pass(state, size);
+      double t = max_over_ranks(now() - t0);
+      if (i) loop.push_back(t * 1e3);
+    }
+    m.loop_ms = median(loop);
     std::vector<double> blocking, during, after;
     for (int i = 0; i < a_.reps; ++i) {
       barrier();
@@ -175,7 +215,6 @@ class SnapshotBench {
     }
     CHECK_CAIRN(cairn_finalize());
     std::string log = g_capture.stop();
-    ModeTimes m;
     m.blocking_ms = median(blocking);
     m.during_ms = median(during);
     m.after_ms = median(after);
@@ -234,12 +273,15 @@ class SnapshotBench {
     for (const json& s : out["sizes"]) {
       printf("\n%.0f MiB per rank\n", s["size_bytes"].get<double>() / (1 << 20));
       printf("  %-28s %10.2f ms\n", "memcpy", s["memcpy_ms"].get<double>());
-      printf("  %-28s %10.2f ms   complete %8.2f ms   loop during x%.2f, after x%.2f\n", "snapshot = copy: blocking",
-             s["l1_blocking_copy_ms"].get<double>(), s["snapshot_complete_copy_ms"].get<double>(),
-             s["loop_during_copy_x"].get<double>(), s["loop_after_copy_x"].get<double>());
-      printf("  %-28s %10.2f ms   complete %8.2f ms   loop during x%.2f, after x%.2f   (%.0f%% protected, %.0f writes waited)\n",
+      printf("  %-28s %10.2f ms   complete %8.2f ms   loop %.2f ms, during x%.2f, after x%.2f   (%.0f%% huge pages)\n",
+             "snapshot = copy: blocking", s["l1_blocking_copy_ms"].get<double>(), s["snapshot_complete_copy_ms"].get<double>(),
+             s["loop_copy_ms"].get<double>(), s["loop_during_copy_x"].get<double>(), s["loop_after_copy_x"].get<double>(),
+             s["state_huge_pages_copy_pct"].get<double>());
+      printf("  %-28s %10.2f ms   complete %8.2f ms   loop %.2f ms, during x%.2f, after x%.2f   (%.0f%% huge pages, "
+             "%.0f%% protected, %.0f writes waited)\n",
              "snapshot = cow:  blocking", s["l1_blocking_cow_ms"].get<double>(), s["snapshot_complete_cow_ms"].get<double>(),
-             s["loop_during_cow_x"].get<double>(), s["loop_after_cow_x"].get<double>(), s["cow_protected_pct"].get<double>(),
+             s["loop_cow_ms"].get<double>(), s["loop_during_cow_x"].get<double>(), s["loop_after_cow_x"].get<double>(),
+             s["state_huge_pages_cow_pct"].get<double>(), s["cow_protected_pct"].get<double>(),
              s["cow_writes_waited"].get<double>());
       for (const auto& [name, t] : s["targets"].items())
         printf("  target %-22s %-55s %6.3f <= %-5.2f %s\n", name.c_str(), t["what"].get<std::string>().c_str(),
