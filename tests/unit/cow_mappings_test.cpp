@@ -76,6 +76,42 @@ TEST(CowMappings, ReadsThisProcess) {
   munmap(s, 1 << 20);
 }
 
+// The kernel's answer for a few ranges (PROCMAP_QUERY where there is one) equals the text's mappings
+// that overlap them.
+TEST(CowMappings, QueriedRangesMatchTheText) {
+  void* p = mmap(nullptr, 4 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* s = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  auto a = reinterpret_cast<uint64_t>(p), b = reinterpret_cast<uint64_t>(s);
+  int local = 0;
+  auto stack = reinterpret_cast<uint64_t>(&local);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges = {{a, a + (4 << 20)}, {b, b + (1 << 20)}, {stack, stack + 8},
+                                                       {a + 4096, a + 8192}};
+  auto queried = mappings_in(ranges);
+  auto text = read_mappings();
+  ASSERT_TRUE(queried.is_ok()) << queried.status().message();
+  ASSERT_TRUE(text.is_ok()) << text.status().message();
+  std::vector<Mapping> want;
+  for (const auto& m : *text)
+    for (const auto& [lo, hi] : ranges)
+      if (m.start < hi && lo < m.end) {
+        want.push_back(m);
+        break;
+      }
+  ASSERT_EQ(queried->size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ((*queried)[i].start, want[i].start);
+    EXPECT_EQ((*queried)[i].end, want[i].end);
+    EXPECT_EQ((*queried)[i].shared, want[i].shared);
+    EXPECT_EQ((*queried)[i].writable, want[i].writable);
+    EXPECT_EQ((*queried)[i].inode, want[i].inode);
+    EXPECT_EQ((*queried)[i].path, want[i].path);
+  }
+  EXPECT_EQ(unprotectable_reason(*queried, a, a + (4 << 20)), "");
+  EXPECT_NE(unprotectable_reason(*queried, b, b + (1 << 20)).find("shared memory"), std::string::npos);
+  munmap(p, 4 << 20);
+  munmap(s, 1 << 20);
+}
+
 TEST(CowMappings, RejectsWhatIsNotAMapsLine) {
   for (const char* bad : {"xyz", "7f00-7e00 rw-p 0 00:00 0", "7f00-7f10 rw-x 0 00:00 0", "7f00-7f10 rw-p",
                           "7f00-7f10 rw-p 0 00:00 12a", "-7f10 rw-p 0 00:00 0", "7f00 7f10 rw-p 0 00:00 0"}) {

@@ -1,11 +1,29 @@
 #include "cache/cow/mappings.hpp"
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
+
+// Linux 6.11's query of one mapping; older kernel headers lack it (the kernel answers ENOTTY then).
+#ifndef PROCMAP_QUERY
+struct procmap_query {
+  uint64_t size, query_flags, query_addr, vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+  uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+  uint64_t vma_name_addr, build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_READABLE 0x01
+#define PROCMAP_QUERY_VMA_WRITABLE 0x02
+#define PROCMAP_QUERY_VMA_SHARED 0x08
+#define PROCMAP_QUERY_COVERING_OR_NEXT_VMA 0x10
+#endif
+static_assert(sizeof(procmap_query) == 104, "PROCMAP_QUERY's argument");
 
 namespace cairn::cow {
 namespace {
@@ -97,6 +115,46 @@ Result<std::vector<Mapping>> read_mappings() {
   }
   close(fd);
   return parse_mappings(text);
+}
+
+Result<std::vector<Mapping>> mappings_in(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+  int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return posix_error("open", "/proc/self/maps", errno);
+  std::vector<Mapping> out;
+  char name[4096];
+  for (const auto& [start, end] : ranges) {
+    for (uint64_t at = start; at < end;) {
+      procmap_query q{};
+      q.size = sizeof q;
+      q.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA;
+      q.query_addr = at;
+      q.vma_name_addr = reinterpret_cast<uint64_t>(name);
+      q.vma_name_size = sizeof name;
+      if (ioctl(fd, PROCMAP_QUERY, &q) != 0) {
+        int err = errno;
+        if (err == ENOENT) break;  // nothing mapped from here on
+        close(fd);
+        if (err == ENOTTY || err == EINVAL) return read_mappings();  // before Linux 6.11
+        return posix_error("ioctl(PROCMAP_QUERY)", "/proc/self/maps", err);
+      }
+      if (q.vma_start >= end) break;
+      Mapping m;
+      m.start = q.vma_start;
+      m.end = q.vma_end;
+      m.readable = q.vma_flags & PROCMAP_QUERY_VMA_READABLE;
+      m.writable = q.vma_flags & PROCMAP_QUERY_VMA_WRITABLE;
+      m.shared = q.vma_flags & PROCMAP_QUERY_VMA_SHARED;
+      m.inode = q.inode;
+      if (q.vma_name_size > 0) m.path.assign(name, strnlen(name, std::min<size_t>(q.vma_name_size, sizeof name)));
+      out.push_back(std::move(m));
+      at = q.vma_end;
+    }
+  }
+  close(fd);
+  std::sort(out.begin(), out.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
+  out.erase(std::unique(out.begin(), out.end(), [](const Mapping& a, const Mapping& b) { return a.start == b.start; }),
+            out.end());
+  return out;
 }
 
 namespace {

@@ -23,6 +23,10 @@ struct Mapping {
 // parse is ERR_FORMAT naming it (the kernel's format is stable; a failure means something unexpected).
 Result<std::vector<Mapping>> parse_mappings(std::string_view text);
 Result<std::vector<Mapping>> read_mappings();
+// Only the mappings overlapping the given ranges, sorted: asked of the kernel one by one
+// (PROCMAP_QUERY, Linux 6.11) rather than read as the whole text, which in an MPI process with its
+// hundreds of libraries costs half a millisecond; read_mappings() on older kernels.
+Result<std::vector<Mapping>> mappings_in(const std::vector<std::pair<uint64_t, uint64_t>>& ranges);
 
 // Empty when every page of [start, end) lies in private anonymous writable mappings; otherwise why
 // write-protection cannot cover the range ("shared memory", "file-backed memory (/path)", ...).

@@ -22,7 +22,12 @@ Result<SnapshotPlan> plan_snapshot(const std::vector<SnapshotRegion>& regions, u
   }
   if (wanted.empty()) return plan;
 
-  CAIRN_ASSIGN_OR_RETURN(maps, read_mappings());
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const ProtectedRange& w : wanted) {
+    auto src = reinterpret_cast<uint64_t>(regions[w.region].src);
+    ranges.emplace_back(src, src + regions[w.region].size);
+  }
+  CAIRN_ASSIGN_OR_RETURN(maps, mappings_in(ranges));
   std::sort(wanted.begin(), wanted.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
   uint64_t covered_to = 0;
   size_t covered_by = 0;
