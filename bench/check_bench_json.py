@@ -98,7 +98,8 @@ def check_redistribute(data, measured, out):
 
 
 SNAPSHOT_FIGURES = [
-    "memcpy_ms", "l1_blocking_copy_ms", "l1_blocking_cow_ms", "snapshot_complete_copy_ms",
+    "memcpy_ms", "l1_blocking_copy_ms", "l1_blocking_cow_ms", "l1_snapshot_copy_ms", "l1_snapshot_cow_ms",
+    "snapshot_complete_copy_ms",
     "snapshot_complete_cow_ms", "loop_copy_ms", "loop_cow_ms", "loop_during_copy_x", "loop_after_copy_x", "loop_during_cow_x",
     "loop_after_cow_x", "cow_protected_pct",
 ]

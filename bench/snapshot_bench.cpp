@@ -70,6 +70,7 @@ struct ModeTimes {
   double loop_ms = 0;          // the loop alone, in this session, before the timed checkpoints
   double huge_pct = 0;         // share of the state in huge pages when the timed checkpoints start
   double blocking_ms = 0;      // cairn_checkpoint
+  double snapshot_ms = 0;      // of which the snapshot's own blocking part (rank 0's "L1 copy")
   double complete_ms = 0;      // from the checkpoint's start until its snapshot is in the slot (rank 0)
   double during_ms = 0;        // the loop's pass right after cairn_checkpoint returned
   double after_ms = 0;         // a pass once the version is through (after cairn_wait)
@@ -110,6 +111,9 @@ class SnapshotBench {
     j["memcpy_ms"] = round3(memcpy_ms);
     j["l1_blocking_copy_ms"] = round3(copy.blocking_ms);
     j["l1_blocking_cow_ms"] = round3(cow.blocking_ms);
+    // the part of cairn_checkpoint that is the snapshot itself (the rest: the pipeline's fixed costs)
+    j["l1_snapshot_copy_ms"] = round3(copy.snapshot_ms);
+    j["l1_snapshot_cow_ms"] = round3(cow.snapshot_ms);
     j["snapshot_complete_copy_ms"] = round3(copy.complete_ms);
     j["snapshot_complete_cow_ms"] = round3(cow.complete_ms);
     j["loop_copy_ms"] = round3(copy.loop_ms);
@@ -220,7 +224,7 @@ class SnapshotBench {
     m.after_ms = median(after);
     // rank 0's summary lines of the timed versions (2 ..): "(cow: P% write-protected, complete in X ms,
     // W writes waited)"; with copy the snapshot is complete when cairn_checkpoint returns.
-    std::vector<double> complete, pct, waited;
+    std::vector<double> complete, pct, waited, own;
     std::istringstream in(log);
     bool chosen = false;
     for (std::string line; std::getline(in, line);) {
@@ -232,6 +236,7 @@ class SnapshotBench {
       }
       if (a_.verbose || line.find(" info: ") == std::string::npos) fprintf(stderr, "%s\n", line.c_str());
       if (!number_after(line, "info: version ", &v) || v < 2) continue;
+      if (number_after(line, "L1 copy ", &x)) own.push_back(x);
       auto at = line.find("complete in ");
       if (at == std::string::npos) continue;
       if (number_after(line, "complete in ", &x)) complete.push_back(x);
@@ -240,6 +245,7 @@ class SnapshotBench {
     }
     if (g_rank == 0 && !chosen) die("the log does not say which snapshotter cairn_init chose");
     m.complete_ms = std::strcmp(mode, "copy") == 0 ? m.blocking_ms : median(complete);
+    m.snapshot_ms = median(own);
     m.protected_pct = median(pct);
     m.writes_waited = median(waited);
     if (g_rank == 0 && std::strcmp(mode, "cow") == 0 && complete.empty())
@@ -273,6 +279,8 @@ class SnapshotBench {
     for (const json& s : out["sizes"]) {
       printf("\n%.0f MiB per rank\n", s["size_bytes"].get<double>() / (1 << 20));
       printf("  %-28s %10.2f ms\n", "memcpy", s["memcpy_ms"].get<double>());
+      printf("  %-28s %10.2f ms (copy)   %.3f ms (cow)\n", "the snapshot's own part", s["l1_snapshot_copy_ms"].get<double>(),
+             s["l1_snapshot_cow_ms"].get<double>());
       printf("  %-28s %10.2f ms   complete %8.2f ms   loop %.2f ms, during x%.2f, after x%.2f   (%.0f%% huge pages)\n",
              "snapshot = copy: blocking", s["l1_blocking_copy_ms"].get<double>(), s["snapshot_complete_copy_ms"].get<double>(),
              s["loop_copy_ms"].get<double>(), s["loop_during_copy_x"].get<double>(), s["loop_after_copy_x"].get<double>(),

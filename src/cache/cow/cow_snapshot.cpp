@@ -4,6 +4,7 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -365,6 +366,10 @@ uint64_t CowSnapshotter::copy_pages(size_t t, uint64_t p0, uint64_t p1, bool han
 // ---- the copier --------------------------------------------------------------------------------------
 
 void CowSnapshotter::copier_loop() {
+  // A batch thread does not preempt the one that woke it: begin() returns to the application before
+  // the copy takes the core (the fault handler keeps the normal policy: writers wait for it).
+  sched_param batch{};
+  (void)sched_setscheduler(0, SCHED_BATCH, &batch);
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
