@@ -2,8 +2,8 @@
 """bench_smoke: run cairn-bench (the command line given) and check what it prints.
 
 Asserts behaviour, not speed: exit status 0, stdout is exactly one JSON object, every figure is present
-and a positive number (l3_flush_stage_gbps may be null: it comes from the library's log), every target
-has a ratio and a pass/fail, and the run's work and cache directories are gone afterwards.
+and a positive number, every target has a ratio and a pass/fail, the library's own timings (read from
+the job history) are in `stages`, and the run's work and cache directories are gone afterwards.
 
 With --snapshot in the command line the object is the copy-against-copy-on-write report: per size in
 --size, memcpy, the blocking and completion times of both snapshot modes, the writing loop's slowdowns,
@@ -23,7 +23,9 @@ FIGURES = [
     "isal_rs_encode_gbps", "rs_encode_gbps", "raw_write_gbps", "l3_flush_gbps", "l3_flush_stage_gbps",
     "restart_l1_gbps", "restart_l2_gbps", "restart_l3_gbps", "l3_flush_back_to_back_gbps",
 ]
-OPTIONAL = {"l3_flush_stage_gbps"}
+# The library's own timings per measurement, from the job history (docs/performance.md).
+STAGES = {"l1": ["copy_ms", "seal_ms"], "l2_xor": ["copy_ms", "seal_ms", "l2_ms"], "l3": ["copy_ms", "seal_ms", "l3_ms"],
+          "l3_back_to_back": ["l3_ms"]}
 TARGETS = ["l1_checkpoint", "rs_encode", "l3_flush", "restart_l1"]
 LEVELS = ["l1", "l2", "l3"]
 
@@ -54,8 +56,6 @@ def check_default(data, out):
         if key not in data:
             fail("missing key %s" % key, out)
         v = data[key]
-        if v is None and key in OPTIONAL:
-            continue
         if not positive(v):
             fail("%s is %r, expected a positive number" % (key, v), out)
     targets = data.get("targets")
@@ -65,7 +65,12 @@ def check_default(data, out):
         check_target(targets, t, out)
     if not positive(data.get("ratios", {}).get("restart_l3_vs_raw_read")):
         fail("ratios.restart_l3_vs_raw_read is %r" % data.get("ratios"), out)
-    return "%d figures, %d targets" % (len(FIGURES), len(TARGETS))
+    stages = data.get("stages", {})
+    for stage, keys in STAGES.items():
+        for key in keys + ["blocking_ms", "until_wait_ms"]:
+            if not positive(stages.get(stage, {}).get(key)):
+                fail("stages.%s.%s is %r, expected a positive number" % (stage, key, stages.get(stage, {}).get(key)), out)
+    return "%d figures, %d targets, %d stages" % (len(FIGURES), len(TARGETS), len(STAGES))
 
 
 def check_redistribute(data, measured, out):
@@ -131,6 +136,34 @@ def check_snapshot(data, nsizes, out):
     return "%d sizes, %d targets each" % (nsizes, len(SNAPSHOT_TARGETS))
 
 
+SERVICE_TARGETS = ["service_blocking", "drain_1_agents", "drain_2_agents", "drain_4_agents", "compute_slowdown"]
+
+
+def check_service(data, out):
+    if data.get("mode") != "service":
+        fail("mode is %r, expected service" % data.get("mode"), out)
+    for key in ("raw_write_gbps", "raw_write_all_gbps"):
+        if not positive(data.get(key)):
+            fail("%s is %r" % (key, data.get(key)), out)
+    for group, keys in (("checkpoint_blocking_ms", ("service", "embedded", "sync_write")),
+                        ("drain_gbps", ("1", "2", "4")),
+                        ("iteration_ms", ("no_checkpoints", "service", "embedded"))):
+        for k in keys:
+            if not positive(data.get(group, {}).get(k)):
+                fail("%s.%s is %r" % (group, k, data.get(group, {}).get(k)), out)
+    via = data.get("versions_via", {})
+    for session in ("drain_1", "drain_2", "drain_4", "loop_service"):
+        v = via.get(session, {})
+        if not v.get("service") or v.get("embedded"):
+            fail("%s: versions via the service %r, via the embedded flusher %r: the service did not move them all"
+                 % (session, v.get("service"), v.get("embedded")), out)
+    if via.get("loop_embedded", {}).get("service"):
+        fail("the embedded session's versions went through the service", out)
+    for t in SERVICE_TARGETS:
+        check_target(data.get("targets", {}), t, out)
+    return "service: %d targets" % len(SERVICE_TARGETS)
+
+
 def main():
     args = sys.argv[1:]
     measured = set(LEVELS)
@@ -153,12 +186,14 @@ def main():
         what = check_snapshot(data, len(args[args.index("--size") + 1].split(",")), out)
     elif "--redistribute" in args:
         what = check_redistribute(data, measured, out)
+    elif "--service" in args:
+        what = check_service(data, out)
     else:
         what = check_default(data, out)
         if data.get("run", {}).get("ranks") != 2:
             fail("run.ranks is %r" % data.get("run", {}).get("ranks"), out)
     run = data.get("run", {})
-    for key in ("work_dir", "cache_job_dir"):
+    for key in ("work_dir",) if "--service" in args else ("work_dir", "cache_job_dir"):
         path = run.get(key)
         if not path:
             fail("run.%s missing" % key, out)

@@ -1,25 +1,35 @@
-#include "snapshot_bench.hpp"
-
-#include <fcntl.h>
+// cairn-bench --snapshot, on every rank: what a checkpoint costs the application with snapshot = copy
+// and with snapshot = cow, for the same state, beside memcpy measured in the same run
+// (docs/performance.md, "Copy-on-write snapshots"). Rank 0 prints the report.
 #include <sys/mman.h>
 #include <sys/utsname.h>
-#include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
-#include "bench_util.hpp"
-#include "cairn/cairn.h"
+#include "bench.hpp"
+#include "session.hpp"
 
-namespace cairn::bench {
+namespace bench {
 namespace {
+
+// The number right after `key` in `line` (the library's per-version summary line).
+bool number_after(const std::string& line, const std::string& key, double* out) {
+  auto at = line.find(key);
+  if (at == std::string::npos) return false;
+  const char* s = line.c_str() + at + key.size();
+  char* end = nullptr;
+  double v = strtod(s, &end);
+  if (end == s) return false;
+  *out = v;
+  return true;
+}
 
 // The application's loop: one pass that reads and rewrites every word of the state.
 void write_pass(uint8_t* state, uint64_t size) {
@@ -80,18 +90,18 @@ struct ModeTimes {
 
 class SnapshotBench {
  public:
-  explicit SnapshotBench(const SnapshotBenchArgs& a) : a_(a) {}
+  explicit SnapshotBench(const Options& o) : o_(o), session_(o) {}
 
   void run() {
     load_start_ = loadavg_1m();
     json sizes = json::array();
-    for (uint64_t size : a_.sizes) sizes.push_back(measure(size));
+    for (uint64_t size : o_.sizes) sizes.push_back(measure(size));
     if (g_rank != 0) return;
     json out;
     out["mode"] = "snapshot";
     out["sizes"] = sizes;
     out["run"] = run_info();
-    if (a_.json)
+    if (o_.json)
       printf("%s\n", out.dump(2).c_str());
     else
       print_table(out);
@@ -143,9 +153,9 @@ class SnapshotBench {
   // memcpy into a pre-faulted shared mapping of a file in cache_dir (what an L1 slot is), every rank
   // at once (as in a checkpoint).
   double memcpy_into_shm(const uint8_t* state, uint64_t size) {
-    uint8_t* p = map_slot_like(a_.cache_dir + "/cairn-" + a_.job + ".memcpy.r" + std::to_string(g_rank), size);
+    uint8_t* p = map_slot_like(o_.cache_dir + "/cairn-" + o_.child_job + ".memcpy.r" + std::to_string(g_rank), size);
     std::vector<double> ms;
-    for (int i = 0; i < 1 + a_.reps; ++i) {
+    for (int i = 0; i < 1 + o_.reps; ++i) {
       barrier();
       double t0 = now();
       memcpy(p, state, size);
@@ -157,42 +167,21 @@ class SnapshotBench {
     return median(ms);
   }
 
-  void set(const char* name, const std::string& value) {
-    if (setenv(name, value.c_str(), 1) != 0) die("setenv %s: %s", name, strerror(errno));
-  }
-
   // One cairn session with snapshot = `mode`: L1 only (no L2, no flush), one slot. A warm-up version
   // (and, with cow, the gathering of the state into huge pages that follows it), the loop alone; then
   // per repetition: cairn_checkpoint, a pass of the loop right away, cairn_wait, and a pass once the
   // version is through.
   ModeTimes session(const char* mode, uint8_t* state, uint64_t size) {
-    std::string prefix = a_.work_dir + "/prefix", cache_job = a_.cache_dir + "/cairn-" + a_.job;
-    barrier();
-    if (g_rank == 0) {
-      std::error_code ec;
-      std::filesystem::remove_all(cache_job, ec);
-      std::filesystem::remove_all(prefix, ec);
-    }
-    barrier();
-    set("CAIRN_SNAPSHOT", mode);
-    set("CAIRN_PREFIX", prefix);
-    set("CAIRN_CACHE_DIR", a_.cache_dir);
-    set("CAIRN_JOB", a_.job);
-    set("CAIRN_REDUNDANCY", "single");
-    set("CAIRN_FLUSH_EVERY", "0");
-    set("CAIRN_FLUSH_ON_FINALIZE", "false");
-    set("CAIRN_CACHE_VERSIONS", "1");
-    const char* lvl = getenv("CAIRN_LOG");
-    if (!lvl || strcmp(lvl, "debug") != 0) set("CAIRN_LOG", "info");
-    g_capture.start(a_.work_dir + "/snapshot-log.r" + std::to_string(g_rank));
-    CHECK_CAIRN(cairn_init(MPI_COMM_WORLD, nullptr));
-    CHECK_CAIRN(cairn_protect("state", state, size, CAIRN_BYTE));
+    session_.clean_levels();
+    if (setenv("CAIRN_SNAPSHOT", mode, 1) != 0 || setenv("CAIRN_CACHE_VERSIONS", "1", 1) != 0)
+      die("setenv: %s", strerror(errno));
+    session_.open("single", 0, [&] { CHECK_CAIRN(cairn_protect("state", state, size, CAIRN_BYTE)); });
     CHECK_CAIRN(cairn_checkpoint());
     CHECK_CAIRN(cairn_wait());
     ModeTimes m;
     m.huge_pct = max_over_ranks(settle_huge_pages(state, size));
     std::vector<double> loop;
-    for (int i = 0; i < 1 + a_.reps; ++i) {
+    for (int i = 0; i < 1 + o_.reps; ++i) {
       barrier();
       double t0 = now();
       write_pass(state, size);
@@ -201,7 +190,7 @@ class SnapshotBench {
     }
     m.loop_ms = median(loop);
     std::vector<double> blocking, during, after;
-    for (int i = 0; i < a_.reps; ++i) {
+    for (int i = 0; i < o_.reps; ++i) {
       barrier();
       double t0 = now();
       CHECK_CAIRN(cairn_checkpoint());
@@ -217,8 +206,7 @@ class SnapshotBench {
       during.push_back(max_over_ranks(t2 - t1) * 1e3);
       after.push_back(max_over_ranks(t4 - t3) * 1e3);
     }
-    CHECK_CAIRN(cairn_finalize());
-    std::string log = g_capture.stop();
+    std::string log = session_.close();
     m.blocking_ms = median(blocking);
     m.during_ms = median(during);
     m.after_ms = median(after);
@@ -234,7 +222,6 @@ class SnapshotBench {
                  (std::strcmp(mode, "copy") == 0 || line.find("copy-on-write") != std::string::npos);
         if (!chosen) die("snapshot = %s was not honoured: %s", mode, line.c_str());
       }
-      if (a_.verbose || line.find(" info: ") == std::string::npos) fprintf(stderr, "%s\n", line.c_str());
       if (!number_after(line, "info: version ", &v) || v < 2) continue;
       if (number_after(line, "L1 copy ", &x)) own.push_back(x);
       auto at = line.find("complete in ");
@@ -254,17 +241,17 @@ class SnapshotBench {
   }
 
   json run_info() {
-    json j = machine_info(load_start_);
+    json j = machine_info(load_start_, g_nranks);
     struct utsname u {};
     uname(&u);
     j["kernel"] = u.release;
     j["transparent_hugepages"] = first_line_of("/sys/kernel/mm/transparent_hugepage/enabled");
-    j["reps"] = a_.reps;
+    j["reps"] = o_.reps;
     j["statistic"] = "median of reps of the slowest rank's time; complete and waits from rank 0's log";
-    j["cache_dir"] = a_.cache_dir;
-    j["cache_fs"] = fs_type_name(a_.cache_dir);
-    j["work_dir"] = a_.work_dir;
-    j["cache_job_dir"] = a_.cache_dir + "/cairn-" + a_.job;
+    j["cache_dir"] = o_.cache_dir;
+    j["cache_fs"] = fs_type_name(o_.cache_dir);
+    j["work_dir"] = session_.dir();
+    j["cache_job_dir"] = session_.cache_job();
     j["config"] = "redundancy = single, flush_every = 0, cache_versions = 1 (L1 only)";
     j["loop"] = "w[i] = 3 w[i] + 1 over every 8-byte word of the state";
     return j;
@@ -297,12 +284,16 @@ class SnapshotBench {
     }
   }
 
-  const SnapshotBenchArgs a_;
+  const Options& o_;
+  Session session_;
   double load_start_ = 0;
 };
 
 }  // namespace
 
-void run_snapshot_child(const SnapshotBenchArgs& args) { SnapshotBench(args).run(); }
+int run_snapshot(const Options& o, const JobInfo&) {
+  SnapshotBench(o).run();
+  return 0;
+}
 
-}  // namespace cairn::bench
+}  // namespace bench

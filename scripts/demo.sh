@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # cairn demo (`make demo`): heat2d on 8 ranks over 4 simulated nodes with XOR redundancy, once
 # failure-free and once with node 2 killed (SIGKILL, cache deleted) when the job reaches its 5th
-# checkpoint. Prints both `result` lines, the level the restart came from, and IDENTICAL or
-# DIFFERENT. Exit status: 0 when both runs succeeded, the second restarted, and the results match.
+# checkpoint. Then the same failure again with the checkpoint service: a cairnd controller and one
+# manager on 127.0.0.1 whose agents move every flushed version to L3 over libfabric (docs/service.md).
+# Prints the `result` lines, the level each restart came from, where the agents sat and what they
+# drained, and IDENTICAL or DIFFERENT. Exit status: 0 when every run succeeded, the failure runs
+# restarted, the agents drained versions, and the results match.
 #
 # Usage: scripts/demo.sh BUILD_DIR
 # Tunables (environment): DEMO_NP (8), DEMO_NODES (4), DEMO_N (512), DEMO_ITERS (600),
@@ -16,8 +19,9 @@ if [ $# -ne 1 ] || [ ! -d "$1" ]; then
 fi
 build=$(cd "$1" && pwd)
 cairn="$build/tools/cairn"
+cairnd="$build/tools/cairnd"
 heat2d="$build/examples/heat2d/heat2d"
-for exe in "$cairn" "$heat2d"; do
+for exe in "$cairn" "$cairnd" "$heat2d"; do
   if [ ! -x "$exe" ]; then
     echo "demo: $exe is missing; build first (make build)" >&2
     exit 2
@@ -39,8 +43,11 @@ export CAIRN_REDUNDANCY=xor
 work=$(mktemp -d "${TMPDIR:-/tmp}/cairn-demo.XXXXXX")
 cache_base=${CAIRN_CACHE_DIR:-/dev/shm}
 job_base="demo-$$-$(basename "$work" | sed 's/^cairn-demo\.//')"
-jobs=("$job_base-clean" "$job_base-kill")
+jobs=("$job_base-clean" "$job_base-kill" "$job_base-service")
+service_pids=()
 cleanup() {
+  for pid in "${service_pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${service_pids[@]}"; do wait "$pid" 2>/dev/null; done
   rm -rf "$work"
   for job in "${jobs[@]}"; do rm -rf "${cache_base:?}/cairn-$job"; done
 }
@@ -52,7 +59,7 @@ run() {
   local name=$1 job=$2
   shift 2
   local extra=()
-  [ "$name" = kill ] && extra=(--sleep-ms "$sleep_ms")
+  [ "$name" != clean ] && extra=(--sleep-ms "$sleep_ms")
   echo "== $name: cairn run -n $np --nodes $nodes${*:+ $*} -- heat2d --n $grid --iters $iters" \
        "--checkpoint-every $every${extra[*]:+ ${extra[*]}}"
   CAIRN_PREFIX="$work/$name-prefix" CAIRN_JOB="$job" \
@@ -73,20 +80,64 @@ failed=0
 run clean "${jobs[0]}" || failed=1
 run kill "${jobs[1]}" --kill-node 2 --at-checkpoint 5 --phase compute || failed=1
 
+# Part 2: the checkpoint service. A controller on a port the system picks, one manager (a checkpoint
+# node) running up to 4 agents; the job registers with it (CAIRN_SERVICE) and its agents pull every
+# flushed version out of the ranks' L1 slots.
+echo
+echo "== the checkpoint service: cairnd controller and manager on 127.0.0.1 (logs in the work directory)"
+svc="$work/service"
+mkdir -p "$svc"
+"$cairnd" controller --listen 127.0.0.1:0 --address-file "$svc/address" --log "$svc/controller.log" &
+service_pids+=($!)
+for _ in $(seq 200); do [ -s "$svc/address" ] && break; sleep 0.05; done
+address=$(cat "$svc/address" 2>/dev/null)
+if [ -z "$address" ]; then
+  echo "demo: the controller did not start" >&2
+  failed=1
+else
+  "$cairnd" manager --controller "$address" --name ckpt0 --agents 4 --work-dir "$svc/ckpt0" &
+  service_pids+=($!)
+  echo "   controller at $address, manager ckpt0"
+  CAIRN_SERVICE="$address" CAIRN_FLUSH_EVERY=2 \
+    run service "${jobs[2]}" --kill-node 2 --at-checkpoint 5 --phase compute || failed=1
+  echo "   cairn status --service $address, after the job (its agents left with it):"
+  "$cairn" status --service "$address" | sed 's/^/   | /'
+  echo "   where the agents sat (stacking, the controller's log):"
+  grep -h " for application .* slot .* on manager " "$svc/controller.log" | sed 's/^.*info: /     /'
+  echo "   what they drained (their logs):"
+  drained=0
+  for log in "$svc"/ckpt0/agent-*.log; do
+    [ -f "$log" ] || continue
+    line=$(awk '/bytes verified and written/ {n++; b += $(NF-9)} END {printf "%d transfers (one rank'"'"'s part of a version each), %.1f MiB", n, b/1048576}' "$log")
+    echo "     agent $(basename "$log" .log | sed 's/agent-//'): $line"
+    count=$(grep -c "bytes verified and written" "$log")
+    drained=$((drained + count))
+  done
+  if [ "$drained" -eq 0 ]; then
+    echo "demo: the agents drained nothing" >&2
+    failed=1
+  fi
+fi
+
 clean_result=$(last_result "$work/clean.log")
 kill_result=$(last_result "$work/kill.log")
+service_result=$(last_result "$work/service.log")
 restart_line=$(grep -E '^restart: version [0-9]+ from level ' "$work/kill.log" | tail -n 1)
+service_restart=$(grep -E '^restart: version [0-9]+ from level ' "$work/service.log" | tail -n 1)
 
 echo
-echo "failure-free run:           result ${clean_result:-(none)}"
-echo "run with node 2 killed:     result ${kill_result:-(none)}"
-if [ -n "$restart_line" ]; then
-  echo "restart came from level:    ${restart_line##* } (${restart_line#restart: })"
-else
-  echo "restart came from level:    (none: heat2d printed no 'restart:' line, so it started over)"
-  failed=1
-fi
-if [ -n "$clean_result" ] && [ "$clean_result" = "$kill_result" ]; then
+echo "failure-free run:                   result ${clean_result:-(none)}"
+echo "run with node 2 killed:             result ${kill_result:-(none)}"
+echo "node 2 killed, with the service:    result ${service_result:-(none)}"
+for line in "$restart_line" "$service_restart"; do
+  if [ -n "$line" ]; then
+    echo "restart came from level:            ${line##* } (${line#restart: })"
+  else
+    echo "restart came from level:            (none: heat2d printed no 'restart:' line, so it started over)"
+    failed=1
+  fi
+done
+if [ -n "$clean_result" ] && [ "$clean_result" = "$kill_result" ] && [ "$clean_result" = "$service_result" ]; then
   echo "IDENTICAL"
 else
   echo "DIFFERENT"

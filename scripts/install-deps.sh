@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ make pkg-config
       openmpi-bin libopenmpi-dev
-      libisal-dev libxxhash-dev libzstd-dev
+      libisal-dev libxxhash-dev libzstd-dev libfabric-dev
       libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev
       libgtest-dev python3
       gfortran                                       # the Fortran binding and heat2d_f

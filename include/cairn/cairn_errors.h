@@ -29,6 +29,7 @@
   X(ERR_NOT_SUPPORTED, -16, "operation not supported in this configuration")                      \
   X(ERR_INVALID_VERSION, -17, "a rank declared the checkpoint invalid")                           \
   X(ERR_TRUNCATED, -18, "value truncated: the buffer is too small")                               \
+  X(ERR_PREFIX_IN_USE, -19, "the prefix belongs to another job")                                  \
   X(ERR_INTERNAL, -99, "internal error (please report)")
 
 #endif

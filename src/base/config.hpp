@@ -1,4 +1,4 @@
-// Configuration: every knob is declared once in the table in config.cpp (name, type, default,
+// Configuration: every knob is declared once in the table in knob_table.cpp (name, type, default,
 // bounds, description). From that table come the parser (TOML file + CAIRN_* environment), the
 // validation, `cairn config --list`, the docs' table (docs/config.md) and the sample config.
 // Precedence: environment over config file over default.
@@ -23,6 +23,10 @@ enum class IntervalMode { fixed, automatic };
 // application waits only for the write-protection), or cow where the kernel and the node allow it
 // (docs/architecture.md, "Snapshots").
 enum class SnapshotMode { copy, cow, automatic };
+
+// Service mode's transfers (docs/service.md): agents fi_read the ranks' slots, or ranks fi_write into
+// the agents' buffers.
+enum class ServiceMode { pull, push };
 
 struct Config {
   std::string prefix;         // L3 directory (parallel file system); default "cairn-checkpoints" in cwd
@@ -50,6 +54,17 @@ struct Config {
   uint64_t chunk_size = 1 << 20;       // checksum granularity (bytes)
   uint64_t exchange_chunk = 4 << 20;   // L2 exchange pipeline unit (bytes)
   std::string job;              // job name in the cache path; default derived from prefix
+  std::string app_name;         // the application in the prefix's identity; default: the executable's name
+  bool adopt = false;           // take over a prefix of another identity
+  double lease_seconds = 60;    // the hold on the prefix without renewal
+  // Service mode (docs/service.md): L3 through cairnd's agents instead of the embedded flusher.
+  std::string service;                     // the controller's HOST:PORT; empty: the embedded flusher
+  ServiceMode service_mode = ServiceMode::pull;
+  int service_agents = 1;                  // agents per application
+  uint64_t service_chunk = 128 << 10;      // bytes per RMA transfer
+  uint64_t service_buffer_pool = 8 << 20;  // an agent's buffer pool
+  std::string service_provider = "tcp;ofi_rxm";
+  double service_timeout = 30;             // seconds the application waits on the service at most
 };
 
 // A knob as declared in the table (for listings and docs).

@@ -10,6 +10,7 @@
 
 #include "base/fsutil.hpp"
 #include "base/log.hpp"
+#include "base/state_file.hpp"
 
 namespace cairn {
 
@@ -27,9 +28,7 @@ void JobState::set(const std::map<std::string, std::string>& kv) {
   for (const auto& [k, v] : kv) kv_[k] = v;
   auto now = std::chrono::system_clock::now().time_since_epoch();
   kv_["updated_unix_ns"] = std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
-  std::string text;
-  for (const auto& [k, v] : kv_) text += k + "=" + v + "\n";
-  Status st = fs::write_file_atomic(path_, text, /*sync=*/false);
+  Status st = fs::write_file_atomic(path_, state_file::encode(kv_), /*sync=*/false);
   if (!st.is_ok()) LOG_WARN("cannot update the job state file: %s", st.message().c_str());
 }
 

@@ -1,7 +1,7 @@
 // The job state file (<prefix>/.cairn/state), written by rank 0 so that the launcher and `cairn watch`
-// know where a job is without talking to it; beside it the job history (<prefix>/.cairn/history,
-// core/history.hpp), the events of every launch, appended by the same rank; and the failure-injection
-// rendezvous used by `cairn run --kill-node` (protocol in docs/launcher.md).
+// know where a job is without talking to it (its codec: base/state_file.hpp); beside it the job history
+// (<prefix>/.cairn/history, base/history.hpp), the events of every launch, appended by the same rank;
+// and the failure-injection rendezvous used by `cairn run --kill-node` (protocol in docs/launcher.md).
 #pragma once
 
 #include <cstdint>

@@ -36,6 +36,19 @@ std::string Layout::l3_version_dir(uint64_t version) const {
   return prefix + "/" + l3_version_name(version);
 }
 
+bool parse_decimal(std::string_view digits, uint64_t max, uint64_t* out) {
+  if (digits.empty() || (digits.size() > 1 && digits[0] == '0')) return false;
+  uint64_t x = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+    uint64_t d = static_cast<uint64_t>(c - '0');
+    if (x > (max - d) / 10) return false;
+    x = x * 10 + d;
+  }
+  *out = x;
+  return true;
+}
+
 std::string job_name(const Config& config) {
   if (!config.job.empty()) return config.job;
   std::string abs = fs::absolute(config.prefix);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "base/config.hpp"
 
@@ -17,6 +18,9 @@ struct Layout {
   std::string state_file() const { return control + "/state"; }
   std::string halt_file() const { return control + "/halt"; }
   std::string inject_dir() const { return control + "/inject"; }
+  // Prefix ownership (base/prefix_owner.hpp): the job holding the prefix, and whose checkpoints it holds.
+  std::string owner_file() const { return control + "/owner"; }
+  std::string identity_file() const { return control + "/identity"; }
   // Process migration (docs/migration.md): `cairn run`'s launcher file, `cairn migrate`'s request,
   // and the launcher's answer to it.
   std::string launcher_file() const { return control + "/launcher"; }
@@ -29,6 +33,10 @@ struct Layout {
   // Parse "v00000042" (exactly) into 42; false otherwise.
   static bool parse_l3_version_name(const std::string& name, uint64_t* version);
 };
+
+// A number as std::to_string writes it (decimal, no sign, no leading zero but "0"), at most `max`: the
+// numbers of file names and small text records, so that their parsers accept exactly what was written.
+bool parse_decimal(std::string_view digits, uint64_t max, uint64_t* out);
 
 // The job name used in the cache path: Config::job, or "<basename of prefix>-<8 hex of xxh3(prefix)>".
 std::string job_name(const Config& config);

@@ -12,6 +12,10 @@ Level level();
 // Parse "error"|"warn"|"info"|"debug"; false if unknown.
 bool parse_level(const std::string& text, Level* out);
 void set_rank(int rank);
+// For the daemons (cairnd): the word lines start with instead of "cairn" ("cairnd agent 7[4242]"), and a
+// local date and time in front of every line. Set once at start, before other threads log.
+void set_tag(const std::string& tag);
+void set_timestamps(bool on);
 
 void write(Level level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 

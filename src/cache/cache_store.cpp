@@ -10,22 +10,106 @@
 namespace cairn {
 namespace {
 
-bool parse_versioned(const std::string& name, const char* suffix, uint64_t* v) {
-  size_t sl = strlen(suffix);
-  if (name.size() <= sl + 1 || name[0] != 'v' || name.compare(name.size() - sl, sl, suffix) != 0)
-    return false;
-  uint64_t x = 0;
-  for (size_t i = 1; i < name.size() - sl; ++i) {
-    if (name[i] < '0' || name[i] > '9') return false;
-    x = x * 10 + static_cast<uint64_t>(name[i] - '0');
+const char* suffix_of(VersionFile kind) {
+  switch (kind) {
+    case VersionFile::record: return ".l1";
+    case VersionFile::set: return ".set";
+    case VersionFile::protected_marker: return ".protected";
+    case VersionFile::files: return ".files";
   }
-  *v = x;
+  return "";
+}
+
+const char* suffix_of(SlotFile kind) { return kind == SlotFile::data ? ".data" : ".red"; }
+
+// "<prefix><number><suffix>" with the suffix one of `kinds`' (as suffix_of names them).
+template <class Kind, size_t N>
+bool parse_numbered(std::string_view name, std::string_view prefix, const Kind (&kinds)[N], uint64_t max,
+                    uint64_t* number, Kind* kind) {
+  if (name.substr(0, prefix.size()) != prefix) return false;
+  name.remove_prefix(prefix.size());
+  size_t dot = name.find('.');
+  if (dot == std::string_view::npos) return false;
+  for (Kind k : kinds)
+    if (name.substr(dot) == suffix_of(k) && parse_decimal(name.substr(0, dot), max, number)) {
+      *kind = k;
+      return true;
+    }
+  return false;
+}
+
+}  // namespace
+
+std::string rank_dir_name(uint32_t rank) { return "r" + std::to_string(rank); }
+
+bool parse_rank_dir_name(std::string_view name, uint32_t* rank) {
+  uint64_t r = 0;
+  if (name.empty() || name[0] != 'r' || !parse_decimal(name.substr(1), UINT32_MAX, &r)) return false;
+  *rank = static_cast<uint32_t>(r);
   return true;
 }
 
-std::string vname(uint64_t v, const char* suffix) { return "v" + std::to_string(v) + suffix; }
+std::string rank_dir(const Layout& layout, const std::string& node, uint32_t rank) {
+  return layout.node_cache(node) + "/" + rank_dir_name(rank);
+}
 
-}  // namespace
+std::string version_file_name(uint64_t v, VersionFile kind) { return "v" + std::to_string(v) + suffix_of(kind); }
+
+bool parse_version_file_name(std::string_view name, uint64_t* v, VersionFile* kind) {
+  static constexpr VersionFile kKinds[] = {VersionFile::record, VersionFile::set, VersionFile::protected_marker,
+                                           VersionFile::files};
+  return parse_numbered(name, "v", kKinds, UINT64_MAX, v, kind);
+}
+
+std::string slot_file_name(uint32_t slot, SlotFile kind) { return "slot-" + std::to_string(slot) + suffix_of(kind); }
+
+bool parse_slot_file_name(std::string_view name, uint32_t* slot, SlotFile* kind) {
+  static constexpr SlotFile kKinds[] = {SlotFile::data, SlotFile::red};
+  uint64_t s = 0;
+  if (!parse_numbered(name, "slot-", kKinds, UINT32_MAX, &s, kind)) return false;
+  *slot = static_cast<uint32_t>(s);
+  return true;
+}
+
+std::string encode_l1_record(const L1Record& rec) {
+  std::string bytes(4, '\0');
+  for (int i = 0; i < 4; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((rec.slot >> (8 * i)) & 0xff);
+  return bytes + encode_manifest(rec.manifest);
+}
+
+Result<L1Record> decode_l1_record(std::string_view bytes) {
+  if (bytes.size() < 4) return make_error(Code::ERR_CORRUPT, "truncated record (%zu bytes)", bytes.size());
+  L1Record rec;
+  for (int i = 0; i < 4; ++i)
+    rec.slot |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[static_cast<size_t>(i)])) << (8 * i);
+  CAIRN_ASSIGN_OR_RETURN(m, decode_manifest(bytes.data() + 4, bytes.size() - 4));
+  rec.manifest = std::move(m);
+  return rec;
+}
+
+std::vector<uint64_t> recorded_versions(const std::string& dir) {
+  std::vector<uint64_t> out;
+  auto names = fs::list_dir(dir);
+  if (!names) return out;
+  for (const auto& n : *names) {
+    uint64_t v;
+    VersionFile kind;
+    if (parse_version_file_name(n, &v, &kind) && kind == VersionFile::record) out.push_back(v);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<MappedFile> map_verified_slot(const std::string& dir, const L1Record& rec) {
+  const std::string path = dir + "/" + slot_file_name(rec.slot, SlotFile::data);
+  CAIRN_ASSIGN_OR_RETURN(mapped, MappedFile::open_ro(path));
+  if (mapped.size() < rec.manifest.total_size)
+    return make_error(Code::ERR_CORRUPT, "%s: truncated: %llu bytes, manifest says %llu", path.c_str(),
+                      static_cast<unsigned long long>(mapped.size()),
+                      static_cast<unsigned long long>(rec.manifest.total_size));
+  CAIRN_TRY(verify_stream(rec.manifest, mapped.data(), rec.manifest.total_size));
+  return mapped;
+}
 
 CacheStore::~CacheStore() { finish_prepare(); }
 
@@ -76,12 +160,16 @@ void CacheStore::prepare(uint64_t size, uint64_t red_size, std::function<bool(in
   });
 }
 
-std::string CacheStore::slot_path(int s) const { return dir_ + "/slot-" + std::to_string(s) + ".data"; }
-std::string CacheStore::red_path(int s) const { return dir_ + "/slot-" + std::to_string(s) + ".red"; }
-std::string CacheStore::record_path(uint64_t v) const { return dir_ + "/" + vname(v, ".l1"); }
-std::string CacheStore::set_path(uint64_t v) const { return dir_ + "/" + vname(v, ".set"); }
-std::string CacheStore::protected_path(uint64_t v) const { return dir_ + "/" + vname(v, ".protected"); }
-std::string CacheStore::files_dir(uint64_t v) const { return dir_ + "/" + vname(v, ".files"); }
+std::string CacheStore::slot_path(int s) const {
+  return dir_ + "/" + slot_file_name(static_cast<uint32_t>(s), SlotFile::data);
+}
+std::string CacheStore::red_path(int s) const { return dir_ + "/" + slot_file_name(static_cast<uint32_t>(s), SlotFile::red); }
+std::string CacheStore::record_path(uint64_t v) const { return dir_ + "/" + version_file_name(v, VersionFile::record); }
+std::string CacheStore::set_path(uint64_t v) const { return dir_ + "/" + version_file_name(v, VersionFile::set); }
+std::string CacheStore::protected_path(uint64_t v) const {
+  return dir_ + "/" + version_file_name(v, VersionFile::protected_marker);
+}
+std::string CacheStore::files_dir(uint64_t v) const { return dir_ + "/" + version_file_name(v, VersionFile::files); }
 
 Result<MappedFile*> CacheStore::map(std::vector<std::unique_ptr<MappedFile>>& files, int s, const std::string& path,
                                     uint64_t size, const std::function<bool(int)>& skip) {
@@ -104,26 +192,19 @@ Result<MappedFile*> CacheStore::slot(int s, uint64_t size) { return map(slots_, 
 Result<MappedFile*> CacheStore::red(int s, uint64_t size) { return map(reds_, s, red_path(s), size); }
 
 Status CacheStore::write_record(uint64_t v, const L1Record& rec) {
-  std::string bytes(4, '\0');
-  for (int i = 0; i < 4; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((rec.slot >> (8 * i)) & 0xff);
-  bytes += encode_manifest(rec.manifest);
   // tmpfs: no fsync needed for durability against process death; rename keeps it atomic.
-  return fs::write_file_atomic(record_path(v), bytes, /*sync=*/false);
+  return fs::write_file_atomic(record_path(v), encode_l1_record(rec), /*sync=*/false);
 }
 
 Result<L1Record> CacheStore::read_record(uint64_t v) const {
   CAIRN_ASSIGN_OR_RETURN(bytes, fs::read_file(record_path(v)));
-  if (bytes.size() < 4) return make_error(Code::ERR_CORRUPT, "%s: truncated record", record_path(v).c_str());
-  L1Record rec;
-  for (int i = 0; i < 4; ++i) rec.slot |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[static_cast<size_t>(i)])) << (8 * i);
-  auto m = decode_manifest(bytes.data() + 4, bytes.size() - 4);
-  if (!m) return m.status().prefixed(record_path(v));
-  rec.manifest = std::move(m).value();
-  if (rec.manifest.version != v)
+  auto rec = decode_l1_record(bytes);
+  if (!rec) return rec.status().prefixed(record_path(v));
+  if (rec->manifest.version != v)
     return make_error(Code::ERR_CORRUPT, "%s: record is for version %llu", record_path(v).c_str(),
-                      static_cast<unsigned long long>(rec.manifest.version));
-  if (static_cast<int>(rec.slot) >= nslots())
-    return make_error(Code::ERR_CORRUPT, "%s: slot %u beyond cache_versions", record_path(v).c_str(), rec.slot);
+                      static_cast<unsigned long long>(rec->manifest.version));
+  if (rec->slot >= static_cast<uint32_t>(nslots()))
+    return make_error(Code::ERR_CORRUPT, "%s: slot %u beyond cache_versions", record_path(v).c_str(), rec->slot);
   return rec;
 }
 
@@ -144,17 +225,7 @@ Status CacheStore::drop(uint64_t v) {
   return fs::remove_tree(files_dir(v));
 }
 
-std::vector<uint64_t> CacheStore::versions() const {
-  std::vector<uint64_t> out;
-  auto names = fs::list_dir(dir_);
-  if (!names) return out;
-  for (const auto& n : *names) {
-    uint64_t v;
-    if (parse_versioned(n, ".l1", &v)) out.push_back(v);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+std::vector<uint64_t> CacheStore::versions() const { return recorded_versions(dir_); }
 
 uint64_t CacheStore::version_in_slot(int s) const {
   for (uint64_t v : versions()) {

@@ -1,6 +1,7 @@
 // One rank's part of the node-local L1 cache: its snapshot slots and, per version, the record that
 // makes the version count at L1 (written last, atomically), the L2 set file and the protected marker.
-// Layout in docs/format.md ("L1 cache").
+// Layout in docs/format.md ("L1 cache"). The names of these files and the L1 record are made and
+// parsed here only: the runtime, the tools and the out-of-process flush all go through this module.
 #pragma once
 
 #include <cstdint>
@@ -8,19 +9,57 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "cache/snapshot_slot.hpp"
+#include "base/layout.hpp"
 #include "base/manifest.hpp"
 #include "base/status.hpp"
 
 namespace cairn {
 
+// The most slots a rank's directory holds: cache_versions' upper bound (docs/config.md). A reader that
+// does not know the job's cache_versions (the tools) accepts any slot below it.
+constexpr int kMaxL1Slots = 64;
+
+// ---- names ------------------------------------------------------------------------------------------
+// <cache_job>/<node>/r<rank>/ holds, per version N, v<N>.l1 (the record), v<N>.set, v<N>.protected and
+// v<N>.files/, and per slot i, slot-<i>.data and slot-<i>.red. Numbers are decimal without padding; a
+// parser accepts exactly the names these functions make (so "v007.l1", "v7.l1.tmp.42" or "r+1" are
+// not ours).
+enum class VersionFile { record, set, protected_marker, files };  // .l1, .set, .protected, .files
+enum class SlotFile { data, red };                                // .data, .red
+
+std::string rank_dir_name(uint32_t rank);  // "r<rank>"
+bool parse_rank_dir_name(std::string_view name, uint32_t* rank);
+// <cache_job>/<node>/r<rank>: a rank's directory (Layout::node_cache holds the rank directories).
+std::string rank_dir(const Layout& layout, const std::string& node, uint32_t rank);
+std::string version_file_name(uint64_t v, VersionFile kind);
+bool parse_version_file_name(std::string_view name, uint64_t* v, VersionFile* kind);
+std::string slot_file_name(uint32_t slot, SlotFile kind);
+bool parse_slot_file_name(std::string_view name, uint32_t* slot, SlotFile* kind);
+
+// ---- the L1 record ----------------------------------------------------------------------------------
+
 struct L1Record {
   uint32_t slot = 0;
   Manifest manifest;
 };
+// A u32 slot index (little-endian), then the encoded manifest.
+std::string encode_l1_record(const L1Record& rec);
+// ERR_CORRUPT when too short; the manifest decoder's errors otherwise. Checks against a version and
+// the slots of a directory are the reader's (CacheStore::read_record).
+Result<L1Record> decode_l1_record(std::string_view bytes);
+
+// Versions with a record in the rank directory `dir`, ascending; none when there is no directory.
+std::vector<uint64_t> recorded_versions(const std::string& dir);
+
+// The slot a record names, in the rank directory `dir`, mapped read-only after every chunk was checked
+// against the record's manifest: what a reader outside the job (a tool, the out-of-process flush)
+// reads. ERR_CORRUPT when the slot is shorter than the manifest says or a chunk does not match.
+Result<MappedFile> map_verified_slot(const std::string& dir, const L1Record& rec);
 
 class CacheStore {
  public:
@@ -65,7 +104,7 @@ class CacheStore {
   // Forget version v at L1 (record first, so a crash in between leaves no half-valid version).
   Status drop(uint64_t v);
 
-  // Versions with a record file, ascending.
+  // Versions with a record file, ascending (recorded_versions(dir())).
   std::vector<uint64_t> versions() const;
   // The version whose record points at `slot`, or 0.
   uint64_t version_in_slot(int slot) const;

@@ -21,7 +21,7 @@ std::vector<std::string> rdma_devices(const std::string& sysfs) {
   return names;
 }
 
-SnapshotChoice choose_snapshotter(SnapshotMode mode, const std::string& sysfs) {
+SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service, const std::string& sysfs) {
   SnapshotChoice c;
   if (mode == SnapshotMode::copy) {
     c.snapshotter = make_copy_snapshotter();
@@ -47,6 +47,8 @@ SnapshotChoice choose_snapshotter(SnapshotMode mode, const std::string& sysfs) {
   }
   c.snapshotter = std::move(cow).value();
   c.why = asked + ": copy-on-write (userfaultfd write-protect; the application waits only for the protection)";
+  if (service)
+    c.why += "; the checkpoint service reads the L1 slots only, never a protected region, once the snapshot is complete";
   if (!rdma.empty()) {
     c.why += "; this node has RDMA devices (" + rdma +
              "): a transfer that writes a protected region by DMA while a snapshot is in flight is not seen";

@@ -19,8 +19,11 @@ struct SnapshotChoice {
 
 // auto: cow when the kernel and the permissions allow it and the node has no RDMA device; else copy.
 // cow: cow when possible (with a warning on a node with RDMA devices), else copy with a warning.
-// `sysfs` is where RDMA devices are looked for (tests pass their own).
-SnapshotChoice choose_snapshotter(SnapshotMode mode, const std::string& sysfs = "/sys");
+// `service` (the service knob is set) changes no choice, only the reason: the service registers and
+// reads the L1 slots, which are never write-protected, and only after complete() (docs/architecture.md,
+// "Snapshots and the checkpoint service"). `sysfs` is where RDMA devices are looked for (tests pass
+// their own).
+SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service = false, const std::string& sysfs = "/sys");
 
 // The RDMA devices of this node (/sys/class/infiniband, which holds InfiniBand, RoCE, iWARP and EFA
 // devices, and /sys/class/cxi, Slingshot's), by name.

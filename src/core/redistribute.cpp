@@ -94,12 +94,21 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
   rejected_.clear();
   restored_files_.clear();
   if (new_comm == MPI_COMM_NULL) {
+    lease_.stop();  // the job goes on without this process: its claim stays for the new rank 0
     *left = true;
     return Status::ok();
   }
   MPI_Comm dup;
   CAIRN_MPI(MPI_Comm_dup(new_comm, &dup));
   CAIRN_TRY(bind_comm(dup));
+  // The job's claim on its prefix goes with the job: the new rank 0 (a process that joined, or another
+  // old member) takes it over under the job's launch id.
+  char id[32] = {0};
+  if (rank_ == 0) snprintf(id, sizeof id, "%s", launch_id_.c_str());
+  CAIRN_MPI(MPI_Bcast(id, sizeof id, MPI_CHAR, 0, app_comm_));
+  launch_id_ = id;
+  if (!lease_.held()) CAIRN_TRY(agree(app_comm_, rank_ == 0 ? hold_prefix() : Status::ok()));
+  else CAIRN_TRY(agree(app_comm_, Status::ok()));
   prepare_slots();
   return Status::ok();
 }

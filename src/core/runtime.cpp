@@ -2,6 +2,8 @@
 // The progress engine is in pipeline.cpp, restart in restart.cpp, the file API in file_api.cpp.
 #include "core/runtime.hpp"
 
+#include "core/flusher_choice.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <random>
 
 #include "base/fsutil.hpp"
 #include "base/log.hpp"
@@ -98,6 +101,7 @@ Status Runtime::destroy() {
 void Runtime::abandon() {
   if (!g_runtime) return;
   g_runtime->stop_pipeline();
+  g_runtime->lease_.stop();  // the job goes on without this process: its record stays
   policy::restore_signal_handlers();
   g_runtime.reset();
 }
@@ -119,6 +123,7 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
     for (const auto& w : loaded->warnings) LOG_WARN("%s", w.c_str());
   layout_ = make_layout(cfg_);
   inject_.init(rank_);
+  CAIRN_TRY(claim_prefix());
   CAIRN_TRY(choose_snapshot());
   CAIRN_TRY(bind_comm(app_comm_));
   if (rank_ == 0)  // the job history's start line (docs/format.md)
@@ -142,7 +147,7 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
 // copy or copy-on-write (the snapshot knob), per rank: rank 0 says which and why, and how many ranks
 // differ from it (nodes may differ in kernel or devices); every rank's reason is at debug level.
 Status Runtime::choose_snapshot() {
-  SnapshotChoice snap = choose_snapshotter(cfg_.snapshot);
+  SnapshotChoice snap = choose_snapshotter(cfg_.snapshot, !cfg_.service.empty());
   snapshot_ = std::move(snap.snapshotter);
   int cow = std::strcmp(snapshot_->name(), "cow") == 0 ? 1 : 0, cow_ranks = 0, nranks = 1;
   CAIRN_MPI(MPI_Allreduce(&cow, &cow_ranks, 1, MPI_INT, MPI_SUM, app_comm_));
@@ -157,6 +162,63 @@ Status Runtime::choose_snapshot() {
     LOG_WARN("snapshot: %d of %d ranks take copy-on-write snapshots, the others copy (CAIRN_LOG=debug says why per rank)",
              cow_ranks, nranks);
   return Status::ok();
+}
+
+namespace {
+// The executable's name, for the prefix's identity when app_name is not set.
+std::string executable_name() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "unknown";
+  buf[n] = '\0';
+  std::string path(buf);
+  return path.substr(path.rfind('/') + 1);
+}
+
+std::string this_host() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0 || !buf[0]) return "localhost";
+  return buf;
+}
+}  // namespace
+
+Status Runtime::claim_prefix() {
+  // A launch id every rank knows: a rank 0 that changes (live redistribution) is still this launch.
+  unsigned long long launch = 0;
+  if (rank_ == 0) {
+    std::random_device rd;
+    launch = (static_cast<unsigned long long>(rd()) << 32) ^ rd() ^ static_cast<unsigned long long>(getpid());
+  }
+  CAIRN_MPI(MPI_Bcast(&launch, 1, MPI_UNSIGNED_LONG_LONG, 0, app_comm_));
+  char id[32];
+  snprintf(id, sizeof id, "%016llx", launch);
+  launch_id_ = id;
+  MPI_Comm parent = MPI_COMM_NULL;
+  MPI_Comm_get_parent(&parent);
+  int size = 1;
+  MPI_Comm_size(app_comm_, &size);
+  if (parent != MPI_COMM_NULL && size == 1) {
+    LOG_DEBUG("spawned alone on its communicator: joins the job that spawned it, claims no prefix");
+    return Status::ok();
+  }
+  return agree(app_comm_, rank_ == 0 ? hold_prefix() : Status::ok());
+}
+
+Status Runtime::hold_prefix() {
+  CAIRN_TRY(fs::make_dirs(layout_.control));
+  PrefixHolder me;
+  me.job = job_name(cfg_);
+  me.app = cfg_.app_name.empty() ? executable_name() : cfg_.app_name;
+  me.host = this_host();
+  me.pid = getpid();
+  me.launch = launch_id_;
+  if (const char* run = getenv("CAIRN_RUN_ID")) me.run = run;
+  me.lease_seconds = cfg_.lease_seconds;
+  std::vector<std::string> notes;
+  Status st = lease_.acquire(layout_.owner_file(), layout_.identity_file(), me, PrefixIdentity{me.job, me.app},
+                             l3::max_version_present(layout_) > 0, cfg_.adopt, layout_.prefix, &notes);
+  for (const auto& n : notes) LOG_WARN("%s", n.c_str());
+  return st;
 }
 
 // Make `comm` (already duplicated into app_comm_) cairn's communicator: the pipeline's communicator,
@@ -207,7 +269,13 @@ void Runtime::start_pipeline() {
   pipeline_ = std::make_unique<pipeline::Pipeline>(pc, &cache_, team_.get(), protector_.get(), nullptr, events_.get(),
                                                    snapshot_.get());
   pipeline::Pipeline* p = pipeline_.get();
-  flusher_ = std::make_unique<pipeline::EmbeddedFlusher>(layout_, [p] { return p->l3_options(); });
+  auto flusher = choose_flusher(cfg_, layout_, bg_comm_, [p] { return p->l3_options(); });
+  if (flusher) {
+    flusher_ = std::move(*flusher);
+  } else {
+    LOG_ERROR("service mode off: %s", flusher.status().message().c_str());
+    flusher_ = std::make_unique<pipeline::EmbeddedFlusher>(layout_, [p] { return p->l3_options(); });
+  }
   pipeline_->set_flusher(flusher_.get());
 }
 
@@ -301,6 +369,7 @@ Status Runtime::finalize() {
   policy::restore_signal_handlers();
   if (rank_ == 0) state_.set("phase", "finalized");
   if (rank_ == 0) state_.history().end(st.is_ok() ? "ok" : st.message(), versions_taken_, exit_requested_);
+  lease_.release();
   release_comms();
   return st;
 }

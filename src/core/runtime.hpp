@@ -21,6 +21,7 @@
 #include "base/layout.hpp"
 #include "base/clock.hpp"
 #include "base/manifest.hpp"
+#include "base/prefix_owner.hpp"
 #include "base/status.hpp"
 #include "cache/snapshot.hpp"
 #include "pfs/l3_placement.hpp"
@@ -110,6 +111,11 @@ class Runtime {
   Status compute_placement();
   Status agree_next_version();
   Status setup_l3_options();
+  // Rank 0 claims the prefix for this job (one job per prefix, base/prefix_owner.hpp); agreed by all.
+  // A spawned process alone on its communicator joins the job that spawned it (cairn_redistribute):
+  // it claims nothing; after the redistribution the new rank 0 holds the job's claim.
+  Status claim_prefix();
+  Status hold_prefix();  // rank 0: acquire for launch_id_
   // The pipeline and its levels for the current communicator (bind_comm); torn down by release_comms.
   void start_pipeline();
   void stop_pipeline();
@@ -169,6 +175,8 @@ class Runtime {
   Layout layout_;
   CacheStore cache_;
   JobState state_;
+  PrefixLease lease_;       // rank 0's hold on the prefix
+  std::string launch_id_;   // this launch of the job, the same on every rank
   FaultInjector inject_;
   redundancy::SetPlacement placement_;
   std::vector<std::string> node_of_rank_;
@@ -179,7 +187,7 @@ class Runtime {
   std::unique_ptr<Snapshotter> snapshot_;
   std::unique_ptr<pipeline::MpiTeam> team_;
   std::unique_ptr<pipeline::SetProtector> protector_;
-  std::unique_ptr<pipeline::EmbeddedFlusher> flusher_;
+  std::unique_ptr<pipeline::Flusher> flusher_;  // embedded, or service mode's (core/flusher_choice)
   std::unique_ptr<pipeline::JobEvents> events_;
   std::unique_ptr<pipeline::Pipeline> pipeline_;
 

@@ -87,7 +87,10 @@ Result<Where> decode_where(const std::string& text) {
       is >> compress;
     } else if (key == "chunks") {
       is >> nchunks;
-      if (nchunks > (1ull << 32)) return make_error(Code::ERR_CORRUPT, "where-record: %llu chunks", static_cast<unsigned long long>(nchunks));
+      // Each chunk's size takes two bytes of the text at least: more chunks than that is damage (and
+      // must not make the reader allocate for them).
+      if (nchunks > text.size() / 2)
+        return make_error(Code::ERR_CORRUPT, "where-record: %llu chunks", static_cast<unsigned long long>(nchunks));
       w.chunk_stored.resize(nchunks);
       for (auto& s : w.chunk_stored) is >> s;
     } else {
@@ -98,9 +101,13 @@ Result<Where> decode_where(const std::string& text) {
   if (!have_file || (compress != "none" && compress != "zstd"))
     return make_error(Code::ERR_CORRUPT, "where-record: incomplete");
   w.zstd = compress == "zstd";
+  if (!w.zstd && !w.chunk_stored.empty()) return make_error(Code::ERR_CORRUPT, "where-record: chunks without compression");
+  if (w.offset + w.stored < w.offset) return make_error(Code::ERR_CORRUPT, "where-record: offset and size overflow");
   uint64_t sum = 0;
-  for (uint64_t s : w.chunk_stored) sum += s;
-  if (w.zstd && sum != w.stored) return make_error(Code::ERR_CORRUPT, "where-record: chunk sizes do not add up");
+  bool overflow = false;
+  for (uint64_t s : w.chunk_stored) overflow |= __builtin_add_overflow(sum, s, &sum);
+  if (w.zstd && (overflow || sum != w.stored))
+    return make_error(Code::ERR_CORRUPT, "where-record: chunk sizes do not add up");
   return w;
 }
 
@@ -158,10 +165,11 @@ Result<uint64_t> reserve_extent(const WriteOptions& o, uint64_t version, const s
   return next;
 }
 
-Turnstile::~Turnstile() {
+void Turnstile::leave() {
   if (fd_ >= 0) {
     flock(fd_, LOCK_UN);
     close(fd_);
+    fd_ = -1;
   }
 }
 

@@ -62,8 +62,9 @@ class Turnstile {
   Turnstile() = default;
   Turnstile(const Turnstile&) = delete;
   Turnstile& operator=(const Turnstile&) = delete;
-  ~Turnstile();
+  ~Turnstile() { leave(); }
   Status enter(const WriteOptions& o);
+  void leave();  // give the permit back (also when destroyed)
 
  private:
   int fd_ = -1;

@@ -12,97 +12,180 @@
 
 namespace cairn::l3 {
 
-std::string data_path(const Layout& l, uint64_t v, uint32_t rank) {
-  return l.l3_version_dir(v) + "/rank-" + std::to_string(rank) + ".data";
-}
-std::string manifest_path(const Layout& l, uint64_t v, uint32_t rank) {
-  return l.l3_version_dir(v) + "/rank-" + std::to_string(rank) + ".manifest";
-}
-std::string commit_path(const Layout& l, uint64_t v) { return l.l3_version_dir(v) + "/COMMIT"; }
-std::string where_path(const Layout& l, uint64_t v, uint32_t rank) {
-  return l.l3_version_dir(v) + "/rank-" + std::to_string(rank) + ".where";
+namespace {
+
+const char* suffix_of(RankFile kind) {
+  switch (kind) {
+    case RankFile::data: return ".data";
+    case RankFile::manifest: return ".manifest";
+    case RankFile::where: return ".where";
+  }
+  return "";
 }
 
-namespace {
-// The data, written from the slot (or the compressed copy) with large pwrites, then fsync'ed.
-Status write_extent(const std::string& path, const uint8_t* bytes, uint64_t len, uint64_t offset, bool truncate) {
-  CAIRN_TRY(fs::make_dirs(fs::dirname(path)));
-  CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0)));
-  constexpr uint64_t kPiece = 64ull << 20;
-  for (uint64_t off = 0; off < len; off += kPiece) {
-    uint64_t n = std::min(kPiece, len - off);
-    CAIRN_TRY(fs::pwrite_all(fd.get(), bytes + off, n, offset + off, path));
+std::string rank_file(const Layout& l, uint64_t v, uint32_t rank, RankFile kind) {
+  return l.l3_version_dir(v) + "/rank-" + std::to_string(rank) + suffix_of(kind);
+}
+
+}  // namespace
+
+std::string data_path(const Layout& l, uint64_t v, uint32_t rank) { return rank_file(l, v, rank, RankFile::data); }
+std::string manifest_path(const Layout& l, uint64_t v, uint32_t rank) {
+  return rank_file(l, v, rank, RankFile::manifest);
+}
+std::string commit_path(const Layout& l, uint64_t v) { return l.l3_version_dir(v) + "/COMMIT"; }
+std::string where_path(const Layout& l, uint64_t v, uint32_t rank) { return rank_file(l, v, rank, RankFile::where); }
+
+bool parse_rank_file_name(std::string_view name, uint32_t* rank, RankFile* kind) {
+  constexpr std::string_view kPrefix = "rank-";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return false;
+  name.remove_prefix(kPrefix.size());
+  size_t dot = name.find('.');
+  if (dot == std::string_view::npos) return false;
+  for (RankFile k : {RankFile::data, RankFile::manifest, RankFile::where}) {
+    uint64_t r = 0;
+    if (name.substr(dot) == suffix_of(k) && parse_decimal(name.substr(0, dot), UINT32_MAX, &r)) {
+      *rank = static_cast<uint32_t>(r);
+      *kind = k;
+      return true;
+    }
   }
-  if (fsync(fd.get()) != 0) return posix_error("fsync", path, errno);
+  return false;
+}
+
+std::string encode_commit(const Committed& c) {
+  std::string label = c.label;
+  std::replace(label.begin(), label.end(), '\n', ' ');
+  return "cairn-commit 1\nversion " + std::to_string(c.version) + "\nnranks " + std::to_string(c.nranks) +
+         "\nlabel " + label + "\n";
+}
+
+Result<Committed> decode_commit(std::string_view text) {
+  size_t nl = text.find('\n');
+  std::string_view head = text.substr(0, nl);
+  constexpr std::string_view kMagic = "cairn-commit ";
+  uint64_t format = 0;
+  if (head.substr(0, kMagic.size()) != kMagic || !parse_decimal(head.substr(kMagic.size()), UINT32_MAX, &format) ||
+      format < 1)
+    return make_error(Code::ERR_FORMAT, "not a cairn COMMIT file");
+  Committed c;
+  bool have_version = false, have_nranks = false;
+  while (nl != std::string_view::npos) {
+    text.remove_prefix(nl + 1);
+    nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    size_t sp = line.find(' ');
+    std::string_view key = line.substr(0, sp), value = sp == std::string_view::npos ? "" : line.substr(sp + 1);
+    uint64_t n = 0;
+    if (key == "version") {
+      have_version = parse_decimal(value, UINT64_MAX, &c.version);
+    } else if (key == "nranks") {
+      have_nranks = parse_decimal(value, UINT32_MAX, &n);
+      c.nranks = static_cast<uint32_t>(n);
+    } else if (key == "label") {
+      c.label = std::string(value);
+    }
+  }
+  if (!have_version || !have_nranks) return make_error(Code::ERR_CORRUPT, "incomplete COMMIT");
+  return c;
+}
+
+Result<RankPlacement> place_rank(const Layout& l, const Manifest& m, uint64_t stored, const WriteOptions* opts) {
+  RankPlacement p;
+  if (!opts || opts->legacy()) return p;
+  p.recorded = true;
+  p.shared = opts->files_per_node > 0;
+  p.where.file = choose_data_file(*opts, l.prefix, Layout::l3_version_name(m.version), m.rank);
+  p.where.stored = stored;
+  if (p.shared) {
+    CAIRN_ASSIGN_OR_RETURN(off, reserve_extent(*opts, m.version, p.where.file, stored));
+    p.where.offset = off;
+  }
+  return p;
+}
+
+Status RankWriter::open(const Layout& l, const Manifest& m, const RankPlacement& p, const WriteOptions* opts) {
+  layout_ = l;
+  manifest_ = m;
+  place_ = p;
+  written_ = 0;
+  CAIRN_TRY(fs::make_dirs(l.l3_version_dir(m.version)));
+  path_ = p.recorded ? p.where.file : data_path(l, m.version, m.rank);
+  base_ = p.recorded ? p.where.offset : 0;
+  if (p.recorded && opts) CAIRN_TRY(turn_.enter(*opts));  // at most turnstile_width writers of this node at a time
+  CAIRN_TRY(fs::make_dirs(fs::dirname(path_)));
+  temp_ = p.shared ? "" : path_ + ".part-" + std::to_string(getpid());
+  const std::string& open_path = p.shared ? path_ : temp_;
+  CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(open_path, O_WRONLY | O_CREAT | (p.shared ? 0 : O_TRUNC)));
+  fd_ = std::move(fd);
   return Status::ok();
 }
-}  // namespace
+
+RankWriter::~RankWriter() {
+  if (fd_.valid() && !temp_.empty()) ::unlink(temp_.c_str());
+}
+
+Status RankWriter::write(uint64_t offset, const uint8_t* data, uint64_t len) {
+  if (!fd_.valid()) return make_error(Code::ERR_SEQUENCE, "RankWriter::write before open");
+  constexpr uint64_t kPiece = 64ull << 20;  // large pwrites, bounded
+  for (uint64_t off = 0; off < len; off += kPiece) {
+    uint64_t n = std::min(kPiece, len - off);
+    CAIRN_TRY(fs::pwrite_all(fd_.get(), data + off, n, base_ + offset + off, path_));
+  }
+  written_ += len;
+  return Status::ok();
+}
+
+Status RankWriter::finish(const std::function<void()>& after_data) {
+  if (!fd_.valid()) return make_error(Code::ERR_SEQUENCE, "RankWriter::finish before open");
+  if (fsync(fd_.get()) != 0) return posix_error("fsync", temp_.empty() ? path_ : temp_, errno);
+  if (!temp_.empty()) {
+    if (::rename(temp_.c_str(), path_.c_str()) != 0) return posix_error("rename", temp_, errno);
+    // The version directory is synced with the manifest below; a data file on another prefix is not.
+    if (fs::dirname(path_) != layout_.l3_version_dir(manifest_.version)) CAIRN_TRY(fs::fsync_dir(fs::dirname(path_)));
+  }
+  fd_ = fs::Fd();
+  if (place_.recorded)
+    CAIRN_TRY(fs::write_file_atomic(where_path(layout_, manifest_.version, manifest_.rank), encode_where(place_.where), true));
+  if (after_data) after_data();
+  Status st = fs::write_file_atomic(manifest_path(layout_, manifest_.version, manifest_.rank), encode_manifest(manifest_), true);
+  turn_.leave();
+  return st;
+}
 
 Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
                   const std::function<void()>& after_data, const WriteOptions* opts) {
-  std::string dir = l.l3_version_dir(m.version);
-  CAIRN_TRY(fs::make_dirs(dir));
-  if (!opts || opts->legacy()) {
-    CAIRN_TRY(write_extent(data_path(l, m.version, m.rank), data, m.total_size, 0, true));
-  } else {
-    Where w;
-    std::string packed;
-    const uint8_t* bytes = data;
-    uint64_t len = m.total_size;
-    if (opts->zstd_level > 0) {
-      CAIRN_TRY(compress_chunks(data, m.total_size, m.chunk_size, opts->zstd_level, &packed, &w.chunk_stored));
-      bytes = reinterpret_cast<const uint8_t*>(packed.data());
-      len = packed.size();
-      w.zstd = true;
-    }
-    w.file = choose_data_file(*opts, l.prefix, Layout::l3_version_name(m.version), m.rank);
-    w.stored = len;
-    if (opts->files_per_node > 0) {
-      CAIRN_ASSIGN_OR_RETURN(off, reserve_extent(*opts, m.version, w.file, len));
-      w.offset = off;
-    }
-    Turnstile turn;  // at most turnstile_width writers of this node at a time
-    CAIRN_TRY(turn.enter(*opts));
-    CAIRN_TRY(write_extent(w.file, bytes, len, w.offset, opts->files_per_node == 0));
-    CAIRN_TRY(fs::write_file_atomic(where_path(l, m.version, m.rank), encode_where(w), true));
+  std::string packed;
+  const uint8_t* bytes = data;
+  uint64_t len = m.total_size;
+  std::vector<uint64_t> chunk_stored;
+  if (opts && opts->zstd_level > 0) {
+    CAIRN_TRY(compress_chunks(data, m.total_size, m.chunk_size, opts->zstd_level, &packed, &chunk_stored));
+    bytes = reinterpret_cast<const uint8_t*>(packed.data());
+    len = packed.size();
   }
-  if (after_data) after_data();
-  return fs::write_file_atomic(manifest_path(l, m.version, m.rank), encode_manifest(m), true);
+  CAIRN_ASSIGN_OR_RETURN(place, place_rank(l, m, len, opts));
+  if (opts && opts->zstd_level > 0) {
+    place.where.zstd = true;
+    place.where.chunk_stored = std::move(chunk_stored);
+  }
+  RankWriter w;
+  CAIRN_TRY(w.open(l, m, place, opts));
+  CAIRN_TRY(w.write(0, bytes, len));
+  return w.finish(after_data);
 }
 
 Status commit(const Layout& l, uint64_t v, uint32_t nranks, const std::string& label) {
-  std::ostringstream os;
-  os << "cairn-commit 1\nversion " << v << "\nnranks " << nranks << "\nlabel " << label << "\n";
-  return fs::write_file_atomic(commit_path(l, v), os.str(), true);
+  return fs::write_file_atomic(commit_path(l, v), encode_commit({v, nranks, label}), true);
 }
 
 Result<Committed> read_commit(const Layout& l, uint64_t v) {
   CAIRN_ASSIGN_OR_RETURN(text, fs::read_file(commit_path(l, v)));
-  std::istringstream is(text);
-  std::string key, magic;
-  int fmt = 0;
-  is >> magic >> fmt;
-  if (magic != "cairn-commit" || fmt < 1)
-    return make_error(Code::ERR_FORMAT, "%s: not a cairn COMMIT file", commit_path(l, v).c_str());
-  Committed c;
-  bool have_version = false, have_nranks = false;
-  std::string line;
-  std::getline(is, line);
-  auto number = [](const std::string& text, uint64_t* out) {
-    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 19) return false;
-    *out = std::stoull(text);
-    return true;
-  };
-  while (std::getline(is, line)) {
-    auto sp = line.find(' ');
-    std::string k = line.substr(0, sp), val = sp == std::string::npos ? "" : line.substr(sp + 1);
-    uint64_t n = 0;
-    if (k == "version") have_version = number(val, &c.version);
-    else if (k == "nranks") have_nranks = number(val, &n) && n <= UINT32_MAX, c.nranks = static_cast<uint32_t>(n);
-    else if (k == "label") c.label = val;
-  }
-  if (!have_version || !have_nranks || c.version != v)
-    return make_error(Code::ERR_CORRUPT, "%s: incomplete or inconsistent COMMIT", commit_path(l, v).c_str());
+  auto c = decode_commit(text);
+  if (!c) return c.status().prefixed(commit_path(l, v));
+  if (c->version != v)
+    return make_error(Code::ERR_CORRUPT, "%s: incomplete or inconsistent COMMIT (version %llu)", commit_path(l, v).c_str(),
+                      static_cast<unsigned long long>(c->version));
   return c;
 }
 

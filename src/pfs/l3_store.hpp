@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/fsutil.hpp"
 #include "base/stream_reader.hpp"
 #include "base/layout.hpp"
 #include "base/manifest.hpp"
@@ -22,6 +24,18 @@ struct Committed {
   std::string label;
 };
 
+// COMMIT's text (docs/format.md, "L3"): "cairn-commit 1", then "version N", "nranks P" and "label L"
+// lines. A line break in the label is written as a space.
+std::string encode_commit(const Committed& c);
+// ERR_FORMAT: not a COMMIT file; ERR_CORRUPT: its version or nranks is missing or malformed. Lines it
+// does not know are skipped (a newer writer's).
+Result<Committed> decode_commit(std::string_view text);
+
+// The files of a rank in a version directory: rank-<r>.data, rank-<r>.manifest, rank-<r>.where. The
+// parser accepts exactly the names data_path/manifest_path/where_path make.
+enum class RankFile { data, manifest, where };
+bool parse_rank_file_name(std::string_view name, uint32_t* rank, RankFile* kind);
+
 std::string data_path(const Layout& l, uint64_t v, uint32_t rank);
 std::string manifest_path(const Layout& l, uint64_t v, uint32_t rank);
 std::string commit_path(const Layout& l, uint64_t v);
@@ -30,8 +44,53 @@ std::string where_path(const Layout& l, uint64_t v, uint32_t rank);
 // Write one rank's data and manifest durably (data, fsync, where-record, then manifest). `after_data`
 // runs between the data and the manifest (failure injection of the "flush" phase). `opts` chooses the
 // layout (N-to-M files, prefixes, turnstile, compression); nullptr or legacy(): rank-<r>.data.
+// It is place_rank and a RankWriter over the whole stream.
 Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
                   const std::function<void()>& after_data = {}, const WriteOptions* opts = nullptr);
+
+// Where one rank's stored bytes go, decided before any of them is written: its own file in the version
+// directory (no where-record), or the place a where-record names (a file of its own or a shared file at
+// a reserved offset, on any prefix; compressed chunks).
+struct RankPlacement {
+  bool recorded = false;  // a where-record names the place; else rank-<r>.data, no record
+  bool shared = false;    // recorded in a file other ranks write too: never truncated
+  Where where;            // recorded: file, offset, stored, compression
+};
+// Place `stored` bytes of rank m.rank under `opts` (nullptr or legacy(): its own file, no record):
+// choose_data_file, and for shared files reserve_extent on this node. Uncompressed unless the caller
+// fills where.zstd and where.chunk_stored.
+Result<RankPlacement> place_rank(const Layout& l, const Manifest& m, uint64_t stored, const WriteOptions* opts);
+
+// One rank's files of one version written as its bytes arrive, in write_rank's order: open() creates
+// the version directory and the data file (entering the node's turnstile when the layout has one),
+// write() puts stored bytes at their offset (in any order), finish() makes them durable (fsync), then
+// writes the where-record (if any) and the manifest last. The service's agents write each verified
+// chunk as it lands with it; write_rank writes a whole slot. Nothing counts until finish() returned.
+// A data file of the rank's own is written under a temporary name and renamed into place by finish():
+// the name appears only complete, so two writers of the same version (an agent that was given up on,
+// and the embedded flusher that took over) can only ever replace it with the same verified bytes. A
+// writer destroyed before finish() removes its temporary file.
+class RankWriter {
+ public:
+  RankWriter() = default;
+  RankWriter(const RankWriter&) = delete;
+  RankWriter& operator=(const RankWriter&) = delete;
+  ~RankWriter();
+  Status open(const Layout& l, const Manifest& m, const RankPlacement& p, const WriteOptions* opts);
+  // `offset` counts from the rank's first stored byte.
+  Status write(uint64_t offset, const uint8_t* data, uint64_t len);
+  Status finish(const std::function<void()>& after_data = {});
+  uint64_t written() const { return written_; }
+
+ private:
+  Layout layout_;
+  Manifest manifest_;
+  RankPlacement place_;
+  std::string path_, temp_;  // temp_: where the bytes go until finish() (empty for shared files)
+  fs::Fd fd_;
+  Turnstile turn_;
+  uint64_t base_ = 0, written_ = 0;
+};
 // Rank 0, after every rank's write_rank succeeded.
 Status commit(const Layout& l, uint64_t v, uint32_t nranks, const std::string& label);
 Result<Committed> read_commit(const Layout& l, uint64_t v);

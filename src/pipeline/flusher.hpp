@@ -47,6 +47,10 @@ struct FlushRequest {
   // Called once between the data and the manifest, where a failure at the "flush" phase is injected
   // (cairn run --phase flush). Only the embedded flusher can honour it; may be empty.
   std::function<void()> after_data;
+  // May be null. Where set, a flusher that hands the version to another one (the service flusher falling
+  // back to the embedded one) writes that one's name here before the ticket finishes; the caller sets it
+  // to the posting flusher's name first. It says who moved the version: the job history's `via`.
+  std::string* via = nullptr;
 };
 
 using FlushTicket = uint64_t;  // 0 is never a valid ticket

@@ -28,9 +28,8 @@ void JobEvents::flush_began(uint64_t v, bool at_finalize) {
 
 void JobEvents::flushed(const Version& v, const char* via) {
   if (!writer()) return;
-  (void)via;
   state_->set("l3", std::to_string(v.number));
-  state_->history().l3(v.number, v.t_l3, v.manifest.total_size);
+  state_->history().l3(v.number, v.t_l3, v.manifest.total_size, via);
 }
 
 void JobEvents::failed(uint64_t v, int level, const std::string& why) {

@@ -55,6 +55,8 @@ void Pipeline::flush(Version& v, bool report_start) {
       if (inject) inject->point("flush", number);
     };
     Flusher* f = flusher();
+    v.via = f->name();
+    req.via = &v.via;
     auto ticket = f->post(req);
     v.l3_status = ticket.is_ok() ? f->wait(*ticket) : ticket.status();
     v.t_l3 = now_seconds() - t0;
@@ -165,7 +167,7 @@ Status Pipeline::agree_flushed(Version& v) {
     std::lock_guard<std::mutex> lock(mu_);
     marks_.flushed = std::max(marks_.flushed, v.number);
   }
-  events_->flushed(v, flusher()->name());
+  events_->flushed(v, v.via.empty() ? flusher()->name() : v.via.c_str());
   return Status::ok();
 }
 
@@ -178,7 +180,8 @@ void Pipeline::log_summary(const Version& v) const {
     snprintf(l2, sizeof l2, "L2 %s %.1f ms (%.2f GB/s)%s", protector_->scheme(), v.t_l2 * 1e3, bw(v.t_l2),
              v.protected_ok ? "" : " FAILED");
   if (v.flush)
-    snprintf(l3, sizeof l3, "L3 %.1f ms (%.2f GB/s, %s)%s", v.t_l3 * 1e3, bw(v.t_l3), flusher()->name(),
+    snprintf(l3, sizeof l3, "L3 %.1f ms (%.2f GB/s, %s)%s", v.t_l3 * 1e3, bw(v.t_l3),
+             v.via.empty() ? flusher()->name() : v.via.c_str(),
              v.flushed_ok ? "" : " FAILED");
   char cow[160] = "";
   if (v.snapshot.protected_bytes > 0)

@@ -35,6 +35,7 @@ struct Version {
   bool snapshot_begun = false;  // begin() succeeded: seal must complete() it, whatever failed after
   SnapshotReport snapshot;  // after seal
   double t_seal = 0, t_l2 = 0, t_l3 = 0;
+  std::string via;  // who moved it to L3 on this rank: the flusher's name (FlushRequest::via)
   Status local_status;      // snapshot and seal on this rank
   Status l3_status;         // this rank's flusher outcome
   FlushTicket ticket = 0;   // while posted to the flusher

@@ -57,10 +57,14 @@ Result<SetRecord> decode_set_record(const std::string& bytes) {
   rd.pos = 8;
   SetRecord r;
   if (rd.get(4) != 1) return make_error(Code::ERR_FORMAT, "set record: unknown format");
-  r.scheme = static_cast<Redundancy>(rd.get(4));
+  const uint64_t scheme = rd.get(4);
+  if (scheme > static_cast<uint64_t>(Redundancy::rs))
+    return make_error(Code::ERR_FORMAT, "set record: unknown scheme %llu", static_cast<unsigned long long>(scheme));
+  r.scheme = static_cast<Redundancy>(scheme);
   r.n = static_cast<uint32_t>(rd.get(4));
   r.m = static_cast<uint32_t>(rd.get(4));
   if (r.n > 4096) return make_error(Code::ERR_CORRUPT, "set record: %u members", r.n);
+  if (r.m > r.n) return make_error(Code::ERR_CORRUPT, "set record: %u parity members of %u", r.m, r.n);
   for (uint32_t i = 0; i < r.n && rd.ok; ++i) {
     r.ranks.push_back(static_cast<uint32_t>(rd.get(4)));
     size_t len = static_cast<size_t>(rd.get(4));

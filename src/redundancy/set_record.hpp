@@ -19,7 +19,11 @@ struct SetRecord {
   std::vector<std::string> manifests;  // encoded manifest of each member
 };
 
+// Layout in docs/format.md ("L1 cache", v<N>.set): magic, format, scheme, n, m, per member its job rank
+// and manifest, an xxh3 of everything before it.
 std::string encode_set_record(const SetRecord& r);
+// ERR_FORMAT: not a set record, or of a format or scheme this code does not know; ERR_CORRUPT: the
+// checksum, a length or a count is wrong. The members' manifests are not decoded here.
 Result<SetRecord> decode_set_record(const std::string& bytes);
 
 }  // namespace cairn::redundancy

@@ -131,7 +131,10 @@ contains
         integer(c_int), value :: overwrite
       end function setenv
     end interface
+    ! A job of its own, on a prefix of its own: one job per prefix.
     call expect(setenv('CAIRN_JOB' // c_null_char, 'fapi-' // name // c_null_char, 1) == 0, 'setenv')
+    call expect(setenv('CAIRN_PREFIX' // c_null_char, trim(work) // '/prefix-' // name // c_null_char, 1) == 0, &
+                'setenv')
   end subroutine new_job
 
   subroutine before_init()

@@ -299,6 +299,7 @@ def main():
     for i, fn in enumerate(CHECKS):
         os.environ["CAIRN_JOB"] = f"pyapi-{os.getpid() if rank == 0 else 0}-{i}"
         os.environ["CAIRN_JOB"] = comm.bcast(os.environ["CAIRN_JOB"])
+        os.environ["CAIRN_PREFIX"] = os.path.join(WORK, f"prefix-{i}")  # one job per prefix
         try:
             fn()
         except BaseException:

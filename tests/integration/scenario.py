@@ -268,6 +268,8 @@ def run_reshape(args):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     env = base_env(args, work)
+    if args.app2:  # heat2d in another language is the same application: the user says so (one job per prefix)
+        env["CAIRN_APP_NAME"] = "heat2d"
     cairn = os.path.join(args.build, "tools", "cairn")
     first = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", *app_command(args, args.app),
              *app_args(args), "--iters", "170"]

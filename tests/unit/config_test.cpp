@@ -181,6 +181,16 @@ log = "debug"
 chunk_size = "256K"
 exchange_chunk = 8388608
 job = "heat2d"
+app_name = "heat2d-v2"
+adopt = true
+lease_seconds = 30
+service = "ckpt0-ib:7700"
+service_mode = "push"
+service_agents = 4
+service_chunk = "256K"
+service_buffer_pool = "16M"
+service_provider = "verbs;ofi_rxm"
+service_timeout = 12.5
 )";
 
 void expect_every_knob_set(const Config& c) {
@@ -209,6 +219,16 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.chunk_size, 256u * 1024);
   EXPECT_EQ(c.exchange_chunk, 8u << 20);
   EXPECT_EQ(c.job, "heat2d");
+  EXPECT_EQ(c.app_name, "heat2d-v2");
+  EXPECT_TRUE(c.adopt);
+  EXPECT_EQ(c.lease_seconds, 30.0);
+  EXPECT_EQ(c.service, "ckpt0-ib:7700");
+  EXPECT_EQ(c.service_mode, ServiceMode::push);
+  EXPECT_EQ(c.service_agents, 4);
+  EXPECT_EQ(c.service_chunk, 256u * 1024);
+  EXPECT_EQ(c.service_buffer_pool, 16u << 20);
+  EXPECT_EQ(c.service_provider, "verbs;ofi_rxm");
+  EXPECT_EQ(c.service_timeout, 12.5);
 }
 
 TEST_F(ConfigFile, EveryKnobAtTopLevel) {
@@ -488,6 +508,19 @@ TEST_F(ConfigValues, Strings) {
   EXPECT_EQ(r->config.job, "");
 }
 
+TEST_F(ConfigValues, ServiceKnobs) {
+  EXPECT_EQ(env_only("CAIRN_SERVICE", "127.0.0.1:7700").service, "127.0.0.1:7700");
+  EXPECT_EQ(env_only("CAIRN_SERVICE", "[::1]:7700").service, "[::1]:7700");
+  for (const char* bad : {"host", "host:", ":7700", "host:0", "host:65536", "host:77a"})
+    EXPECT_NE(env_error("CAIRN_SERVICE", bad).find("HOST:PORT"), std::string::npos) << bad;
+  EXPECT_NE(env_error("CAIRN_SERVICE_MODE", "pour").find("pull"), std::string::npos);
+  EXPECT_NE(error_of(load_text("service_provider = \"\"\n")).find("empty"), std::string::npos);
+  EXPECT_NE(error_of(load_text("service_timeout = 0.5\n")).find("service_timeout"), std::string::npos);
+  std::string msg = error_of(load_text("service_chunk = \"4M\"\nservice_buffer_pool = \"1M\"\n"));
+  EXPECT_NE(msg.find("service_buffer_pool"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("service_chunk"), std::string::npos) << msg;
+}
+
 TEST_F(ConfigValues, RsParityMustBeBelowSetSize) {
   std::string path = write_file("redundancy = \"rs\"\nset_size = 4\nrs_parity = 4\n");
   std::string msg = error_of(load(path.c_str()));
@@ -552,8 +585,9 @@ TEST_F(ConfigRender, ListReadsBackAsToml) {
   auto again = load_text(list);
   ASSERT_TRUE(again.is_ok()) << again.status().message() << "\n" << list;
   expect_every_knob_set(again->config);
-  EXPECT_NE(list.find("redundancy        = \"rs\""), std::string::npos) << list;
-  EXPECT_NE(list.find("chunk_size        = \"256K\""), std::string::npos) << list;
+  // Names padded to the longest knob's (service_buffer_pool).
+  EXPECT_NE(list.find("redundancy          = \"rs\""), std::string::npos) << list;
+  EXPECT_NE(list.find("chunk_size          = \"256K\""), std::string::npos) << list;
 }
 
 std::string read_source_file(const std::string& relative) {
@@ -571,13 +605,13 @@ TEST(ConfigDocs, MarkdownTableInDocsIsCurrent) {
   ASSERT_NE(e, std::string::npos) << "docs/config.md lacks the line " << end;
   ASSERT_LT(b, e);
   EXPECT_EQ(doc.substr(b + begin.size(), e - b - begin.size()), render_knob_markdown())
-      << "docs/config.md is out of date with the knob table in src/base/config.cpp; replace the "
+      << "docs/config.md is out of date with the knob table in src/base/knob_table.cpp; replace the "
          "lines between the markers with the output of `cairn config --markdown`.";
 }
 
 TEST(ConfigDocs, SampleConfigIsCurrent) {
   EXPECT_EQ(read_source_file("docs/cairn.toml.sample"), render_sample_toml())
-      << "docs/cairn.toml.sample is out of date with the knob table in src/base/config.cpp; "
+      << "docs/cairn.toml.sample is out of date with the knob table in src/base/knob_table.cpp; "
          "regenerate it with `cairn config --sample > docs/cairn.toml.sample`.";
 }
 

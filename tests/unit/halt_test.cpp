@@ -13,8 +13,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 
 #include "base/config.hpp"
+#include "fuzz.hpp"
 #include "policy/exit_policy.hpp"
 
 namespace cairn::policy {
@@ -151,6 +153,33 @@ TEST(HaltParse, FormatRoundTrips) {
   HaltConditions only_after;
   only_after.after = 5;
   EXPECT_EQ(parse_halt_file(format_halt_file(only_after)).conditions, only_after);
+}
+
+// Random and mutated halt files (docs/halt.md): the parser never crashes, and the conditions it takes
+// written back by `cairn halt`'s formatter read back the same, without a warning.
+TEST(HaltParseFuzz, RandomAndMutatedFilesNeverCrash) {
+  std::mt19937_64 rng(0x4a17);
+  HaltConditions all;
+  all.checkpoints = 3;
+  all.checkpoints_from = 41;
+  all.before = 1795456800;
+  all.after = 1795370400;
+  all.seconds = 600;
+  const std::vector<std::string> seeds = {format_halt_file(all), "# by hand\nseconds = 300\nimmediate=true\n", ""};
+  const std::vector<std::string> tokens = {"=", "\n", "#", " ", "checkpoints", "checkpoints_from", "before", "after",
+                                           "seconds", "immediate", "true", "-1", "9223372036854775808", "+1h",
+                                           "2026-11-22T18:00:00Z", "\xff"};
+  int with_conditions = 0;
+  for (int iter = 0; iter < 10000; ++iter) {
+    std::string text = iter % 2 == 0 ? fuzz::random_bytes(rng, 200) : seeds[rng() % seeds.size()];
+    if (iter % 2) fuzz::mutate(text, rng, tokens);
+    ParsedHalt p = parse_halt_file(text);
+    ParsedHalt again = parse_halt_file(format_halt_file(p.conditions));
+    ASSERT_EQ(again.conditions, p.conditions) << "iteration " << iter;
+    ASSERT_TRUE(again.warnings.empty()) << "iteration " << iter << ": " << again.warnings.front();
+    with_conditions += p.conditions.plain() ? 0 : 1;
+  }
+  EXPECT_GT(with_conditions, 1000);
 }
 
 // ---- decisions ----------------------------------------------------------------------------------

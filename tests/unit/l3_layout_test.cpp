@@ -10,6 +10,7 @@
 #include "base/fsutil.hpp"
 #include "pfs/l3_store.hpp"
 #include "damage.hpp"
+#include "stream_manifest.hpp"
 
 namespace cairn {
 namespace {
@@ -38,21 +39,7 @@ std::string stream_of(uint32_t rank, uint64_t version) {
 }
 
 Manifest manifest_of(uint64_t v, uint32_t rank, uint32_t nranks, const std::string& data) {
-  Manifest m;
-  m.version = v;
-  m.rank = rank;
-  m.nranks = nranks;
-  m.node = "n" + std::to_string(rank / 2);
-  m.chunk_size = 4096;
-  m.total_size = data.size();
-  if (!data.empty()) {
-    RegionEntry e;
-    e.name = "x";
-    e.count = e.size = data.size();
-    m.regions.push_back(e);
-  }
-  m.chunk_hashes = chunk_hashes(data.data(), data.size(), m.chunk_size);
-  return m;
+  return stream_manifest(data, {.version = v, .rank = rank, .nranks = nranks, .node = "n" + std::to_string(rank / 2), .label = ""});
 }
 
 void write_version(const Layout& l, const std::string& root, const Case& c, uint64_t v, uint32_t nranks) {
@@ -139,12 +126,6 @@ TEST(L3Layout, OptionParsing) {
   EXPECT_EQ(*l3::parse_compress("zstd:9"), 9);
   EXPECT_FALSE(l3::parse_compress("zstd:99").is_ok());
   EXPECT_FALSE(l3::parse_compress("gzip").is_ok());
-  l3::Where w{"/x/y", 5, 10, true, {4, 6}};
-  auto back = l3::decode_where(l3::encode_where(w));
-  ASSERT_TRUE(back.is_ok());
-  EXPECT_EQ(back->file, "/x/y");
-  EXPECT_EQ(back->chunk_stored, (std::vector<uint64_t>{4, 6}));
-  EXPECT_FALSE(l3::decode_where("cairn-where 1\nfile /x\ncompress zstd\nstored 5\nchunks 1\n4\n").is_ok());
 }
 
 }  // namespace

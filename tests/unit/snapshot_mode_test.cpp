@@ -46,7 +46,7 @@ TEST(SnapshotMode, CopyIsCopy) {
 TEST(SnapshotMode, AutoTakesCowWhereTheKernelAllowsAndNoNicCanWriteByDma) {
   FakeSys sys;
   const std::string unsupported = cow_unsupported_reason();
-  SnapshotChoice c = choose_snapshotter(SnapshotMode::automatic, sys.root);
+  SnapshotChoice c = choose_snapshotter(SnapshotMode::automatic, false, sys.root);
   EXPECT_FALSE(c.warn);
   if (unsupported.empty()) {
     EXPECT_STREQ(c.snapshotter->name(), "cow");
@@ -56,16 +56,32 @@ TEST(SnapshotMode, AutoTakesCowWhereTheKernelAllowsAndNoNicCanWriteByDma) {
     EXPECT_NE(c.why.find(unsupported), std::string::npos) << c.why;
   }
   sys.add("infiniband", "mlx5_0");
-  SnapshotChoice rdma = choose_snapshotter(SnapshotMode::automatic, sys.root);
+  SnapshotChoice rdma = choose_snapshotter(SnapshotMode::automatic, false, sys.root);
   EXPECT_STREQ(rdma.snapshotter->name(), "copy");
   EXPECT_NE(rdma.why.find("RDMA devices (mlx5_0)"), std::string::npos) << rdma.why;
   EXPECT_NE(rdma.why.find("snapshot = cow"), std::string::npos) << rdma.why;
 }
 
+// The checkpoint service registers and reads the L1 slots, never the protected regions, and only after
+// the snapshot is complete: it changes the reason, not the choice; RDMA devices still mean copy.
+TEST(SnapshotMode, TheServiceDoesNotChangeTheChoice) {
+  FakeSys sys;
+  SnapshotChoice plain = choose_snapshotter(SnapshotMode::automatic, false, sys.root);
+  SnapshotChoice with = choose_snapshotter(SnapshotMode::automatic, true, sys.root);
+  EXPECT_STREQ(with.snapshotter->name(), plain.snapshotter->name());
+  EXPECT_FALSE(with.warn);
+  if (cow_unsupported_reason().empty())
+    EXPECT_NE(with.why.find("the checkpoint service reads the L1 slots only"), std::string::npos) << with.why;
+  sys.add("infiniband", "mlx5_0");
+  SnapshotChoice rdma = choose_snapshotter(SnapshotMode::automatic, true, sys.root);
+  EXPECT_STREQ(rdma.snapshotter->name(), "copy");
+  EXPECT_NE(rdma.why.find("RDMA devices (mlx5_0)"), std::string::npos) << rdma.why;
+}
+
 TEST(SnapshotMode, AnExplicitCowIsHonouredOrWarnedAbout) {
   FakeSys sys;
   sys.add("infiniband", "mlx5_0");
-  SnapshotChoice c = choose_snapshotter(SnapshotMode::cow, sys.root);
+  SnapshotChoice c = choose_snapshotter(SnapshotMode::cow, false, sys.root);
   EXPECT_TRUE(c.warn);  // either it cannot, or the NIC may write by DMA
   if (cow_unsupported_reason().empty()) {
     EXPECT_STREQ(c.snapshotter->name(), "cow");

@@ -1,11 +1,11 @@
-// L1 cache store and L3 store: records, markers, commit, listing and pruning on real files.
+// L1 cache store and L3 store: records, markers, commit, listing and pruning on real files. (The formats
+// alone, with their fuzzers: l1_files_test, set_record_test, l3_where_test, l3_commit_test.)
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include "cache/cache_store.hpp"
 #include "base/fsutil.hpp"
 #include "pfs/l3_store.hpp"
-#include "redundancy/set_record.hpp"
 
 namespace cairn {
 namespace {
@@ -107,27 +107,6 @@ TEST(L3Store, CommitListPrune) {
   ASSERT_TRUE(m0.is_ok());
   EXPECT_EQ(l3::read_data(l, *m0, reinterpret_cast<uint8_t*>(buf.data())).code(), Code::ERR_CORRUPT);
   fs::remove_tree(dir).ignore();
-}
-
-TEST(SetRecord, RoundTripAndCorruption) {
-  redundancy::SetRecord r;
-  r.scheme = Redundancy::rs;
-  r.n = 3;
-  r.m = 1;
-  r.ranks = {0, 2, 4};
-  r.manifests = {encode_manifest(sample(1, 0, "a")), encode_manifest(sample(1, 1, "bb")), ""};
-  std::string bytes = redundancy::encode_set_record(r);
-  auto back = redundancy::decode_set_record(bytes);
-  ASSERT_TRUE(back.is_ok());
-  EXPECT_EQ(back->ranks, r.ranks);
-  EXPECT_EQ(back->manifests, r.manifests);
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    std::string bad = bytes;
-    bad[i] ^= 0x01;
-    EXPECT_FALSE(redundancy::decode_set_record(bad).is_ok()) << "flip at byte " << i;
-  }
-  for (size_t n = 0; n < bytes.size(); ++n)
-    EXPECT_FALSE(redundancy::decode_set_record(bytes.substr(0, n)).is_ok()) << "truncated to " << n;
 }
 
 }  // namespace

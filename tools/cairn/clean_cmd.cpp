@@ -89,7 +89,7 @@ struct Cleaner {
         touched.insert(c.rank_dir);
         if (o.dry_run) continue;
         CacheStore store;
-        Status st = store.open(c.rank_dir, 64);
+        Status st = store.open(c.rank_dir, kMaxL1Slots);
         if (st.is_ok()) st = store.drop(v->version);
         check(st);
       }
@@ -112,30 +112,25 @@ struct Cleaner {
     }
     for (const auto& dir : dirs) {
       CacheStore store;
-      if (!store.open(dir, 64).is_ok()) continue;
+      if (!store.open(dir, kMaxL1Slots).is_ok()) continue;
       std::set<uint32_t> used;
       bool versions_left = false, unknown_slot = false;
       auto names = fs::list_dir(dir);
       if (!names) continue;
       // (With --dry-run the dropped versions' files are still there: they count as gone.)
-      auto version_of = [](const std::string& n) -> int64_t {
-        size_t dot = n.find('.');
-        if (n.size() < 2 || n[0] != 'v' || dot == std::string::npos || dot < 2) return -1;
-        std::string num = n.substr(1, dot - 1);
-        return num.find_first_not_of("0123456789") == std::string::npos ? std::stoll(num) : -1;
-      };
       for (const auto& n : *names) {
-        int64_t v = version_of(n);
-        if (v < 0 || dropped.count(static_cast<uint64_t>(v)) || n.find(".tmp") != std::string::npos) continue;
+        uint64_t v;
+        VersionFile kind;
+        if (!parse_version_file_name(n, &v, &kind) || dropped.count(v)) continue;
         versions_left = true;
-        if (n.ends_with(".l1")) {
-          auto rec = store.read_record(static_cast<uint64_t>(v));
+        if (kind == VersionFile::record) {
+          auto rec = store.read_record(v);
           if (rec)
             used.insert(rec->slot);
           else
             unknown_slot = true;
-        } else if ((n.ends_with(".protected") || n.ends_with(".set")) &&
-                   !fs::exists(dir + "/v" + std::to_string(v) + ".l1")) {
+        } else if ((kind == VersionFile::protected_marker || kind == VersionFile::set) &&
+                   !fs::exists(store.record_path(v))) {
           unknown_slot = true;  // a marker or set record without its record: its slot is unknown
         }
       }
@@ -148,13 +143,9 @@ struct Cleaner {
       std::vector<std::string> gone;
       uint64_t bytes = 0;
       for (const auto& n : *names) {
-        size_t dash = n.find('-'), dot = n.rfind('.');
-        if (n.rfind("slot-", 0) != 0 || dot == std::string::npos || dot <= dash + 1) continue;
-        std::string ext = n.substr(dot);
-        if (ext != ".data" && ext != ".red") continue;
-        std::string num = n.substr(dash + 1, dot - dash - 1);
-        if (num.find_first_not_of("0123456789") != std::string::npos) continue;
-        if (used.count(static_cast<uint32_t>(std::stoul(num)))) continue;
+        uint32_t slot;
+        SlotFile kind;
+        if (!parse_slot_file_name(n, &slot, &kind) || used.count(slot)) continue;
         struct stat st;
         if (::stat((dir + "/" + n).c_str(), &st) == 0) bytes += static_cast<uint64_t>(st.st_size);
         if (!o.dry_run) check(fs::remove_file(dir + "/" + n));

@@ -38,5 +38,6 @@ Command add_clean_command(CLI::App& root);
 Command add_watch_command(CLI::App& root);
 Command add_plot_command(CLI::App& root);
 Command add_migrate_command(CLI::App& root);
+Command add_status_command(CLI::App& root);
 
 }  // namespace cairn::tool

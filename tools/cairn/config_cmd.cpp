@@ -1,5 +1,5 @@
 // `cairn config [--list|--markdown|--sample] [--config FILE]`: the knob table, from its one declaration
-// in src/base/config.cpp.
+// in src/base/knob_table.cpp.
 #include <cstdio>
 #include <memory>
 #include <string>

@@ -10,7 +10,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "inventory.hpp"
-#include "job_state.hpp"
+#include "base/state_file.hpp"
 
 namespace cairn::tool {
 namespace {
@@ -76,7 +76,7 @@ int run_flush(const FlushOptions& o) {
   }
   Inventory inv = scan_inventory(ctx->layout);
   const std::string where = "the L1 cache visible here (" + inv.layout.cache_job + ")";
-  if (auto state = read_job_state(inv.layout.state_file());
+  if (auto state = state_file::read_state(inv.layout.state_file());
       state && state->has_value() && (*state)->phase != "finalized" && !(*state)->phase.empty())
     print_error("flush", "warning: the job state says phase '" + (*state)->phase +
                              "': if the job is still running, this flush may race with it");

@@ -15,7 +15,7 @@
 #include "common.hpp"
 #include "base/fsutil.hpp"
 #include "base/layout.hpp"
-#include "job_state.hpp"
+#include "base/state_file.hpp"
 #include "policy/halt.hpp"
 
 namespace cairn::tool {
@@ -166,7 +166,7 @@ int run_halt(const HaltOptions& o) {
   policy::HaltConditions c = *current ? (*current)->conditions : policy::HaltConditions{};
   if (!changes) c = {};
   if (update.checkpoints) {
-    auto state = read_job_state(layout.state_file());
+    auto state = state_file::read_state(layout.state_file());
     uint64_t newest = state && *state ? (*state)->version : 0;
     if (!state) fprintf(stderr, "cairn halt: warning: %s; counting from version 0\n", state.status().message().c_str());
     c.checkpoints = update.checkpoints;

@@ -14,15 +14,13 @@
 
 #include "cache/cache_store.hpp"
 #include "cache/snapshot_slot.hpp"
+#include "pfs/cache_to_l3.hpp"
 #include "common.hpp"
 #include "base/fsutil.hpp"
-#include "job_state.hpp"
+#include "base/state_file.hpp"
 
 namespace cairn::tool {
 namespace {
-
-// cache_versions is at most 64 (the knob's bound), so no record names a higher slot.
-constexpr int kMaxSlots = 64;
 
 bool is_dir(const std::string& path) {
   struct stat st;
@@ -47,20 +45,6 @@ int64_t birth_ns(const std::string& path) {
   return static_cast<int64_t>(sx.stx_btime.tv_sec) * 1000000000 + sx.stx_btime.tv_nsec;
 }
 
-// "<prefix><digits><suffix>" -> digits as a number.
-bool parse_name(const std::string& name, const std::string& prefix, const std::string& suffix, uint64_t* out) {
-  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
-      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
-    return false;
-  uint64_t x = 0;
-  for (size_t i = prefix.size(); i < name.size() - suffix.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return false;
-    x = x * 10 + static_cast<uint64_t>(name[i] - '0');
-  }
-  *out = x;
-  return true;
-}
-
 std::vector<std::string> sorted_names(const std::string& dir) {
   auto names = fs::list_dir(dir);
   std::vector<std::string> out = names ? *names : std::vector<std::string>();
@@ -68,16 +52,16 @@ std::vector<std::string> sorted_names(const std::string& dir) {
   return out;
 }
 
-std::string node_rank(const L1Copy& c) { return c.node + "/r" + std::to_string(c.rank); }
+std::string node_rank(const L1Copy& c) { return c.node + "/" + rank_dir_name(c.rank); }
 
 void scan_rank_dir(Inventory& inv, const std::string& node, const std::string& dir, uint32_t rank) {
   CacheStore store;
-  if (!store.open(dir, kMaxSlots).is_ok()) return;
+  if (!store.open(dir, kMaxL1Slots).is_ok()) return;
   std::set<uint64_t> versions;
   for (const auto& n : sorted_names(dir)) {
     uint64_t v;
-    if (parse_name(n, "v", ".l1", &v) || parse_name(n, "v", ".protected", &v) || parse_name(n, "v", ".set", &v))
-      versions.insert(v);
+    VersionFile kind;
+    if (parse_version_file_name(n, &v, &kind) && kind != VersionFile::files) versions.insert(v);
   }
   for (uint64_t v : versions) {
     VersionInfo& info = inv.versions[v];
@@ -137,31 +121,29 @@ void scan_l3(Inventory& inv) {
     std::string commit = l3::commit_path(l, v);
     if (fs::exists(commit)) {
       d.commit_mtime_ns = mtime_ns(commit);
-      try {
-        auto c = l3::read_commit(l, v);
-        if (c) {
-          d.committed = true;
-          d.commit = *c;
-        } else {
-          d.commit_error = c.status().message();
-        }
-      } catch (const std::exception&) {  // a malformed number in COMMIT
-        d.commit_error = commit + ": malformed COMMIT";
+      auto c = l3::read_commit(l, v);
+      if (c) {
+        d.committed = true;
+        d.commit = *c;
+      } else {
+        d.commit_error = c.status().message();
       }
     }
     std::set<uint64_t> data_ranks;
     for (const auto& f : sorted_names(d.dir)) {
       d.bytes += file_size(d.dir + "/" + f);
-      uint64_t r;
-      if (parse_name(f, "rank-", ".data", &r) || parse_name(f, "rank-", ".where", &r)) {
+      uint32_t r;
+      l3::RankFile kind;
+      if (!l3::parse_rank_file_name(f, &r, &kind)) continue;
+      if (kind != l3::RankFile::manifest) {
         if (!data_ranks.insert(r).second) continue;
-        auto w = l3_where(l, v, static_cast<uint32_t>(r));
+        auto w = l3_where(l, v, r);
         int64_t b = w ? birth_ns(w->file) : 0;
         if (b && (!d.data_birth_ns || b < d.data_birth_ns)) d.data_birth_ns = b;
-      } else if (parse_name(f, "rank-", ".manifest", &r)) {
-        auto m = l3::read_manifest(l, v, static_cast<uint32_t>(r));
+      } else {
+        auto m = l3::read_manifest(l, v, r);
         if (m)
-          d.manifests.emplace(static_cast<uint32_t>(r), std::move(m).value());
+          d.manifests.emplace(r, std::move(m).value());
         else
           d.errors.push_back(m.status().message());
       }
@@ -315,10 +297,9 @@ Inventory scan_inventory(const Layout& layout) {
     if (!is_dir(node_dir)) continue;
     inv.nodes.push_back(node);
     for (const auto& entry : sorted_names(node_dir)) {
-      uint64_t rank;
-      std::string dir = node_dir + "/" + entry;
-      if (parse_name(entry, "r", "", &rank) && rank <= UINT32_MAX && is_dir(dir))
-        scan_rank_dir(inv, node, dir, static_cast<uint32_t>(rank));
+      uint32_t rank;
+      if (parse_rank_dir_name(entry, &rank) && is_dir(rank_dir(layout, node, rank)))
+        scan_rank_dir(inv, node, rank_dir(layout, node, rank), rank);
     }
   }
   scan_l3(inv);
@@ -393,22 +374,6 @@ uint64_t l3_check_bytes(const VersionInfo& v) {
 
 namespace {
 
-std::string slot_path(const L1Copy& c) { return c.rank_dir + "/slot-" + std::to_string(c.slot) + ".data"; }
-
-// The rank's slot against its manifest; the mapping is returned for a caller that writes it out.
-Status check_slot(const L1Copy& c, MappedFile* keep) {
-  auto mapped = MappedFile::open_ro(slot_path(c));
-  if (!mapped) return mapped.status();
-  uint64_t len = std::min<uint64_t>(mapped->size(), c.manifest.total_size);
-  if (mapped->size() < c.manifest.total_size)
-    return make_error(Code::ERR_CORRUPT, "%s: truncated: %llu bytes, manifest says %llu", slot_path(c).c_str(),
-                      static_cast<unsigned long long>(mapped->size()),
-                      static_cast<unsigned long long>(c.manifest.total_size));
-  CAIRN_TRY(verify_stream(c.manifest, mapped->data(), len));
-  if (keep) *keep = std::move(mapped).value();
-  return Status::ok();
-}
-
 void note_bad(LevelCheck* out, const std::string& message) {
   out->state = LevelCheck::State::bad;
   if (out->error.empty()) out->error = message;
@@ -430,7 +395,7 @@ LevelCheck check_l1(const VersionInfo& v, Progress* progress) {
       continue;
     }
     ++out.ranks_checked;
-    Status st = check_slot(*c, nullptr);
+    Status st = map_verified_slot(c->rank_dir, L1Record{c->slot, c->manifest}).status();
     if (progress) progress->add(c->manifest.total_size);
     if (!st.is_ok()) {
       note_bad(&out, "rank " + std::to_string(r) + " (" + node_rank(*c) + ", slot " + std::to_string(c->slot) +
@@ -499,42 +464,21 @@ LevelCheck check_l3(const Layout& layout, const VersionInfo& v, Progress* progre
 // ---- flushing ------------------------------------------------------------------------------------
 
 Status flush_to_l3(const Layout& layout, const VersionInfo& v, Progress* progress) {
-  uint32_t n = v.nranks();
   if (!v.l1_complete())
     return make_error(Code::ERR_NO_CHECKPOINT, "version %llu is not complete in the L1 cache visible here",
                       static_cast<unsigned long long>(v.version));
-  if (v.l3.committed)
-    return make_error(Code::ERR_INVALID_ARG, "version %llu is already committed in %s",
-                      static_cast<unsigned long long>(v.version), layout.prefix.c_str());
-  // An existing uncommitted directory (an earlier flush that failed, or the job's own flush in
-  // flight) is written over, not removed: the bytes are the same, and until COMMIT nothing reads it.
-  for (uint32_t r = 0; r < n; ++r) {
+  std::vector<l3::CachedRank> ranks;
+  for (uint32_t r = 0; r < v.nranks(); ++r) {
     const L1Copy* c = v.l1_copy(r);
-    std::string who = "rank " + std::to_string(r) + " (" + node_rank(*c) + ", slot " + std::to_string(c->slot) + ")";
-    MappedFile slot;
-    CAIRN_TRY(check_slot(*c, &slot).prefixed(who));
-    // One file per rank (the reader reads every layout); a .where record left by an earlier attempt
-    // in another layout would send the reader elsewhere.
-    CAIRN_TRY(fs::remove_file(l3::where_path(layout, v.version, r)));
-    CAIRN_TRY(l3::write_rank(layout, c->manifest, slot.data()).prefixed(who));
-    // The library drops a record before it overwrites the slot: a record still in place after the
-    // write means the bytes written are the ones just checked.
-    CacheStore store;
-    Status opened = store.open(c->rank_dir, kMaxSlots);
-    auto again = opened.is_ok() ? store.read_record(v.version) : Result<L1Record>(opened);
-    if (!again || again->slot != c->slot || !(again->manifest == c->manifest))
-      return make_error(Code::ERR_CORRUPT,
-                        "%s: the record of version %llu changed while it was being flushed (is the job still "
-                        "running?)",
-                        who.c_str(), static_cast<unsigned long long>(v.version));
-    if (progress) progress->add(c->manifest.total_size);
+    ranks.push_back({c->rank_dir, L1Record{c->slot, c->manifest}});
   }
-  const Manifest* m0 = v.manifest(0);
-  return l3::commit(layout, v.version, n, m0 ? m0->label : std::string()).prefixed("COMMIT");
+  return l3::flush_from_cache(layout, v.version, ranks, [progress](uint64_t bytes) {
+    if (progress) progress->add(bytes);
+  });
 }
 
 bool job_not_running(const Layout& layout) {
-  auto state = read_job_state(layout.state_file());
+  auto state = state_file::read_state(layout.state_file());
   if (!state) return false;
   return !state->has_value() || (*state)->phase == "finalized";
 }

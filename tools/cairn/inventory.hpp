@@ -105,7 +105,7 @@ Inventory scan_inventory(const Layout& layout);
 Result<l3::Where> l3_where(const Layout& layout, uint64_t v, uint32_t rank);
 
 // When a version reached each level, from the times its files carry (used where there is no job
-// history, core/history.hpp): the manifests' created_unix_ns, the mtimes of the L1 records, protected
+// history, history_summary.hpp): the manifests' created_unix_ns, the mtimes of the L1 records, protected
 // markers and COMMIT, and the birth time of the L3 data files. 0 where unknown. Approximate: see
 // docs/tools.md.
 struct VersionTimes {
@@ -166,14 +166,9 @@ LevelCheck check_l1(const VersionInfo& v, Progress* progress);
 // are bad; an uncommitted directory is incomplete and not read (restart never reads it either).
 LevelCheck check_l3(const Layout& layout, const VersionInfo& v, Progress* progress);
 
-// Writes version v from the L1 cache to L3 in the format of src/pfs/l3_store (each rank's data and
-// manifest with l3::write_rank in the one-file-per-rank layout, which every reader reads, then COMMIT
-// with l3::commit), after checking every rank's slot. An
-// uncommitted directory of v is written over; on failure it is left uncommitted (never read). Each
-// rank's record is re-read after its data is written: a record gone or changed means a running job
-// reused the slot meanwhile, and the flush fails before COMMIT. Errors: ERR_NO_CHECKPOINT (v is not
-// complete in L1 here), ERR_INVALID_ARG (already committed), ERR_CORRUPT (a slot fails verification
-// or changed), ERR_IO/ERR_NO_SPACE (writing).
+// Writes version v from the L1 cache visible here to L3: the library's out-of-process flush
+// (pfs/cache_to_l3.hpp, l3::flush_from_cache, with its checks) over every rank's readable record.
+// Errors: ERR_NO_CHECKPOINT (v is not complete in L1 here), and those of flush_from_cache.
 Status flush_to_l3(const Layout& layout, const VersionInfo& v, Progress* progress);
 
 // Whether the job is known to have ended: its state file says phase=finalized, or there is none.

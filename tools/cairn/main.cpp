@@ -28,6 +28,7 @@ constexpr AddCommand kCommands[] = {
     cairn::tool::add_watch_command,
     cairn::tool::add_plot_command,
     cairn::tool::add_migrate_command,
+    cairn::tool::add_status_command,
 };
 
 std::string version_text() {

@@ -21,7 +21,7 @@
 #include "cache/cache_store.hpp"
 #include "base/fsutil.hpp"
 #include "base/manifest.hpp"
-#include "job_state.hpp"
+#include "base/state_file.hpp"
 
 namespace cairn::tool {
 namespace {
@@ -81,12 +81,12 @@ std::string fmt_seconds(double s) {
 // ---- control files --------------------------------------------------------------------------------
 
 std::string format_launcher_info(const LauncherInfo& info) {
-  return "# cairn run manages this job (docs/migration.md)\npid=" + std::to_string(info.pid) +
-         "\nnodes=" + join_list(info.nodes) + "\nspares=" + join_list(info.spares) + "\n";
+  return state_file::encode({{"pid", std::to_string(info.pid)}, {"nodes", join_list(info.nodes)}, {"spares", join_list(info.spares)}},
+                            "cairn run manages this job (docs/migration.md)");
 }
 
 LauncherInfo parse_launcher_info(const std::string& text) {
-  auto kv = parse_job_state(text).values;
+  auto kv = state_file::decode(text);
   LauncherInfo info;
   parse_num(kv, "pid", &info.pid);
   info.nodes = split_list(get(kv, "nodes"));
@@ -95,13 +95,16 @@ LauncherInfo parse_launcher_info(const std::string& text) {
 }
 
 std::string format_migrate_request(const MigrateRequest& r) {
-  return "# written by cairn migrate (docs/migration.md)\nid=" + r.id + "\nnode=" + r.node +
-         "\nbuffers=" + std::to_string(r.buffers) + "\nbuffer_size=" + std::to_string(r.buffer_size) +
-         "\nrequested_unix_ns=" + std::to_string(r.requested_unix_ns) + "\n";
+  return state_file::encode({{"id", r.id},
+                             {"node", r.node},
+                             {"buffers", std::to_string(r.buffers)},
+                             {"buffer_size", std::to_string(r.buffer_size)},
+                             {"requested_unix_ns", std::to_string(r.requested_unix_ns)}},
+                            "written by cairn migrate (docs/migration.md)");
 }
 
 Result<MigrateRequest> parse_migrate_request(const std::string& text) {
-  auto kv = parse_job_state(text).values;
+  auto kv = state_file::decode(text);
   MigrateRequest r;
   r.id = get(kv, "id");
   r.node = get(kv, "node");
@@ -117,19 +120,23 @@ Result<MigrateRequest> parse_migrate_request(const std::string& text) {
 }
 
 std::string format_migrate_result(const MigrateResult& r) {
-  std::string out = "# written by cairn run (docs/migration.md)\nid=" + r.id + "\nstatus=" + r.status +
-                    "\nnode=" + r.node + "\nspare=" + r.spare + "\nversion=" + std::to_string(r.version) +
-                    "\nbytes=" + std::to_string(r.bytes) + "\nwind_down_seconds=" + fmt_seconds(r.wind_down_seconds) +
-                    "\ntransfer_seconds=" + fmt_seconds(r.transfer_seconds) +
-                    "\nrestart_seconds=" + fmt_seconds(r.restart_seconds) +
-                    "\ntotal_seconds=" + fmt_seconds(r.total_seconds) + "\nrestart_level=" + r.restart_level + "\n";
-  std::string msg = r.message;
-  std::replace(msg.begin(), msg.end(), '\n', ' ');
-  return out + "message=" + msg + "\n";
+  return state_file::encode({{"id", r.id},
+                             {"status", r.status},
+                             {"node", r.node},
+                             {"spare", r.spare},
+                             {"version", std::to_string(r.version)},
+                             {"bytes", std::to_string(r.bytes)},
+                             {"wind_down_seconds", fmt_seconds(r.wind_down_seconds)},
+                             {"transfer_seconds", fmt_seconds(r.transfer_seconds)},
+                             {"restart_seconds", fmt_seconds(r.restart_seconds)},
+                             {"total_seconds", fmt_seconds(r.total_seconds)},
+                             {"restart_level", r.restart_level},
+                             {"message", r.message}},
+                            "written by cairn run (docs/migration.md)");
 }
 
 MigrateResult parse_migrate_result(const std::string& text) {
-  auto kv = parse_job_state(text).values;
+  auto kv = state_file::decode(text);
   MigrateResult r;
   r.id = get(kv, "id");
   r.status = get(kv, "status");
@@ -247,14 +254,6 @@ uint64_t file_size_of(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
-constexpr int kMaxSlots = 64;
-
-bool is_rank_dir(const std::string& name, int* rank) {
-  if (name.size() < 2 || name[0] != 'r') return false;
-  auto [end, ec] = std::from_chars(name.data() + 1, name.data() + name.size(), *rank);
-  return ec == std::errc() && end == name.data() + name.size();
-}
-
 }  // namespace
 
 Result<TransferStats> transfer_node_cache(const Layout& layout, const std::string& from, const std::string& to,
@@ -269,8 +268,8 @@ Result<TransferStats> transfer_node_cache(const Layout& layout, const std::strin
   // The rank directories and the newest version that all of them hold at L1.
   std::vector<int> ranks;
   for (const auto& n : *names) {
-    int r = 0;
-    if (is_rank_dir(n, &r)) ranks.push_back(r);
+    uint32_t r = 0;
+    if (parse_rank_dir_name(n, &r) && r <= static_cast<uint32_t>(INT32_MAX)) ranks.push_back(static_cast<int>(r));
   }
   std::sort(ranks.begin(), ranks.end());
   if (ranks.empty())
@@ -281,7 +280,7 @@ Result<TransferStats> transfer_node_cache(const Layout& layout, const std::strin
   std::optional<std::set<uint64_t>> common;
   for (size_t i = 0; i < ranks.size(); ++i) {
     // Any slot the record names is accepted here (the cache_versions knob bounds them at 64).
-    CAIRN_TRY(src[i].open(layout.rank_cache(from, ranks[i]), kMaxSlots));
+    CAIRN_TRY(src[i].open(rank_dir(layout, from, static_cast<uint32_t>(ranks[i])), kMaxL1Slots));
     auto vs = src[i].versions();
     std::set<uint64_t> mine(vs.begin(), vs.end());
     if (!common) {
@@ -311,7 +310,7 @@ Result<TransferStats> transfer_node_cache(const Layout& layout, const std::strin
     const Manifest& m = records[i].manifest;
     if (m.chunk_size == 0) return make_error(Code::ERR_CORRUPT, "rank %d: manifest with chunk size 0", ranks[i]);
     max_chunk = std::max(max_chunk, m.chunk_size);
-    const std::string dst_dir = layout.rank_cache(to, ranks[i]);
+    const std::string dst_dir = rank_dir(layout, to, static_cast<uint32_t>(ranks[i]));
     dst_dirs.push_back(dst_dir);
     auto there = [&](const std::string& src_path) { return dst_dir + src_path.substr(src[i].dir().size()); };
     const int slot = static_cast<int>(records[i].slot);

@@ -4,7 +4,7 @@
 // (verifying every chunk against the manifest as it passes), and relaunches with the spare in place of
 // the node, every rank restarting from L1.
 //
-// The three control files, in <prefix>/.cairn/, are key=value lines (read with parse_job_state):
+// The three control files, in <prefix>/.cairn/, are key=value lines (base/state_file.hpp's codec):
 //   launcher        written by `cairn run` while it runs: pid, nodes, free spares
 //   migrate         the request, written by `cairn migrate`; removed by the launcher when it is done
 //   migrate.result  the launcher's progress and answer, for the request id it names

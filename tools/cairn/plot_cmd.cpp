@@ -21,7 +21,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "base/fsutil.hpp"
-#include "base/history.hpp"
+#include "history_summary.hpp"
 #include "inventory.hpp"
 #include "python_module.hpp"
 

@@ -19,9 +19,9 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "base/fsutil.hpp"
-#include "base/history.hpp"
+#include "history_summary.hpp"
 #include "inventory.hpp"
-#include "job_state.hpp"
+#include "base/state_file.hpp"
 
 namespace cairn::tool {
 namespace {
@@ -86,7 +86,7 @@ class HistoryFollower {
 
 // What one look at the job shows.
 struct Snapshot {
-  JobState state;
+  state_file::State state;
   uint64_t checkpoint = 0;        // the newest version complete at L1 (the state's l1)
   int64_t checkpoint_ns = 0;      // when it was taken, as far as known
   std::string checkpoint_source;  // "manifest", "history", "state" (its last update) or "watch" (first seen)
@@ -266,7 +266,7 @@ void look_at_files(const Layout& layout, const history::Summary* hs, Snapshot* s
   fill_levels(&inv, hs, s, before);
 }
 
-bool same_versions(const JobState& a, const JobState& b) {
+bool same_versions(const state_file::State& a, const state_file::State& b) {
   return a.version == b.version && a.l1 == b.l1 && a.l2 == b.l2 && a.l3 == b.l3 && a.phase == b.phase;
 }
 
@@ -290,7 +290,7 @@ int run_watch(const WatchOptions& o) {
     int64_t now = now_unix_ns();
     hist.poll(/*at_end=*/o.once);
     const history::Summary* hs = hist.present() ? &hist.summary() : nullptr;
-    auto read = read_job_state(path);
+    auto read = state_file::read_state(path);
     if (!read) {
       print_error("watch", read.status().message());
       return kExitFailure;

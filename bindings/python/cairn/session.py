@@ -203,6 +203,24 @@ def _close_at_exit() -> None:
 
 # ---- the session ----------------------------------------------------------------------------------------
 
+def _name_the_application(config: Optional[PathLike]) -> None:
+    """The application in the prefix's identity (docs/config.md, app_name) is the script's name, not the
+    interpreter's, unless CAIRN_APP_NAME or the config file names it."""
+    if "CAIRN_APP_NAME" in os.environ or not sys.argv or sys.argv[0] in ("", "-c", "-m"):
+        return
+    path = os.fspath(config) if config is not None else os.environ.get("CAIRN_CONFIG")
+    if path:
+        try:
+            import tomllib
+            with open(path, "rb") as f:
+                table = tomllib.load(f)
+            if "app_name" in table or "app_name" in table.get("cairn", {}):
+                return
+        except (OSError, ValueError):
+            pass  # cairn_init reports a config file it cannot read
+    os.environ["CAIRN_APP_NAME"] = os.path.basename(sys.argv[0])
+
+
 class Session:
     """cairn on a communicator, from cairn_init to cairn_finalize.
 
@@ -224,6 +242,7 @@ class Session:
         if comm is None:
             from mpi4py import MPI
             comm = MPI.COMM_WORLD
+        _name_the_application(config)
         _check(_cairn.init(comm, None if config is None else os.fspath(config)), "cairn_init")
         self._open = True  # nothing below can fail: cairn is either started and owned here, or not at all
         _watch_at_exit(self)

@@ -35,7 +35,7 @@ class MigrationTest : public ::testing::Test {
   // set file, the protected marker, and the record last. Returns the stream.
   std::string write_version(const std::string& node, int rank, uint64_t v, int slot, size_t size) {
     CacheStore store;
-    EXPECT_TRUE(store.open(layout_.rank_cache(node, rank), 2).is_ok());
+    EXPECT_TRUE(store.open(rank_dir(layout_, node, static_cast<uint32_t>(rank)), 2).is_ok());
     std::string data(size, '\0');
     std::mt19937_64 rng(v * 1000 + static_cast<uint64_t>(rank));
     for (auto& c : data) c = static_cast<char>(rng());
@@ -92,12 +92,12 @@ TEST_F(MigrationTest, MovesTheNewestCommonVersionVerified) {
   EXPECT_EQ(t->bytes, total);
 
   CacheStore spare2, spare3;
-  ASSERT_TRUE(spare2.open(layout_.rank_cache("node4", 2), 2).is_ok());
-  ASSERT_TRUE(spare3.open(layout_.rank_cache("node4", 3), 2).is_ok());
+  ASSERT_TRUE(spare2.open(rank_dir(layout_, "node4", 2), 2).is_ok());
+  ASSERT_TRUE(spare3.open(rank_dir(layout_, "node4", 3), 2).is_ok());
   EXPECT_EQ(spare2.versions(), std::vector<uint64_t>{5});  // only the migrated version
   EXPECT_EQ(read(spare2.slot_path(1)).substr(0, d2.size()), d2);
   EXPECT_EQ(read(spare3.slot_path(1)).substr(0, d3.size()), d3);
-  EXPECT_EQ(read(spare2.red_path(1)), read(layout_.rank_cache("node1", 2) + "/slot-1.red"));
+  EXPECT_EQ(read(spare2.red_path(1)), read(rank_dir(layout_, "node1", 2) + "/slot-1.red"));
   EXPECT_EQ(read(spare3.set_path(5)), "set of version 5");
   EXPECT_TRUE(spare3.is_protected(5));
   auto rec = spare2.read_record(5);
@@ -105,14 +105,14 @@ TEST_F(MigrationTest, MovesTheNewestCommonVersionVerified) {
   EXPECT_EQ(rec->slot, 1u);
   EXPECT_TRUE(verify_stream(rec->manifest, d2.data(), d2.size()).is_ok());
   // The source is left as it was.
-  EXPECT_EQ(read(layout_.rank_cache("node1", 2) + "/slot-1.data").substr(0, d2.size()), d2);
+  EXPECT_EQ(read(rank_dir(layout_, "node1", 2) + "/slot-1.data").substr(0, d2.size()), d2);
 }
 
 TEST_F(MigrationTest, DamagedSourceIsRefusedAndLeavesNothing) {
   write_version("node1", 2, 5, 0, 512 * 1024);
   write_version("node1", 3, 5, 0, 512 * 1024);
   // Flip one byte in the middle of rank 3's slot: its chunk no longer matches the manifest.
-  std::string slot = layout_.rank_cache("node1", 3) + "/slot-0.data";
+  std::string slot = rank_dir(layout_, "node1", 3) + "/slot-0.data";
   std::string bytes = read(slot);
   bytes[300 * 1024] ^= 1;
   ASSERT_TRUE(fs::write_file_atomic(slot, bytes, false).is_ok());

@@ -1,0 +1,132 @@
+// cairn-bench's shared harness: the options, the statistics and units every figure uses, what the run
+// records about the machine, and the child's MPI side (every rank of the measuring job). Each mode of
+// the bench is a file of its own (levels.cpp, redistribute.cpp, ...) on top of this and of session.hpp;
+// main.cpp parses the command line and dispatches. docs/performance.md says how each figure is measured.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+#include <nlohmann/json.hpp>
+
+#include "cairn/cairn.h"
+
+namespace bench {
+
+namespace stdfs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+// ---- options ----------------------------------------------------------------------------------------
+
+// The phases of the default mode (--only); memcpy always runs.
+extern const std::vector<std::string> kPhases;
+
+struct Options {
+  int ranks = 2;
+  std::string size_text = "256M";
+  uint64_t size = 0;
+  int reps = 5;
+  std::string prefix_base = "/tmp";
+  std::string cache_dir = "/dev/shm";
+  bool json = false;
+  bool verbose = false;
+  std::string only_text;
+  std::set<std::string> only;
+  bool redistribute = false;  // --redistribute: N -> M restart beside N -> N (docs/performance.md)
+  bool snapshot = false;      // --snapshot: copy against copy-on-write snapshots (snapshot_bench.cpp)
+  std::vector<uint64_t> sizes;  // every size of --size (a comma-separated list only with --snapshot)
+  int to = 0;                 // M; 0 = ranks + 1
+  // Set by the parent for the MPI job.
+  std::string child_dir, child_job, child_stage;
+  bool wants(const char* phase) const { return only.count(phase) != 0; }
+};
+
+// "256M", "8m", "1G", "4096", "64KiB": binary multiples.
+bool parse_size(const std::string& text, uint64_t* out);
+std::vector<std::string> split_words(const char* s);
+
+// ---- statistics and units ---------------------------------------------------------------------------
+
+double now();  // seconds, steady clock
+double median(std::vector<double> v);
+// GB/s (1e9 bytes per second), rounded to 3 decimals; null when not measured.
+json gbps(uint64_t bytes, double seconds);
+json round3(double x);
+
+// ---- the machine --------------------------------------------------------------------------------------
+
+const char* fs_type_name(const std::string& path);  // "tmpfs", "ext4", ...
+std::string utc_now();                              // 2026-11-24T10:15:01Z
+double loadavg_1m();                                // other work on the machine makes every figure lower
+std::string cpu_model();
+// The head of a report's "run" object: date (now), host, cpu, cores, the load at the start and now, ranks.
+json machine_info(double load_start, int ranks);
+
+// The L2 sets the library cuts nranks ranks (one per node here) into, set_size each; a tail of one
+// joins the previous set.
+std::vector<int> set_sizes(int nranks, int set_size);
+
+// ---- the child: one rank of the measuring MPI job ----------------------------------------------------
+
+extern int g_rank, g_nranks;
+
+// What the MPI job was given, for the run's record.
+struct JobInfo {
+  bool thread_multiple = false;    // MPI_THREAD_MULTIPLE granted
+  std::vector<int> cpus_per_rank;  // CPUs each rank may run on (rank 0 only)
+};
+
+// stderr of a cairn session goes to a file (the library's log, kept out of the bench's output);
+// end_capture() restores stderr and returns what was written. No capture: the log goes to stderr.
+void start_capture(const std::string& path);
+std::string end_capture();
+
+// Prints the message (after the library's captured log), and ends the whole MPI job.
+[[noreturn]] void die(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#define CHECK_CAIRN(call)                                                                              \
+  do {                                                                                                 \
+    int rc_ = (call);                                                                                  \
+    if (rc_ != 0) ::bench::die("%s failed: %s: %s", #call, cairn_strerror(rc_), cairn_last_error());  \
+  } while (0)
+
+#define CHECK_MPI(call)                                                                                \
+  do {                                                                                                 \
+    if ((call) != MPI_SUCCESS) ::bench::die("%s failed", #call);                                      \
+  } while (0)
+
+double max_over_ranks(double x);
+void barrier();
+
+// Page-aligned memory, every page written (faulted in) before any timing.
+uint8_t* alloc_faulted(uint64_t size);
+// `size` bytes of a new file at `path` (in the cache directory), unlinked at once, mapped shared and
+// pre-faulted: what an L1 slot is. munmap it when done; nothing is left behind.
+uint8_t* map_slot_like(const std::string& path, uint64_t size);
+// Non-trivial, incompressible data (splitmix64), different for every seed.
+void fill_random(uint8_t* p, uint64_t size, uint64_t seed);
+inline void clobber(void* p) { asm volatile("" : : "r"(p) : "memory"); }
+// The piece a rank writes or reads at a time: the L3 writer's.
+void write_all(int fd, const uint8_t* p, uint64_t n, const std::string& path);
+void read_all(int fd, uint8_t* p, uint64_t n, const std::string& path);
+// Drop the page cache of every file under `dir`, so that reads come from the device.
+void evict(const std::string& dir);
+
+// ---- the modes ----------------------------------------------------------------------------------------
+
+// The parent (parent.cpp): starts the measuring MPI job(s) and cleans up after them.
+int run_parent(const Options& o, int argc, char** argv);
+
+// The modes' child sides (each in its own file), run on every rank once MPI is up.
+int run_levels(const Options& o, const JobInfo& job);        // levels.cpp: the default figures
+int run_redistribute(const Options& o, const JobInfo& job);  // redistribute.cpp: one N -> M stage
+int run_snapshot(const Options& o, const JobInfo& job);      // snapshot_bench.cpp: copy against cow
+// The parent side of --redistribute: the report from the stages' files.
+int report_redistribute(const Options& o, const std::string& dir, const std::string& cache_job, double load_start,
+                        const std::string& date);
+
+}  // namespace bench

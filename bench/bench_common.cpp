@@ -1,0 +1,261 @@
+// The shared harness of cairn-bench (bench.hpp).
+#include "bench.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+namespace bench {
+
+const std::vector<std::string> kPhases = {"l1", "l2", "l3", "restart", "codec"};
+
+bool parse_size(const std::string& text, uint64_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  double v = strtod(text.c_str(), &end);
+  if (end == text.c_str() || errno != 0 || !(v > 0)) return false;
+  std::string unit(end);
+  for (char& c : unit) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+  double mult = 1;
+  if (unit.empty() || unit == "B") mult = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KIB") mult = 1024.0;
+  else if (unit == "M" || unit == "MB" || unit == "MIB") mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GB" || unit == "GIB") mult = 1024.0 * 1024 * 1024;
+  else return false;
+  double bytes = v * mult;
+  if (bytes > 1e15) return false;
+  *out = static_cast<uint64_t>(bytes);
+  return true;
+}
+
+std::vector<std::string> split_words(const char* s) {
+  std::vector<std::string> out;
+  std::istringstream is(s ? s : "");
+  for (std::string w; is >> w;) out.push_back(w);
+  return out;
+}
+
+// ---- statistics and units ---------------------------------------------------------------------------
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+json gbps(uint64_t bytes, double seconds) {
+  if (!(seconds > 0)) return nullptr;
+  return std::round(static_cast<double>(bytes) / seconds / 1e9 * 1000.0) / 1000.0;
+}
+
+json round3(double x) { return std::round(x * 1000.0) / 1000.0; }
+
+// ---- the machine --------------------------------------------------------------------------------------
+
+const char* fs_type_name(const std::string& path) {
+  struct statfs s {};
+  if (statfs(path.c_str(), &s) != 0) return "unknown";
+  switch (static_cast<unsigned long>(s.f_type)) {
+    case 0x01021994: return "tmpfs";
+    case 0xEF53: return "ext4";
+    case 0x58465342: return "xfs";
+    case 0x9123683E: return "btrfs";
+    case 0x6969: return "nfs";
+    case 0x0BD00BD0: return "lustre";
+    case 0x47504653: return "gpfs";
+    case 0x794c7630: return "overlayfs";
+    case 0x2FC12FC1: return "zfs";
+  }
+  return "other";
+}
+
+std::string utc_now() {
+  time_t t = time(nullptr);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char b[64];
+  strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return b;
+}
+
+double loadavg_1m() {
+  double l = -1;
+  if (FILE* f = fopen("/proc/loadavg", "r")) {
+    if (fscanf(f, "%lf", &l) != 1) l = -1;
+    fclose(f);
+  }
+  return l;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) {
+      auto c = line.find(':');
+      if (c != std::string::npos) return line.substr(c + 2);
+    }
+  return "unknown";
+}
+
+json machine_info(double load_start, int ranks) {
+  json j;
+  j["date"] = utc_now();
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  j["host"] = host;
+  j["cpu"] = cpu_model();
+  j["cores_online"] = sysconf(_SC_NPROCESSORS_ONLN);
+  j["loadavg_1m_start"] = round3(load_start);
+  j["loadavg_1m_end"] = round3(loadavg_1m());
+  j["ranks"] = ranks;
+  return j;
+}
+
+std::vector<int> set_sizes(int nranks, int set_size) {
+  std::vector<int> sets;
+  for (int left = nranks; left > 0; left -= set_size) sets.push_back(std::min(left, set_size));
+  if (sets.size() >= 2 && sets.back() < 2) {
+    sets[sets.size() - 2] += sets.back();
+    sets.pop_back();
+  }
+  return sets;
+}
+
+// ---- the child ----------------------------------------------------------------------------------------
+
+int g_rank = 0, g_nranks = 1;
+
+namespace {
+int g_saved_stderr = -1;
+std::string g_capture_path;
+}  // namespace
+
+void start_capture(const std::string& path) {
+  fflush(stderr);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return;  // no capture: the log goes to stderr
+  g_saved_stderr = dup(2);
+  dup2(fd, 2);
+  close(fd);
+  g_capture_path = path;
+}
+
+std::string end_capture() {
+  if (g_saved_stderr < 0) return "";
+  fflush(stderr);
+  dup2(g_saved_stderr, 2);
+  close(g_saved_stderr);
+  g_saved_stderr = -1;
+  std::ifstream in(g_capture_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  unlink(g_capture_path.c_str());
+  return ss.str();
+}
+
+void die(const char* fmt, ...) {
+  std::string captured = end_capture();
+  if (!captured.empty()) fputs(captured.c_str(), stderr);
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "cairn-bench: rank %d: %s\n", g_rank, msg);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  _exit(1);
+}
+
+double max_over_ranks(double x) {
+  double m = 0;
+  CHECK_MPI(MPI_Allreduce(&x, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  return m;
+}
+
+void barrier() { CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
+
+uint8_t* alloc_faulted(uint64_t size) {
+  uint64_t rounded = (size + 4095) / 4096 * 4096;
+  void* p = aligned_alloc(4096, rounded);
+  if (!p) die("cannot allocate %llu bytes", static_cast<unsigned long long>(size));
+  memset(p, 0x5a, rounded);
+  return static_cast<uint8_t*>(p);
+}
+
+uint8_t* map_slot_like(const std::string& path, uint64_t size) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) die("open %s: %s", path.c_str(), strerror(errno));
+  unlink(path.c_str());  // the mapping keeps it alive; nothing is left behind
+  int rc = posix_fallocate(fd, 0, static_cast<off_t>(size));
+  if (rc != 0) die("fallocate %s: %s", path.c_str(), strerror(rc));
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) die("mmap %s: %s", path.c_str(), strerror(errno));
+  return static_cast<uint8_t*>(p);
+}
+
+void fill_random(uint8_t* p, uint64_t size, uint64_t seed) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  uint64_t words = size / 8;
+  auto* w = reinterpret_cast<uint64_t*>(p);
+  for (uint64_t i = 0; i < words; ++i) {
+    uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    w[i] = z ^ (z >> 31);
+  }
+  for (uint64_t i = words * 8; i < size; ++i) p[i] = static_cast<uint8_t>(i * 131 + seed);
+}
+
+void write_all(int fd, const uint8_t* p, uint64_t n, const std::string& path) {
+  constexpr uint64_t kPiece = 64ull << 20;  // the L3 writer's piece size
+  for (uint64_t off = 0; off < n;) {
+    ssize_t w = ::pwrite(fd, p + off, std::min(kPiece, n - off), static_cast<off_t>(off));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) die("write %s: %s", path.c_str(), w < 0 ? strerror(errno) : "no progress");
+    off += static_cast<uint64_t>(w);
+  }
+}
+
+void read_all(int fd, uint8_t* p, uint64_t n, const std::string& path) {
+  constexpr uint64_t kPiece = 64ull << 20;
+  for (uint64_t off = 0; off < n;) {
+    ssize_t r = ::pread(fd, p + off, std::min(kPiece, n - off), static_cast<off_t>(off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) die("read %s: %s", path.c_str(), r < 0 ? strerror(errno) : "short file");
+    off += static_cast<uint64_t>(r);
+  }
+}
+
+// The data was fsynced; DONTNEED drops clean pages.
+void evict(const std::string& dir) {
+  std::error_code ec;
+  for (auto it = stdfs::recursive_directory_iterator(dir, ec); !ec && it != stdfs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    int fd = ::open(it->path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+}
+
+}  // namespace bench

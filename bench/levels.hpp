@@ -1,0 +1,30 @@
+// The default mode of cairn-bench: every level's speed beside the machine's own limit (levels.cpp
+// measures, levels_report.cpp prints). docs/performance.md, "How each figure is measured".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "bench.hpp"
+
+namespace bench {
+
+// What the measurements found, for the report (rank 0).
+struct LevelFigures {
+  json figures = json::object();  // the keys every run prints (null when not measured)
+  json extra = json::object();    // further figures and details
+  json stages = json::object();   // the library's own timings per measurement (from the job history)
+  // Median times (s) of the figures the targets compare; 0 when not measured.
+  double memcpy_s = 0, memcpy_all_s = 0, l1_s = 0, isal_s = 0, rs_s = 0, raw_write_s = 0, raw_read_s = 0, l3_s = 0;
+  double restart_l1_s = 0, restart_l3_s = 0;
+  // The run.
+  uint64_t size = 0;
+  int cache_versions = 2, set_size = 2, rs_parity = 1;
+  double load_start = -1;
+  std::string dir, prefix, cache_job;
+};
+
+// One JSON object (--json) or a table on stdout: the figures, the targets, and the run's record.
+void report_levels(const Options& o, const JobInfo& job, const LevelFigures& f);
+
+}  // namespace bench

@@ -1,0 +1,33 @@
+// cairn-bench --service: service mode beside the embedded flusher and a synchronous write (docs/performance.md,
+// "Service mode"). The parent (service_bench.cpp) starts a cairnd controller and manager on 127.0.0.1,
+// runs the measuring MPI job (service_bench_child.cpp) and stops the daemons; the job's rank 0 prints the
+// JSON object. Entered from cairn_bench.cpp's main when --service is on the command line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cairn_bench_service {
+
+struct Options {
+  int ranks = 2;
+  std::string size_text = "64M";
+  uint64_t size = 0;
+  int reps = 3;
+  std::string prefix_base = "/tmp";
+  std::string cache_dir = "/dev/shm";
+  std::string cairnd;          // the cairnd executable (default: beside cairn-bench, or in PATH)
+  std::string provider = "tcp;ofi_rxm";
+  bool json = false;
+  bool verbose = false;
+  // Set by the parent for the MPI job.
+  std::string child_dir, child_service;
+};
+
+// The whole of `cairn-bench --service ...` (parent or child); the exit status.
+int main(int argc, char** argv);
+
+// The measuring MPI job (service_bench_child.cpp).
+int run_child(const Options& o, int argc, char** argv);
+
+}  // namespace cairn_bench_service

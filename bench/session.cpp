@@ -1,0 +1,134 @@
+#include "session.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "base/history_line.hpp"
+
+namespace bench {
+namespace {
+
+void setenv_or_die(const char* name, const std::string& value) {
+  if (setenv(name, value.c_str(), 1) != 0) die("setenv %s: %s", name, strerror(errno));
+}
+
+}  // namespace
+
+Session::Session(const Options& o)
+    : o_(o), dir_(o.child_dir), prefix_(o.child_dir + "/prefix"), cache_job_(o.cache_dir + "/cairn-" + o.child_job) {}
+
+void Session::clean_levels() {
+  barrier();
+  if (g_rank == 0) {
+    std::error_code ec;
+    stdfs::remove_all(cache_job_, ec);
+    if (ec) die("removing %s: %s", cache_job_.c_str(), ec.message().c_str());
+    stdfs::remove_all(prefix_, ec);
+    if (ec) die("removing %s: %s", prefix_.c_str(), ec.message().c_str());
+  }
+  barrier();
+}
+
+void Session::open(const char* redundancy, int flush_every, const std::function<void()>& protect) {
+  setenv_or_die("CAIRN_PREFIX", prefix_);
+  setenv_or_die("CAIRN_CACHE_DIR", o_.cache_dir);
+  setenv_or_die("CAIRN_JOB", o_.child_job);
+  setenv_or_die("CAIRN_REDUNDANCY", redundancy);
+  setenv_or_die("CAIRN_FLUSH_EVERY", std::to_string(flush_every));
+  setenv_or_die("CAIRN_FLUSH_ON_FINALIZE", "false");
+  setenv_or_die("CAIRN_SET_SIZE", std::to_string(set_size_));
+  setenv_or_die("CAIRN_RS_PARITY", std::to_string(rs_parity_));
+  // The levels against the machine's limits on the copy path; cow is --snapshot's comparison (a
+  // CAIRN_SNAPSHOT in the environment, or set by the mode, wins).
+  if (!getenv("CAIRN_SNAPSHOT")) setenv_or_die("CAIRN_SNAPSHOT", "copy");
+  const char* lvl = getenv("CAIRN_LOG");
+  if (!lvl || strcmp(lvl, "debug") != 0) setenv_or_die("CAIRN_LOG", "info");
+  start_capture(dir_ + "/log.r" + std::to_string(g_rank));
+  CHECK_CAIRN(cairn_init(MPI_COMM_WORLD, nullptr));
+  protect();
+}
+
+std::string Session::close() {
+  CHECK_CAIRN(cairn_finalize());
+  std::string log = end_capture();
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (o_.verbose || line.find(" info: ") == std::string::npos) fprintf(stderr, "%s\n", line.c_str());
+  return log;
+}
+
+Session::Restart Session::timed_restart(const char* redundancy, int flush_every, int want_level,
+                                       const std::function<void()>& lose, const std::function<void()>& clear,
+                                       const std::function<void()>& protect) {
+  static const char* kLevel[] = {"none", "L1", "L2", "L3"};
+  barrier();
+  if (g_rank == 0) lose();
+  clear();
+  barrier();
+  open(redundancy, flush_every, protect);
+  barrier();
+  double t0 = now();
+  CHECK_CAIRN(cairn_restart());
+  Restart r;
+  r.seconds = max_over_ranks(now() - t0);
+  int version = 0, level = 0;
+  CHECK_CAIRN(cairn_restart_level(&version, &level));
+  r.log = close();
+  if (level != want_level)
+    die("restart on %d ranks came from %s, expected %s", g_nranks, kLevel[std::clamp(level, 0, 3)], kLevel[want_level]);
+  return r;
+}
+
+StageTimes history_stage_times(const Session& s, uint64_t first_version) {
+  StageTimes t;
+  if (g_rank != 0) return t;
+  std::ifstream in(s.prefix() + "/.cairn/history");
+  for (std::string text; std::getline(in, text);) {
+    auto line = cairn::history::decode_line(text);
+    if (!line) continue;  // a torn line: not a figure
+    const nlohmann::json& j = *line;
+    auto number = [&](const char* key, double* out) {
+      auto it = j.find(key);
+      if (it == j.end() || !it->is_number()) return false;
+      *out = it->get<double>();
+      return true;
+    };
+    double v = 0, a = 0, b = 0;
+    if (j.at("v").get<uint64_t>() > static_cast<uint64_t>(cairn::history::kFormat) || !number("version", &v) ||
+        v < static_cast<double>(first_version))
+      continue;
+    const std::string ev = j.value("ev", "");
+    if (ev == "l1") {
+      if (number("copy_s", &a)) t.copy.push_back(a * 1e3);
+      if (number("seal_s", &a)) t.seal.push_back(a * 1e3);
+    } else if (ev == "l2") {
+      auto start = j.find("start_ns"), end = j.find("end_ns");  // integers: nanoseconds exactly
+      if (start != j.end() && end != j.end() && start->is_number_integer() && end->is_number_integer())
+        t.l2.push_back(static_cast<double>(end->get<int64_t>() - start->get<int64_t>()) / 1e6);
+    } else if (ev == "l3") {
+      if (number("write_s", &b)) t.l3.push_back(b * 1e3);
+    }
+  }
+  return t;
+}
+
+json stage_json(const StageTimes& t, uint64_t bytes) {
+  json j = json::object();
+  auto put = [&](const char* name, const std::vector<double>& ms) {
+    if (ms.empty()) return;
+    double m = median(ms);
+    j[std::string(name) + "_ms"] = round3(m);
+    j[std::string(name) + "_gbps"] = gbps(bytes, m / 1e3);
+  };
+  put("copy", t.copy);
+  put("seal", t.seal);
+  put("l2", t.l2);
+  put("l3", t.l3);
+  return j;
+}
+
+}  // namespace bench

@@ -1,0 +1,159 @@
+#include "pipeline/service_flusher.hpp"
+
+#include "base/log.hpp"
+
+namespace cairn::pipeline {
+
+using JobState = ServiceLink::JobState;
+
+ServiceFlusher::ServiceFlusher(ServiceSettings settings, Layout layout, std::function<l3::WriteOptions()> l3_options,
+                               std::unique_ptr<Flusher> fallback)
+    : settings_(std::move(settings)),
+      layout_(std::move(layout)),
+      l3_options_(std::move(l3_options)),
+      fallback_(std::move(fallback)),
+      link_(std::make_unique<ServiceLink>(settings_)) {
+  bool ready = link_->wait_ready(settings_.timeout_s);
+  if (settings_.rank == 0)
+    LOG_INFO("service mode (%s): %s", settings_.controller.str().c_str(),
+             ready ? ("agent " + std::to_string(link_->agent_id()) + " on " + link_->agent_where()).c_str()
+                   : "no agent yet; the embedded flusher writes until one is ready");
+}
+
+ServiceFlusher::~ServiceFlusher() {
+  for (auto& [id, t] : tickets_) {
+    if (t.on_fallback) {
+      fallback_->cancel(t.fallback).ignore();
+    } else {
+      Status st;
+      link_->cancel(t.job, &st);
+    }
+  }
+  link_.reset();
+}
+
+const char* ServiceFlusher::via(FlushTicket ticket) const {
+  auto it = tickets_.find(ticket);
+  return it != tickets_.end() && it->second.on_fallback ? fallback_->name() : name();
+}
+
+Result<FlushTicket> ServiceFlusher::post(const FlushRequest& request) {
+  if (!request.manifest || (!request.data && request.manifest->total_size > 0))
+    return make_error(Code::ERR_INVALID_ARG, "ServiceFlusher::post: a request without manifest or data");
+  Ticket t;
+  t.request = request;
+  FlushTicket id = next_++;
+  const l3::WriteOptions opts = l3_options_();
+  Status why_not = Status::ok();
+  if (opts.zstd_level > 0) {
+    if (!warned_compress_ && settings_.rank == 0)
+      LOG_WARN("service mode: agents write uncompressed and compress is set: the embedded flusher writes every version");
+    warned_compress_ = true;
+    why_not = make_error(Code::ERR_NOT_SUPPORTED, "compression");
+  } else if (!link_->available()) {
+    why_not = make_error(Code::ERR_NOT_SUPPORTED, "the service is not available");
+  } else {
+    auto place = l3::place_rank(layout_, *request.manifest, request.manifest->total_size, &opts);
+    auto job = place ? link_->submit(request.version, *request.manifest, request.data, request.slot, *place)
+                     : Result<uint64_t>(place.status());
+    if (job)
+      t.job = *job;
+    else
+      why_not = job.status();
+  }
+  if (!why_not.is_ok()) {
+    auto fb = fallback_->post(request);
+    if (!fb) return fb.status();
+    t.on_fallback = true;
+    t.fallback = *fb;
+    if (request.via) *request.via = fallback_->name();
+    LOG_DEBUG("version %llu: embedded flusher (%s)", static_cast<unsigned long long>(request.version),
+              why_not.message().c_str());
+  }
+  tickets_.emplace(id, std::move(t));
+  return id;
+}
+
+// The service gave the version up: the fallback writes it, from the same slot.
+Status ServiceFlusher::to_fallback(Ticket& t, const Status& why) {
+  LOG_WARN("version %llu: %s; the embedded flusher writes it", static_cast<unsigned long long>(t.request.version),
+           why.message().c_str());
+  link_->forget(t.job);
+  CAIRN_ASSIGN_OR_RETURN(fb, fallback_->post(t.request));
+  t.on_fallback = true;
+  t.fallback = fb;
+  if (t.request.via) *t.request.via = fallback_->name();
+  return Status::ok();
+}
+
+Status ServiceFlusher::test(FlushTicket ticket, bool* done) {
+  *done = false;
+  auto it = tickets_.find(ticket);
+  if (it == tickets_.end()) return make_error(Code::ERR_INVALID_ARG, "ServiceFlusher::test: unknown ticket %llu",
+                                             static_cast<unsigned long long>(ticket));
+  Ticket& t = it->second;
+  if (!t.on_fallback) {
+    Status outcome;
+    JobState st = link_->state(t.job, &outcome);
+    if (st == JobState::pending) return Status::ok();
+    if (st == JobState::done) {
+      link_->forget(t.job);
+      *done = true;
+      tickets_.erase(it);
+      return Status::ok();
+    }
+    Status moved = to_fallback(t, outcome);
+    if (!moved.is_ok()) {
+      *done = true;
+      tickets_.erase(it);
+      return moved;
+    }
+  }
+  Status st = fallback_->test(t.fallback, done);
+  if (*done) tickets_.erase(it);
+  return st;
+}
+
+Status ServiceFlusher::wait(FlushTicket ticket) {
+  auto it = tickets_.find(ticket);
+  if (it == tickets_.end()) return make_error(Code::ERR_INVALID_ARG, "ServiceFlusher::wait: unknown ticket %llu",
+                                             static_cast<unsigned long long>(ticket));
+  Ticket& t = it->second;
+  if (!t.on_fallback) {
+    // Never block on the service longer than its timeout: then the embedded flusher takes over.
+    Status outcome;
+    JobState st = link_->wait(t.job, settings_.timeout_s, &outcome);
+    if (st == JobState::done) {
+      link_->forget(t.job);
+      tickets_.erase(it);
+      return Status::ok();
+    }
+    if (st == JobState::pending) {
+      link_->cancel(t.job, &outcome);
+      outcome = make_error(Code::ERR_IO, "the service did not finish within %.1f s", settings_.timeout_s);
+    }
+    Status moved = to_fallback(t, outcome);
+    if (!moved.is_ok()) {
+      tickets_.erase(it);
+      return moved;
+    }
+  }
+  Status st = fallback_->wait(t.fallback);
+  tickets_.erase(it);
+  return st;
+}
+
+Status ServiceFlusher::cancel(FlushTicket ticket) {
+  auto it = tickets_.find(ticket);
+  if (it == tickets_.end()) return make_error(Code::ERR_INVALID_ARG, "ServiceFlusher::cancel: unknown ticket %llu",
+                                             static_cast<unsigned long long>(ticket));
+  Ticket t = std::move(it->second);
+  tickets_.erase(it);
+  if (t.on_fallback) return fallback_->cancel(t.fallback);
+  Status outcome;
+  JobState st = link_->cancel(t.job, &outcome);
+  link_->forget(t.job);
+  return st == JobState::done ? Status::ok() : make_error(Code::ERR_INVALID_VERSION, "cancelled");
+}
+
+}  // namespace cairn::pipeline

@@ -1,0 +1,93 @@
+// The rank's side of service mode: one thread per rank that keeps the connection to the controller
+// (registration, reassignment), the session with the rank's agent, the libfabric endpoint and the
+// registrations of the rank's L1 slots, and moves the versions handed to it:
+//
+//   pull  the agent fi_reads the slot; this thread makes progress for the provider (with manual data
+//         progress, tcp, a read of our memory is served only while someone polls our endpoint)
+//   push  this thread fi_writes chunks of the slot into the buffers the agent credits, and says so
+//
+// A job ends done (the agent says the rank's files are durable), failed (the agent said why, or no
+// agent said anything about it for `timeout_s`, or the controller is gone), or cancelled. A job whose
+// agent is lost goes to the replacement the controller names, within the same timeout. When a job does
+// not end done, the registration of its slot is revoked (the key dies with it) before anyone else
+// touches the slot. ServiceFlusher turns this into the Flusher contract with the embedded fallback.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/fsutil.hpp"
+#include "base/manifest.hpp"
+#include "base/status.hpp"
+#include "pfs/l3_store.hpp"
+#include "wire/message.hpp"
+#include "wire/socket.hpp"
+
+namespace cairn::fabric {
+class Endpoint;
+class MemoryRegion;
+}
+
+namespace cairn::pipeline {
+
+struct ServiceSettings {
+  wire::HostPort controller;
+  wire::TransferMode mode = wire::TransferMode::pull;
+  uint32_t agents_wanted = 1;
+  uint32_t chunk_size = 128 << 10;
+  uint64_t pool_bytes = 8 << 20;
+  std::string provider = "tcp;ofi_rxm";
+  double timeout_s = 10;
+  // The application, as registered.
+  std::string app_name, job, prefix;
+  std::vector<std::string> data_roots;
+  uint32_t turnstile_width = 0;
+  double interval_s = 0;
+  wire::AppKey key{};
+  uint32_t rank = 0, nranks = 1;
+  uint64_t bytes = 0;  // snapshot bytes, if known at start
+};
+
+class ServiceLink {
+ public:
+  enum class JobState { pending, done, failed, cancelled };
+
+  explicit ServiceLink(ServiceSettings s);
+  ServiceLink(const ServiceLink&) = delete;
+  ServiceLink& operator=(const ServiceLink&) = delete;
+  ~ServiceLink();  // unregisters, closes the sessions, revokes every registration
+
+  // Wait until the rank has an agent to talk to, or it is clear it will not get one soon (controller
+  // unreachable or refusing), at most timeout_s. True when an agent session is up.
+  bool wait_ready(double timeout_s);
+  // Worth submitting to: registered with a controller that has (or is getting) an agent for this rank.
+  bool available() const;
+
+  // Hand over one version. `data` (manifest.total_size bytes, the slot) stays untouched and readable until
+  // the job is finished (done, failed or cancelled and forgotten).
+  Result<uint64_t> submit(uint64_t version, const Manifest& manifest, const uint8_t* data, int slot,
+                          const l3::RankPlacement& place);
+  JobState state(uint64_t job, Status* outcome);
+  // Block up to timeout_s for the job to end; its state then.
+  JobState wait(uint64_t job, double timeout_s, Status* outcome);
+  // Stop the job: tell the agent, revoke the slot's registration, and return once this process no longer
+  // reads the slot (no write of it in flight). Its state after.
+  JobState cancel(uint64_t job, Status* outcome);
+  void forget(uint64_t job);
+
+  // For logs and tests: the agent serving this rank now (0: none), and where.
+  uint64_t agent_id() const;
+  std::string agent_where() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cairn::pipeline

@@ -1,0 +1,129 @@
+// The controller: one per cluster or allocation. It keeps the registry -- checkpoint nodes (managers),
+// agents, applications -- and makes the decisions: where an application's agents run (placement.hpp),
+// which agent serves which rank, a replacement when an agent or a whole manager is lost, and the end of
+// an application's agents when its ranks are gone. It never touches checkpoint data. Everything it
+// knows, `cairn status` shows (status_report.cpp).
+//
+// One thread, one poll loop over TCP connections. A connection's first message says what it is: a
+// rank (register_rank), a manager (manager_hello) or a client (status_request). Any malformed or
+// unexpected message is refused with an error message, logged with its peer, and the connection is
+// closed; the controller keeps running.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "service/placement.hpp"
+#include "wire/control_messages.hpp"
+#include "wire/socket.hpp"
+
+namespace cairn::service {
+
+struct ControllerOptions {
+  wire::HostPort listen;
+  std::string address_file;                 // written with the bound HOST:PORT once listening
+  std::string token;                        // managers must present it (empty: any manager is accepted)
+  std::vector<std::string> allow_prefixes;  // applications' prefixes must lie under one (empty: anywhere)
+  Policy policy = Policy::stacking;
+  uint32_t max_agents_per_app = 64;
+};
+
+int run_controller(const ControllerOptions& o);
+
+class Controller {
+ public:
+  explicit Controller(ControllerOptions o) : o_(std::move(o)) {}
+  int run();
+
+ private:
+  enum class Role { unknown, rank, manager, client };
+  struct Peer {
+    uint64_t id = 0;
+    std::unique_ptr<wire::Connection> conn;
+    Role role = Role::unknown;
+    uint64_t app = 0, manager = 0;
+    uint32_t rank = 0;
+    bool closing = false;  // close once the output is written
+  };
+  enum class AgentState { starting, up, gone };
+  struct AgentRec {
+    uint64_t id = 0, app = 0, manager = 0;
+    uint32_t slot = 0;
+    AgentState state = AgentState::starting;
+    uint32_t pid = 0;
+    std::string address, why;
+    wire::AgentStats stats;
+    double started = 0;
+  };
+  struct ManagerRec {
+    uint64_t id = 0, peer = 0;
+    std::string name, host;
+    uint32_t capacity = 0, pid = 0;
+    double joined = 0;
+  };
+  struct AppRec {
+    uint64_t id = 0;
+    wire::RegisterRank reg;  // the first rank's registration: name, key, prefix, transfer settings
+    uint32_t agents = 1;     // k
+    std::vector<uint64_t> slot_agent;           // slot -> current agent (0: none)
+    std::vector<uint32_t> slot_failures;        // consecutive failed starts per slot
+    std::map<uint32_t, uint64_t> rank_peer;     // connected ranks
+    std::map<uint32_t, uint64_t> rank_bytes;
+    double interval_s = 0;  // measured by rank 0 (its last two versions), else registered
+    std::map<uint32_t, std::set<uint64_t>> waiting;  // slot -> peers waiting for its agent
+    double registered = 0;
+  };
+
+  // connections (controller.cpp)
+  void accept_all();
+  void on_input(Peer& p);
+  void on_frame(Peer& p, const wire::Frame& f);
+  template <class M>
+  void handle(Peer& p, const wire::Frame& f, std::initializer_list<Role> allowed,
+              void (Controller::*handler)(Peer&, const M&));
+  void on_status(Peer& p, const wire::StatusRequest& m);
+  void refuse(Peer& p, const Status& why);
+  void close_peer(uint64_t id, const std::string& why);
+  void send(uint64_t peer, const std::string& frame_bytes);
+  // managers (controller.cpp)
+  void on_manager_hello(Peer& p, const wire::ManagerHello& m);
+  void on_agent_up(Peer& p, const wire::AgentUp& m);
+  void on_agent_exit(Peer& p, const wire::AgentExit& m);
+  void on_agent_stats(Peer& p, const wire::AgentStats& m);
+  void manager_lost(uint64_t manager, const std::string& why);
+  // applications (controller_apps.cpp)
+  void on_register(Peer& p, const wire::RegisterRank& m);
+  void on_reassign(Peer& p, const wire::Reassign& m);
+  void on_unregister(Peer& p, const wire::Unregister& m);
+  void on_usage(Peer& p, const wire::RankUsage& m);
+  void rank_gone(Peer& p);
+  Status prefix_allowed(const wire::RegisterRank& m) const;
+  AppRec* find_app_by_key(const wire::AppKey& key);
+  AppRec* own_app(Peer& p, const char* what, uint64_t app_id, uint32_t rank, const wire::AppKey& key);
+  void start_slots(AppRec& app, const std::vector<uint32_t>& slots);
+  void agent_lost(AgentRec& a, const std::string& why);
+  void answer_waiting(AppRec& app, uint32_t slot);
+  void answer_rank(AppRec& app, uint64_t peer, uint32_t rank);
+  void retire_app(uint64_t app, const std::string& why);
+  std::vector<NodeLoad> node_loads() const;
+  // cairn status (status_report.cpp)
+  std::string status_json() const;
+
+  ControllerOptions o_;
+  fs::Fd listen_, signals_;
+  std::string address_;
+  double started_ = 0;
+  std::map<uint64_t, Peer> peers_;
+  std::map<uint64_t, ManagerRec> managers_;
+  std::map<uint64_t, AgentRec> agents_;
+  std::map<uint64_t, AppRec> apps_;
+  uint64_t next_peer_ = 1, next_manager_ = 1, next_agent_ = 1, next_app_ = 1;
+  bool stop_ = false;
+};
+
+}  // namespace cairn::service

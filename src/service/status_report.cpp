@@ -1,0 +1,95 @@
+// `cairn status --service`: the controller's registry as one JSON document (docs/service.md, "cairn
+// status"). Keys never appear in it.
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "service/controller.hpp"
+
+namespace cairn::service {
+
+std::string Controller::status_json() const {
+  using nlohmann::json;
+  double now = wire::monotonic_seconds();
+  json doc;
+  doc["controller"] = {{"address", address_},
+                       {"pid", static_cast<int>(getpid())},
+                       {"uptime_s", now - started_},
+                       {"placement", policy_name(o_.policy)},
+                       {"protocol", wire::kProtocol}};
+  json managers = json::array();
+  for (const auto& [id, m] : managers_) {
+    json agents = json::array();
+    for (const auto& [aid, a] : agents_)
+      if (a.manager == id && a.state != AgentState::gone) agents.push_back(aid);
+    managers.push_back({{"id", id},
+                        {"name", m.name},
+                        {"host", m.host},
+                        {"pid", m.pid},
+                        {"capacity", m.capacity},
+                        {"agents", agents},
+                        {"joined_s_ago", now - m.joined}});
+  }
+  doc["managers"] = managers;
+  json agents = json::array();
+  for (const auto& [id, a] : agents_) {
+    if (a.state == AgentState::gone) continue;
+    auto mgr = managers_.find(a.manager);
+    const wire::AgentStats& s = a.stats;
+    json j = {{"id", id},
+              {"application", a.app},
+              {"slot", a.slot},
+              {"manager", mgr != managers_.end() ? mgr->second.name : ""},
+              {"state", a.state == AgentState::up ? "up" : "starting"},
+              {"pid", a.pid},
+              {"address", a.address},
+              {"why", a.why},
+              {"sessions", s.sessions},
+              {"queued", s.queued},
+              {"bytes_drained", s.bytes_drained},
+              {"transfers", s.transfers_done},
+              {"transfers_failed", s.transfers_failed},
+              {"busy_s", s.busy_s},
+              {"drain_gbps", s.busy_s > 0 ? static_cast<double>(s.bytes_drained) / s.busy_s / 1e9 : 0.0}};
+    if (s.active_rank != UINT32_MAX)
+      j["active"] = {{"rank", s.active_rank},
+                     {"version", s.active_version},
+                     {"bytes_done", s.active_done},
+                     {"bytes_total", s.active_total}};
+    agents.push_back(j);
+  }
+  doc["agents"] = agents;
+  json apps = json::array();
+  for (const auto& [id, app] : apps_) {
+    uint64_t bytes = 0;
+    for (const auto& [r, b] : app.rank_bytes) bytes += b;
+    uint64_t drained = 0;
+    json slots = json::array();
+    for (uint64_t agent : app.slot_agent) {
+      slots.push_back(agent);
+      auto a = agents_.find(agent);
+      if (a != agents_.end()) drained += a->second.stats.bytes_drained;
+    }
+    apps.push_back({{"id", id},
+                    {"name", app.reg.app_name},
+                    {"job", app.reg.job},
+                    {"host", app.reg.host},
+                    {"pid", app.reg.pid},
+                    {"nranks", app.reg.nranks},
+                    {"ranks_connected", app.rank_peer.size()},
+                    {"bytes_per_version", bytes},
+                    {"interval_s", app.interval_s},
+                    {"mode", wire::mode_name(app.reg.mode)},
+                    {"provider", app.reg.provider},
+                    {"chunk_size", app.reg.chunk_size},
+                    {"buffer_pool", app.reg.pool_bytes},
+                    {"prefix", app.reg.prefix},
+                    {"agents", slots},
+                    {"bytes_drained", drained},
+                    {"registered_s_ago", now - app.registered}});
+  }
+  doc["applications"] = apps;
+  return doc.dump();
+}
+
+}  // namespace cairn::service

@@ -1,0 +1,552 @@
+#!/usr/bin/env python3
+"""The checkpoint service as real processes (docs/service.md): a cairnd controller and two managers on
+127.0.0.1, their agents started on demand, applications under `cairn run` with the `service` knob set.
+
+Cases (--case):
+  two_apps           heat2d and the synthetic app checkpointing at once, each with a node killed (pull)
+  push               heat2d with a node killed, push mode, snapshot = cow (the ranks write from slots the copier filled)
+  agent_killed       the agent moving a version is killed (SIGKILL): a replacement finishes it
+  manager_killed     the manager of that agent is killed: its agents go, replacements run on the other
+  controller_killed  the controller is killed mid-transfer: the ranks' embedded flushers take over, and
+                     the versions go through the service again once a controller is back on its port
+  bad_input          malformed and wrong-key messages at the controller, an agent and a manager; an
+                     application trying another's data: all refused and logged, every daemon keeps running
+
+After every scenario with an application: its result equals the failure-free one, `cairn verify` finds
+every committed version good, and a relaunch without caches restarts from L3 with the same result. The
+daemons must stop cleanly on SIGTERM. Ports: the controller listens on port 0 (the OS picks) and writes
+its address to a file, so parallel runs never collide.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenario  # noqa: E402  (the failure-free heat2d reference, shared with the scenarios)
+import service_wire as W  # noqa: E402
+
+HEAT = list(scenario.HEAT_ARGS)
+SYNTH = ["--size", "1M", "--iters", "120", "--checkpoint-every", "10"]
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", flush=True)
+    sys.exit(1)
+
+
+def say(msg):
+    print(f"service_test: {msg}", flush=True)
+
+
+class Service:
+    """A controller and `managers` managers; stop() sends SIGTERM and insists on clean exits."""
+
+    def __init__(self, build, work, managers=2, manager_args=()):
+        self.build, self.work = build, work
+        self.cairnd = os.path.join(build, "tools", "cairnd")
+        self.cairn = os.path.join(build, "tools", "cairn")
+        self.procs = {}
+        self.port = 0
+        self.manager_args = list(manager_args)
+        os.makedirs(work, exist_ok=True)
+        self.start_controller()
+        for i in range(managers):  # one after the other: m0 joins first, so stacking fills m0 first
+            self.start_manager(i)
+            self.wait_for(lambda st: len(st["managers"]) == i + 1, f"manager m{i} to join")
+
+    def start_controller(self):
+        af = os.path.join(self.work, "controller.address")
+        if os.path.exists(af):
+            os.remove(af)
+        self.procs["controller"] = subprocess.Popen(
+            [self.cairnd, "controller", "--listen", f"127.0.0.1:{self.port}", "--address-file", af, "--log",
+             os.path.join(self.work, "controller.log"), "--log-level", "debug"])
+        deadline = time.time() + 30
+        while not os.path.exists(af):
+            if time.time() > deadline or self.procs["controller"].poll() is not None:
+                fail("the controller did not start (see controller.log)")
+            time.sleep(0.02)
+        self.address = open(af).read().strip()
+        self.port = int(self.address.rpartition(":")[2])
+        say(f"controller at {self.address}")
+
+    def start_manager(self, i):
+        self.procs[f"m{i}"] = subprocess.Popen(
+            [self.cairnd, "manager", "--controller", self.address, "--name", f"m{i}", "--agents", "4", "--work-dir",
+             os.path.join(self.work, f"m{i}"), "--log-level", "debug", *self.manager_args])
+
+    def status(self):
+        p = subprocess.run([self.cairn, "status", "--service", self.address, "--json"], capture_output=True,
+                           text=True, timeout=30)
+        return json.loads(p.stdout) if p.returncode == 0 else None
+
+    def wait_for(self, pred, what, timeout=90):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            st = self.status()
+            if st is not None:
+                try:
+                    if pred(st):
+                        return st
+                except (KeyError, IndexError, TypeError):
+                    pass
+            time.sleep(0.05)
+        fail(f"timed out waiting for {what}; status {self.status()}")
+
+    def kill(self, name, sig=signal.SIGKILL):
+        self.procs[name].send_signal(sig)
+        self.procs[name].wait(timeout=30)
+        del self.procs[name]
+
+    def logs(self):
+        text = ""
+        for root, _, files in os.walk(self.work):
+            for f in sorted(files):
+                if f.endswith(".log"):
+                    text += f"==== {os.path.join(root, f)}\n" + open(os.path.join(root, f), errors="replace").read()
+        return text
+
+    def stop(self):
+        bad = []
+        for name, p in self.procs.items():
+            p.send_signal(signal.SIGTERM)
+        for name, p in self.procs.items():
+            try:
+                rc = p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                rc = "hung"
+            if rc != 0:
+                bad.append(f"{name} exited {rc}")
+        self.procs = {}
+        if bad:
+            fail("daemons did not stop cleanly on SIGTERM: " + ", ".join(bad))
+
+
+class Job:
+    """One application under `cairn run`, its output collected as it comes."""
+
+    def __init__(self, t, name, app, app_args, np=4, nodes=2, kill=None, env=()):
+        self.t, self.name, self.app, self.app_args, self.np, self.nodes, self.kill = t, name, app, app_args, np, nodes, kill
+        self.work = os.path.join(t.work, name)
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+        self.env = dict(os.environ)
+        self.env.update({
+            "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMPI_MCA_rmaps_base_oversubscribe": "1",
+            "CAIRN_MPIRUN_ARGS": os.environ.get("CAIRN_MPIRUN_ARGS", "--oversubscribe"),
+            "CAIRN_PREFIX": os.path.join(self.work, "prefix"), "CAIRN_CACHE_DIR": os.path.join(self.work, "cache"),
+            "CAIRN_JOB": f"{t.name}-{name}", "CAIRN_REDUNDANCY": "xor", "CAIRN_FLUSH_EVERY": "2", "CAIRN_LOG": "info",
+            "CAIRN_SERVICE": t.service.address, "CAIRN_SERVICE_TIMEOUT": "60", "CAIRN_SERVICE_CHUNK": "64K",
+            "CAIRN_SERVICE_BUFFER_POOL": "1M",
+        })
+        self.env.update(dict(kv.split("=", 1) for kv in env))
+        self.lines = []
+
+    def command(self, kill=True):
+        cmd = [self.t.cairn, "run", "-n", str(self.np), "--nodes", str(self.nodes)]
+        if kill and self.kill:
+            cmd += ["--kill-node", str(self.kill[0]), "--at-checkpoint", str(self.kill[1]), "--phase", "compute"]
+        return cmd + ["--", self.app, *self.app_args]
+
+    def start(self):
+        cmd = self.command()
+        say(f"{self.name}: {' '.join(cmd)}")
+        self.proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def wait(self, timeout=400):
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            fail(f"{self.name} did not finish within {timeout} s:\n{self.output()}")
+        self.reader.join(timeout=10)
+        print(f"---- {self.name} ----\n{self.output()}", flush=True)
+        if rc != 0:
+            fail(f"{self.name}: cairn run exited {rc}")
+
+    def output(self):
+        return "".join(self.lines)
+
+    def via(self):
+        """Who wrote each version's L3 copy, from rank 0's per-version summary lines."""
+        return re.findall(r"^\S* ?cairn\[0\] info: version (\d+): .*L3 [\d.]+ ms \([\d.]+ GB/s, (\w+)\)", self.output(), re.M)
+
+
+def reference(t, app, args=None):
+    """The failure-free result of `app` with `args` on 4 ranks (any rank count gives the same), cached per
+    build; --sleep-ms does not change it and is left out."""
+    if app == "heat2d":
+        ns = argparse.Namespace(build=t.build, np=4, env=[], scheme="single", flush_every=4, name="service-reference")
+        return scenario.reference_result(ns)
+    args = list(args or SYNTH)
+    if "--sleep-ms" in args:
+        i = args.index("--sleep-ms")
+        del args[i:i + 2]
+    path = os.path.join(t.build, "tests", "integration", "synthetic-reference-" + "-".join(args[1::2]) + ".txt")
+    if os.path.exists(path):
+        return open(path).read().strip()
+    work = os.path.join(t.work, "synthetic-reference")
+    os.makedirs(work, exist_ok=True)
+    env = dict(os.environ, CAIRN_PREFIX=os.path.join(work, "prefix"), CAIRN_CACHE_DIR=os.path.join(work, "cache"),
+               CAIRN_JOB=f"synthetic-ref-{os.getpid()}", CAIRN_REDUNDANCY="single", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = [os.environ.get("CAIRN_MPIRUN") or "mpirun", *env.get("CAIRN_MPIRUN_ARGS", "--oversubscribe").split(),
+           "-np", "4", t.synthetic, *args, "--checkpoint-every", "0", "--no-restart"]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    shutil.rmtree(work, ignore_errors=True)
+    m = re.findall(r"^result ([0-9a-f]{16})$", p.stdout, re.M)
+    if p.returncode != 0 or not m:
+        fail(f"the synthetic reference run failed:\n{p.stdout}\n{p.stderr}")
+    tmp = f"{path}.{os.getpid()}"
+    open(tmp, "w").write(m[-1] + "\n")
+    os.replace(tmp, path)
+    return m[-1]
+
+
+def check_job(t, job, ref, min_service=1):
+    """The result, the restart, who wrote L3, `cairn verify`, and a relaunch from L3 without the caches."""
+    out = job.output()
+    results = re.findall(r"^result ([0-9a-f]{16})$", out, re.M)
+    if not results or results[-1] != ref:
+        fail(f"{job.name}: result {results[-1] if results else None}, the failure-free one is {ref}")
+    if job.kill and not re.search(r"^restart: version \d+ from level L\d$", out, re.M):
+        fail(f"{job.name}: the relaunch after the node was killed did not restart")
+    via = job.via()
+    service = [v for v, who in via if who == "service"]
+    say(f"{job.name}: result {ref} identical; L3 copies by the service: {service}, "
+        f"by the embedded flusher: {[v for v, who in via if who != 'service']}")
+    if len(service) < min_service:
+        fail(f"{job.name}: {len(service)} versions went through the service, expected at least {min_service}")
+    prefix = job.env["CAIRN_PREFIX"]
+    v = subprocess.run([t.cairn, "verify", prefix, "--level", "l3"], capture_output=True, text=True, timeout=120)
+    print(v.stdout + v.stderr, flush=True)
+    if v.returncode != 0:
+        fail(f"{job.name}: cairn verify exited {v.returncode}")
+    shutil.rmtree(job.env["CAIRN_CACHE_DIR"], ignore_errors=True)
+    p = subprocess.run(job.command(kill=False), env=job.env, capture_output=True, text=True, timeout=400)
+    out2 = p.stdout + p.stderr
+    m = re.findall(r"^restart: version (\d+) from level (L\d)$", out2, re.M)
+    r2 = re.findall(r"^result ([0-9a-f]{16})$", out2, re.M)
+    if p.returncode != 0 or not m or m[-1][1] != "L3" or not r2 or r2[-1] != ref:
+        fail(f"{job.name}: the relaunch without caches did not restart from L3 with the same result:\n{out2}")
+    say(f"{job.name}: relaunch without caches restarted from version {m[-1][0]} at L3, result identical")
+
+
+def print_placement(st):
+    for a in st["agents"]:
+        say(f"agent {a['id']} of application {a['application']} slot {a['slot']} on {a['manager']}: "
+            f"{a['bytes_drained']} bytes in {a['transfers']} transfers ({a['why']})")
+
+
+class Test:
+    def __init__(self, args):
+        self.args = args
+        self.name = args.case
+        self.build = os.path.abspath(args.build)
+        self.work = os.path.join(self.build, "tests", "integration", "work", f"service-{args.case}")
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+        self.cairn = os.path.join(self.build, "tools", "cairn")
+        self.heat2d = os.path.join(self.build, "examples", "heat2d", "heat2d")
+        self.synthetic = os.path.join(self.build, "examples", "synthetic", "synthetic")
+        self.service = None
+
+    def run(self):
+        try:
+            getattr(self, "case_" + self.name)()
+            self.service.stop()
+        except SystemExit:
+            if self.service:
+                print(self.service.logs()[-30000:], flush=True)
+                for p in self.service.procs.values():
+                    p.kill()
+            raise
+        shutil.rmtree(self.work, ignore_errors=True)
+        print(f"PASS: {self.name}", flush=True)
+
+    # ---- the cases --------------------------------------------------------------------------------
+
+    def case_two_apps(self):
+        self.service = Service(self.build, os.path.join(self.work, "svc"))
+        ref_heat, ref_synth = reference(self, "heat2d"), reference(self, "synthetic")
+        heat = Job(self, "heat2d", self.heat2d, HEAT, kill=(1, 6), env=["CAIRN_SERVICE_AGENTS=2"])
+        synth = Job(self, "synthetic", self.synthetic, SYNTH, kill=(1, 5))
+        heat.start()
+        synth.start()
+        st = self.service.wait_for(lambda st: len(st["applications"]) == 2, "both applications to register")
+        print_placement(st)
+        # Stacking: the three agents (two for heat2d, one for the synthetic app) share the first node.
+        if sorted(a["manager"] for a in st["agents"]) != ["m0", "m0", "m0"]:
+            fail(f"stacking should put all three agents on m0: {st['agents']}")
+        last = {}
+        stop = threading.Event()
+
+        def watch():  # the last picture of the agents at work: what each drained, where it sat
+            while not stop.is_set():
+                st = self.service.status()
+                if st and any(a["bytes_drained"] for a in st["agents"]):
+                    last["status"] = st
+                time.sleep(0.2)
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        heat.wait()
+        synth.wait()
+        stop.set()
+        watcher.join()
+        if "status" not in last:
+            fail("no agent ever reported bytes drained")
+        print_placement(last["status"])
+        check_job(self, heat, ref_heat)
+        check_job(self, synth, ref_synth)
+
+    def case_push(self):
+        self.service = Service(self.build, os.path.join(self.work, "svc"), managers=1)
+        # snapshot = cow: the ranks fi_write from slots that the copy-on-write copier filled (docs/architecture.md,
+        # "Limits and fallbacks": the service reads a slot only once its snapshot is complete).
+        heat = Job(self, "heat2d-push", self.heat2d, HEAT, kill=(1, 6),
+                   env=["CAIRN_SERVICE_MODE=push", "CAIRN_SNAPSHOT=cow"])
+        heat.start()
+        heat.wait()
+        if "push" not in self.service.logs():
+            fail("the agents did not run in push mode")
+        out = heat.output()
+        if "snapshot = cow: copy-on-write" in out:
+            if "the checkpoint service reads the L1 slots only" not in out or "(cow: " not in out:
+                fail("snapshot = cow with the service: no reason naming the service, or no copy-on-write version")
+            say("heat2d-push: copy-on-write snapshots, moved by the service in push mode")
+        elif "snapshot = cow: copy, because" not in out:
+            fail("heat2d-push: cairn_init did not say which snapshotter it chose")
+        else:
+            say("heat2d-push: this kernel cannot take copy-on-write snapshots; copied")
+        check_job(self, heat, reference(self, "heat2d"))
+
+    def slow_job(self, name, env=()):
+        """The synthetic app whose versions take about a second each to drain (agents at 8 MB/s)."""
+        return Job(self, name, self.synthetic, ["--size", "2M", "--iters", "120", "--checkpoint-every", "10",
+                                                "--sleep-ms", "15"], env=["CAIRN_FLUSH_EVERY=1", *env])
+
+    def active_transfer(self):
+        """Waits until an agent is moving a version's bytes (some moved, not all); that agent's record."""
+        found = {}
+
+        def pred(st):
+            for a in st["agents"]:
+                act = a.get("active")
+                if act and 0 < act["bytes_done"] < act["bytes_total"] and a["pid"]:
+                    found["agent"] = a
+                    return True
+            return False
+        self.service.wait_for(pred, "a transfer in progress", timeout=120)
+        return found["agent"]
+
+    def no_fallback_for(self, job, version):
+        if re.search(rf"version {version}: .*the embedded flusher writes it", job.output()):
+            fail(f"version {version} was written by the embedded flusher, not finished by the service")
+
+    def case_agent_killed(self):
+        self.service = Service(self.build, os.path.join(self.work, "svc"), manager_args=["--agent-bandwidth", "8"])
+        job = self.slow_job("agent-killed")
+        job.start()
+        a = self.active_transfer()
+        say(f"killing agent {a['id']} (pid {a['pid']}) while it moves version {a['active']['version']}: "
+            f"{a['active']['bytes_done']} of {a['active']['bytes_total']} bytes")
+        os.kill(a["pid"], signal.SIGKILL)
+        self.service.wait_for(lambda st: any(x["id"] != a["id"] and x["state"] == "up" for x in st["agents"]),
+                              "a replacement agent")
+        job.wait()
+        self.no_fallback_for(job, a["active"]["version"])
+        if str(a["active"]["version"]) not in [v for v, who in job.via() if who == "service"]:
+            fail(f"version {a['active']['version']} was not finished by the service")
+        print_placement(self.service.status())
+        check_job(self, job, reference(self, "synthetic", job.app_args))
+
+    def case_manager_killed(self):
+        self.service = Service(self.build, os.path.join(self.work, "svc"), manager_args=["--agent-bandwidth", "8"])
+        job = self.slow_job("manager-killed")
+        job.start()
+        a = self.active_transfer()
+        say(f"killing manager {a['manager']} while its agent {a['id']} moves version {a['active']['version']}")
+        self.service.kill(a["manager"])
+        other = "m1" if a["manager"] == "m0" else "m0"
+        st = self.service.wait_for(lambda st: any(x["manager"] == other and x["state"] == "up" for x in st["agents"]),
+                                   f"the agents to move to {other}")
+        print_placement(st)
+        job.wait()
+        self.no_fallback_for(job, a["active"]["version"])
+        check_job(self, job, reference(self, "synthetic", job.app_args))
+
+    def case_controller_killed(self):
+        self.service = Service(self.build, os.path.join(self.work, "svc"), manager_args=["--agent-bandwidth", "8"])
+        job = Job(self, "controller-killed", self.synthetic,
+                  ["--size", "2M", "--iters", "400", "--checkpoint-every", "10", "--sleep-ms", "15"],
+                  env=["CAIRN_FLUSH_EVERY=1"])
+        job.start()
+        a = self.active_transfer()
+        say(f"killing the controller while agent {a['id']} moves version {a['active']['version']}")
+        self.service.kill("controller")
+        deadline = time.time() + 120
+        while "versions go through the embedded flusher until it is back" not in job.output():
+            if time.time() > deadline:
+                fail("the ranks did not notice the controller was gone")
+            time.sleep(0.1)
+        time.sleep(2)
+        seen_before = len(job.via())
+        say(f"starting a controller again on port {self.service.port}")
+        self.service.start_controller()
+        self.service.wait_for(lambda st: len(st["managers"]) == 2 and len(st["applications"]) == 1,
+                              "the managers and the application to come back")
+        job.wait()
+        after = job.via()[seen_before:]
+        if not any(who == "embedded" for _, who in job.via()):
+            fail("no version went through the embedded flusher while the controller was away")
+        if not any(who == "service" for _, who in after):
+            fail(f"no version went through the service after the controller came back: {after}")
+        check_job(self, job, reference(self, "synthetic", job.app_args))
+
+    def case_bad_input(self):
+        self.service = Service(self.build, os.path.join(self.work, "svc"), managers=1)
+        svc = self.service
+        # An application A, checkpointing for a while.
+        app_a = Job(self, "owner", self.synthetic, [*SYNTH, "--sleep-ms", "80"])
+        app_a.start()
+        st = svc.wait_for(lambda st: st["applications"] and st["agents"] and st["agents"][0]["state"] == "up",
+                          "application A and its agent")
+        a_id, a_agent = st["applications"][0]["id"], st["agents"][0]["address"]
+        a_prefix = st["applications"][0]["prefix"]
+
+        def refused_at(address, data, words, closes=True):
+            c = W.Conn(address)
+            c.send(data)
+            f = c.read_frame()
+            if f is None or f[0] != "error":
+                fail(f"{address}: expected an error answer to {data[:40]!r}..., got {f}")
+            code, msg = W.error_message(f[1])
+            if words not in msg:
+                fail(f"{address}: the refusal says '{msg}', expected it to mention '{words}'")
+            if closes and not c.closed():
+                fail(f"{address}: the connection stayed open after bad input")
+            c.close()
+            say(f"refused as expected: {msg}")
+
+        ctl = svc.address
+        refused_at(ctl, b"GET / HTTP/1.0\r\n\r\n", "not a cairn service message")
+        refused_at(ctl, W.frame("status_request", b"\0\0\0\0", version=2), "protocol version 2 is not supported")
+        refused_at(ctl, W.frame("status_request", type_number=777), "unknown message type 777")
+        refused_at(ctl, W.frame("register_rank", b"\x05\0\0\0ab"), "malformed register_rank")
+        key_b = os.urandom(16)
+        refused_at(ctl, W.frame("register_rank", W.register_rank("rogue", key_b, 3, 2, "/tmp/x")), "rank 3 of 2")
+        refused_at(ctl, W.frame("reassign", W.reassign(a_id, key_b, 0, 1)), "on this connection (a new connection)")
+        refused_at(ctl, W.frame("agent_up", b""), "malformed agent_up")
+        refused_at(ctl, W.frame("done", b""), "the controller does not take done messages")
+        # A truncated frame, then the connection closed: nothing to answer, the controller lives on.
+        c = W.Conn(ctl)
+        c.send(W.frame("status_request", b"\0\0\0\0")[:7])
+        c.close()
+        # Another application B: registered with its own key, it tries A's data through the service.
+        b = W.Conn(ctl)
+        b.send(W.frame("register_rank", W.register_rank("rogue", key_b, 0, 1, self.work + "/b-prefix")))
+        f = b.read_frame()
+        while f and f[0] != "assigned":
+            f = b.read_frame()
+        if not f:
+            fail("application B got no agent")
+        b_app, _, b_agent_id, b_agent = W.assigned(f[1])
+        # B's own agent answers B, and only about B's prefix.
+        own = W.Conn(b_agent)
+        own.send(W.frame("list_versions", W.list_versions(b_app, key_b)))
+        f = own.read_frame()
+        if not f or f[0] != "version_list":
+            fail(f"B's agent did not list B's versions: {f}")
+        own.close()
+        # A's agent, A's prefix and A's registration are closed to B.
+        refused_at(a_agent, W.frame("session_hello", W.session_hello(a_id, key_b, 0)), "wrong key")
+        refused_at(a_agent, W.frame("session_hello", W.session_hello(b_app, key_b, 0)), "wrong key")
+        refused_at(a_agent, W.frame("list_versions", W.list_versions(a_id, key_b)), "wrong key")
+        refused_at(a_agent, W.frame("flush", b"\0" * 30), "before session_hello")
+        refused_at(a_agent, b"\xff" * 64, "not a cairn service message")
+        refused_at(a_agent, W.frame("session_hello", b"\0" * 10), "malformed session_hello")
+        refused_at(ctl, W.frame("register_rank", W.register_rank("rogue2", os.urandom(16), 0, 1, a_prefix)),
+                   "is in use by application")
+        b.send(W.frame("reassign", W.reassign(a_id, key_b, 0, 1)))
+        f = b.read_frame()
+        if not f or f[0] != "error" or "wrong key" not in W.error_message(f[1])[1]:
+            fail(f"a reassign for A with B's key was not refused: {f}")
+        # A manager fed garbage by its controller: it refuses, reconnects, and keeps running.
+        self.bad_controller_for_a_manager()
+        # Every daemon is still there and A's checkpoints are all A's.
+        st = svc.status()
+        if st is None or not st["agents"] or svc.procs["controller"].poll() is not None:
+            fail("a daemon died of bad input")
+        b.close()
+        app_a.wait()
+        check_job(self, app_a, reference(self, "synthetic", app_a.app_args))
+        logs = svc.logs()
+        for words in ["not a cairn service message", "wrong key", "protocol version 2"]:
+            if words not in logs:
+                fail(f"the daemons' logs do not record '{words}'")
+
+    def bad_controller_for_a_manager(self):
+        import socket
+        lst = socket.socket()
+        lst.bind(("127.0.0.1", 0))
+        lst.listen(4)
+        lst.settimeout(30)
+        port = lst.getsockname()[1]
+        work = os.path.join(self.work, "lonely")
+        m = subprocess.Popen([self.service.cairnd, "manager", "--controller", f"127.0.0.1:{port}", "--name", "lonely",
+                              "--work-dir", work, "--log-level", "debug"])
+        try:
+            for garbage in [b"\x00" * 40, W.frame("manager_welcome", b"\x01"),
+                            W.frame("start_agent", b"\x00" * 12, version=1)]:
+                conn, _ = lst.accept()
+                conn.settimeout(30)
+                conn.recv(4096)  # its manager_hello
+                conn.sendall(garbage if garbage[:4] != b"cnsv" or garbage[6] != 18
+                             else W.frame("manager_welcome", b"\x01" + b"\0" * 7) + garbage)
+                conn.settimeout(10)
+                try:
+                    while conn.recv(4096):
+                        pass
+                except OSError:
+                    pass
+                conn.close()
+            conn, _ = lst.accept()  # it came back after every refusal
+            conn.close()
+            if m.poll() is not None:
+                fail("the manager died of bad input from its controller")
+            log = open(os.path.join(work, "manager.log")).read()
+            if log.count("refused") < 3:
+                fail(f"the manager did not log its refusals:\n{log}")
+            say("the manager refused three bad messages from its controller and reconnected each time")
+        finally:
+            m.send_signal(signal.SIGTERM)
+            if m.wait(timeout=30) != 0:
+                fail("the manager did not stop cleanly")
+            lst.close()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", required=True)
+    p.add_argument("--case", required=True, choices=["two_apps", "push", "agent_killed", "manager_killed",
+                                                     "controller_killed", "bad_input"])
+    Test(p.parse_args()).run()
+
+
+if __name__ == "__main__":
+    main()

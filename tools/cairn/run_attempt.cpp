@@ -1,0 +1,197 @@
+// One attempt of `cairn run`: the job started under the MPI launcher, the chosen nodes killed at the
+// injection point, the restart and migration requests watched, the job's end awaited (docs/launcher.md).
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <thread>
+
+#include "base/fsutil.hpp"
+#include "base/log.hpp"
+#include "common.hpp"
+#include "injection.hpp"
+#include "launcher.hpp"
+#include "migration.hpp"
+#include "process.hpp"
+#include "run_job.hpp"
+#include "run_migration.hpp"
+
+namespace cairn::tool {
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(5);
+constexpr auto kAbortGrace = std::chrono::seconds(60);    // for mpirun to end the job after the kill
+constexpr auto kTermGrace = std::chrono::seconds(10);     // between SIGTERM and SIGKILL of mpirun's group
+constexpr double kPidFileGrace = 2.0;                     // seconds to wait for missing pid.<rank> files
+
+// Identifies one version of the state file: the library replaces it by rename, so a rewrite changes
+// the inode or the modification time.
+struct FileStamp {
+  bool exists = false;
+  ino_t inode = 0;
+  timespec mtime{};
+  bool operator==(const FileStamp& o) const {
+    return exists == o.exists && inode == o.inode && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec;
+  }
+};
+
+FileStamp stamp_of(const std::string& path) {
+  FileStamp f;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return f;
+  f.exists = true;
+  f.inode = st.st_ino;
+  f.mtime = st.st_mtim;
+  return f;
+}
+
+// The state file, if the job rewrote it since `before` (else it belongs to an earlier run).
+std::optional<state_file::State> read_state_written_since(const std::string& path, const FileStamp& before) {
+  FileStamp now = stamp_of(path);
+  if (!now.exists || now == before) return std::nullopt;
+  auto state = state_file::read_state(path);
+  if (!state) {
+    fprintf(stderr, "cairn run: warning: %s\n", state.status().message().c_str());
+    return std::nullopt;
+  }
+  return *state;
+}
+
+void kill_injected_ranks(const RunContext& ctx, const InjectionRendezvous& rendezvous, double grace) {
+  std::vector<int> expected;
+  for (int node : ctx.options.kill_nodes) {
+    auto ranks = ranks_of_node(ctx.spec.ranks_per_node, node);
+    expected.insert(expected.end(), ranks.begin(), ranks.end());
+  }
+  auto report = rendezvous.kill_ranks(expected, grace);
+  fprintf(stderr, "cairn run: killed %s at %s\n", killed_nodes_text(ctx).c_str(), injection_point_text(ctx).c_str());
+  if (!report.missing.empty())
+    fprintf(stderr, "cairn run: warning: ranks %s wrote no usable pid file in %s; they were not killed\n",
+            join_ints(report.missing).c_str(), rendezvous.dir().c_str());
+}
+
+}  // namespace
+
+std::string join_ints(const std::vector<int>& values) {
+  std::string out;
+  for (int v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
+  return out;
+}
+
+std::string killed_nodes_text(const RunContext& ctx) {
+  std::string out;
+  const auto& nodes = ctx.options.kill_nodes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (i > 0) out += i + 1 == nodes.size() ? " and " : ", ";
+    out += ctx.spec.node_names[static_cast<size_t>(nodes[i])] + " (ranks " + join_ints(ranks_of_node(ctx.spec.ranks_per_node, nodes[i])) + ")";
+  }
+  return out;
+}
+
+std::string injection_point_text(const RunContext& ctx) {
+  return "checkpoint " + std::to_string(ctx.options.at_checkpoint) + ", phase " + ctx.options.phase;
+}
+
+// The launcher file: tells `cairn migrate` that this process manages the job, and its nodes and spares.
+void write_launcher_file(const RunContext& ctx) {
+  LauncherInfo info;
+  info.pid = getpid();
+  for (size_t i = 0; i < ctx.spec.node_names.size(); ++i)
+    if (ctx.spec.ranks_per_node[i] > 0) info.nodes.push_back(ctx.spec.node_names[i]);
+  for (int s = ctx.next_spare; s <= ctx.last_spare; ++s) info.spares.push_back(node_name(s));
+  Status st = fs::make_dirs(ctx.layout.control);
+  if (st) st = fs::write_file_atomic(ctx.layout.launcher_file(), format_launcher_info(info), false);
+  if (!st) fprintf(stderr, "cairn run: warning: %s (cairn migrate will not find this job)\n", st.message().c_str());
+}
+
+Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDesk& desk) {
+  Attempt attempt;
+  attempt.number = number;
+  attempt.injected = inject;
+  InjectionRendezvous rendezvous(ctx.layout.inject_dir());
+  if (inject) {
+    Status st = rendezvous.reset();
+    if (!st) fprintf(stderr, "cairn run: warning: failure-injection directory: %s\n", st.message().c_str());
+  }
+  auto launch = launch_argv(ctx.spec, inject);  // srun: also writes the --multi-prog file
+  if (!launch) {
+    fprintf(stderr, "cairn run: %s\n", launch.status().message().c_str());
+    attempt.wait_status = 127 << 8;
+    return attempt;
+  }
+  std::vector<std::string> argv = std::move(launch).value();
+  if (log::level() >= log::Level::info) {
+    fprintf(stderr, "cairn run: attempt %d (%s): %s\n", number, launcher_name(ctx.spec.launcher), join_quoted(argv).c_str());
+    if (auto text = multi_prog_text(ctx.spec, inject); text && ctx.spec.launcher == LauncherKind::srun)
+      fprintf(stderr, "cairn run: %s:\n%s", ctx.spec.multi_prog_file.c_str(), text->c_str());
+  }
+
+  const FileStamp state_before = stamp_of(ctx.layout.state_file());
+  FileStamp state_seen = state_before;
+  const auto launched = std::chrono::steady_clock::now();
+  auto child = spawn(argv, {}, /*own_group=*/true);
+  if (!child) {
+    fprintf(stderr, "cairn run: %s\n", child.status().message().c_str());
+    attempt.wait_status = 127 << 8;
+    return attempt;
+  }
+
+  using clock = std::chrono::steady_clock;
+  std::optional<clock::time_point> killed_at, term_sent_at;
+  bool group_killed = false;
+  int stop_requests = 0;
+  while (!try_reap(*child, &attempt.wait_status)) {
+    while (int sig = take_relayed_signal()) {
+      ::kill(child->pid, sig);  // mpirun relays it to the ranks, or ends the job
+      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+        attempt.interrupted = true;
+        if (++stop_requests >= 2) ::kill(-child->pid, SIGKILL);
+      }
+    }
+    if (inject && !attempt.reached && rendezvous.reached()) {
+      attempt.reached = true;
+      kill_injected_ranks(ctx, rendezvous, kPidFileGrace);
+      killed_at = clock::now();
+    }
+    if (killed_at && !term_sent_at && clock::now() - *killed_at > kAbortGrace) {
+      fprintf(stderr, "cairn run: the MPI launcher did not end the job within %lld s of the kill; terminating it\n",
+              static_cast<long long>(kAbortGrace.count()));
+      ::kill(-child->pid, SIGTERM);
+      term_sent_at = clock::now();
+    }
+    if (term_sent_at && !group_killed && clock::now() - *term_sent_at > kTermGrace) {
+      ::kill(-child->pid, SIGKILL);
+      group_killed = true;
+    }
+    // Watch the state file for the restart (how long it took) and answer migration requests.
+    if (attempt.restarted_after < 0) {
+      FileStamp now = stamp_of(ctx.layout.state_file());
+      if (!(now == state_seen)) {
+        state_seen = now;
+        auto s = read_state_written_since(ctx.layout.state_file(), state_before);
+        if (s && s->restart_version > 0) {
+          attempt.restarted_after = std::chrono::duration<double>(clock::now() - launched).count();
+          desk.restarted(*s, attempt.restarted_after);
+        }
+      }
+    }
+    desk.poll();
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  release_terminal(*child);
+  // The point may have been reached just as the job ended.
+  if (inject && !attempt.reached && rendezvous.reached()) {
+    attempt.reached = true;
+    kill_injected_ranks(ctx, rendezvous, 0);
+  }
+  if (inject) rendezvous.remove();
+  attempt.state = read_state_written_since(ctx.layout.state_file(), state_before);
+  return attempt;
+}
+
+bool attempt_failed(const Attempt& a) { return a.reached || exit_code_of(a.wait_status) != 0; }
+
+}  // namespace cairn::tool

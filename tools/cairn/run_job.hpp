@@ -1,0 +1,92 @@
+// The parts of `cairn run` (docs/launcher.md), one file each: the command, its options and the attempt
+// loop (run.cpp); one attempt of the job (run_attempt.cpp); what happens between attempts
+// (run_between.cpp); the scavenge and the summary at the end (run_summary.cpp); the launcher's side of
+// process migration (run_migration.hpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/layout.hpp"
+#include "base/state_file.hpp"
+#include "launch_plan.hpp"
+
+namespace cairn::tool {
+
+struct RunOptions {
+  int nranks = 0;
+  int nnodes = 1;
+  std::vector<int> kill_nodes;
+  std::vector<uint64_t> at_checkpoints;  // attempt k is killed at the k-th entry
+  bool kill_every_attempt = false;       // attempts past the list are killed at its last entry
+  int retries = -1;                      // relaunches after failed attempts; -1: the default
+  int spares = 0;                        // spare nodes node<K>..node<K+S-1>
+  bool scavenge = true;                  // flush the newest version complete in cache at the end
+  uint64_t at_checkpoint = 0;            // the current attempt's (set per attempt)
+  std::string phase = "checkpoint";
+  std::string config_path;
+  std::string between_attempts;
+  bool no_relaunch = false;
+  bool no_spare = false;  // relaunch on the surviving nodes only
+  std::string launcher;   // --launcher: auto, mpirun or srun; empty: CAIRN_LAUNCHER, else auto
+  std::vector<std::string> stray;  // words before "--" that are no option: a forgotten "--"
+};
+
+struct Attempt {
+  int number = 0;
+  int wait_status = 0;
+  bool injected = false;              // ran with the injection variables
+  bool reached = false;               // the injection point was reached and the node(s) killed
+  bool interrupted = false;           // the launcher was asked to stop (SIGINT/SIGTERM/SIGHUP)
+  uint64_t at_checkpoint = 0;         // where this attempt was to be killed (0: not injected)
+  std::string killed_text;            // "node1 (ranks 2,3)" when killed
+  double wall_seconds = 0;            // how long the attempt ran
+  double restarted_after = -1;        // seconds from the launch until the job had restarted; -1: no restart seen
+  std::string migrated_text;          // "node1 to node4 (...)" when the job exited for a migration
+  std::optional<state_file::State> state;      // the job state file, when this attempt wrote it
+};
+
+// Everything one invocation of `cairn run` works from, resolved and checked.
+struct RunContext {
+  RunOptions options;
+  LaunchSpec spec;
+  Layout layout;
+  std::string inject_text;  // "checkpoint:5"
+  int next_spare = 0;       // the number of the next unused spare node
+  int last_spare = -1;      // the number of the last spare node
+};
+
+// "0,1,2"
+std::string join_ints(const std::vector<int>& values);
+// "node1 (ranks 2,3)" for the nodes to kill, and "checkpoint 5, phase flush".
+std::string killed_nodes_text(const RunContext& ctx);
+std::string injection_point_text(const RunContext& ctx);
+
+// ---- one attempt (run_attempt.cpp) ------------------------------------------------------------------
+
+class MigrationDesk;
+// The launcher file: tells `cairn migrate` that this process manages the job, and its nodes and spares.
+void write_launcher_file(const RunContext& ctx);
+// Starts the job once, kills the chosen nodes at the injection point, watches the state file (the
+// restart) and migration requests, and waits for the job to end.
+Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDesk& desk);
+// A failed attempt: killed, or a non-zero exit.
+bool attempt_failed(const Attempt& a);
+
+// ---- between attempts (run_between.cpp) ---------------------------------------------------------------
+
+void delete_killed_caches(const RunContext& ctx);
+// Runs the --between-attempts command; true when it succeeded.
+bool run_between_attempts(const RunContext& ctx, int finished_attempt);
+// Why the job cannot go on with fewer ranks (its newest version holds per-rank state); "" when it can.
+std::string why_job_cannot_shrink(const RunContext& ctx);
+
+// ---- the end of the run (run_summary.cpp) -------------------------------------------------------------
+
+// SCR's scavenge: the newest version complete in the surviving caches to L3, unless L3 holds it.
+void scavenge(const RunContext& ctx);
+void print_summary(const RunContext& ctx, const std::vector<Attempt>& attempts);
+
+}  // namespace cairn::tool
