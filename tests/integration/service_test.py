@@ -191,7 +191,8 @@ def reference(t, app, args=None):
     """The failure-free result of `app` with `args` on 4 ranks (any rank count gives the same), cached per
     build; --sleep-ms does not change it and is left out."""
     if app == "heat2d":
-        ns = argparse.Namespace(build=t.build, np=4, env=[], scheme="single", flush_every=4, name="service-reference")
+        ns = argparse.Namespace(build=t.build, np=4, env=[], scheme="single", flush_every=4, name="service-reference",
+                                app="c", app2=None, app_args=None)
         return scenario.reference_result(ns)
     args = list(args or SYNTH)
     if "--sleep-ms" in args:
@@ -270,7 +271,7 @@ class Test:
         try:
             getattr(self, "case_" + self.name)()
             self.service.stop()
-        except SystemExit:
+        except BaseException:  # a failure or a bug of this script: the daemons must not outlive it
             if self.service:
                 print(self.service.logs()[-30000:], flush=True)
                 for p in self.service.procs.values():
