@@ -192,6 +192,9 @@ def main():
         what = check_default(data, out)
         if data.get("run", {}).get("ranks") != 2:
             fail("run.ranks is %r" % data.get("run", {}).get("ranks"), out)
+        # the default mode measures the copy path unless CAIRN_SNAPSHOT says otherwise
+        if data.get("run", {}).get("snapshot") != os.environ.get("CAIRN_SNAPSHOT", "copy"):
+            fail("run.snapshot is %r" % data.get("run", {}).get("snapshot"), out)
     run = data.get("run", {})
     for key in ("work_dir",) if "--service" in args else ("work_dir", "cache_job_dir"):
         path = run.get(key)
