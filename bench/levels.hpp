@@ -16,7 +16,8 @@ struct LevelFigures {
   json stages = json::object();   // the library's own timings per measurement (from the job history)
   // Median times (s) of the figures the targets compare; 0 when not measured.
   double memcpy_s = 0, memcpy_all_s = 0, l1_s = 0, isal_s = 0, rs_s = 0, raw_write_s = 0, raw_read_s = 0, l3_s = 0;
-  double restart_l1_s = 0, restart_l3_s = 0;
+  double restart_l1_s = 0, restart_l2_s = 0, restart_l3_s = 0, slot_read_s = 0, l1_first_s = 0;
+  double l3_back_to_back_s = 0;
   // The run.
   uint64_t size = 0;
   int cache_versions = 2, set_size = 2, rs_parity = 1;

@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench.hpp"
+#include "file_modes.hpp"
 #include "service_bench.hpp"
 
 namespace bench {
@@ -73,6 +74,13 @@ int main(int argc, char** argv) {
                "what a checkpoint costs the application with snapshot = copy and = cow (L1 only), beside memcpy, "
                "and a loop writing the state while the snapshot is in flight; --size may list sizes (256M,2G)");
   app.add_option("--to", o.to, "--redistribute: ranks of the N -> M restart (default N + 1)")->check(CLI::Range(1, 4096));
+  cairn::bench::FileModeOptions files;  // --scr / --interpose: file_modes.cpp
+  app.add_flag("--scr", files.scr, "checkpoints through the SCR-compatible library beside the code's own writes");
+  app.add_flag("--file-api", files.file_api,
+               "cairn's file API: cairn_complete_output's blocking time beside the code's own write to the routed path");
+  app.add_flag("--interpose", files.interpose,
+               "checkpoint files through the LD_PRELOAD interposer beside the memory API and the code's own writes");
+  app.add_option("--interpose-lib", files.interpose_lib, "--interpose: libcairn_interpose.so (default: found)");
   app.add_option("--child-dir", o.child_dir)->group("");
   app.add_option("--child-stage", o.child_stage)->group("");
   app.add_option("--child-job", o.child_job)->group("");
@@ -94,9 +102,19 @@ int main(int argc, char** argv) {
     }
     o.size = o.sizes[0];
   }
-  if (o.snapshot && (o.redistribute || !o.only_text.empty())) {
-    fprintf(stderr, "cairn-bench: --snapshot goes without --redistribute and --only\n");
+  if (o.snapshot && (o.redistribute || !o.only_text.empty() || files.scr || files.interpose || files.file_api)) {
+    fprintf(stderr, "cairn-bench: --snapshot goes without --redistribute, --only, --scr, --file-api and --interpose\n");
     return 2;
+  }
+  if (files.scr || files.interpose || files.file_api) {
+    files.ranks = o.ranks;
+    files.size = o.size;
+    files.reps = o.reps;
+    files.prefix_base = o.prefix_base;
+    files.cache_dir = o.cache_dir;
+    files.json = o.json;
+    files.verbose = o.verbose;
+    return cairn::bench::run_file_modes(files, argc, argv);
   }
   if (o.only_text.empty()) {
     o.only.insert(kPhases.begin(), kPhases.end());

@@ -63,7 +63,7 @@ std::string Session::close() {
 
 Session::Restart Session::timed_restart(const char* redundancy, int flush_every, int want_level,
                                        const std::function<void()>& lose, const std::function<void()>& clear,
-                                       const std::function<void()>& protect) {
+                                       const std::function<void()>& protect, bool available_first) {
   static const char* kLevel[] = {"none", "L1", "L2", "L3"};
   barrier();
   if (g_rank == 0) lose();
@@ -72,6 +72,11 @@ Session::Restart Session::timed_restart(const char* redundancy, int flush_every,
   open(redundancy, flush_every, protect);
   barrier();
   double t0 = now();
+  if (available_first) {
+    int available = 0, newest = 0;
+    CHECK_CAIRN(cairn_restart_available(&available, &newest));
+    if (!available) die("cairn_restart_available: no version to restart from (expected one at L%d)", want_level);
+  }
   CHECK_CAIRN(cairn_restart());
   Restart r;
   r.seconds = max_over_ranks(now() - t0);

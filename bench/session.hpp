@@ -32,15 +32,17 @@ class Session {
   std::string close();
 
   // One timed restart: `lose` on rank 0 (what the failure took), `clear` on every rank (the regions
-  // zeroed: the restart must bring every byte back), a fresh session, cairn_restart timed (the slowest
-  // rank's). Ends the job unless the version came from `want_level` (CAIRN_LEVEL_*). The time and the
-  // session's log.
+  // zeroed: the restart must bring every byte back), a fresh session, then timed (the slowest rank's):
+  // cairn_restart_available() + cairn_restart(), as applications call them (`available_first`), or
+  // cairn_restart() alone. Ends the job unless the version came from `want_level` (CAIRN_LEVEL_*). The
+  // time and the session's log.
   struct Restart {
     double seconds = 0;
     std::string log;
   };
   Restart timed_restart(const char* redundancy, int flush_every, int want_level, const std::function<void()>& lose,
-                        const std::function<void()>& clear, const std::function<void()>& protect);
+                        const std::function<void()>& clear, const std::function<void()>& protect,
+                        bool available_first = true);
 
  private:
   const Options& o_;

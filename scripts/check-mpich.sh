@@ -50,6 +50,7 @@ cmake --build "$build" -j "$jobs"
 # The Fortran binding builds against MPICH's mpi_f08 (its tests run here); the Python binding is not
 # built (Debian's mpi4py is Open MPI's: CMake says so), its pure part (cairn plot) is.
 tests='^(mpi_.*|file_api_.*|tool_cli|tools|funneled_recovery|scavenge_after_failure|no_spare_private_refused'
+tests+='|scr_.*|interpose_.*'  # the SCR library (built against the installed headers) and the interposer (ROMIO)
 tests+='|scenario_(xor_kill_compute|rs_kill_checkpoint|single_kill_compute|no_spare_continue|signal_usr2)'
 tests+='|python_plot|fortran_api|fortran_stop_without_ierror|scenario_(fortran_xor_kill_compute|c_to_fortran_restart))$'
 (cd "$build" && ctest --output-on-failure --timeout 600 -R "$tests")

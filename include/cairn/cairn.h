@@ -197,6 +197,27 @@ CAIRN_EXPORT int cairn_start_restart(char *label_out, size_t len);
  * marked bad and the next cairn_have_restart() offers the one before it. Collective. */
 CAIRN_EXPORT int cairn_complete_restart(int valid);
 
+/* Which versions cairn_delete_versions() deletes (bit flags). */
+enum cairn_delete_flags {
+  CAIRN_DELETE_LABELLED = 1, /* every version whose label is `label` */
+  CAIRN_DELETE_NEWER = 2     /* every version newer than the newest one labelled `label` */
+};
+
+/* Delete versions from every level -- each rank's L1 record and L2 data, and the L3 copy -- so that
+ * restart no longer offers them. flags: CAIRN_DELETE_LABELLED, CAIRN_DELETE_NEWER or both; with
+ * CAIRN_DELETE_NEWER alone the newest version labelled `label` becomes the newest version (what SCR
+ * calls making a checkpoint current). Background work is completed first. Version numbers keep growing:
+ * the next version is numbered after every version ever taken.
+ * Errors: CAIRN_ERR_NO_CHECKPOINT (no version carries the label; nothing deleted), CAIRN_ERR_SEQUENCE
+ * (an output or restart is open), CAIRN_ERR_INVALID_ARG. Collective. */
+CAIRN_EXPORT int cairn_delete_versions(const char *label, int flags);
+
+/* A directory on the file system of this rank's node-local cache that belongs to the caller: cairn
+ * creates it (path_out receives it, NUL-terminated, at most len bytes) and never reads, writes or
+ * cleans what is in it; it is lost with the node, like the cache. A file prepared there can be moved or
+ * linked into a path from cairn_route_file() without copying its bytes. Local. */
+CAIRN_EXPORT int cairn_local_dir(char *path_out, size_t len);
+
 /* ---- Policy ------------------------------------------------------------------------------------ */
 
 /* *flag = 1 when a checkpoint is due: interval_seconds of compute since the last one (interval =

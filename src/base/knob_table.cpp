@@ -223,6 +223,9 @@ const std::vector<const char*>& non_knob_variables() {
     "CAIRN_SLURM_CPUS", "CAIRN_SLURM_TIMEOUT", "CAIRN_SLURM_PORTS",
     // set by `cairn run` for its --between-attempts hook
     "CAIRN_ATTEMPT",   "CAIRN_CACHE_JOB",    "CAIRN_KILLED_NODES",
+    // read by the LD_PRELOAD interposer (docs/interpose.md) and by cairn-bench --interpose
+    "CAIRN_INTERPOSE_PATTERN", "CAIRN_INTERPOSE_FILES", "CAIRN_INTERPOSE_KEEP", "CAIRN_INTERPOSE_PREFAULT",
+    "CAIRN_INTERPOSE_LIB",
 };
   return names;
 }

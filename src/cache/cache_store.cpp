@@ -130,6 +130,14 @@ void CacheStore::finish_prepare() {
   if (preparer_.joinable()) preparer_.join();
 }
 
+void CacheStore::stop_prepare() {
+  prep_stop_ = true;
+  finish_prepare();
+  std::lock_guard<std::mutex> lock(prep_mu_);
+  preparing_ = false;  // a stopped preparer returns without clearing it
+  prep_stop_ = false;
+}
+
 void CacheStore::prepare(uint64_t size, uint64_t red_size, std::function<bool(int)> in_use) {
   std::lock_guard<std::mutex> lock(prep_mu_);
   prep_size_ = std::max(prep_size_, size);
@@ -151,9 +159,11 @@ void CacheStore::prepare(uint64_t size, uint64_t red_size, std::function<bool(in
         size = prep_size_, red = prep_red_, in_use = prep_in_use_;
       }
       for (int s = 0; s < nslots(); ++s) {  // failures are met again by the checkpoint that needs the slot
-        if (size) (void)map(slots_, s, slot_path(s), size, in_use);
-        if (red) (void)map(reds_, s, red_path(s), red, in_use);
+        if (prep_stop_) return;               // stop_prepare: done_* stay, the next prepare() goes on
+        if (size) (void)map(slots_, s, slot_path(s), size, in_use, &prep_stop_);
+        if (red) (void)map(reds_, s, red_path(s), red, in_use, &prep_stop_);
       }
+      if (prep_stop_) return;
       std::lock_guard<std::mutex> lock(prep_mu_);
       done_size_ = size, done_red_ = red;
     }
@@ -172,17 +182,18 @@ std::string CacheStore::protected_path(uint64_t v) const {
 std::string CacheStore::files_dir(uint64_t v) const { return dir_ + "/" + version_file_name(v, VersionFile::files); }
 
 Result<MappedFile*> CacheStore::map(std::vector<std::unique_ptr<MappedFile>>& files, int s, const std::string& path,
-                                    uint64_t size, const std::function<bool(int)>& skip) {
+                                    uint64_t size, const std::function<bool(int)>& skip,
+                                    const std::atomic<bool>* stop) {
   if (s < 0 || s >= nslots()) return make_error(Code::ERR_INTERNAL, "slot %d out of range", s);
   std::lock_guard<std::mutex> lock(slot_mu_[static_cast<size_t>(s)]);
   if (skip && skip(s)) return static_cast<MappedFile*>(nullptr);
   std::unique_ptr<MappedFile>& f = files[static_cast<size_t>(s)];
   if (!f) {
-    auto m = MappedFile::open_rw(path, size, /*prefault=*/true);
+    auto m = MappedFile::open_rw(path, size, /*prefault=*/true, stop);
     if (!m) return m.status();
     f = std::make_unique<MappedFile>(std::move(m).value());
   } else {
-    CAIRN_TRY(f->reserve(size, /*prefault=*/true));
+    CAIRN_TRY(f->reserve(size, /*prefault=*/true, stop));
   }
   return f.get();
 }

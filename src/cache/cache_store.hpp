@@ -94,6 +94,9 @@ class CacheStore {
   void prepare(uint64_t size, uint64_t red_size, std::function<bool(int)> in_use);
   // Waits for a preparation under way. Calls from one thread (the application's).
   void finish_prepare();
+  // Stops a preparation under way within one piece (MappedFile::kPrefaultPiece) and waits for it; the
+  // next prepare() goes on where it stopped. For a restart, which must not wait for slots it may never use.
+  void stop_prepare();
 
   Status write_record(uint64_t v, const L1Record& rec);
   Result<L1Record> read_record(uint64_t v) const;
@@ -112,7 +115,7 @@ class CacheStore {
  private:
   // skip: checked under the slot's lock; when it says so, nothing is mapped (nullptr).
   Result<MappedFile*> map(std::vector<std::unique_ptr<MappedFile>>& files, int s, const std::string& path,
-                          uint64_t size, const std::function<bool(int)>& skip = {});
+                          uint64_t size, const std::function<bool(int)>& skip = {}, const std::atomic<bool>* stop = nullptr);
 
   std::string dir_;
   std::vector<std::unique_ptr<MappedFile>> slots_, reds_;
@@ -121,6 +124,7 @@ class CacheStore {
   std::mutex prep_mu_;
   std::thread preparer_;
   bool preparing_ = false;
+  std::atomic<bool> prep_stop_{false};
   uint64_t prep_size_ = 0, prep_red_ = 0;  // wanted
   uint64_t done_size_ = 0, done_red_ = 0;  // prepared (or tried)
   std::function<bool(int)> prep_in_use_;

@@ -36,7 +36,8 @@ void MappedFile::reset() {
   fd_ = -1;
 }
 
-Result<MappedFile> MappedFile::open_rw(const std::string& path, uint64_t size, bool prefault) {
+Result<MappedFile> MappedFile::open_rw(const std::string& path, uint64_t size, bool prefault,
+                                       const std::atomic<bool>* stop) {
   MappedFile f;
   f.path_ = path;
   f.writable_ = true;
@@ -46,7 +47,7 @@ Result<MappedFile> MappedFile::open_rw(const std::string& path, uint64_t size, b
   if (fstat(f.fd_, &st) != 0) return posix_error("fstat", path, errno);
   uint64_t have = static_cast<uint64_t>(st.st_size);
   f.size_ = 0;
-  CAIRN_TRY(f.reserve(size > have ? size : have, prefault));
+  CAIRN_TRY(f.reserve(size > have ? size : have, prefault, stop));
   return f;
 }
 
@@ -82,22 +83,42 @@ Result<MappedFile> MappedFile::anonymous(uint64_t size) {
   return f;
 }
 
-Status MappedFile::reserve(uint64_t size, bool prefault) {
+namespace {
+Status interrupted(const std::string& path) {
+  return make_error(Code::ERR_INTERNAL, "preparing %s: stopped (not an error: a restart needed the cache)", path.c_str());
+}
+}  // namespace
+
+Status MappedFile::reserve(uint64_t size, bool prefault, const std::atomic<bool>* stop) {
   if (size <= size_ && data_) return Status::ok();
   if (size == 0) return Status::ok();
+  auto stopped = [stop] { return stop && stop->load(std::memory_order_relaxed); };
   struct stat st;
   if (fstat(fd_, &st) != 0) return posix_error("fstat", path_, errno);
   if (static_cast<uint64_t>(st.st_size) < size) {
     // posix_fallocate reserves the pages now, so a full tmpfs fails here with ENOSPC rather than
-    // with SIGBUS later in the middle of a copy.
-    int rc = posix_fallocate(fd_, 0, static_cast<off_t>(size));
+    // with SIGBUS later in the middle of a copy. In pieces where it may be stopped.
+    uint64_t from = stop ? static_cast<uint64_t>(st.st_size) : 0;
+    int rc = 0;
+    for (uint64_t off = from; off < size && rc == 0;) {
+      if (stopped()) return interrupted(path_);
+      uint64_t len = stop ? std::min(kPrefaultPiece, size - off) : size - off;
+      rc = posix_fallocate(fd_, static_cast<off_t>(off), static_cast<off_t>(len));
+      off += len;
+    }
     if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) return posix_error("fallocate", path_, rc);
     if (rc != 0 && ftruncate(fd_, static_cast<off_t>(size)) != 0)
       return posix_error("ftruncate", path_, errno);
   }
   if (data_) munmap(data_, size_);
   data_ = nullptr;
-  int flags = MAP_SHARED | (prefault ? MAP_POPULATE : 0);
+  // Stoppable: map, then populate piece by piece (MADV_POPULATE_WRITE, Linux 5.14); where the kernel
+  // lacks it, one MAP_POPULATE as without a stop.
+  bool pieces = prefault && stop;
+#ifndef MADV_POPULATE_WRITE
+  pieces = false;
+#endif
+  int flags = MAP_SHARED | (prefault && !pieces ? MAP_POPULATE : 0);
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, flags, fd_, 0);
   if (p == MAP_FAILED) {
     size_ = 0;
@@ -105,6 +126,18 @@ Status MappedFile::reserve(uint64_t size, bool prefault) {
   }
   data_ = static_cast<uint8_t*>(p);
   size_ = size;
+#ifdef MADV_POPULATE_WRITE
+  for (uint64_t off = 0; pieces && off < size; off += kPrefaultPiece) {
+    if (stopped()) return interrupted(path_);  // mapped, partly populated: usable as it is
+    if (madvise(data_ + off, std::min(kPrefaultPiece, size - off), MADV_POPULATE_WRITE) != 0) {
+      if (errno == EINVAL) {  // not in this kernel: the rest in one go
+        madvise(data_ + off, size - off, MADV_WILLNEED);
+        break;
+      }
+      return posix_error("madvise(MADV_POPULATE_WRITE)", path_, errno);
+    }
+  }
+#endif
   return Status::ok();
 }
 

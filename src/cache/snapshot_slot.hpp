@@ -4,6 +4,7 @@
 // one). Being a file, a slot outlives the process: a rank that crashes restarts from it on the same node.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,7 +24,11 @@ class MappedFile {
 
   // Map `path` read-write with at least `size` bytes, creating or growing the file as needed.
   // The file's existing bytes are kept. prefault: populate every page now.
-  static Result<MappedFile> open_rw(const std::string& path, uint64_t size, bool prefault);
+  // stop (may be null): checked between pieces of a prefault (kPrefaultPiece bytes each); once it reads
+  // true the work ends with a status saying so and what was done stays done (the file keeps the pages it
+  // got; a later call goes on from there).
+  static Result<MappedFile> open_rw(const std::string& path, uint64_t size, bool prefault,
+                                    const std::atomic<bool>* stop = nullptr);
   // Map an existing file read-only (its whole length).
   static Result<MappedFile> open_ro(const std::string& path);
   // Private anonymous memory of `size` bytes (at least one page), for staging a stream read from a
@@ -31,8 +36,9 @@ class MappedFile {
   // pages where transparent huge pages allow it), so a reader pays for each page once. path() is empty.
   static Result<MappedFile> anonymous(uint64_t size);
 
-  // Grow (never shrink) the mapping to hold `size` bytes.
-  Status reserve(uint64_t size, bool prefault);
+  // Grow (never shrink) the mapping to hold `size` bytes. stop: as for open_rw.
+  Status reserve(uint64_t size, bool prefault, const std::atomic<bool>* stop = nullptr);
+  static constexpr uint64_t kPrefaultPiece = 16ull << 20;
 
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }

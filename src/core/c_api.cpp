@@ -150,6 +150,12 @@ int cairn_complete_restart(int valid) {
     return st;
   });
 }
+int cairn_delete_versions(const char* label, int flags) {
+  return call("cairn_delete_versions", [&](Runtime& rt) { return rt.delete_versions(label, flags); });
+}
+int cairn_local_dir(char* path_out, size_t len) {
+  return call("cairn_local_dir", [&](Runtime& rt) { return rt.local_dir(path_out, len); });
+}
 int cairn_need_checkpoint(int* flag) {
   return call("cairn_need_checkpoint", [&](Runtime& rt) { return rt.need_checkpoint(flag); });
 }

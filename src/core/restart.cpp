@@ -111,11 +111,15 @@ Status Runtime::restart_available(int* available, int* version) {
   if (!pending_ && !plan_) {
     Status drained = wait_all();  // a failed background version does not stop a restart
     if (drained.code() == Code::ERR_MPI) return drained;
-    cache_.finish_prepare();  // nothing moves a slot's mapping while the search reads it
+    // Nothing moves a slot's mapping while the search reads it; and a restart does not wait for slots
+    // it may never use (a rank whose cache was lost would create and fault in every one): the
+    // preparation stops within a piece and goes on after the restart (or now, when there is none).
+    cache_.stop_prepare();
     Status st = plan_restart();
     if (st.code() == Code::ERR_NO_CHECKPOINT) {
       *available = 0;
       if (version) *version = 0;
+      prepare_slots();
       return Status::ok();
     }
     CAIRN_TRY(st);
@@ -137,7 +141,7 @@ Status Runtime::restart() {
   if (!pending_ && !plan_) {
     Status drained = wait_all();  // a failed background version does not stop a restart
     if (drained.code() == Code::ERR_MPI) return drained;
-    cache_.finish_prepare();
+    cache_.stop_prepare();
     CAIRN_TRY(plan_restart());
   }
   if (pending_) {  // found by the full search (or a version of another rank count): restore it

@@ -94,6 +94,9 @@ class Runtime {
   Status have_restart(int* available, char* label, size_t len);
   Status start_restart(char* label, size_t len);
   Status complete_restart(int valid);
+  // Dataset management (delete_versions.cpp)
+  Status delete_versions(const char* label, int flags);
+  Status local_dir(char* out, size_t len);
 
   // Policy
   Status need_checkpoint(int* flag);

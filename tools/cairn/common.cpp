@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "base/fsutil.hpp"
+#include "scr_params.hpp"
 
 namespace cairn::tool {
 
@@ -24,6 +25,9 @@ const std::vector<std::string>& tool_variables() {
 }
 
 Result<LoadedConfig> load_job_config(const std::string& config_path, const std::string& who) {
+  // SCR's parameters (SCR_PREFIX, SCR_CACHE_BASE, ...) name an SCR code's prefix and cache: the tools and
+  // the jobs they start see them as CAIRN_* variables, below the user's own (docs/scr.md).
+  scr::export_cairn_variables();
   std::vector<std::string> names = process_env_cairn_names();
   const auto& ours = tool_variables();
   std::erase_if(names, [&](const std::string& n) {
