@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -144,7 +146,13 @@ IdentityDecision decide_identity(const std::optional<PrefixIdentity>& recorded, 
 
 bool process_alive(int64_t pid) {
   if (pid <= 0) return false;
-  return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
+  // A zombie (ended, not reaped yet: a rank whose mpirun is gone waits for init, which in a container
+  // may never reap it) answers kill(0) but is no job any more. "pid (comm) STATE ...", comm may hold ')'.
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
 }
 
 namespace {

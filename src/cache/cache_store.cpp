@@ -1,6 +1,9 @@
 #include "cache/cache_store.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <utility>
 #include <cstdio>
 #include <cstring>
@@ -100,15 +103,21 @@ std::vector<uint64_t> recorded_versions(const std::string& dir) {
   return out;
 }
 
-Result<MappedFile> map_verified_slot(const std::string& dir, const L1Record& rec) {
+Result<std::shared_ptr<VersionView>> map_verified_slot(const std::string& dir, const L1Record& rec) {
+  const Manifest& m = rec.manifest;
   const std::string path = dir + "/" + slot_file_name(rec.slot, SlotFile::data);
-  CAIRN_ASSIGN_OR_RETURN(mapped, MappedFile::open_ro(path));
-  if (mapped.size() < rec.manifest.total_size)
-    return make_error(Code::ERR_CORRUPT, "%s: truncated: %llu bytes, manifest says %llu", path.c_str(),
-                      static_cast<unsigned long long>(mapped.size()),
-                      static_cast<unsigned long long>(rec.manifest.total_size));
-  CAIRN_TRY(verify_stream(rec.manifest, mapped.data(), rec.manifest.total_size));
-  return mapped;
+  if (!has_files(m)) {  // the whole stream in the slot; a short slot is reported before any mapping
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return posix_error("stat", path, errno);
+    if (static_cast<uint64_t>(st.st_size) < m.total_size)
+      return make_error(Code::ERR_CORRUPT, "%s: truncated: %llu bytes, manifest says %llu", path.c_str(),
+                        static_cast<unsigned long long>(st.st_size), static_cast<unsigned long long>(m.total_size));
+  }
+  auto view = has_files(m) ? VersionView::of(m, path, dir + "/" + version_file_name(m.version, VersionFile::files))
+                           : VersionView::map(path, m.total_size, {}, m.total_size);
+  if (!view) return view.status();
+  CAIRN_TRY(verify_stream(m, (*view)->data(), m.total_size));
+  return view;
 }
 
 CacheStore::~CacheStore() { finish_prepare(); }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cache/snapshot_slot.hpp"
+#include "cache/version_view.hpp"
 #include "base/layout.hpp"
 #include "base/manifest.hpp"
 #include "base/status.hpp"
@@ -56,10 +57,12 @@ Result<L1Record> decode_l1_record(std::string_view bytes);
 // Versions with a record in the rank directory `dir`, ascending; none when there is no directory.
 std::vector<uint64_t> recorded_versions(const std::string& dir);
 
-// The slot a record names, in the rank directory `dir`, mapped read-only after every chunk was checked
-// against the record's manifest: what a reader outside the job (a tool, the out-of-process flush)
-// reads. ERR_CORRUPT when the slot is shorter than the manifest says or a chunk does not match.
-Result<MappedFile> map_verified_slot(const std::string& dir, const L1Record& rec);
+// The version a record names, in the rank directory `dir`, as one read-only stream of the manifest's
+// total_size bytes: its slot, and for a version of the file API its routed files (v<N>.files/<name>) at
+// their offsets (cache/version_view.hpp), checked chunk by chunk against the record's manifest: what a
+// reader outside the job (a tool, the out-of-process flush, the scavenge) reads. ERR_CORRUPT when the
+// slot or a file is shorter than the manifest says or a chunk does not match.
+Result<std::shared_ptr<VersionView>> map_verified_slot(const std::string& dir, const L1Record& rec);
 
 class CacheStore {
  public:

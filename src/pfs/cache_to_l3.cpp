@@ -46,7 +46,7 @@ Status flush_from_cache(const Layout& layout, uint64_t version, const std::vecto
     // One file per rank (the reader reads every layout); a .where record left by an earlier attempt in
     // another layout would send the reader elsewhere.
     CAIRN_TRY(fs::remove_file(where_path(layout, version, r)).prefixed(who));
-    CAIRN_TRY(write_rank(layout, c.record.manifest, slot->data()).prefixed(who));
+    CAIRN_TRY(write_rank(layout, c.record.manifest, (*slot)->data()).prefixed(who));
     // The job drops a record before it overwrites the slot: a record still in place after the write
     // means the bytes written are the ones just checked.
     CacheStore store;

@@ -173,6 +173,11 @@ def check_result(args, ref, out):
             ok = ok or (got_level == want_level and (not want_version or got_version == want_version))
         if not ok:
             fail(f"restarted from version {got_version} at {got_level}, expected {args.expect}")
+        # The launcher's summary names the same restart, in whichever attempt it came (the first, too,
+        # when a fresh `cairn run` restarts a previous job's version).
+        said = re.findall(r"^cairn run: attempt \d+: restarted from version (\d+) at (L\d)", out, re.M)
+        if not said or said[-1] != (got_version, got_level):
+            fail(f"the summary says {said[-1:] or 'no restart'}, the job restarted from {got_version} at {got_level}")
     for pattern in args.expect_log:
         if not re.search(pattern, out, re.M):
             fail(f"the job's output has no line matching /{pattern}/")
@@ -195,7 +200,7 @@ def run_scenario(args):
     if args.kill:
         cmd += ["--kill-node", args.kill, "--at-checkpoint", str(args.at), "--phase", args.phase]
     if args.no_spare:
-        cmd += ["--no-spare"]
+        cmd += ["--no-spare" if args.no_spare == "shrink" else f"--no-spare={args.no_spare}"]
     if args.retries is not None:
         cmd += ["--retries", str(args.retries)]
     if args.spares:
@@ -207,7 +212,14 @@ def run_scenario(args):
     if args.damage:
         hook = f"{sys.executable} {os.path.abspath(__file__)} --damage {args.damage}"
         cmd += ["--between-attempts", hook]
-    cmd += ["--", *app_command(args, args.app), *app_args(args)]
+    if args.stall:
+        cmd += ["--stall", str(args.stall)]
+    cmd += ["--"]
+    if args.hang_once:  # the first attempt's rank R stops after C checkpoints (hang_once.sh)
+        rank, _, after = args.hang_once.partition(":")
+        hang = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hang_once.sh")
+        cmd += ["sh", hang, os.path.join(work, "hung"), rank, after]
+    cmd += [*app_command(args, args.app), *app_args(args)]
     if args.sleep_ms:
         cmd += ["--sleep-ms", str(args.sleep_ms)]
     print("scenario:", " ".join(cmd), flush=True)
@@ -229,7 +241,10 @@ def run_scenario(args):
         if proc.returncode != 0 and not args.no_relaunch:
             fail(f"cairn run exited {proc.returncode}")
     check_launcher(args, env, out)
-    if args.no_relaunch:
+    if args.no_relaunch and args.restart_from_l3:
+        out = restart_from_l3(args, env, cairn, work)
+        check_result(args, ref, out)
+    elif args.no_relaunch:
         print(f"PASS: launcher checks (exit {proc.returncode})")
     else:
         check_result(args, ref, out)
@@ -251,6 +266,20 @@ def check_launcher(args, env, out):
         if not found or not [n for n in os.listdir(d) if re.fullmatch(r"v\d+\.l1", n)]:
             fail(f"the spare's cache {d} holds no L1 record of rank {rank}")
         print(f"scenario: {d} holds {sorted(os.listdir(d))}")
+    if args.no_spare == "oversubscribe":  # every rank relaunched, the lost ones on the surviving nodes
+        if not re.search(r"^cairn run: no spare: the ranks of node\d+ go on the surviving nodes, oversubscribed: ", out, re.M):
+            fail("the launcher did not say where the lost node's ranks went")
+        sizes = re.findall(r"^heat2d: n=\d+ ranks=(\d+) ", out, re.M)
+        if len(sizes) < 2 or sizes[-1] != str(args.np):
+            fail(f"the relaunch ran on {sizes[-1:]} ranks, not {args.np}")
+        killed = [n for n in os.listdir(os.path.join(glob.glob(os.path.join(env["CAIRN_CACHE_DIR"], "*"))[0]))]
+        if f"node{args.kill}" in killed:
+            fail(f"node{args.kill} has a cache again: its ranks ran there")
+    if args.stall and args.hang_once:
+        if not re.search(rf"^cairn run: attempt 1: .*; stalled: no checkpoint/progress for {args.stall:g} s", out, re.M):
+            fail("the summary does not say that attempt 1 stalled")
+        if not os.path.isdir(os.path.join(env["CAIRN_PREFIX"], "..", "hung")):
+            fail("the hang was never injected")
     if args.expect_commit:
         c = os.path.join(env["CAIRN_PREFIX"], f"v{args.expect_commit:08d}", "COMMIT")
         if not os.path.exists(c):
@@ -258,6 +287,31 @@ def check_launcher(args, env, out):
         if not re.search(rf"scavenge: flushed version {args.expect_commit} to L3", out):
             fail(f"the launcher did not report scavenging version {args.expect_commit}")
         print(f"scenario: {c} exists")
+
+
+def restart_from_l3(args, env, cairn, work):
+    """After a run that stopped: `cairn verify` finds the committed versions good, then, without the
+    caches, a fresh `cairn run` restarts from L3."""
+    v = subprocess.run([cairn, "verify", "--level", "all"], env=env, capture_output=True, text=True, timeout=120)
+    print("scenario: cairn verify ->", v.returncode, v.stdout, v.stderr)
+    if v.returncode != 0:
+        fail(f"cairn verify exited {v.returncode}")
+    if args.expect_commit and not re.search(rf"^version {args.expect_commit} +L3 +good", v.stdout, re.M):
+        fail(f"cairn verify does not find version {args.expect_commit} good in L3")
+    shutil.rmtree(env["CAIRN_CACHE_DIR"])
+    cmd = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", *app_command(args, args.app), *app_args(args)]
+    return run_checked(args, cmd, env, "the restart from L3")
+
+
+def run_checked(args, cmd, env, what):
+    """Runs one `cairn run`, prints what it said, fails the scenario unless it exited 0."""
+    print("scenario:", " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+    out = p.stdout + p.stderr
+    print(out)
+    if p.returncode != 0:
+        fail(f"{what} exited {p.returncode}")
+    return out
 
 
 def run_reshape(args):
@@ -273,22 +327,12 @@ def run_reshape(args):
     cairn = os.path.join(args.build, "tools", "cairn")
     first = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", *app_command(args, args.app),
              *app_args(args), "--iters", "170"]
-    print("scenario:", " ".join(first), flush=True)
-    p1 = subprocess.run(first, env=env, capture_output=True, text=True, timeout=args.timeout)
-    print(p1.stdout + p1.stderr)
-    if p1.returncode != 0:
-        fail(f"the writing run exited {p1.returncode}")
+    run_checked(args, first, env, "the writing run")
     if args.from_level == "l3":
         shutil.rmtree(env["CAIRN_CACHE_DIR"])
     m, _, k = args.reshape.partition(":")
     second = [cairn, "run", "-n", m, "--nodes", k, "--", *app_command(args, args.app2 or args.app), *app_args(args)]
-    print("scenario:", " ".join(second), flush=True)
-    p2 = subprocess.run(second, env=env, capture_output=True, text=True, timeout=args.timeout)
-    out = p2.stdout + p2.stderr
-    print(out)
-    if p2.returncode != 0:
-        fail(f"the restart on {m} ranks exited {p2.returncode}")
-    return out
+    return run_checked(args, second, env, f"the restart on {m} ranks")
 
 
 class StateWatch(threading.Thread):
@@ -498,6 +542,8 @@ def main():
     p.add_argument("--expect-spare", action="append", default=[],
                    help="SPARE:OLD:RANK - spare node SPARE replaced OLD and its cache holds RANK's record")
     p.add_argument("--expect-commit", type=int, help="version the scavenge must commit in L3")
+    p.add_argument("--restart-from-l3", action="store_true",
+                   help="with --no-relaunch: cairn verify, remove the caches, and restart from L3 (--expect)")
     p.add_argument("--phase", default="compute", choices=["compute", "checkpoint", "flush"])
     p.add_argument("--flush-every", type=int, default=4)
     p.add_argument("--damage", choices=["l1-flip", "l1-truncate", "l3-flip", "l3-truncate"],
@@ -508,7 +554,10 @@ def main():
                                            "halt-before", "halt-after", "halt-seconds", "halt-immediate"],
                    help="ask the first run to exit (see interrupted_runs), then resume")
     p.add_argument("--env", action="append", default=[], help="extra VAR=VALUE for the job")
-    p.add_argument("--no-spare", action="store_true", help="relaunch on the surviving nodes only")
+    p.add_argument("--no-spare", nargs="?", const="shrink", choices=["shrink", "oversubscribe"],
+                   help="relaunch on the surviving nodes only (shrink), or every rank on them (oversubscribe)")
+    p.add_argument("--stall", type=float, help="cairn run --stall SECONDS")
+    p.add_argument("--hang-once", help="RANK:C - in the first attempt, stop rank RANK once C versions are at L1")
     p.add_argument("--reshape", help="M:K - after a run on --np ranks, restart on M ranks over K nodes")
     p.add_argument("--from", dest="from_level", choices=["l1", "l3"], default="l1",
                    help="with --reshape: keep the caches (l1) or remove them (l3)")

@@ -33,11 +33,22 @@ int total_ranks(const LaunchSpec& spec) {
 
 namespace {
 
-// The words every rank of `node` runs: env CAIRN_NODE=<node> [job_env] [inject_env] CMD ARGS.
-std::vector<std::string> node_words(const LaunchSpec& spec, size_t node, bool with_injection) {
-  std::vector<std::string> words{"env", "CAIRN_NODE=" + (node < spec.node_names.size()
-                                                             ? spec.node_names[node]
-                                                             : node_name(static_cast<int>(node)))};
+// The app contexts of one entry of ranks_per_node: (rank count, node name), one for the whole entry, or
+// one per rank when the entry's ranks are spread over other nodes.
+std::vector<std::pair<int, std::string>> contexts_of(const LaunchSpec& spec, size_t node) {
+  const int count = spec.ranks_per_node[node];
+  if (count == 0) return {};  // a node lost without a spare
+  if (node < spec.spread.size() && !spec.spread[node].empty()) {
+    std::vector<std::pair<int, std::string>> out;
+    for (int k = 0; k < count; ++k) out.emplace_back(1, spec.spread[node][static_cast<size_t>(k) % spec.spread[node].size()]);
+    return out;
+  }
+  return {{count, node < spec.node_names.size() ? spec.node_names[node] : node_name(static_cast<int>(node))}};
+}
+
+// The words every rank of `node` runs on node `name`: env CAIRN_NODE=<name> [job_env] [inject_env] CMD ARGS.
+std::vector<std::string> node_words(const LaunchSpec& spec, size_t node, const std::string& name, bool with_injection) {
+  std::vector<std::string> words{"env", "CAIRN_NODE=" + name};
   for (const auto& [name, value] : spec.job_env) words.push_back(name + "=" + value);
   bool killed = std::find(spec.inject_nodes.begin(), spec.inject_nodes.end(), static_cast<int>(node)) !=
                 spec.inject_nodes.end();
@@ -64,12 +75,13 @@ std::vector<std::string> mpirun_argv(const LaunchSpec& spec, bool with_injection
   argv.insert(argv.end(), spec.mpirun_args.begin(), spec.mpirun_args.end());
   bool first = true;
   for (size_t node = 0; node < spec.ranks_per_node.size(); ++node) {
-    if (spec.ranks_per_node[node] == 0) continue;  // a node lost without a spare
-    if (!first) argv.push_back(":");
-    first = false;
-    argv.insert(argv.end(), {"-np", std::to_string(spec.ranks_per_node[node])});
-    auto words = node_words(spec, node, with_injection);
-    argv.insert(argv.end(), words.begin(), words.end());
+    for (const auto& [count, name] : contexts_of(spec, node)) {
+      if (!first) argv.push_back(":");
+      first = false;
+      argv.insert(argv.end(), {"-np", std::to_string(count)});
+      auto words = node_words(spec, node, name, with_injection);
+      argv.insert(argv.end(), words.begin(), words.end());
+    }
   }
   return argv;
 }
@@ -108,12 +120,11 @@ std::string multi_prog_quote(const std::string& word) {
 Result<std::string> multi_prog_text(const LaunchSpec& spec, bool with_injection) {
   std::string text = "# srun --multi-prog file written by `cairn run` for this attempt: ranks, then the words.\n";
   int first = 0;
-  for (size_t node = 0; node < spec.ranks_per_node.size(); ++node) {
-    int count = spec.ranks_per_node[node];
-    if (count == 0) continue;  // a node lost without a spare
+  for (size_t node = 0; node < spec.ranks_per_node.size(); ++node)
+  for (const auto& [count, name] : contexts_of(spec, node)) {
     std::string line = std::to_string(first);
     if (count > 1) line += "-" + std::to_string(first + count - 1);
-    for (const auto& word : node_words(spec, node, with_injection)) {
+    for (const auto& word : node_words(spec, node, name, with_injection)) {
       if (word.find('\n') != std::string::npos || word.find('\r') != std::string::npos)
         return make_error(Code::ERR_INVALID_ARG,
                           "cannot pass the word '%s' to srun: srun's --multi-prog file has one line per "

@@ -34,6 +34,8 @@ struct LaunchSpec {
   std::vector<int> ranks_per_node;
   std::vector<std::string> node_names;   // the node each entry of ranks_per_node runs on (a spare
                                          // replaces a killed one); empty: node0, node1, ...
+  std::vector<std::vector<std::string>> spread;  // per entry, when not empty: its ranks run one by one
+                                                 // on these nodes, cyclically (--no-spare=oversubscribe)
   std::vector<std::string> command;      // CMD ARGS
   EnvAssignments job_env;                // given to every rank (CAIRN_CONFIG)
   std::vector<int> inject_nodes;         // nodes whose ranks also get inject_env

@@ -301,6 +301,8 @@ Result<TransferStats> transfer_node_cache(const Layout& layout, const std::strin
   std::vector<L1Record> records(ranks.size());
   std::vector<StreamItem> items;
   std::vector<SmallFile> smalls, recs;
+  std::vector<std::string> file_dirs;  // v<N>.files/ at the destination, of the file API's versions
+  std::vector<size_t> whole_checks;    // ranks whose version is verified whole after the copy
   uint32_t max_chunk = 4096;
   for (size_t i = 0; i < ranks.size(); ++i) {
     auto rec = src[i].read_record(version);
@@ -316,7 +318,21 @@ Result<TransferStats> transfer_node_cache(const Layout& layout, const std::strin
     const int slot = static_cast<int>(records[i].slot);
     StreamItem data{src[i].slot_path(slot), there(src[i].slot_path(slot)), m.total_size, file_size_of(src[i].slot_path(slot)),
                     ranks[i], &m};
-    if (data.file_size < m.total_size)
+    if (has_files(m)) {
+      // A version of the file API: the slot holds the memory regions, v<N>.files/ the routed files, at
+      // other offsets of the stream than in their files. Both are copied as they are and the whole
+      // version is verified at the destination (map_verified_slot) before its record is written.
+      data.length = data.file_size;
+      data.manifest = nullptr;
+      const std::string files = src[i].files_dir(version);
+      file_dirs.push_back(there(files));
+      for (const auto& e : m.regions)
+        if (e.kind == RegionKind::file) {
+          const std::string f = files + "/" + e.name;
+          items.push_back({f, there(f), file_size_of(f), file_size_of(f), ranks[i], nullptr});
+        }
+      whole_checks.push_back(i);
+    } else if (data.file_size < m.total_size)
       return make_error(Code::ERR_CORRUPT, "rank %d of %s: %s holds %llu bytes, version %llu needs %llu; not migrated",
                         ranks[i], from.c_str(), data.src.c_str(), static_cast<unsigned long long>(data.file_size),
                         static_cast<unsigned long long>(version), static_cast<unsigned long long>(m.total_size));
@@ -346,10 +362,11 @@ Result<TransferStats> transfer_node_cache(const Layout& layout, const std::strin
     if (!dst_existed) (void)fs::remove_tree(dst_node);
     return st;
   };
-  for (const auto& dir : dst_dirs) {
-    Status st = fs::make_dirs(dir);
-    if (!st) return undo(st);
-  }
+  for (const auto* dirs : {&dst_dirs, &file_dirs})
+    for (const auto& dir : *dirs) {
+      Status st = fs::make_dirs(dir);
+      if (!st) return undo(st);
+    }
   // Open every destination now, sized like its source, so the writer only writes.
   std::vector<fs::Fd> out(items.size());
   for (size_t k = 0; k < items.size(); ++k) {
@@ -423,6 +440,13 @@ Result<TransferStats> transfer_node_cache(const Layout& layout, const std::strin
     if (::fdatasync(out[k].get()) != 0)
       return undo(make_error(Code::ERR_IO, "fdatasync %s: %s", items[k].dst.c_str(), strerror(errno)));
     out[k] = fs::Fd();
+  }
+  for (size_t i : whole_checks) {
+    auto view = map_verified_slot(dst_dirs[i], records[i]);
+    if (!view)
+      return undo(make_error(Code::ERR_CORRUPT, "rank %d of %s, version %llu: %s; not migrated", ranks[i], from.c_str(),
+                             static_cast<unsigned long long>(version), view.status().message().c_str()));
+    verified += records[i].manifest.total_size;
   }
   // The set files and protected markers, then each rank's L1 record: the version exists on the spare
   // only once everything it needs is there.

@@ -1,11 +1,16 @@
 #include "process.hpp"
 
+#include "base/fsutil.hpp"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <cstdlib>
 #include <cstring>
 
@@ -136,6 +141,32 @@ int take_relayed_signal() {
       return sig;
     }
   return 0;
+}
+
+std::vector<pid_t> descendants_of(pid_t pid) {
+  std::multimap<pid_t, pid_t> children;  // parent -> child
+  auto names = fs::list_dir("/proc");
+  for (const auto& n : names ? *names : std::vector<std::string>{}) {
+    if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) continue;
+    // "pid (comm) state ppid ...": comm may hold anything. /proc files report no size: read by stream.
+    std::ifstream in("/proc/" + n + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0;
+    if (sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2)
+      children.emplace(static_cast<pid_t>(ppid), static_cast<pid_t>(atoi(n.c_str())));
+  }
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo{pid};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    auto [a, b] = children.equal_range(p);
+    for (auto it = a; it != b; ++it) out.push_back(it->second), todo.push_back(it->second);
+  }
+  return out;
 }
 
 }  // namespace cairn::tool

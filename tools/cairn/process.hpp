@@ -37,6 +37,10 @@ int exit_code_of(int wait_status);
 // "exit status 1", "killed by signal 9 (Killed)".
 std::string describe_wait_status(int wait_status);
 
+// Every process below `pid` (children, their children, ...), from /proc; none where /proc is not there.
+// The ranks mpirun starts lead process groups of their own, so a signal to mpirun's group misses them.
+std::vector<pid_t> descendants_of(pid_t pid);
+
 // Catches SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 (to be relayed to the job) and ignores SIGTTOU
 // (so the launcher can print and take the terminal back while the job's group is in the foreground).
 void install_signal_relay();

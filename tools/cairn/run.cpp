@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -79,6 +80,7 @@ Status check_options(const RunOptions& o, const Invocation& inv) {
   if (o.retries > 0 && o.no_relaunch)
     return make_error(Code::ERR_INVALID_ARG, "--retries and --no-relaunch contradict each other");
   if (o.spares < 0) return make_error(Code::ERR_INVALID_ARG, "--spares %d: must be 0 or more", o.spares);
+  if (!(o.stall >= 0)) return make_error(Code::ERR_INVALID_ARG, "--stall %g: must be a number of seconds above 0", o.stall);
   return Status::ok();
 }
 
@@ -119,8 +121,10 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
   for (int i = 0; i < o.nnodes; ++i) ctx.spec.node_names.push_back(node_name(i));
   ctx.next_spare = o.nnodes;
   ctx.last_spare = o.nnodes + o.spares - 1;
-  if (ctx.options.retries < 0)
+  if (ctx.options.retries < 0) {
     ctx.options.retries = o.no_relaunch || o.kill_nodes.empty() ? 0 : static_cast<int>(o.at_checkpoints.size());
+    if (o.stall > 0 && !o.no_relaunch) ctx.options.retries = std::max(ctx.options.retries, 1);  // a hang relaunches
+  }
   ctx.spec.command = inv.trailing;
   ctx.spec.inject_nodes = ctx.options.kill_nodes;
   if (ctx.spec.launcher == LauncherKind::srun) CAIRN_TRY(multi_prog_text(ctx.spec, false).status());
@@ -135,6 +139,45 @@ uint64_t kill_point(const RunOptions& o, int k) {
   return o.kill_every_attempt ? o.at_checkpoints.back() : 0;
 }
 
+// --no-spare=oversubscribe: every rank goes on, numbered as before; each lost node's ranks run one by one
+// on the surviving node with the fewest ranks at that moment (its name: its cache and failure group), so
+// that the ranks per node stay as even as they can and L2 keeps sets across nodes. Empty: ok.
+std::string place_on_survivors(RunContext& ctx, const std::vector<int>& lost) {
+  std::vector<std::pair<std::string, int>> load;  // surviving node -> ranks on it, in node order
+  for (size_t i = 0; i < ctx.spec.node_names.size(); ++i) {
+    if (ctx.spec.ranks_per_node[i] == 0 || std::find(lost.begin(), lost.end(), static_cast<int>(i)) != lost.end())
+      continue;
+    const std::vector<std::string> on = i < ctx.spec.spread.size() && !ctx.spec.spread[i].empty()
+                                            ? ctx.spec.spread[i] : std::vector<std::string>{ctx.spec.node_names[i]};
+    for (int k = 0; k < ctx.spec.ranks_per_node[i]; ++k) {
+      const std::string& name = on[static_cast<size_t>(k) % on.size()];
+      auto it = std::find_if(load.begin(), load.end(), [&](const auto& e) { return e.first == name; });
+      if (it == load.end()) load.emplace_back(name, 1);
+      else ++it->second;
+    }
+  }
+  if (load.empty()) return "every node is lost and there is no spare; the job cannot continue";
+  ctx.spec.spread.resize(ctx.spec.node_names.size());
+  std::map<int, std::string> moved;  // rank -> its new node
+  for (int node : lost) {
+    auto idx = static_cast<size_t>(node);
+    std::vector<std::string> to;
+    std::string text;
+    for (int r : ranks_of_node(ctx.spec.ranks_per_node, node)) {
+      auto least = std::min_element(load.begin(), load.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+      ++least->second;
+      to.push_back(least->first);
+      moved[r] = least->first;
+      text += (text.empty() ? "" : ", ") + std::to_string(r) + " on " + least->first;
+    }
+    fprintf(stderr, "cairn run: no spare: the ranks of %s go on the surviving nodes, oversubscribed: %s\n",
+            ctx.spec.node_names[idx].c_str(), text.c_str());
+    ctx.spec.spread[idx] = to;
+  }
+  rebuild_moved_ranks(ctx, moved);
+  return "";
+}
+
 // After killed nodes: a spare takes each killed node's ranks while there is one; then, with
 // --no-spare, the job continues on the survivors; else a fresh node of the same name. Empty: ok.
 std::string replace_killed_nodes(RunContext& ctx) {
@@ -146,11 +189,12 @@ std::string replace_killed_nodes(RunContext& ctx) {
       fprintf(stderr, "cairn run: spare %s replaces %s (ranks %s)\n", spare.c_str(), ctx.spec.node_names[idx].c_str(),
               join_ints(ranks_of_node(ctx.spec.ranks_per_node, node)).c_str());
       ctx.spec.node_names[idx] = spare;
-    } else if (ctx.options.no_spare) {
+    } else if (!ctx.options.no_spare.empty()) {
       shrink.push_back(node);
     }
   }
   if (shrink.empty()) return "";
+  if (ctx.options.no_spare == "oversubscribe") return place_on_survivors(ctx, shrink);
   std::string why = why_job_cannot_shrink(ctx);
   int left = 0;
   for (int c : ctx.spec.ranks_per_node) left += c;
@@ -199,10 +243,19 @@ int run_job(const RunContext& start) {
     const uint64_t at = kill_point(o, relaunches + 1);
     const bool inject = at > 0;
     if (inject) {
-      for (int node : o.kill_nodes)
-        if (ctx.spec.ranks_per_node[static_cast<size_t>(node)] == 0)
+      for (int node : o.kill_nodes) {
+        const auto idx = static_cast<size_t>(node);
+        if (ctx.spec.ranks_per_node[idx] == 0)
           return finish(kExitFailure, "node " + std::to_string(node) +
                                           " has no ranks left (lost without a spare); cannot kill it again");
+        // Since --no-spare=oversubscribe, ranks of several entries share nodes: a kill would not be of one node.
+        bool shared = idx < ctx.spec.spread.size() && !ctx.spec.spread[idx].empty();
+        for (const auto& on : ctx.spec.spread)
+          shared = shared || std::find(on.begin(), on.end(), ctx.spec.node_names[idx]) != on.end();
+        if (shared)
+          return finish(kExitFailure, "node " + std::to_string(node) +
+                                          " shares its node with other ranks since --no-spare=oversubscribe; cannot kill it alone");
+      }
       ctx.options.at_checkpoint = at;
       ctx.inject_text = o.phase + ":" + std::to_string(at);
       ctx.spec.inject_env = {{"CAIRN_INJECT", ctx.inject_text}, {"CAIRN_INJECT_DIR", ctx.layout.inject_dir()}};
@@ -270,17 +323,28 @@ Failure injection (--kill-node, --at-checkpoint, --phase):
   command runs (sh -c, with CAIRN_PREFIX, CAIRN_CACHE_JOB, CAIRN_ATTEMPT=<attempt that ended> and
   CAIRN_KILLED_NODES set), and the job is started again, to restart: on as many nodes as before (the
   next unused spare node, else a fresh node of the same name, replaces each killed one), or, with
-  --no-spare once no spare is left, on the surviving nodes only, with fewer ranks, when every region
-  of the newest version is distributed (not private). With C1,C2,... attempt k is killed at Ck (the
+  --no-spare[=shrink] once no spare is left, on the surviving nodes only, with fewer ranks, when every
+  region of the newest version is distributed (not private); with --no-spare=oversubscribe, with
+  every rank, the lost nodes' ranks one by one on the surviving node with the fewest ranks, the
+  newest version rebuilt for them from L2 into their new caches first, so the job restarts from it
+  at L1. With C1,C2,... attempt k is killed at Ck (the
   node number I names the k-th node of the job, wherever a spare moved it); --kill-every-attempt
   kills every later attempt at the last entry. --retries R bounds the relaunches after failed
   attempts (non-zero exit or killed); the default is the number of entries with --kill-node, else 0.
   Phases: compute (after checkpoint C, while the job computes), checkpoint (during checkpoint C),
   flush (while version C is written to the file system).
 
+Hung jobs (--stall SECONDS):
+  An attempt that neither rewrites the job state file (cairn_init, every checkpoint, every change of
+  phase) nor appends to the job history for SECONDS is hung: every process under the MPI launcher
+  gets SIGKILL, the launcher's group SIGTERM (SIGKILL 10 s later), and the attempt is relaunched like
+  a failed one (--retries, at least 1 by default with --stall). The summary says "stalled: no
+  checkpoint/progress for SECONDS s".
+
 At the end (success, failure or halt) a summary gives the attempts, the failures and the time lost
 (the whole wall time of the failed attempts); then (unless --no-scavenge) the newest version complete
-in the surviving caches is flushed to L3, as `cairn flush` does, unless L3 holds it or a newer one.
+in the surviving caches is flushed to L3, as `cairn flush` does, unless L3 holds it or a newer one; the
+ranks of a version whose node's cache is gone are rebuilt from the survivors' L2 files first.
 
 Migration (cairn migrate --node I, docs/migration.md):
   While the job runs, <prefix>/.cairn/launcher names this process, the nodes and the free spares. A
@@ -303,8 +367,8 @@ Command add_run_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand("run", "Run an MPI job on simulated nodes, with optional failure injection.");
   set_usage(app, "cairn run -n NP [--nodes K] [--spares S] [--kill-node I[,J...] --at-checkpoint C[,C2...]\n"
                  "                 [--phase PHASE] [--kill-every-attempt]] [--retries R] [--config FILE]\n"
-                 "                 [--between-attempts CMD] [--no-relaunch] [--no-spare] [--no-scavenge]\n"
-                 "                 [--launcher auto|mpirun|srun] -- CMD [ARGS...]");
+                 "                 [--between-attempts CMD] [--no-relaunch] [--no-spare[=MODE]] [--no-scavenge]\n"
+                 "                 [--stall SECONDS] [--launcher auto|mpirun|srun] -- CMD [ARGS...]");
   app->add_option("-n,--np", o->nranks, "Number of MPI ranks")->required()->type_name("NP");
   app->add_option("--nodes", o->nnodes, "Number of simulated nodes, 1..NP")
       ->type_name("K")
@@ -343,8 +407,18 @@ Command add_run_command(CLI::App& root) {
   app->add_flag("--scavenge,!--no-scavenge", o->scavenge,
                 "At the end (the default), flush the newest version complete in the caches to L3 unless it is\n"
                 "there; --no-scavenge leaves the caches as they are");
-  app->add_flag("--no-spare", o->no_spare,
-                "Once no spare is left, relaunch on the surviving nodes only (fewer ranks); refused when the job has private state");
+  app->add_option("--stall", o->stall,
+                  "End an attempt that has taken no checkpoint and made no progress (no state file or history\n"
+                  "update) for SECONDS, and relaunch it like a failed one (--retries; default 1 with --stall)")
+      ->type_name("SECONDS");
+  app->add_option("--no-spare", o->no_spare,
+                  "Once no spare is left: shrink (the default) relaunches on the surviving nodes' ranks only\n"
+                  "(refused when the job has private state); oversubscribe keeps every rank and runs the lost\n"
+                  "nodes' ranks on the surviving nodes (the newest version rebuilt for them from L2)")
+      ->expected(0, 1)
+      ->default_str("shrink")
+      ->check(CLI::IsMember({"shrink", "oversubscribe"}))
+      ->type_name("MODE");
   app->add_option("--launcher", o->launcher,
                   "What starts the ranks: srun inside a Slurm allocation, else mpirun (auto, the default;\n"
                   "CAIRN_LAUNCHER sets another default), or mpirun or srun")

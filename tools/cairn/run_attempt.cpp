@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
 #include <thread>
 
 #include "base/fsutil.hpp"
+#include "base/history.hpp"
 #include "base/log.hpp"
 #include "common.hpp"
 #include "injection.hpp"
@@ -33,8 +35,10 @@ struct FileStamp {
   bool exists = false;
   ino_t inode = 0;
   timespec mtime{};
+  uint64_t size = 0;
   bool operator==(const FileStamp& o) const {
-    return exists == o.exists && inode == o.inode && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec;
+    return exists == o.exists && inode == o.inode && mtime.tv_sec == o.mtime.tv_sec &&
+           mtime.tv_nsec == o.mtime.tv_nsec && size == o.size;
   }
 };
 
@@ -45,8 +49,48 @@ FileStamp stamp_of(const std::string& path) {
   f.exists = true;
   f.inode = st.st_ino;
   f.mtime = st.st_mtim;
+  f.size = static_cast<uint64_t>(st.st_size);
   return f;
 }
+
+// --stall: the job shows progress by rewriting its state file (every checkpoint, every change of phase)
+// or appending to its history; an attempt that does neither for `limit` seconds from its launch or its
+// last sign of life is hung (a deadlocked rank, a stopped node) and is ended like a failed one.
+class StallWatch {
+ public:
+  StallWatch(const Layout& layout, double limit)
+      : state_(layout.state_file()), history_(history::path(layout)), limit_(limit) {
+    seen_state_ = stamp_of(state_);
+    seen_history_ = stamp_of(history_);
+    last_ = std::chrono::steady_clock::now();
+  }
+  // True once, when the limit has passed without progress; `why` then says so.
+  bool check(std::string* why) {
+    if (limit_ <= 0 || fired_) return false;
+    const auto now = std::chrono::steady_clock::now();
+    FileStamp s = stamp_of(state_), h = stamp_of(history_);
+    if (!(s == seen_state_) || !(h == seen_history_)) {
+      seen_state_ = s, seen_history_ = h, last_ = now;
+      return false;
+    }
+    if (std::chrono::duration<double>(now - last_).count() <= limit_) return false;
+    fired_ = true;
+    char buf[256];
+    snprintf(buf, sizeof buf, "no checkpoint/progress for %g s", limit_);
+    *why = buf;
+    if (auto st = state_file::read_state(state_); st && st->has_value())
+      *why += " (last: version " + std::to_string((*st)->version) + ", L1 " + std::to_string((*st)->l1) + ", phase " +
+              (*st)->phase + ")";
+    return true;
+  }
+
+ private:
+  std::string state_, history_;
+  double limit_;
+  FileStamp seen_state_, seen_history_;
+  std::chrono::steady_clock::time_point last_;
+  bool fired_ = false;
+};
 
 // The state file, if the job rewrote it since `before` (else it belongs to an earlier run).
 std::optional<state_file::State> read_state_written_since(const std::string& path, const FileStamp& before) {
@@ -100,7 +144,9 @@ void write_launcher_file(const RunContext& ctx) {
   LauncherInfo info;
   info.pid = getpid();
   for (size_t i = 0; i < ctx.spec.node_names.size(); ++i)
-    if (ctx.spec.ranks_per_node[i] > 0) info.nodes.push_back(ctx.spec.node_names[i]);
+    if (ctx.spec.ranks_per_node[i] > 0 &&
+        std::find(info.nodes.begin(), info.nodes.end(), ctx.spec.node_names[i]) == info.nodes.end())
+      info.nodes.push_back(ctx.spec.node_names[i]);  // once: --no-spare=oversubscribe puts ranks on a node twice
   for (int s = ctx.next_spare; s <= ctx.last_spare; ++s) info.spares.push_back(node_name(s));
   Status st = fs::make_dirs(ctx.layout.control);
   if (st) st = fs::write_file_atomic(ctx.layout.launcher_file(), format_launcher_info(info), false);
@@ -143,6 +189,7 @@ Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDes
   std::optional<clock::time_point> killed_at, term_sent_at;
   bool group_killed = false;
   int stop_requests = 0;
+  StallWatch stall(ctx.layout, ctx.options.stall);
   while (!try_reap(*child, &attempt.wait_status)) {
     while (int sig = take_relayed_signal()) {
       ::kill(child->pid, sig);  // mpirun relays it to the ranks, or ends the job
@@ -155,6 +202,18 @@ Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDes
       attempt.reached = true;
       kill_injected_ranks(ctx, rendezvous, kPidFileGrace);
       killed_at = clock::now();
+    }
+    std::string why;
+    if (!killed_at && !term_sent_at && !attempt.interrupted && stall.check(&why)) {
+      // A hung job is killed outright (it cannot checkpoint any more): SIGKILL to every process under the
+      // MPI launcher (mpirun's ranks; srun's live elsewhere), SIGTERM to the launcher's group, which ends
+      // the job (srun cancels its step), and SIGKILL to that group after kTermGrace.
+      attempt.stalled = true;
+      attempt.stalled_text = "stalled: " + why;
+      fprintf(stderr, "cairn run: attempt %d %s; killing the job\n", number, attempt.stalled_text.c_str());
+      for (pid_t p : descendants_of(child->pid)) ::kill(p, SIGKILL);
+      ::kill(-child->pid, SIGTERM);
+      term_sent_at = clock::now();
     }
     if (killed_at && !term_sent_at && clock::now() - *killed_at > kAbortGrace) {
       fprintf(stderr, "cairn run: the MPI launcher did not end the job within %lld s of the kill; terminating it\n",
@@ -192,6 +251,6 @@ Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDes
   return attempt;
 }
 
-bool attempt_failed(const Attempt& a) { return a.reached || exit_code_of(a.wait_status) != 0; }
+bool attempt_failed(const Attempt& a) { return a.reached || a.stalled || exit_code_of(a.wait_status) != 0; }
 
 }  // namespace cairn::tool

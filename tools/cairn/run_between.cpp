@@ -7,6 +7,8 @@
 #include "base/log.hpp"
 #include "base/manifest.hpp"
 #include "cache/cache_store.hpp"
+#include "inventory.hpp"
+#include "redundancy/cache_rebuild.hpp"
 #include "pfs/l3_store.hpp"
 #include "process.hpp"
 #include "run_job.hpp"
@@ -45,6 +47,43 @@ bool run_between_attempts(const RunContext& ctx, int finished_attempt) {
     return false;
   }
   return true;
+}
+
+void rebuild_moved_ranks(const RunContext& ctx, const std::map<int, std::string>& moved) {
+  Inventory inv = scan_inventory(ctx.layout);
+  std::string why = "no version in the caches has L2 data for them";
+  for (const auto& [ver, v] : inv.versions) {
+    if (v.sets.empty() || v.nranks() == 0) continue;  // no L2 for this version
+    std::vector<redundancy::CachedCopy> held;
+    std::map<std::string, std::vector<uint32_t>> lost_on;  // new node -> its moved ranks
+    bool usable = true;
+    for (uint32_t r = 0; r < v.nranks() && usable; ++r) {
+      auto m = moved.find(static_cast<int>(r));
+      const L1Copy* c = v.l1_copy(r);
+      if (m != moved.end()) lost_on[m->second].push_back(r);
+      else if (c) held.push_back({r, c->rank_dir, L1Record{c->slot, c->manifest}});
+      else usable = false;  // a rank that did not move lacks it: not this version
+    }
+    if (!usable || lost_on.empty()) continue;
+    std::string done;
+    Status st = Status::ok();
+    for (const auto& [node, ranks] : lost_on) {
+      auto copies = redundancy::rebuild_lost_ranks(ver, held, ranks, ctx.layout.node_cache(node));
+      if (!copies) {
+        st = copies.status();
+        break;
+      }
+      done += (done.empty() ? "" : ", ") + rank_ranges(ranks) + " on " + node;
+    }
+    if (st.is_ok()) {
+      fprintf(stderr, "cairn run: rebuilt version %llu of the moved ranks from L2 into their new caches (ranks %s)\n",
+              static_cast<unsigned long long>(ver), done.c_str());
+      return;
+    }
+    if (why.rfind("version ", 0) != 0) why = "version " + std::to_string(ver) + ": " + st.message();  // the newest's
+  }
+  fprintf(stderr, "cairn run: warning: the moved ranks were not rebuilt from L2 (%s); the job restarts from what it finds\n",
+          why.c_str());
 }
 
 // Without a spare the job goes on with fewer ranks, which only works when every region of its newest

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,7 +30,9 @@ struct RunOptions {
   std::string config_path;
   std::string between_attempts;
   bool no_relaunch = false;
-  bool no_spare = false;  // relaunch on the surviving nodes only
+  std::string no_spare;   // --no-spare[=MODE] once no spare is left: "shrink" (the surviving nodes' ranks
+                          // only) or "oversubscribe" (every rank, the lost nodes' on the survivors); "": neither
+  double stall = 0;       // --stall: end an attempt without a checkpoint or progress for this long; 0: never
   std::string launcher;   // --launcher: auto, mpirun or srun; empty: CAIRN_LAUNCHER, else auto
   std::vector<std::string> stray;  // words before "--" that are no option: a forgotten "--"
 };
@@ -40,6 +43,8 @@ struct Attempt {
   bool injected = false;              // ran with the injection variables
   bool reached = false;               // the injection point was reached and the node(s) killed
   bool interrupted = false;           // the launcher was asked to stop (SIGINT/SIGTERM/SIGHUP)
+  bool stalled = false;               // ended by --stall: no checkpoint or progress for that long
+  std::string stalled_text;           // "stalled: no checkpoint/progress for 5 s (last: ...)"
   uint64_t at_checkpoint = 0;         // where this attempt was to be killed (0: not injected)
   std::string killed_text;            // "node1 (ranks 2,3)" when killed
   double wall_seconds = 0;            // how long the attempt ran
@@ -80,6 +85,11 @@ bool attempt_failed(const Attempt& a);
 void delete_killed_caches(const RunContext& ctx);
 // Runs the --between-attempts command; true when it succeeded.
 bool run_between_attempts(const RunContext& ctx, int finished_attempt);
+// --no-spare=oversubscribe: the ranks that lost their cache (rank -> the surviving node they move to) get
+// the newest version the survivors' L2 can rebuild, as an L1 copy in their new node's cache, so that the
+// relaunch restarts from it at L1 (the version's L2 sets belong to the old placement, which the library's
+// restart on the same rank count does not rebuild from). Says what it did; a failure is only reported.
+void rebuild_moved_ranks(const RunContext& ctx, const std::map<int, std::string>& moved);
 // Why the job cannot go on with fewer ranks (its newest version holds per-rank state); "" when it can.
 std::string why_job_cannot_shrink(const RunContext& ctx);
 

@@ -89,6 +89,30 @@ TEST(LaunchPlan, MultiProgLinePerNodeWithItsRankRange) {
   EXPECT_EQ(text->find("node1"), std::string::npos) << *text;
 }
 
+TEST(LaunchPlan, SpreadRanksRunOneByOneOnOtherNodes) {
+  // --no-spare=oversubscribe: node1's ranks 3 and 4 keep their numbers and run on node0 and node2.
+  LaunchSpec s = spec_5_ranks_2_nodes();
+  s.ranks_per_node = {3, 2, 1};
+  s.node_names = {"node0", "node1", "node2"};
+  s.spread = {{}, {"node0", "node2"}, {}};
+  Words argv = mpirun_argv(s, false);
+  Words nodes;
+  Words counts;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i].rfind("CAIRN_NODE=", 0) == 0) nodes.push_back(argv[i].substr(11));
+    if (argv[i] == "-np") counts.push_back(argv[i + 1]);
+  }
+  EXPECT_EQ(nodes, (Words{"node0", "node0", "node2", "node2"}));
+  EXPECT_EQ(counts, (Words{"3", "1", "1", "1"}));
+  auto text = multi_prog_text(s, false);
+  ASSERT_TRUE(text.is_ok());
+  EXPECT_NE(text->find("\n3 env CAIRN_NODE=node0 "), std::string::npos) << *text;
+  EXPECT_NE(text->find("\n4 env CAIRN_NODE=node2 "), std::string::npos) << *text;
+  EXPECT_NE(text->find("\n5 env CAIRN_NODE=node2 "), std::string::npos) << *text;
+  EXPECT_EQ(text->find("node1"), std::string::npos) << *text;
+  EXPECT_EQ(srun_argv(s)[5], "6");
+}
+
 TEST(LaunchPlan, MultiProgQuotesForSrunsParser) {
   EXPECT_EQ(multi_prog_quote("--n"), "--n");
   EXPECT_EQ(multi_prog_quote("/a/b-c_d.e:1,2=x+y@z"), "/a/b-c_d.e:1,2=x+y@z");

@@ -123,6 +123,60 @@ TEST_F(MigrationTest, DamagedSourceIsRefusedAndLeavesNothing) {
   EXPECT_FALSE(fs::exists(layout_.node_cache("node4")));
 }
 
+// A version of the file API: the memory region in the slot, the routed file in v<N>.files/, each at its
+// own offset of the stream. Both move, and the version is verified whole at the destination.
+TEST_F(MigrationTest, FileApiVersionMovesWithItsFiles) {
+  for (int rank : {2, 3}) {
+    CacheStore store;
+    ASSERT_TRUE(store.open(rank_dir(layout_, "node1", static_cast<uint32_t>(rank)), 2).is_ok());
+    const uint64_t v = 7, mem = 5000, fsize = 100000 + 17 * static_cast<uint64_t>(rank);
+    const uint64_t foff = file_region_offset(mem);
+    std::string stream(foff + fsize, '\0');
+    std::mt19937_64 rng(static_cast<uint64_t>(rank));
+    for (uint64_t i = 0; i < mem; ++i) stream[i] = static_cast<char>(rng());
+    for (uint64_t i = foff; i < stream.size(); ++i) stream[i] = static_cast<char>(rng());
+    auto slot = store.slot(0, mem);
+    ASSERT_TRUE(slot.is_ok());
+    memcpy((*slot)->data(), stream.data(), mem);
+    ASSERT_TRUE(fs::make_dirs(store.files_dir(v)).is_ok());
+    ASSERT_TRUE(fs::write_file_atomic(store.files_dir(v) + "/out.dat", stream.substr(foff), false).is_ok());
+    L1Record rec;
+    rec.manifest.version = v;
+    rec.manifest.rank = static_cast<uint32_t>(rank);
+    rec.manifest.nranks = 4;
+    rec.manifest.chunk_size = 4096;
+    rec.manifest.total_size = stream.size();
+    rec.manifest.regions.push_back({"grid", RegionKind::memory, 0, 1, mem, 0, mem, 0, {}});
+    rec.manifest.regions.push_back({"out.dat", RegionKind::file, 0, 1, fsize, foff, fsize, 0, {}});
+    rec.manifest.chunk_hashes = chunk_hashes(stream.data(), stream.size(), rec.manifest.chunk_size);
+    ASSERT_TRUE(store.write_record(v, rec).is_ok());
+  }
+  auto t = transfer_node_cache(layout_, "node1", "node4", {});
+  ASSERT_TRUE(t.is_ok()) << t.status().message();
+  EXPECT_EQ(t->version, 7u);
+  for (int rank : {2, 3}) {
+    const std::string src = rank_dir(layout_, "node1", static_cast<uint32_t>(rank));
+    const std::string dst = rank_dir(layout_, "node4", static_cast<uint32_t>(rank));
+    EXPECT_EQ(read(dst + "/v7.files/out.dat"), read(src + "/v7.files/out.dat"));
+    CacheStore spare;
+    ASSERT_TRUE(spare.open(dst, 2).is_ok());
+    auto rec = spare.read_record(7);
+    ASSERT_TRUE(rec.is_ok());
+    EXPECT_TRUE(map_verified_slot(dst, *rec).is_ok());  // the stream, slot and file, reads as written
+  }
+  // A damaged routed file is refused, and nothing is left on the spare.
+  std::string f = rank_dir(layout_, "node1", 3) + "/v7.files/out.dat";
+  std::string bytes = read(f);
+  bytes[5000] ^= 1;
+  ASSERT_TRUE(fs::write_file_atomic(f, bytes, false).is_ok());
+  auto bad = transfer_node_cache(layout_, "node1", "node5", {});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_EQ(bad.status().code(), Code::ERR_CORRUPT) << bad.status().message();
+  CacheStore five;
+  ASSERT_TRUE(five.open(rank_dir(layout_, "node5", 3), 2).is_ok());
+  EXPECT_TRUE(five.versions().empty());
+}
+
 TEST_F(MigrationTest, NothingToMove) {
   auto none = transfer_node_cache(layout_, "node1", "node4", {});
   ASSERT_FALSE(none.is_ok());
