@@ -166,6 +166,34 @@ def check_service(data, out):
     return "service: %d targets" % len(SERVICE_TARGETS)
 
 
+def check_placement(data, out):
+    """--service --placement: every policy ran the three applications, placed each agent with a reason of
+    its own policy, measured every drain; stacking fills m0 (2 agents) first; interval keeps the small
+    application away from the large one's node."""
+    if data.get("mode") != "service-placement":
+        fail("mode is %r, expected service-placement" % data.get("mode"), out)
+    policies = {p.get("policy"): p for p in data.get("policies", [])}
+    if sorted(policies) != ["bandwidth", "interval", "stacking"]:
+        fail("policies %r" % sorted(policies), out)
+    for name, p in policies.items():
+        apps = p.get("applications", [])
+        if len(apps) != 3:
+            fail("%s: %d applications" % (name, len(apps)), out)
+        for a in apps:
+            if a.get("manager") not in ("m0", "m1") or not str(a.get("why", "")).startswith(name + ":"):
+                fail("%s: application %r placed on %r for %r" % (name, a.get("app"), a.get("manager"), a.get("why")), out)
+            if not positive(a.get("drain_median_s")):
+                fail("%s: application %r has no drain time" % (name, a.get("app")), out)
+        if sorted(n.get("name") for n in p.get("nodes", [])) != ["m0", "m1"]:
+            fail("%s: nodes %r" % (name, p.get("nodes")), out)
+    managers = lambda p: [a["manager"] for a in sorted(p["applications"], key=lambda a: a["app"])]
+    if managers(policies["stacking"]) != ["m0", "m0", "m1"]:
+        fail("stacking placed %r, expected m0, m0, m1" % managers(policies["stacking"]), out)
+    if managers(policies["interval"])[1] == managers(policies["interval"])[0]:
+        fail("interval put the small application beside the large one: %r" % managers(policies["interval"]), out)
+    return "service placement: 3 policies"
+
+
 def main():
     args = sys.argv[1:]
     measured = set(LEVELS)
@@ -184,6 +212,9 @@ def main():
         fail("stdout is not one JSON object: %s" % e, out)
     if not isinstance(data, dict):
         fail("stdout is JSON but not an object", out)
+    if "--placement" in args:
+        print("bench_smoke: OK (%s)" % check_placement(data, out))
+        return
     if "--snapshot" in args:
         what = check_snapshot(data, len(args[args.index("--size") + 1].split(",")), out)
     elif "--redistribute" in args:

@@ -23,7 +23,6 @@
 namespace stdfs = std::filesystem;
 
 namespace cairn_bench_service {
-namespace {
 
 pid_t spawn(const std::vector<std::string>& args) {
   std::vector<char*> argv;
@@ -63,6 +62,15 @@ std::vector<std::string> words(const char* s) {
   for (std::string w; is >> w;) out.push_back(w);
   return out;
 }
+
+// The cairn tool beside cairnd (build tree: tools/; installed: the same bin directory).
+std::string find_cairn(const std::string& cairnd) {
+  std::error_code ec;
+  stdfs::path p = stdfs::path(cairnd).parent_path() / "cairn";
+  return access(p.c_str(), X_OK) == 0 ? stdfs::weakly_canonical(p, ec).string() : "cairn";
+}
+
+namespace {
 
 bool parse_size(const std::string& text, uint64_t* out) {
   char* end = nullptr;
@@ -138,12 +146,21 @@ int run_parent(const Options& o, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   Options o;
-  bool service = false;
+  bool service = false, placement = false;
   CLI::App app{"cairn-bench --service: the checkpoint service (cairnd on 127.0.0.1) beside the embedded flusher and "
                "a synchronous write of the same data: the application's blocking time per checkpoint, the agents' "
                "drain bandwidth for 1, 2 and 4 agents beside the raw write, and the compute slowdown while versions "
                "drain. See docs/performance.md."};
   app.add_flag("--service", service, "this mode")->required();
+  app.add_flag("--placement", placement,
+               "instead: three synthetic applications of different sizes and intervals on two checkpoint nodes, "
+               "under each placement policy (stacking, bandwidth, interval): each one's drain time per version "
+               "and each node's bandwidth use (service_placement.cpp)");
+  app.add_option("--versions", o.versions, "--placement: versions per application")->check(CLI::Range(2, 1000));
+  app.add_option("--agent-bandwidth", o.agent_mbs, "--placement: each agent's limit in MB/s (cairnd manager "
+                 "--agent-bandwidth), so that drains take the time a busy file system gives them")
+      ->check(CLI::Range(1.0, 1e6));
+  app.add_option("--child-app", o.child_app)->group("");
   app.add_option("--ranks", o.ranks, "MPI ranks")->check(CLI::Range(1, 4096));
   app.add_option("--size", o.size_text, "bytes of state per rank; K, M, G suffixes");
   app.add_option("--reps", o.reps, "timed repetitions per figure (the median is reported)")->check(CLI::Range(1, 100));
@@ -161,6 +178,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const char* child = getenv("CAIRN_BENCH_CHILD");
+  if (placement) {
+    if (child && strcmp(child, "1") == 0) return run_placement_child(o, argc, argv);
+    return run_placement(o, argc, argv);
+  }
   if (child && strcmp(child, "1") == 0) return run_child(o, argc, argv);
   return run_parent(o, argc, argv);
 }

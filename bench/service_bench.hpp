@@ -4,8 +4,11 @@
 // JSON object. Entered from cairn_bench.cpp's main when --service is on the command line.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cairn_bench_service {
 
@@ -20,9 +23,24 @@ struct Options {
   std::string provider = "tcp;ofi_rxm";
   bool json = false;
   bool verbose = false;
+  // --placement (service_placement.cpp)
+  int versions = 6;
+  double agent_mbs = 200;
+  int child_app = -1;
   // Set by the parent for the MPI job.
   std::string child_dir, child_service;
 };
+
+// The parent's helpers (service_bench.cpp).
+pid_t spawn(const std::vector<std::string>& args);
+int wait_exit(pid_t pid);
+std::string find_cairnd(const std::string& given);
+std::string find_cairn(const std::string& cairnd);
+std::vector<std::string> words(const char* s);
+
+// --service --placement: the parent (daemons, three jobs per policy, the report) and one application's job.
+int run_placement(const Options& o, int argc, char** argv);
+int run_placement_child(const Options& o, int argc, char** argv);
 
 // The whole of `cairn-bench --service ...` (parent or child); the exit status.
 int main(int argc, char** argv);

@@ -136,6 +136,13 @@ Status RankWriter::write(uint64_t offset, const uint8_t* data, uint64_t len) {
   return Status::ok();
 }
 
+void RankWriter::record_compressed(std::vector<uint64_t> chunk_stored) {
+  place_.where.zstd = true;
+  place_.where.stored = 0;
+  for (uint64_t n : chunk_stored) place_.where.stored += n;
+  place_.where.chunk_stored = std::move(chunk_stored);
+}
+
 Status RankWriter::finish(const std::function<void()>& after_data) {
   if (!fd_.valid()) return make_error(Code::ERR_SEQUENCE, "RankWriter::finish before open");
   if (fsync(fd_.get()) != 0) return posix_error("fsync", temp_.empty() ? path_ : temp_, errno);

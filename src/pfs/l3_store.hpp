@@ -80,6 +80,9 @@ class RankWriter {
   // `offset` counts from the rank's first stored byte.
   Status write(uint64_t offset, const uint8_t* data, uint64_t len);
   Status finish(const std::function<void()>& after_data = {});
+  // The bytes written were zstd chunks of these stored sizes (before finish(): the where-record says so;
+  // a writer that compresses as the bytes arrive knows the sizes only at the end).
+  void record_compressed(std::vector<uint64_t> chunk_stored);
   uint64_t written() const { return written_; }
 
  private:

@@ -45,16 +45,20 @@ Result<FlushTicket> ServiceFlusher::post(const FlushRequest& request) {
   FlushTicket id = next_++;
   const l3::WriteOptions opts = l3_options_();
   Status why_not = Status::ok();
-  if (opts.zstd_level > 0) {
+  if (opts.zstd_level > 0 && opts.files_per_node > 0) {
+    // A shared file's extent is reserved on the rank's node before any byte is written, so its size must
+    // be known then: the compressed size is known only after compressing, which is the agent's part.
     if (!warned_compress_ && settings_.rank == 0)
-      LOG_WARN("service mode: agents write uncompressed and compress is set: the embedded flusher writes every version");
+      LOG_WARN("service mode: compress with shared files (l3_files_per_node) is written by the embedded flusher");
     warned_compress_ = true;
-    why_not = make_error(Code::ERR_NOT_SUPPORTED, "compression");
+    why_not = make_error(Code::ERR_NOT_SUPPORTED, "compression into shared files");
   } else if (!link_->available()) {
     why_not = make_error(Code::ERR_NOT_SUPPORTED, "the service is not available");
   } else {
+    // Compressed: the agent compresses each checksum chunk as it lands and records the sizes.
     auto place = l3::place_rank(layout_, *request.manifest, request.manifest->total_size, &opts);
-    auto job = place ? link_->submit(request.version, *request.manifest, request.data, request.slot, *place)
+    auto job = place ? link_->submit(request.version, *request.manifest, request.data, request.slot, *place,
+                                     opts.zstd_level)
                      : Result<uint64_t>(place.status());
     if (job)
       t.job = *job;

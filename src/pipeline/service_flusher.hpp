@@ -6,8 +6,9 @@
 // them is in the job history (`via`).
 //
 // A version's bytes go where l3::place_rank puts them, decided here on the rank's node (so that shared
-// files' extents are reserved where the embedded flusher reserves them). Agents do not compress: with
-// compress set, every version takes the fallback (a warning says so once).
+// files' extents are reserved where the embedded flusher reserves them). With compress set, the agents
+// compress (their chain's compress stage) into the rank's own file; only compress with shared files
+// takes the fallback (the extent would have to be reserved before the compressed size is known).
 #pragma once
 
 #include <functional>

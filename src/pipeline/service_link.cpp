@@ -50,8 +50,12 @@ std::string ServiceLink::agent_where() const {
 }
 
 Result<uint64_t> ServiceLink::submit(uint64_t version, const Manifest& manifest, const uint8_t* data, int slot,
-                                     const l3::RankPlacement& place) {
+                                     const l3::RankPlacement& place, int zstd_level) {
+  if (zstd_level < 0 || zstd_level > 19 || (zstd_level > 0 && (!place.recorded || place.shared)))
+    return make_error(Code::ERR_INVALID_ARG, "ServiceLink::submit: compression level %d for this placement",
+                      zstd_level);
   LinkJob j;
+  j.zstd_level = zstd_level;
   j.version = version;
   j.manifest = manifest;
   j.manifest_bytes = encode_manifest(manifest);
@@ -237,6 +241,7 @@ void ServiceLink::Impl::connect_controller() {
   }
   ctl = std::make_unique<wire::Connection>(std::move(*fd), s.controller.str());
   reported_bytes = 0;  // a new controller knows nothing yet
+  reported_interval = 0;
   if (!ep) {
     fabric::EndpointOptions eo;
     eo.provider = s.provider;

@@ -70,9 +70,10 @@ class ServiceLink {
   bool available() const;
 
   // Hand over one version. `data` (manifest.total_size bytes, the slot) stays untouched and readable until
-  // the job is finished (done, failed or cancelled and forgotten).
+  // the job is finished (done, failed or cancelled and forgotten). zstd_level > 0: the agent stores the
+  // chunks compressed at that level (a placement of the rank's own file, recorded).
   Result<uint64_t> submit(uint64_t version, const Manifest& manifest, const uint8_t* data, int slot,
-                          const l3::RankPlacement& place);
+                          const l3::RankPlacement& place, int zstd_level = 0);
   JobState state(uint64_t job, Status* outcome);
   // Block up to timeout_s for the job to end; its state then.
   JobState wait(uint64_t job, double timeout_s, Status* outcome);

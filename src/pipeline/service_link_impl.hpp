@@ -22,6 +22,7 @@ struct LinkJob {
   const uint8_t* data = nullptr;
   int slot = 0;
   l3::RankPlacement place;
+  int zstd_level = 0;
   ServiceLink::JobState state = ServiceLink::JobState::pending;
   Status outcome;
   bool sent = false;          // the current agent has it
@@ -70,6 +71,7 @@ struct ServiceLink::Impl {
   std::vector<std::unique_ptr<PushOp>> free_ops;
   bool warned_unavailable = false;
   uint64_t reported_bytes = 0;  // what rank_usage said last
+  double reported_interval = 0;
   bool agent_suspect = false;  // a job timed out at the current agent: give it up (outside mu)
 
   void run();

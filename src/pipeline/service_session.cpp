@@ -137,9 +137,14 @@ Result<fabric::MemoryRegion*> ServiceLink::Impl::registration(LinkJob& j) {
 void ServiceLink::Impl::send_jobs() {
   for (auto& [id, j] : jobs) {
     if (j.state != JobState::pending || j.sent || j.cancel_requested) continue;
-    if (ctl && registered && j.manifest.total_size != reported_bytes) {  // the controller learns what we checkpoint
+    // The controller learns what we checkpoint and how often (placement weighs it): a new size, the first
+    // measured interval, or one that moved by more than a quarter.
+    bool interval_moved = interval_s > 0 && (reported_interval == 0 || interval_s > reported_interval * 1.25 ||
+                                             interval_s < reported_interval * 0.8);
+    if (ctl && registered && (j.manifest.total_size != reported_bytes || interval_moved)) {
       ctl->send_message(wire::RankUsage{app_id, s.key, s.rank, j.manifest.total_size, interval_s});
       reported_bytes = j.manifest.total_size;
+      if (interval_s > 0) reported_interval = interval_s;
     }
     auto mr = registration(j);
     if (!mr) {
@@ -154,6 +159,7 @@ void ServiceLink::Impl::send_jobs() {
       f.slot_key = (*mr)->key();
     }
     f.placed = j.place.recorded ? (j.place.shared ? 2 : 1) : 0;
+    f.zstd_level = static_cast<uint8_t>(j.zstd_level);
     if (j.place.recorded) {
       f.file = j.place.where.file;
       f.offset = j.place.where.offset;

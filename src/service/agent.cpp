@@ -59,13 +59,16 @@ Status Agent::setup() {
                       ep_->provider().c_str());
   CAIRN_ASSIGN_OR_RETURN(pool, BufferPool::create(*ep_, job_.pool_bytes, job_.chunk_size));
   pool_ = std::move(pool);
-  CAIRN_TRY(sink_.start());
+  auto specs = parse_chain(job_.chain);
+  if (!specs) return specs.status().prefixed("the application's chain");
+  CAIRN_ASSIGN_OR_RETURN(chain, Chain::load(*specs));
+  CAIRN_TRY(sink_.start(std::move(chain)));
   LOG_INFO("agent %llu for application %llu (%s, %u ranks, %s): sessions at %s, fabric %s on %s (%s), pool %u x %u KiB, "
-           "prefix %s",
+           "prefix %s, chain %s",
            static_cast<unsigned long long>(job_.agent_id), static_cast<unsigned long long>(job_.app_id),
            job_.app_name.c_str(), job_.nranks, wire::mode_name(job_.mode), address_.c_str(),
            ep_->address_text(ep_->address()).c_str(), ep_->domain().c_str(), ep_->provider().c_str(), pool_->count(),
-           pool_->chunk() >> 10, job_.prefix.c_str());
+           pool_->chunk() >> 10, job_.prefix.c_str(), job_.chain.c_str());
   manager_->send_message(wire::AgentUp{job_.agent_id, static_cast<uint32_t>(getpid()), address_});
   CAIRN_TRY(manager_->flush_all(10));
   return Status::ok();

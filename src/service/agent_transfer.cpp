@@ -29,7 +29,15 @@ void Agent::start_next() {
       place.where.offset = t.req.flush.offset;
       place.where.stored = t.req.manifest.total_size;
     }
-    sink_.begin(t.id, layout_, t.req.manifest, place, write_opts_);
+    StageVersion v;
+    v.application = job_.app_name;
+    v.layout = layout_;
+    v.manifest = t.req.manifest;
+    v.manifest_text = encode_manifest(t.req.manifest);
+    v.place = std::move(place);
+    v.opts = write_opts_;
+    v.opts.zstd_level = t.req.flush.zstd_level;
+    sink_.begin(t.id, std::move(v));
     LOG_DEBUG("rank %u version %llu: transfer of %llu bytes begins (%s)", t.req.manifest.rank,
               static_cast<unsigned long long>(t.req.flush.version),
               static_cast<unsigned long long>(t.req.manifest.total_size), wire::mode_name(job_.mode));

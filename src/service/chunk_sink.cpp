@@ -4,15 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
 
-#include "base/xxh.hpp"
 
 namespace cairn::service {
-
-struct ChunkSink::HashState {
-  XXH3_state_t* state = XXH3_createState();
-  ~HashState() { XXH3_freeState(state); }
-};
 
 ChunkSink::ChunkSink() = default;
 
@@ -25,24 +20,20 @@ ChunkSink::~ChunkSink() {
   if (thread_.joinable()) thread_.join();
 }
 
-Status ChunkSink::start() {
+Status ChunkSink::start(Chain chain) {
+  chain_ = std::move(chain);
   int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (fd < 0) return posix_error("eventfd", "(chunk sink)", errno);
   event_ = fs::Fd(fd);
-  hash_ = std::make_unique<HashState>();
   thread_ = std::thread([this] { run(); });
   return Status::ok();
 }
 
-void ChunkSink::begin(uint64_t transfer, const Layout& layout, const Manifest& m, const l3::RankPlacement& place,
-                      const l3::WriteOptions& opts) {
+void ChunkSink::begin(uint64_t transfer, StageVersion version) {
   Item it;
   it.kind = Item::begin;
   it.transfer = transfer;
-  it.layout = layout;
-  it.manifest = m;
-  it.place = place;
-  it.opts = opts;
+  it.version = std::make_unique<StageVersion>(std::move(version));
   enqueue(std::move(it));
 }
 
@@ -119,85 +110,65 @@ void ChunkSink::run() {
   }
 }
 
+// A stage failed: every stage of the transfer gives up (write removes its partial file).
+void ChunkSink::fail(const Status& why) {
+  failed_ = true;
+  for (auto& st : stages_) st->abort();
+  stages_.clear();
+  emit(Event{Event::failed, current_, 0, why});
+}
+
 void ChunkSink::handle(Item& it) {
   switch (it.kind) {
     case Item::begin: {
       current_ = it.transfer;
       failed_ = false;
-      manifest_ = it.manifest;
-      hashed_ = 0;
-      XXH3_64bits_reset(hash_->state);
-      writer_ = std::make_unique<l3::RankWriter>();
-      Status st = writer_->open(it.layout, it.manifest, it.place, &it.opts);
-      if (!st.is_ok()) {
-        failed_ = true;
-        writer_.reset();
-        emit(Event{Event::failed, current_, 0, st});
+      version_ = std::move(it.version);
+      stages_ = chain_.instantiate();
+      for (size_t i = 0; i < stages_.size(); ++i) {
+        Status st = stages_[i]->begin(*version_);
+        if (!st.is_ok()) {
+          std::string name = stages_[i]->name();
+          stages_.resize(i);  // the ones begun are aborted
+          return fail(st.prefixed(name));
+        }
       }
       return;
     }
     case Item::chunk: {
-      if (it.transfer == current_ && !failed_) {
-        Status st = verify_and_write(it);
-        if (!st.is_ok()) {
-          failed_ = true;
-          writer_.reset();  // removes the partial file
-          emit(Event{Event::failed, current_, 0, st});
+      if (it.transfer == current_ && !failed_)
+        for (auto& stage : stages_) {
+          Status st = stage->data(it.offset, it.data, it.len);
+          if (!st.is_ok()) {
+            fail(st);
+            break;
+          }
         }
-      }
       emit(Event{Event::buffer_free, it.transfer, it.buffer, Status::ok()});
       return;
     }
     case Item::end: {
-      if (it.transfer != current_ || failed_ || !writer_) return;
-      Status st = hashed_ == manifest_.total_size
-                      ? writer_->finish()
-                      : make_error(Code::ERR_INTERNAL, "version %llu rank %u: %llu of %llu bytes arrived",
-                                   static_cast<unsigned long long>(manifest_.version), manifest_.rank,
-                                   static_cast<unsigned long long>(hashed_),
-                                   static_cast<unsigned long long>(manifest_.total_size));
-      writer_.reset();
-      emit(Event{st.is_ok() ? Event::finished : Event::failed, current_, 0, st});
+      if (it.transfer != current_ || failed_ || stages_.empty()) return;
+      // In chain order: verify first (every byte arrived), then write (the manifest last), then plugins.
+      for (size_t i = 0; i < stages_.size(); ++i) {
+        Status st = stages_[i]->finish();
+        if (!st.is_ok()) {
+          stages_.erase(stages_.begin(), stages_.begin() + static_cast<long>(i) + 1);  // finished or failed
+          return fail(st);
+        }
+      }
+      stages_.clear();
+      emit(Event{Event::finished, current_, 0, Status::ok()});
       return;
     }
     case Item::abort:
-      if (it.transfer == current_) {
+      if (it.transfer == current_ && !failed_) {
         failed_ = true;
-        writer_.reset();
+        for (auto& st : stages_) st->abort();
+        stages_.clear();
       }
       return;
   }
-}
-
-// Hash the chunk's bytes into the running checksum chunk(s) and compare each one that completes, then
-// write. Chunks come in stream order, so one running state suffices.
-Status ChunkSink::verify_and_write(const Item& it) {
-  if (it.offset != hashed_)
-    return make_error(Code::ERR_INTERNAL, "chunk at byte %llu arrived out of order (expected byte %llu)",
-                      static_cast<unsigned long long>(it.offset), static_cast<unsigned long long>(hashed_));
-  const uint64_t csize = manifest_.chunk_size;
-  uint64_t pos = 0;
-  while (pos < it.len) {
-    uint64_t in_chunk = hashed_ % csize;
-    uint64_t take = std::min<uint64_t>(it.len - pos, csize - in_chunk);
-    XXH3_64bits_update(hash_->state, it.data + pos, take);
-    pos += take;
-    hashed_ += take;
-    if (hashed_ % csize == 0 || hashed_ == manifest_.total_size) {
-      uint64_t idx = (hashed_ - 1) / csize;
-      uint64_t got = XXH3_64bits_digest(hash_->state);
-      XXH3_64bits_reset(hash_->state);
-      if (got != manifest_.chunk_hashes[idx])
-        return make_error(Code::ERR_CORRUPT,
-                          "version %llu rank %u: chunk %llu (bytes %llu..%llu) arrived with xxh3 %016llx, the "
-                          "manifest says %016llx",
-                          static_cast<unsigned long long>(manifest_.version), manifest_.rank,
-                          static_cast<unsigned long long>(idx), static_cast<unsigned long long>(idx * csize),
-                          static_cast<unsigned long long>(hashed_), static_cast<unsigned long long>(got),
-                          static_cast<unsigned long long>(manifest_.chunk_hashes[idx]));
-    }
-  }
-  return writer_->write(it.offset, it.data, it.len);
 }
 
 }  // namespace cairn::service

@@ -1,8 +1,10 @@
 // The writing side of an agent, on a thread of its own: it takes one transfer's chunks in stream
-// order, checks every checksum chunk's xxh3 against the manifest as its last byte arrives, writes the
-// bytes with l3::RankWriter (the embedded flusher's writer: the same files, names and order), and once
-// every chunk passed, finishes the rank's files (fsync, where-record, manifest last). A chunk's buffer
-// is handed back as soon as its bytes are written, so the pool refills while the file system writes.
+// order and runs them through the application's chain of stages (stage_chain.hpp): verify checks every
+// checksum chunk's xxh3 against the manifest as its last byte arrives, write stores the bytes with
+// l3::RankWriter (the embedded flusher's writer: the same files, names and order; compressed when the
+// chain compresses and the application asks), plugins see the verified bytes; once every chunk passed,
+// each stage finishes in chain order (write: fsync, where-record, manifest last). A chunk's buffer is
+// handed back as soon as every stage has it, so the pool refills while the file system writes.
 //
 // Used from the agent's loop thread: begin(), chunk() in stream order, end() or abort(); the outcomes
 // and the freed buffers come back through take_events(), signalled on event_fd().
@@ -11,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -20,6 +23,7 @@
 #include "base/manifest.hpp"
 #include "base/status.hpp"
 #include "pfs/l3_store.hpp"
+#include "service/stage_chain.hpp"
 
 namespace cairn::service {
 
@@ -36,11 +40,10 @@ class ChunkSink {
   ChunkSink(const ChunkSink&) = delete;
   ChunkSink& operator=(const ChunkSink&) = delete;
   ~ChunkSink();
-  Status start();
+  Status start(Chain chain);
   int event_fd() const { return event_.get(); }
 
-  void begin(uint64_t transfer, const Layout& layout, const Manifest& m, const l3::RankPlacement& place,
-             const l3::WriteOptions& opts);
+  void begin(uint64_t transfer, StageVersion version);
   // Stream bytes [offset, offset + len) in pool buffer `buffer`, the next ones in stream order.
   void chunk(uint64_t transfer, uint64_t offset, const uint8_t* data, uint32_t len, uint32_t buffer);
   // Every chunk was given: finish the files.
@@ -56,15 +59,12 @@ class ChunkSink {
     uint64_t offset = 0;
     const uint8_t* data = nullptr;
     uint32_t len = 0, buffer = 0;
-    Layout layout;
-    Manifest manifest;
-    l3::RankPlacement place;
-    l3::WriteOptions opts;
+    std::unique_ptr<StageVersion> version;  // begin
   };
   void run();
   void enqueue(Item it);
   void handle(Item& it);
-  Status verify_and_write(const Item& it);
+  void fail(const Status& why);
   void emit(Event e);
 
   std::mutex mu_;
@@ -75,14 +75,12 @@ class ChunkSink {
   fs::Fd event_;
   std::thread thread_;
 
-  // The transfer being written (thread-owned).
+  Chain chain_;
+  // The transfer being written (thread-owned): its version and its stages, begun.
   uint64_t current_ = 0;
   bool failed_ = false;
-  Manifest manifest_;
-  std::unique_ptr<l3::RankWriter> writer_;
-  struct HashState;
-  std::unique_ptr<HashState> hash_;
-  uint64_t hashed_ = 0;  // stream bytes hashed so far
+  std::unique_ptr<StageVersion> version_;
+  std::vector<std::unique_ptr<Stage>> stages_;
 };
 
 }  // namespace cairn::service

@@ -10,8 +10,15 @@
 
 #include "base/log.hpp"
 #include "service/daemon.hpp"
+#include "service/stage_chain.hpp"
 
 namespace cairn::service {
+
+std::string ControllerOptions::chain_for(const std::string& name) const {
+  auto it = chains.find(name);
+  if (it == chains.end()) it = chains.find("*");
+  return it != chains.end() ? it->second : std::string(kDefaultChain);
+}
 
 int run_controller(const ControllerOptions& o) {
   Controller c(o);
@@ -240,7 +247,15 @@ void Controller::on_agent_exit(Peer& p, const wire::AgentExit& m) {
 
 void Controller::on_agent_stats(Peer& p, const wire::AgentStats& m) {
   auto it = agents_.find(m.agent_id);
-  if (it != agents_.end() && it->second.manager == p.manager) it->second.stats = m;
+  if (it == agents_.end() || it->second.manager != p.manager) return;
+  it->second.stats = m;
+  // The node's bandwidth as measured: the drain rates of its agents (bytes over busy time) together.
+  double sum = 0;
+  for (const auto& [id, a] : agents_)
+    if (a.manager == p.manager && a.state != AgentState::gone && a.stats.busy_s > 0.05)
+      sum += static_cast<double>(a.stats.bytes_drained) / a.stats.busy_s;
+  auto mgr = managers_.find(p.manager);
+  if (mgr != managers_.end()) mgr->second.peak_bps = std::max(mgr->second.peak_bps, sum);
 }
 
 void Controller::manager_lost(uint64_t manager, const std::string& why) {

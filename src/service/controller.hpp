@@ -31,6 +31,9 @@ struct ControllerOptions {
   std::vector<std::string> allow_prefixes;  // applications' prefixes must lie under one (empty: anywhere)
   Policy policy = Policy::stacking;
   uint32_t max_agents_per_app = 64;
+  std::map<std::string, std::string> chains;  // application name ("*": the others) -> its agents' chain
+  // The chain of application `name`: its own, else "*"'s, else the default (stage_chain.hpp).
+  std::string chain_for(const std::string& name) const;
 };
 
 int run_controller(const ControllerOptions& o);
@@ -65,6 +68,7 @@ class Controller {
     std::string name, host;
     uint32_t capacity = 0, pid = 0;
     double joined = 0;
+    double peak_bps = 0;  // the highest drain bandwidth its agents showed together (placement: bandwidth)
   };
   struct AppRec {
     uint64_t id = 0;
@@ -111,6 +115,7 @@ class Controller {
   void answer_rank(AppRec& app, uint64_t peer, uint32_t rank);
   void retire_app(uint64_t app, const std::string& why);
   std::vector<NodeLoad> node_loads() const;
+  AppDemand demand(const AppRec& app) const;
   // cairn status (status_report.cpp)
   std::string status_json() const;
 

@@ -130,10 +130,25 @@ std::vector<NodeLoad> Controller::node_loads() const {
     n.manager_id = id;
     n.name = m.name;
     n.capacity = m.capacity;
-    for (const auto& [aid, a] : agents_) n.agents += a.manager == id && a.state != AgentState::gone ? 1 : 0;
+    n.bandwidth_bps = m.peak_bps;
+    for (const auto& [aid, a] : agents_) {
+      if (a.manager != id || a.state == AgentState::gone) continue;
+      ++n.agents;
+      auto app = apps_.find(a.app);
+      if (app != apps_.end()) n.demand_bps += demand(app->second).per_agent_bps();
+    }
     out.push_back(n);
   }
   return out;
+}
+
+AppDemand Controller::demand(const AppRec& app) const {
+  AppDemand d;
+  for (const auto& [r, b] : app.rank_bytes) d.bytes_per_version += static_cast<double>(b);
+  if (app.rank_bytes.empty()) d.bytes_per_version = static_cast<double>(app.reg.bytes) * app.reg.nranks;
+  d.interval_s = app.interval_s;
+  d.agents = app.agents;
+  return d;
 }
 
 void Controller::start_slots(AppRec& app, const std::vector<uint32_t>& slots) {
@@ -141,7 +156,7 @@ void Controller::start_slots(AppRec& app, const std::vector<uint32_t>& slots) {
   for (uint32_t s : slots)
     if (app.slot_agent[s] == 0 && app.slot_failures[s] < kMaxFailedStarts) todo.push_back(s);
   if (todo.empty()) return;
-  auto places = place_agents(o_.policy, node_loads(), static_cast<uint32_t>(todo.size()));
+  auto places = place_agents(o_.policy, node_loads(), static_cast<uint32_t>(todo.size()), demand(app));
   for (size_t i = 0; i < places.size(); ++i) {
     AgentRec a;
     a.id = next_agent_++;
@@ -165,6 +180,7 @@ void Controller::start_slots(AppRec& app, const std::vector<uint32_t>& slots) {
     sa.pool_bytes = app.reg.pool_bytes;
     sa.provider = app.reg.provider;
     sa.turnstile_width = app.reg.turnstile_width;
+    sa.chain = o_.chain_for(app.reg.app_name);
     send(m.peer, wire::frame(sa));
     LOG_INFO("agent %llu for application %llu slot %u on manager %s (%s)", static_cast<unsigned long long>(a.id),
              static_cast<unsigned long long>(app.id), a.slot, m.name.c_str(), a.why.c_str());

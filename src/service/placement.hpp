@@ -2,10 +2,17 @@
 // checkpoint nodes (managers, in the order they joined) and their load, so every decision can be
 // tested and explained (`cairn status` prints the reason beside each agent).
 //
-// One policy in this release, stacking (iCheck's): fill one checkpoint node to its capacity before the
-// next. It keeps the other nodes free for the next application and an application's agents together.
-// The policies that weigh the nodes' measured bandwidth or the applications' checkpoint intervals plug
-// in here as further values of Policy with functions of the same shape.
+// Three policies (iCheck's, the controller's --placement), each deciding agent by agent, adding each
+// placed agent's load before the next, and saying why:
+//   stacking   fill one checkpoint node to its capacity before the next (join order). It keeps the other
+//              nodes free for the next application and an application's agents together.
+//   bandwidth  the node with the most free bandwidth: its measured drain bandwidth less the checkpoint
+//              traffic of the agents it runs. A node not measured yet counts as the mean of the measured
+//              ones; with none measured, the node with the fewest agents.
+//   interval   the node carrying the least checkpoint traffic: each application weighs its bytes per
+//              checkpoint interval (bytes per version / interval, shared by its agents), so the heavy
+//              ones spread and the light ones fill in.
+// Ties: fewer agents, then join order.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +23,7 @@
 
 namespace cairn::service {
 
-enum class Policy { stacking };
+enum class Policy { stacking, bandwidth, interval };
 Result<Policy> parse_policy(const std::string& text);
 const char* policy_name(Policy p);
 
@@ -26,6 +33,17 @@ struct NodeLoad {
   std::string name;
   uint32_t capacity = 0;  // agents it may run
   uint32_t agents = 0;    // agents it runs (or is starting) now
+  double bandwidth_bps = 0;  // measured drain bandwidth (bytes/s; 0: not measured yet)
+  double demand_bps = 0;     // checkpoint traffic of its agents: per agent, its application's bytes per
+                             // version / interval / agents (bytes/s)
+};
+
+// The application whose agents are placed: its checkpoint traffic (0 when not known yet).
+struct AppDemand {
+  double bytes_per_version = 0;
+  double interval_s = 0;
+  uint32_t agents = 1;
+  double per_agent_bps() const;
 };
 
 struct AgentPlace {
@@ -35,7 +53,10 @@ struct AgentPlace {
 
 // Places `count` new agents on `nodes` (in join order). Returns fewer than `count` places when the nodes
 // are full; never more agents on a node than its capacity.
-std::vector<AgentPlace> place_agents(Policy p, const std::vector<NodeLoad>& nodes, uint32_t count);
+std::vector<AgentPlace> place_agents(Policy p, const std::vector<NodeLoad>& nodes, uint32_t count,
+                                     const AppDemand& app = {});
+// "12.5 MB/s": rates as `cairn status` and the reasons print them.
+std::string rate_text(double bps);
 
 // Agents an application gets: what it asked for, at most one per rank and at most max_per_app (>= 1).
 uint32_t agents_for(uint32_t wanted, uint32_t nranks, uint32_t max_per_app);

@@ -18,7 +18,11 @@ std::string Controller::status_json() const {
                        {"placement", policy_name(o_.policy)},
                        {"protocol", wire::kProtocol}};
   json managers = json::array();
+  const auto loads = node_loads();
   for (const auto& [id, m] : managers_) {
+    double demand_bps = 0;
+    for (const auto& n : loads)
+      if (n.manager_id == id) demand_bps = n.demand_bps;
     json agents = json::array();
     for (const auto& [aid, a] : agents_)
       if (a.manager == id && a.state != AgentState::gone) agents.push_back(aid);
@@ -28,6 +32,8 @@ std::string Controller::status_json() const {
                         {"pid", m.pid},
                         {"capacity", m.capacity},
                         {"agents", agents},
+                        {"bandwidth_bps", m.peak_bps},
+                        {"demand_bps", demand_bps},
                         {"joined_s_ago", now - m.joined}});
   }
   doc["managers"] = managers;
@@ -79,7 +85,10 @@ std::string Controller::status_json() const {
                     {"ranks_connected", app.rank_peer.size()},
                     {"bytes_per_version", bytes},
                     {"interval_s", app.interval_s},
+                    {"demand_bps", demand(app).bytes_per_version > 0 && app.interval_s > 0
+                                       ? demand(app).bytes_per_version / app.interval_s : 0.0},
                     {"mode", wire::mode_name(app.reg.mode)},
+                    {"chain", o_.chain_for(app.reg.app_name)},
                     {"provider", app.reg.provider},
                     {"chunk_size", app.reg.chunk_size},
                     {"buffer_pool", app.reg.pool_bytes},

@@ -146,15 +146,17 @@ struct StartAgent {
   uint64_t pool_bytes = 0;
   std::string provider;
   uint32_t turnstile_width = 0;
+  std::string chain;  // the stages a version goes through (service/stage_chain.hpp)
   void write(Writer& w) const {
     w.u64(agent_id), w.u64(app_id), w.fixed(key), w.bytes(app_name), w.u32(nranks), w.bytes(prefix);
     w.strings(data_roots), w.u8(uint8_t(mode)), w.u32(chunk_size), w.u64(pool_bytes), w.bytes(provider);
-    w.u32(turnstile_width);
+    w.u32(turnstile_width), w.bytes(chain);
   }
   void read(Reader& r) {
     agent_id = r.u64(), app_id = r.u64(), key = r.fixed<16>(), app_name = r.bytes(kMaxName), nranks = r.u32();
     prefix = r.bytes(kMaxPath), data_roots = r.strings(kMaxRoots, kMaxPath), mode = TransferMode(r.u8());
     chunk_size = r.u32(), pool_bytes = r.u64(), provider = r.bytes(kMaxName), turnstile_width = r.u32();
+    chain = r.bytes(kMaxText);
   }
   std::string invalid() const {
     if (!agent_id || !app_id || nranks == 0) return "no agent, application or ranks";
@@ -165,6 +167,7 @@ struct StartAgent {
     if (chunk_size < 4096 || chunk_size > (64u << 20) || pool_bytes < chunk_size || pool_bytes > (uint64_t(16) << 30))
       return "transfer chunk or buffer pool out of range";
     if (provider.empty()) return "no libfabric provider";
+    if (chain.empty()) return "no chain of stages";
     return "";
   }
 };

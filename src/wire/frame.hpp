@@ -13,7 +13,7 @@
 namespace cairn::wire {
 
 constexpr uint32_t kMagic = 0x76736e63;  // "cnsv" read as a little-endian u32
-constexpr uint16_t kProtocol = 1;        // the version this code speaks (and the only one it reads)
+constexpr uint16_t kProtocol = 2;        // the version this code speaks (and the only one it reads)
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 64u << 20;  // a manifest of 8 million chunks; far above any real one
 

@@ -57,18 +57,22 @@ struct Flush {
   uint8_t placed = 0;
   std::string file;
   uint64_t offset = 0;
+  uint8_t zstd_level = 0;  // the application's compress level: 0 stored as is, 1..19 zstd chunks (placed 1)
   void write(Writer& w) const {
     w.u64(version), w.bytes(manifest), w.u64(slot_addr), w.u64(slot_key), w.u8(placed), w.bytes(file), w.u64(offset);
+    w.u8(zstd_level);
   }
   void read(Reader& r) {
     version = r.u64(), manifest = r.bytes(kMaxPayload), slot_addr = r.u64(), slot_key = r.u64(), placed = r.u8();
-    file = r.bytes(kMaxPath), offset = r.u64();
+    file = r.bytes(kMaxPath), offset = r.u64(), zstd_level = r.u8();
   }
   std::string invalid() const {
     if (version == 0 || manifest.empty()) return "no version or manifest";
     if (placed > 2) return "unknown placement";
     if (placed != 0 && !absolute_path(file)) return "the data file is not an absolute path";
     if (placed == 0 && (!file.empty() || offset != 0)) return "a data file without placement";
+    if (zstd_level > 19) return "a compression level over 19";
+    if (zstd_level > 0 && placed != 1) return "compressed data in a file not of the rank's own";
     return "";
   }
 };

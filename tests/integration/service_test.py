@@ -11,6 +11,12 @@ Cases (--case):
                      the versions go through the service again once a controller is back on its port
   bad_input          malformed and wrong-key messages at the controller, an agent and a manager; an
                      application trying another's data: all refused and logged, every daemon keeps running
+  three_apps         --placement interval: three synthetic applications of different sizes started one after
+                     the other on two managers; each agent goes where the checkpoint traffic is least, as
+                     `cairn status --json` shows and explains
+  chain              heat2d with compress=zstd, its chain on the controller verify,compress,write and the test
+                     plugin writing a second copy (tests/plugins/second_copy.c): the agents write the
+                     compressed L3 copy, the plugin a second one that `cairn verify` finds good
 
 After every scenario with an application: its result equals the failure-free one, `cairn verify` finds
 every committed version good, and a relaunch without caches restarts from L3 with the same result. The
@@ -48,8 +54,9 @@ def say(msg):
 class Service:
     """A controller and `managers` managers; stop() sends SIGTERM and insists on clean exits."""
 
-    def __init__(self, build, work, managers=2, manager_args=()):
+    def __init__(self, build, work, managers=2, manager_args=(), controller_args=()):
         self.build, self.work = build, work
+        self.controller_args = list(controller_args)
         self.cairnd = os.path.join(build, "tools", "cairnd")
         self.cairn = os.path.join(build, "tools", "cairn")
         self.procs = {}
@@ -67,7 +74,7 @@ class Service:
             os.remove(af)
         self.procs["controller"] = subprocess.Popen(
             [self.cairnd, "controller", "--listen", f"127.0.0.1:{self.port}", "--address-file", af, "--log",
-             os.path.join(self.work, "controller.log"), "--log-level", "debug"])
+             os.path.join(self.work, "controller.log"), "--log-level", "debug", *self.controller_args])
         deadline = time.time() + 30
         while not os.path.exists(af):
             if time.time() > deadline or self.procs["controller"].poll() is not None:
@@ -187,9 +194,9 @@ class Job:
         return re.findall(r"^\S* ?cairn\[0\] info: version (\d+): .*L3 [\d.]+ ms \([\d.]+ GB/s, (\w+)\)", self.output(), re.M)
 
 
-def reference(t, app, args=None):
-    """The failure-free result of `app` with `args` on 4 ranks (any rank count gives the same), cached per
-    build; --sleep-ms does not change it and is left out."""
+def reference(t, app, args=None, np=4):
+    """The failure-free result of `app` with `args` on `np` ranks (heat2d: any rank count gives the same),
+    cached per build; --sleep-ms does not change it and is left out."""
     if app == "heat2d":
         ns = argparse.Namespace(build=t.build, np=4, env=[], scheme="single", flush_every=4, name="service-reference",
                                 app="c", app2=None, app_args=None)
@@ -198,7 +205,8 @@ def reference(t, app, args=None):
     if "--sleep-ms" in args:
         i = args.index("--sleep-ms")
         del args[i:i + 2]
-    path = os.path.join(t.build, "tests", "integration", "synthetic-reference-" + "-".join(args[1::2]) + ".txt")
+    path = os.path.join(t.build, "tests", "integration", "synthetic-reference-" + "-".join(args[1::2]) +
+                        ("" if np == 4 else f"-np{np}") + ".txt")
     if os.path.exists(path):
         return open(path).read().strip()
     work = os.path.join(t.work, "synthetic-reference")
@@ -207,7 +215,7 @@ def reference(t, app, args=None):
                CAIRN_JOB=f"synthetic-ref-{os.getpid()}", CAIRN_REDUNDANCY="single", OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = [os.environ.get("CAIRN_MPIRUN") or "mpirun", *env.get("CAIRN_MPIRUN_ARGS", "--oversubscribe").split(),
-           "-np", "4", t.synthetic, *args, "--checkpoint-every", "0", "--no-restart"]
+           "-np", str(np), t.synthetic, *args, "--checkpoint-every", "0", "--no-restart"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     shutil.rmtree(work, ignore_errors=True)
     m = re.findall(r"^result ([0-9a-f]{16})$", p.stdout, re.M)
@@ -271,7 +279,7 @@ class Test:
         try:
             getattr(self, "case_" + self.name)()
             self.service.stop()
-        except BaseException:  # a failure or a bug of this script: the daemons must not outlive it
+        except (SystemExit, Exception):  # a failed check, or a bug of the test: the daemons go either way
             if self.service:
                 print(self.service.logs()[-30000:], flush=True)
                 for p in self.service.procs.values():
@@ -335,6 +343,99 @@ class Test:
         else:
             say("heat2d-push: this kernel cannot take copy-on-write snapshots; copied")
         check_job(self, heat, reference(self, "heat2d"))
+
+    def case_chain(self):
+        plugin = os.path.join(self.build, "tests", "plugins", "libcairn_test_second_copy.so")
+        copies = os.path.join(self.work, "copies")
+        chain = f"verify,compress,write,plugin:{plugin}:{copies}"
+        self.service = Service(self.build, os.path.join(self.work, "svc"), managers=1,
+                               controller_args=["--chain", f"heat2d={chain}", "--chain", "*=verify,write"])
+        heat = Job(self, "heat2d-chain", self.heat2d, HEAT, kill=(1, 6), env=["CAIRN_COMPRESS=zstd:3"])
+        heat.start()
+        st = self.service.wait_for(lambda st: st["applications"], "heat2d to register")
+        if st["applications"][0]["chain"] != chain:
+            fail(f"cairn status shows the chain {st['applications'][0]['chain']!r}, the controller was given {chain!r}")
+        heat.wait()
+        if "agents write uncompressed" in heat.output() or "compress" in " ".join(
+                line for line in heat.lines if "embedded flusher" in line):
+            fail("compressed versions still went to the embedded flusher")
+        check_job(self, heat, reference(self, "heat2d"), min_service=2)
+        prefix = heat.env["CAIRN_PREFIX"]
+        service = {int(v) for v, who in heat.via() if who == "service"}
+        for name in sorted(os.listdir(prefix)):
+            m = re.fullmatch(r"v0*(\d+)", name)
+            if not m or int(m.group(1)) not in service or not os.path.exists(os.path.join(prefix, name, "COMMIT")):
+                continue
+            wheres = [f for f in os.listdir(os.path.join(prefix, name)) if f.endswith(".where")]
+            if len(wheres) != 4 or not all("compress zstd" in open(os.path.join(prefix, name, f)).read()
+                                           for f in wheres):
+                fail(f"version {name} by the service is not stored compressed: {wheres}")
+        # Every version the plugin copied whole (the prefix keeps only the newest): a COMMIT beside it
+        # (docs/format.md), then `cairn verify` checks each rank's copy against its manifest.
+        checked = 0
+        for name in sorted(os.listdir(copies)):
+            copy = os.path.join(copies, name)
+            if len([f for f in os.listdir(copy) if f.endswith(".data")]) == 4:
+                v = int(name.lstrip("v"))
+                open(os.path.join(copy, "COMMIT"), "w").write(f"cairn-commit 1\nversion {v}\nnranks 4\nlabel \n")
+                checked += 1
+        if checked < 2:
+            fail(f"the plugin's second copy holds fewer than two complete versions: {os.listdir(copies)}")
+        v = subprocess.run([self.cairn, "verify", copies, "--level", "l3"], capture_output=True, text=True, timeout=120)
+        print(v.stdout + v.stderr, flush=True)
+        if v.returncode != 0:
+            fail(f"cairn verify of the plugin's second copy exited {v.returncode}")
+        say(f"the plugin's second copy: {checked} versions, cairn verify good")
+
+    def case_three_apps(self):
+        self.service = Service(self.build, os.path.join(self.work, "svc"), managers=2,
+                               controller_args=["--placement", "interval"])
+        # The same interval (a version to L3 every 20 iterations of >= 20 ms), 4 MiB, 1 MiB and 2 MiB per rank:
+        # A's traffic is four times B's. Each runs until the next has registered.
+        sizes = {"A": ("4M", 600), "B": ("1M", 450), "C": ("2M", 200)}
+        jobs, agent_of = {}, {}
+        for name, (size, iters) in sizes.items():
+            args = ["--size", size, "--iters", str(iters), "--checkpoint-every", "10", "--sleep-ms", "20"]
+            jobs[name] = Job(self, f"synthetic-{name}", self.synthetic, args, np=2, nodes=2)
+            jobs[name].start()
+            prefix = jobs[name].env["CAIRN_PREFIX"]
+            st = self.service.wait_for(
+                lambda st: any(a["prefix"] == prefix and a["demand_bps"] > 0 and a["agents"][0] for a in st["applications"]),
+                f"application {name} to report its checkpoint traffic", timeout=180)
+            app = next(a for a in st["applications"] if a["prefix"] == prefix)
+            agent = next(a for a in st["agents"] if a["id"] == app["agents"][0])
+            agent_of[name] = agent
+            say(f"application {name} ({size} per rank, {app['demand_bps'] / 1e6:.1f} MB/s of checkpoint traffic): "
+                f"agent {agent['id']} on {agent['manager']}: {agent['why']}")
+        print_placement(st)
+        for m in st["managers"]:
+            say(f"manager {m['name']}: agents {m['agents']}, traffic {m['demand_bps'] / 1e6:.1f} MB/s, "
+                f"measured {m['bandwidth_bps'] / 1e6:.1f} MB/s")
+        text = subprocess.run([self.cairn, "status", "--service", self.service.address], capture_output=True,
+                              text=True, timeout=30).stdout
+        if "traffic" not in text or "interval: the least checkpoint traffic" not in text:
+            fail(f"cairn status (text) does not show the traffic and the reasons:\n{text}")
+        if st["controller"]["placement"] != "interval":
+            fail(f"the controller reports placement {st['controller']['placement']}")
+        want = {"A": "m0", "B": "m1", "C": "m1"}  # empty nodes: join order; then the least traffic (A's > B's)
+        got = {k: a["manager"] for k, a in agent_of.items()}
+        if got != want:
+            fail(f"interval placement put the agents on {got}, expected {want}")
+        for k, a in agent_of.items():
+            if not a["why"].startswith("interval: the least checkpoint traffic"):
+                fail(f"agent of {k}: the reason does not explain the interval policy: {a['why']}")
+        m = re.search(r"next m0, ([\d.]+) MB/s", agent_of["C"]["why"])
+        if not m or float(m.group(1)) <= float(re.search(r"traffic, ([\d.]+) MB/s", agent_of["C"]["why"]).group(1)):
+            fail(f"C's reason does not show m0 carrying more traffic: {agent_of['C']['why']}")
+        for name, job in jobs.items():
+            job.wait()
+            ref = reference(self, "synthetic", job.app_args, np=job.np)
+            results = re.findall(r"^result ([0-9a-f]{16})$", job.output(), re.M)
+            if not results or results[-1] != ref:
+                fail(f"{job.name}: result {results[-1] if results else None}, the failure-free one is {ref}")
+            if not [v for v, who in job.via() if who == "service"]:
+                fail(f"{job.name}: no version went through the service")
+        say("three applications: placed by checkpoint traffic, results identical")
 
     def slow_job(self, name, env=()):
         """The synthetic app whose versions take about a second each to drain (agents at 8 MB/s)."""
@@ -446,7 +547,7 @@ class Test:
 
         ctl = svc.address
         refused_at(ctl, b"GET / HTTP/1.0\r\n\r\n", "not a cairn service message")
-        refused_at(ctl, W.frame("status_request", b"\0\0\0\0", version=2), "protocol version 2 is not supported")
+        refused_at(ctl, W.frame("status_request", b"\0\0\0\0", version=1), "protocol version 1 is not supported")
         refused_at(ctl, W.frame("status_request", type_number=777), "unknown message type 777")
         refused_at(ctl, W.frame("register_rank", b"\x05\0\0\0ab"), "malformed register_rank")
         key_b = os.urandom(16)
@@ -497,7 +598,7 @@ class Test:
         app_a.wait()
         check_job(self, app_a, reference(self, "synthetic", app_a.app_args))
         logs = svc.logs()
-        for words in ["not a cairn service message", "wrong key", "protocol version 2"]:
+        for words in ["not a cairn service message", "wrong key", "protocol version 1"]:
             if words not in logs:
                 fail(f"the daemons' logs do not record '{words}'")
 
@@ -513,7 +614,7 @@ class Test:
                               "--work-dir", work, "--log-level", "debug"])
         try:
             for garbage in [b"\x00" * 40, W.frame("manager_welcome", b"\x01"),
-                            W.frame("start_agent", b"\x00" * 12, version=1)]:
+                            W.frame("start_agent", b"\x00" * 12, version=W.PROTOCOL)]:
                 conn, _ = lst.accept()
                 conn.settimeout(30)
                 conn.recv(4096)  # its manager_hello
@@ -545,7 +646,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", required=True)
     p.add_argument("--case", required=True, choices=["two_apps", "push", "agent_killed", "manager_killed",
-                                                     "controller_killed", "bad_input"])
+                                                     "controller_killed", "bad_input", "chain", "three_apps"])
     Test(p.parse_args()).run()
 
 

@@ -6,7 +6,7 @@ import socket
 import struct
 
 MAGIC = b"cnsv"
-PROTOCOL = 1
+PROTOCOL = 2
 T = {"error": 1, "register_rank": 2, "assigned": 3, "reassign": 4, "unregister": 5, "rank_usage": 6, "manager_hello": 16,
      "manager_welcome": 17, "start_agent": 18, "stop_agent": 19, "agent_up": 20, "agent_exit": 21,
      "agent_stats": 22, "status_request": 32, "status_reply": 33, "session_hello": 48, "session_welcome": 49,

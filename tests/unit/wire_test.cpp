@@ -60,7 +60,7 @@ M round_trip(const M& m) {
 TEST(WireFrame, HeaderIsTheSpecsTwelveBytes) {
   std::string h = encode_header(Type::flush, 0x01020304);
   ASSERT_EQ(h.size(), 12u);
-  const uint8_t want[12] = {'c', 'n', 's', 'v', 1, 0, 50, 0, 4, 3, 2, 1};
+  const uint8_t want[12] = {'c', 'n', 's', 'v', 2, 0, 50, 0, 4, 3, 2, 1};
   EXPECT_EQ(memcmp(h.data(), want, 12), 0);
 }
 
@@ -77,7 +77,8 @@ TEST(WireFrame, RefusesGarbageOtherVersionsUnknownTypesAndHugePayloads) {
     EXPECT_NE(r.status().message().find(words), std::string::npos) << r.status().message();
   };
   check(std::string("GET / HTTP/1.0", 12), "not a cairn service message");
-  check(header(kMagic, 2, 1, 0), "protocol version 2 is not supported");
+  check(header(kMagic, 1, 1, 0), "protocol version 1 is not supported");  // issue 11's, without chains
+  check(header(kMagic, 3, 1, 0), "protocol version 3 is not supported");
   check(header(kMagic, 0, 1, 0), "protocol version 0");
   check(header(kMagic, kProtocol, 999, 0), "unknown message type 999");
   check(header(kMagic, kProtocol, 50, kMaxPayload + 1), "exceeds the limit");
@@ -105,9 +106,10 @@ TEST(WireMessages, EveryMessageRoundTrips) {
   StartAgent sa;
   sa.agent_id = 3, sa.app_id = 7, sa.key = key_of(9), sa.app_name = "x", sa.nranks = 4, sa.prefix = "/p";
   sa.data_roots = {"/q"}, sa.chunk_size = 4096, sa.pool_bytes = 8192, sa.provider = "verbs;ofi_rxm";
-  sa.turnstile_width = 2;
+  sa.turnstile_width = 2, sa.chain = "verify,compress,write,plugin:/x.so:/c";
   StartAgent sa2 = round_trip(sa);
   EXPECT_TRUE(same_key(sa2.key, key_of(9)));
+  EXPECT_EQ(sa2.chain, sa.chain);
   EXPECT_EQ(sa2.provider, "verbs;ofi_rxm");
   EXPECT_EQ(round_trip(StopAgent{3}).agent_id, 3u);
   EXPECT_EQ(round_trip(AgentUp{3, 77, "127.0.0.1:5000"}).address, "127.0.0.1:5000");
@@ -127,6 +129,8 @@ TEST(WireMessages, EveryMessageRoundTrips) {
   f.version = 12, f.manifest = std::string(100, 'm'), f.slot_addr = 0x1000, f.slot_key = 42, f.placed = 2;
   f.file = "/p/v00000012/node0-0.data", f.offset = 1 << 20;
   EXPECT_EQ(round_trip(f).offset, 1u << 20);
+  f.placed = 1, f.offset = 0, f.zstd_level = 19;
+  EXPECT_EQ(round_trip(f).zstd_level, 19);
   EXPECT_EQ(round_trip(Progress{12, 5000}).bytes_done, 5000u);
   EXPECT_EQ(round_trip(Credit{12, {0x1000, 0x2000}}).buffers.size(), 2u);
   EXPECT_EQ(round_trip(Pushed{12, 4096, 4096, 0x2000}).buffer, 0x2000u);
@@ -184,6 +188,14 @@ TEST(WireMessages, RefusesTruncationLeftoversAndNonsense) {
   EXPECT_FALSE(decode<Flush>(encode(f)).is_ok());  // a file without placement
   f.placed = 1, f.file = "relative";
   EXPECT_FALSE(decode<Flush>(encode(f)).is_ok());
+  f.file = "/p/f", f.zstd_level = 20;
+  EXPECT_FALSE(decode<Flush>(encode(f)).is_ok());  // zstd levels end at 19
+  f.placed = 2, f.zstd_level = 3;
+  EXPECT_FALSE(decode<Flush>(encode(f)).is_ok());  // compressed only into a file of the rank's own
+  StartAgent nochain;
+  nochain.agent_id = 3, nochain.app_id = 7, nochain.nranks = 4, nochain.prefix = "/p", nochain.chunk_size = 4096;
+  nochain.pool_bytes = 8192, nochain.provider = "tcp";
+  EXPECT_FALSE(decode<StartAgent>(encode(nochain)).is_ok());
   EXPECT_FALSE(decode<Done>(encode(Done{1, 3, ""})).is_ok());  // codes are negative
   EXPECT_FALSE(decode<Credit>(encode(Credit{1, {}})).is_ok());
   // A count that promises more than the payload holds.
@@ -297,7 +309,7 @@ TEST(WireFuzz, EveryDecoderSurvivesRandomAndMutatedInput) {
   fuzz_one<ManagerWelcome>(rng, {encode(ManagerWelcome{1})}, &accepted);
   StartAgent sa;
   sa.agent_id = 3, sa.app_id = 7, sa.nranks = 4, sa.prefix = "/p", sa.chunk_size = 4096, sa.pool_bytes = 8192;
-  sa.provider = "tcp";
+  sa.provider = "tcp", sa.chain = "verify,write";
   fuzz_one<StartAgent>(rng, {encode(sa)}, &accepted);
   fuzz_one<StopAgent>(rng, {encode(StopAgent{3})}, &accepted);
   fuzz_one<AgentUp>(rng, {encode(AgentUp{3, 4, "h:1"})}, &accepted);
@@ -310,7 +322,7 @@ TEST(WireFuzz, EveryDecoderSurvivesRandomAndMutatedInput) {
   w.fabric_address = "a", w.chunk_size = 4096;
   fuzz_one<SessionWelcome>(rng, {encode(w)}, &accepted);
   Flush f;
-  f.version = 1, f.manifest = "m", f.placed = 1, f.file = "/p/f";
+  f.version = 1, f.manifest = "m", f.placed = 1, f.file = "/p/f", f.zstd_level = 3;
   fuzz_one<Flush>(rng, {encode(f)}, &accepted);
   fuzz_one<Progress>(rng, {encode(Progress{1, 2})}, &accepted);
   fuzz_one<Credit>(rng, {encode(Credit{1, {4096}})}, &accepted);

@@ -33,8 +33,10 @@ void print_human(const nlohmann::json& doc) {
          c.value("uptime_s", 0.0), c.value("placement", "").c_str());
   printf("\nmanagers (checkpoint nodes): %zu\n", doc["managers"].size());
   for (const auto& m : doc["managers"])
-    printf("  %-3llu %-16s %-16s agents %zu/%u  pid %u\n", m.value("id", 0ull), m.value("name", "").c_str(),
-           m.value("host", "").c_str(), m["agents"].size(), m.value("capacity", 0u), m.value("pid", 0u));
+    printf("  %-3llu %-16s %-16s agents %zu/%u  pid %u  bandwidth %.1f MB/s measured, traffic %.1f MB/s\n",
+           m.value("id", 0ull), m.value("name", "").c_str(), m.value("host", "").c_str(), m["agents"].size(),
+           m.value("capacity", 0u), m.value("pid", 0u), m.value("bandwidth_bps", 0.0) / 1e6,
+           m.value("demand_bps", 0.0) / 1e6);
   printf("\nagents: %zu\n", doc["agents"].size());
   for (const auto& a : doc["agents"]) {
     std::string active = "idle";
@@ -54,10 +56,13 @@ void print_human(const nlohmann::json& doc) {
   }
   printf("\napplications: %zu\n", doc["applications"].size());
   for (const auto& p : doc["applications"])
-    printf("  %-3llu %-14s %u ranks (%zu connected), %s/version, %s, %zu agent(s), %s drained, prefix %s\n",
+    printf("  %-3llu %-14s %u ranks (%zu connected), %s/version every %.1f s (%.1f MB/s), %s, %zu agent(s), %s "
+           "drained, prefix %s, chain %s\n",
            p.value("id", 0ull), p.value("name", "").c_str(), p.value("nranks", 0u), p.value("ranks_connected", size_t{0}),
-           format_bytes(p.value("bytes_per_version", 0ull)).c_str(), p.value("mode", "").c_str(), p["agents"].size(),
-           format_bytes(p.value("bytes_drained", 0ull)).c_str(), p.value("prefix", "").c_str());
+           format_bytes(p.value("bytes_per_version", 0ull)).c_str(), p.value("interval_s", 0.0),
+           p.value("demand_bps", 0.0) / 1e6, p.value("mode", "").c_str(), p["agents"].size(),
+           format_bytes(p.value("bytes_drained", 0ull)).c_str(), p.value("prefix", "").c_str(),
+           p.value("chain", "").c_str());
 }
 
 }  // namespace

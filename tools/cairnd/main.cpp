@@ -18,6 +18,7 @@
 #include "service/controller.hpp"
 #include "service/daemon.hpp"
 #include "service/manager.hpp"
+#include "service/stage_chain.hpp"
 
 namespace {
 
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
   // ---- controller
   CLI::App* ctl = app.add_subcommand("controller", "The controller: registry and decisions, one per cluster or allocation.");
   std::string listen, address_file, token_file, placement = "stacking";
-  std::vector<std::string> allow;
+  std::vector<std::string> allow, chains;
   uint32_t max_agents = 64;
   ctl->add_option("--listen", listen, "HOST:PORT to listen on (PORT 0: any free port; see --address-file)")->required();
   ctl->add_option("--address-file", address_file, "Write the HOST:PORT it listens on to this file once listening");
@@ -69,10 +70,16 @@ int main(int argc, char** argv) {
   ctl->add_option("--allow-prefix", allow,
                   "Accept only applications whose prefix and data prefixes lie under this directory (repeatable; "
                   "default: anywhere the service's user may write)");
-  ctl->add_option("--placement", placement, "Agent placement policy: stacking (fill one checkpoint node first)")
+  ctl->add_option("--placement", placement,
+                  "Agent placement policy: stacking (fill one checkpoint node first), bandwidth (the node with the "
+                  "most free measured bandwidth) or interval (the node with the least checkpoint traffic)")
       ->capture_default_str();
   ctl->add_option("--max-agents-per-app", max_agents, "At most this many agents per application")
       ->capture_default_str()->check(CLI::Range(1u, 4096u));
+  ctl->add_option("--chain", chains,
+                  "NAME=STAGES: what the agents of application NAME ('*': of every other application) do with a "
+                  "version, e.g. verify,compress,write,plugin:/abs/libx.so:ARG (repeatable; default "
+                  "verify,compress,write; docs/service.md, \"Agent plugins\")");
   ctl->add_option("--log", log_path, "Log file (appended; '-': stderr)")->capture_default_str();
   ctl->add_option("--log-level", log_level, "error, warn, info or debug")->capture_default_str();
   ctl->footer("Stops cleanly on SIGTERM or SIGINT. Default log: ./cairnd-controller.log");
@@ -130,6 +137,14 @@ int main(int argc, char** argv) {
     if (!pol) return fail(pol.status().message());
     o.policy = *pol;
     o.max_agents_per_app = max_agents;
+    for (const auto& c : chains) {
+      auto parsed = service::parse_chain_option(c);
+      if (!parsed) return fail(parsed.status().message());
+      // Load the plugins once here: a chain that cannot load is refused at the start, not agent by agent.
+      auto loaded = service::Chain::load(parsed->second);
+      if (!loaded) return fail("--chain " + c + ": " + loaded.status().message());
+      o.chains[parsed->first] = service::chain_text(parsed->second);
+    }
     Status st = service::open_daemon_log(log_path.empty() ? "cairnd-controller.log" : log_path, "cairnd controller",
                                          log_level);
     if (!st.is_ok()) return fail(st.message());
