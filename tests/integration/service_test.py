@@ -20,7 +20,8 @@ Cases (--case):
   restart_agents     heat2d through the service, then relaunched without caches with service_restart=agents:
                      the agents read, verify and fi_write each rank's L3 bytes into its regions (their logs and
                      rank 0's say so), the result the failure-free one; then, with the controller stopped, the
-                     same relaunch falls back to the ranks' own read, with the same result
+                     same relaunch falls back to the ranks' own read, with the same result; then with a byte
+                     of the newest version flipped, the agent refuses it and the ranks restart from an older one
 
 After every scenario with an application: its result equals the failure-free one, `cairn verify` finds
 every committed version good, and a relaunch without caches restarts from L3 with the same result. The
@@ -382,6 +383,25 @@ class Test:
             fail("with the controller stopped, the restart did not fall back to the ranks' own read")
         say("controller stopped: the restart fell back to the ranks' own read, result identical")
         self.service.start_controller()  # back on its port, so that the daemons stop as in every case
+        # A chunk that fails at the agent: the newest version's rank-1 file with one byte flipped. Nothing
+        # unverified is restored: every rank reads itself, that version fails there too, and the full
+        # search restarts from an older one (heat2d recomputes the rest: the same result).
+        prefix = heat.env["CAIRN_PREFIX"]
+        newest = max(d for d in os.listdir(prefix) if re.fullmatch(r"v\d{8}", d) and
+                     os.path.exists(os.path.join(prefix, d, "COMMIT")))
+        data = os.path.join(prefix, newest, "rank-1.data")
+        with open(data, "r+b") as f:
+            f.seek(100)
+            b = f.read(1)
+            f.seek(100)
+            f.write(bytes([b[0] ^ 0xff]))
+        out = self.relaunch_from_l3(heat, ref, {"CAIRN_SERVICE_RESTART": "agents"})
+        if "served by the agents" in out or not re.search(
+                r"cairn\[1\] warn: restart: version %d through the agents: agent: .*checksum mismatch" % int(newest[1:]), out):
+            fail(f"with {data} corrupted, rank 1 did not refuse the agents' restore for the checksum")
+        if not re.search(r"rank 1: version %d not restored: .*checksum mismatch" % int(newest[1:]), self.service.logs()):
+            fail("the agent did not log the chunk that failed")
+        say(f"{newest} corrupted on rank 1: the agent refused it, the ranks restarted from an older version, result identical")
 
     def case_chain(self):
         plugin = os.path.join(self.build, "tests", "plugins", "libcairn_test_second_copy.so")
