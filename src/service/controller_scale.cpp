@@ -165,6 +165,7 @@ void Controller::need_node(const std::string& why) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);  // the controller's signal fd blocks these
+    for (int fd = 3; fd < 1024; ++fd) close(fd);  // the controller's sockets stay with it
     setenv("CAIRN_CONTROLLER", address_.c_str(), 1);
     execl("/bin/sh", "sh", "-c", o_.scale_up_command.c_str(), static_cast<char*>(nullptr));
     _exit(127);
