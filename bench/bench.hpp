@@ -37,6 +37,8 @@ struct Options {
   std::string only_text;
   std::set<std::string> only;
   bool redistribute = false;  // --redistribute: N -> M restart beside N -> N (docs/performance.md)
+  bool snapshot = false;      // --snapshot: copy against copy-on-write snapshots (snapshot_bench.cpp)
+  std::vector<uint64_t> sizes;  // every size of --size (a comma-separated list only with --snapshot)
   int to = 0;                 // M; 0 = ranks + 1
   // Set by the parent for the MPI job.
   std::string child_dir, child_job, child_stage;
@@ -61,6 +63,8 @@ const char* fs_type_name(const std::string& path);  // "tmpfs", "ext4", ...
 std::string utc_now();                              // 2026-11-24T10:15:01Z
 double loadavg_1m();                                // other work on the machine makes every figure lower
 std::string cpu_model();
+// The head of a report's "run" object: date (now), host, cpu, cores, the load at the start and now, ranks.
+json machine_info(double load_start, int ranks);
 
 // The L2 sets the library cuts nranks ranks (one per node here) into, set_size each; a tail of one
 // joins the previous set.
@@ -100,6 +104,9 @@ void barrier();
 
 // Page-aligned memory, every page written (faulted in) before any timing.
 uint8_t* alloc_faulted(uint64_t size);
+// `size` bytes of a new file at `path` (in the cache directory), unlinked at once, mapped shared and
+// pre-faulted: what an L1 slot is. munmap it when done; nothing is left behind.
+uint8_t* map_slot_like(const std::string& path, uint64_t size);
 // Non-trivial, incompressible data (splitmix64), different for every seed.
 void fill_random(uint8_t* p, uint64_t size, uint64_t seed);
 inline void clobber(void* p) { asm volatile("" : : "r"(p) : "memory"); }
@@ -117,6 +124,7 @@ int run_parent(const Options& o, int argc, char** argv);
 // The modes' child sides (each in its own file), run on every rank once MPI is up.
 int run_levels(const Options& o, const JobInfo& job);        // levels.cpp: the default figures
 int run_redistribute(const Options& o, const JobInfo& job);  // redistribute.cpp: one N -> M stage
+int run_snapshot(const Options& o, const JobInfo& job);      // snapshot_bench.cpp: copy against cow
 // The parent side of --redistribute: the report from the stages' files.
 int report_redistribute(const Options& o, const std::string& dir, const std::string& cache_job, double load_start,
                         const std::string& date);

@@ -2,6 +2,7 @@
 #include "bench.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -112,6 +113,20 @@ std::string cpu_model() {
   return "unknown";
 }
 
+json machine_info(double load_start, int ranks) {
+  json j;
+  j["date"] = utc_now();
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  j["host"] = host;
+  j["cpu"] = cpu_model();
+  j["cores_online"] = sysconf(_SC_NPROCESSORS_ONLN);
+  j["loadavg_1m_start"] = round3(load_start);
+  j["loadavg_1m_end"] = round3(loadavg_1m());
+  j["ranks"] = ranks;
+  return j;
+}
+
 std::vector<int> set_sizes(int nranks, int set_size) {
   std::vector<int> sets;
   for (int left = nranks; left > 0; left -= set_size) sets.push_back(std::min(left, set_size));
@@ -181,6 +196,18 @@ uint8_t* alloc_faulted(uint64_t size) {
   void* p = aligned_alloc(4096, rounded);
   if (!p) die("cannot allocate %llu bytes", static_cast<unsigned long long>(size));
   memset(p, 0x5a, rounded);
+  return static_cast<uint8_t*>(p);
+}
+
+uint8_t* map_slot_like(const std::string& path, uint64_t size) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) die("open %s: %s", path.c_str(), strerror(errno));
+  unlink(path.c_str());  // the mapping keeps it alive; nothing is left behind
+  int rc = posix_fallocate(fd, 0, static_cast<off_t>(size));
+  if (rc != 0) die("fallocate %s: %s", path.c_str(), strerror(rc));
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) die("mmap %s: %s", path.c_str(), strerror(errno));
   return static_cast<uint8_t*>(p);
 }
 

@@ -5,6 +5,10 @@ Asserts behaviour, not speed: exit status 0, stdout is exactly one JSON object, 
 and a positive number, every target has a ratio and a pass/fail, the library's own timings (read from
 the job history) are in `stages`, and the run's work and cache directories are gone afterwards.
 
+With --snapshot in the command line the object is the copy-against-copy-on-write report: per size in
+--size, memcpy, the blocking and completion times of both snapshot modes, the writing loop's slowdowns,
+and the four cow targets (each a ratio, a max_ratio and a pass/fail); cow must have protected the state.
+
 With --redistribute in the command line the object is the N -> M report: per level (l1, l2, l3) the
 N -> N and N -> M restart figures and the n_to_m_<level> target. `--measured l1,l3` (before the command)
 names the levels that must have been measured; the others must be null with a reason in `skipped`.
@@ -100,6 +104,40 @@ def check_redistribute(data, measured, out):
     return "%d -> %d, measured %s" % (n, m, ",".join(sorted(measured)))
 
 
+SNAPSHOT_FIGURES = [
+    "memcpy_ms", "l1_blocking_copy_ms", "l1_blocking_cow_ms", "l1_snapshot_copy_ms", "l1_snapshot_cow_ms",
+    "snapshot_complete_copy_ms",
+    "snapshot_complete_cow_ms", "loop_copy_ms", "loop_cow_ms", "loop_during_copy_x", "loop_after_copy_x", "loop_during_cow_x",
+    "loop_after_cow_x", "cow_protected_pct",
+]
+SNAPSHOT_TARGETS = ["l1_blocking_cow", "snapshot_complete_cow", "loop_during_cow", "loop_after_cow"]
+
+
+def check_snapshot(data, nsizes, out):
+    if data.get("mode") != "snapshot":
+        fail("mode is %r, expected snapshot" % data.get("mode"), out)
+    sizes = data.get("sizes")
+    if not isinstance(sizes, list) or len(sizes) != nsizes:
+        fail("sizes: expected a list of %d measurements" % nsizes, out)
+    for s in sizes:
+        for key in SNAPSHOT_FIGURES:
+            if not positive(s.get(key)):
+                fail("%s is %r for size %r, expected a positive number" % (key, s.get(key), s.get("size_bytes")), out)
+        for key in ("cow_writes_waited", "state_huge_pages_copy_pct", "state_huge_pages_cow_pct"):
+            if not isinstance(s.get(key), (int, float)):
+                fail("%s missing" % key, out)
+        for t in SNAPSHOT_TARGETS:
+            entry = s.get("targets", {}).get(t, {})
+            if not isinstance(entry.get("ratio"), (int, float)) or not isinstance(entry.get("pass"), bool) \
+                    or not isinstance(entry.get("max_ratio"), (int, float)):
+                fail("targets.%s needs a ratio, a max_ratio and a boolean pass: %r" % (t, entry), out)
+    run = data.get("run", {})
+    for key in ("loadavg_1m_start", "loadavg_1m_end", "kernel", "ranks"):
+        if key not in run:
+            fail("run.%s missing" % key, out)
+    return "%d sizes, %d targets each" % (nsizes, len(SNAPSHOT_TARGETS))
+
+
 SERVICE_TARGETS = ["service_blocking", "drain_1_agents", "drain_2_agents", "drain_4_agents", "compute_slowdown"]
 
 
@@ -177,7 +215,9 @@ def main():
     if "--placement" in args:
         print("bench_smoke: OK (%s)" % check_placement(data, out))
         return
-    if "--redistribute" in args:
+    if "--snapshot" in args:
+        what = check_snapshot(data, len(args[args.index("--size") + 1].split(",")), out)
+    elif "--redistribute" in args:
         what = check_redistribute(data, measured, out)
     elif "--service" in args:
         what = check_service(data, out)
@@ -185,6 +225,9 @@ def main():
         what = check_default(data, out)
         if data.get("run", {}).get("ranks") != 2:
             fail("run.ranks is %r" % data.get("run", {}).get("ranks"), out)
+        # the default mode measures the copy path unless CAIRN_SNAPSHOT says otherwise
+        if data.get("run", {}).get("snapshot") != os.environ.get("CAIRN_SNAPSHOT", "copy"):
+            fail("run.snapshot is %r" % data.get("run", {}).get("snapshot"), out)
     run = data.get("run", {})
     for key in ("work_dir",) if "--service" in args else ("work_dir", "cache_job_dir"):
         path = run.get(key)

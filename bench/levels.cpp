@@ -165,15 +165,7 @@ class LevelBench {
     }
     // One core into a pre-faulted shared mapping of a file in cache_dir (what an L1 slot is).
     if (g_rank == 0) {
-      std::string path = o_.cache_dir + "/cairn-" + o_.child_job + ".memcpy";
-      int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      if (fd < 0) die("open %s: %s", path.c_str(), strerror(errno));
-      unlink(path.c_str());  // the mapping keeps it alive; nothing is left behind
-      int rc = posix_fallocate(fd, 0, static_cast<off_t>(size_));
-      if (rc != 0) die("fallocate %s: %s", path.c_str(), strerror(rc));
-      void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-      close(fd);
-      if (p == MAP_FAILED) die("mmap %s: %s", path.c_str(), strerror(errno));
+      uint8_t* p = map_slot_like(o_.cache_dir + "/cairn-" + o_.child_job + ".memcpy", size_);
       for (int i = 0; i < 1 + o_.reps; ++i) {
         double t0 = now();
         memcpy(p, state_, size_);

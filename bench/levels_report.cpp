@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "levels.hpp"
 
@@ -26,17 +27,10 @@ json target(const char* what, double num_s, double den_s, double min_ratio) {
 }
 
 json run_info(const Options& o, const JobInfo& job, const LevelFigures& f) {
-  json j;
-  j["date"] = utc_now();
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  j["host"] = host;
-  j["cpu"] = cpu_model();
-  j["cores_online"] = sysconf(_SC_NPROCESSORS_ONLN);
-  j["loadavg_1m_start"] = round3(f.load_start);
-  j["loadavg_1m_end"] = round3(loadavg_1m());
-  j["ranks"] = g_nranks;
+  json j = machine_info(f.load_start, g_nranks);
   j["size_bytes"] = f.size;
+  // the snapshotter of every session (session.cpp: copy unless CAIRN_SNAPSHOT says otherwise)
+  j["snapshot"] = getenv("CAIRN_SNAPSHOT") ? getenv("CAIRN_SNAPSHOT") : "copy";
   j["reps"] = o.reps;
   j["statistic"] = "median of reps; per-rank bytes / slowest rank's time; GB/s = 1e9 bytes/s";
   j["cache_dir"] = o.cache_dir;

@@ -4,8 +4,9 @@
 //
 // `cairn-bench --ranks 2 --size 256M --json` is a plain program (parent.cpp) that re-executes itself under
 // mpirun; each rank of that job (CAIRN_BENCH_CHILD=1) runs one mode's measurements: levels.cpp (the
-// default) or redistribute.cpp (--redistribute); --service is its own program (service_bench.cpp); rank 0 prints one JSON object (or a table). This file
-// parses the command line and dispatches.
+// default), redistribute.cpp (--redistribute) or snapshot_bench.cpp (--snapshot); --service is its own
+// program (service_bench.cpp); rank 0 prints one JSON object (or a table). This file parses the command
+// line and dispatches.
 #include <sched.h>
 
 #include <algorithm>
@@ -40,7 +41,7 @@ int run_child(const Options& o, int argc, char** argv) {
   int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
   job.cpus_per_rank.resize(static_cast<size_t>(g_nranks));
   CHECK_MPI(MPI_Gather(&ncpu, 1, MPI_INT, job.cpus_per_rank.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
-  int rc = o.redistribute ? run_redistribute(o, job) : run_levels(o, job);
+  int rc = o.snapshot ? run_snapshot(o, job) : o.redistribute ? run_redistribute(o, job) : run_levels(o, job);
   MPI_Finalize();
   return rc;
 }
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
                "(memcpy, ISA-L encode, write+fsync), measured in one MPI run. See docs/performance.md."};
   app.add_option("--ranks", o.ranks, "MPI ranks, each its own simulated node (node0, node1, ...)")
       ->check(CLI::Range(1, 4096));
-  app.add_option("--size", o.size_text, "bytes of state per rank; K, M, G suffixes (binary)");
+  app.add_option("--size", o.size_text, "bytes of state per rank; K, M, G suffixes (binary); with --snapshot a list");
   app.add_option("--reps", o.reps, "timed repetitions per figure (the median is reported)")->check(CLI::Range(1, 1000));
   app.add_option("--prefix", o.prefix_base,
                  "directory in which a fresh work directory (holding the L3 prefix) is made and removed "
@@ -69,6 +70,9 @@ int main(int argc, char** argv) {
   app.add_flag("--redistribute", o.redistribute,
                "restart a block-distributed version written by --ranks N ranks on --to M ranks, beside the same "
                "version restarted on N ranks, from L1, L2 and L3 (three MPI jobs)");
+  app.add_flag("--snapshot", o.snapshot,
+               "what a checkpoint costs the application with snapshot = copy and = cow (L1 only), beside memcpy, "
+               "and a loop writing the state while the snapshot is in flight; --size may list sizes (256M,2G)");
   app.add_option("--to", o.to, "--redistribute: ranks of the N -> M restart (default N + 1)")->check(CLI::Range(1, 4096));
   cairn::bench::FileModeOptions files;  // --scr / --interpose: file_modes.cpp
   app.add_flag("--scr", files.scr, "checkpoints through the SCR-compatible library beside the code's own writes");
@@ -82,8 +86,24 @@ int main(int argc, char** argv) {
   app.add_option("--child-job", o.child_job)->group("");
   CLI11_PARSE(app, argc, argv);
 
-  if (!parse_size(o.size_text, &o.size) || o.size < 4096) {
-    fprintf(stderr, "cairn-bench: --size %s: expected a size of at least 4K, e.g. 256M\n", o.size_text.c_str());
+  {
+    std::stringstream ss(o.size_text);
+    for (std::string w; std::getline(ss, w, ',');) {
+      uint64_t size = 0;
+      if (!parse_size(w, &size) || size < 4096) {
+        fprintf(stderr, "cairn-bench: --size %s: expected a size of at least 4K, e.g. 256M\n", o.size_text.c_str());
+        return 2;
+      }
+      o.sizes.push_back(size);
+    }
+    if (o.sizes.empty() || (o.sizes.size() > 1 && !o.snapshot)) {
+      fprintf(stderr, "cairn-bench: --size %s: one size (a list only with --snapshot)\n", o.size_text.c_str());
+      return 2;
+    }
+    o.size = o.sizes[0];
+  }
+  if (o.snapshot && (o.redistribute || !o.only_text.empty() || files.scr || files.interpose || files.file_api)) {
+    fprintf(stderr, "cairn-bench: --snapshot goes without --redistribute, --only, --scr, --file-api and --interpose\n");
     return 2;
   }
   if (files.scr || files.interpose || files.file_api) {

@@ -249,17 +249,8 @@ int report_redistribute(const Options& o, const std::string& dir, const std::str
   }
   out["restart_ms"] = ms;
   out["restart_log"] = logs;
-  json run;
-  run["date"] = utc_now();  // the end of the run, as in the other mode
+  json run = machine_info(load_start, o.ranks);  // date: the end of the run, as in the other mode
   run["date_start"] = date;
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  run["host"] = host;
-  run["cpu"] = cpu_model();
-  run["cores_online"] = sysconf(_SC_NPROCESSORS_ONLN);
-  run["loadavg_1m_start"] = round3(load_start);
-  run["loadavg_1m_end"] = round3(loadavg_1m());
-  run["ranks"] = o.ranks;
   run["to_ranks"] = o.to;
   run["size_bytes"] = o.size;
   run["reps"] = o.reps;

@@ -42,6 +42,9 @@ void Session::open(const char* redundancy, int flush_every, const std::function<
   setenv_or_die("CAIRN_FLUSH_ON_FINALIZE", "false");
   setenv_or_die("CAIRN_SET_SIZE", std::to_string(set_size_));
   setenv_or_die("CAIRN_RS_PARITY", std::to_string(rs_parity_));
+  // The levels against the machine's limits on the copy path; cow is --snapshot's comparison (a
+  // CAIRN_SNAPSHOT in the environment, or set by the mode, wins).
+  if (!getenv("CAIRN_SNAPSHOT")) setenv_or_die("CAIRN_SNAPSHOT", "copy");
   const char* lvl = getenv("CAIRN_LOG");
   if (!lvl || strcmp(lvl, "debug") != 0) setenv_or_die("CAIRN_LOG", "info");
   start_capture(dir_ + "/log.r" + std::to_string(g_rank));

@@ -19,6 +19,11 @@ namespace cairn {
 // mtbf_seconds and the measured checkpoint cost (docs/intervals.md).
 enum class IntervalMode { fixed, automatic };
 
+// How a checkpoint's snapshot reaches the L1 slot: a copy on the blocking path, copy-on-write (the
+// application waits only for the write-protection), or cow where the kernel and the node allow it
+// (docs/architecture.md, "Snapshots").
+enum class SnapshotMode { copy, cow, automatic };
+
 // Service mode's transfers (docs/service.md): agents fi_read the ranks' slots, or ranks fi_write into
 // the agents' buffers.
 enum class ServiceMode { pull, push };
@@ -27,6 +32,7 @@ struct Config {
   std::string prefix;         // L3 directory (parallel file system); default "cairn-checkpoints" in cwd
   std::string cache_dir;      // base of the node-local L1 cache; default "/dev/shm"
   int cache_versions = 2;     // versions kept in L1
+  SnapshotMode snapshot = SnapshotMode::automatic;
   Redundancy redundancy = Redundancy::xor_set;
   int set_size = 4;           // failure groups per redundancy set (xor, rs, partner ring)
   int rs_parity = 2;          // parity shards per set for rs

@@ -27,6 +27,19 @@ const std::vector<Knob>& knobs() {
        .description = "Checkpoint versions kept in each node's level-1 cache. Each costs one copy of "
                       "the protected memory (plus redundancy data) in cache_dir. 2 keeps the last "
                       "good version while the next is written; use 1 only when memory is short."},
+      {.name = "snapshot", .kind = Kind::choice, .member = &Config::snapshot,
+       .default_text = "auto", .choices = {"copy", "cow", "auto"},
+       .description = "How a checkpoint's bytes reach the level-1 cache. copy: cairn_checkpoint copies "
+                      "the protected memory (the application waits for one memcpy). cow: copy-on-write: "
+                      "cairn_checkpoint only write-protects the memory (userfaultfd, Linux 6.4) and a "
+                      "thread copies it in the background; a write to a page not yet copied waits for "
+                      "that page. Memory that cannot be write-protected (shared, file-backed, hugetlb) "
+                      "is copied; between checkpoints the protected memory is gathered into transparent "
+                      "huge pages, which makes protecting it cheap. auto: cow unless the kernel or "
+                      "permissions forbid it or the node has RDMA devices (a NIC writing protected memory "
+                      "by DMA is not seen); the checkpoint service (service) does not change the choice: "
+                      "it reads the level-1 slots, never the protected memory, and only once a snapshot "
+                      "is complete. cairn_init logs the choice and why (docs/architecture.md)."},
       {.name = "redundancy", .kind = Kind::choice, .member = &Config::redundancy,
        .default_text = "xor", .choices = {"single", "partner", "xor", "rs"},
        .description = "Level-2 protection against lost nodes. single: none (a lost node means a "

@@ -30,12 +30,33 @@ struct SnapshotRegion {
   uint64_t offset = 0;
 };
 
+// A region that the cow snapshotter copied in begin() instead, and why ("shared memory", ...).
+struct SnapshotFallback {
+  std::string region;
+  std::string why;
+};
+
+// What the last snapshot cost, for the checkpoint's log line and cairn-bench. Valid after complete().
+struct SnapshotReport {
+  double blocking_seconds = 0;  // in begin(): what the application waited for
+  double copy_seconds = 0;      // from begin() to the last byte in the slot
+  uint64_t bytes = 0;
+  uint64_t protected_bytes = 0;  // cow: taken by copy-on-write; the rest was copied in begin()
+  uint64_t faults = 0;           // cow: writes that waited for their page's copy
+  uint64_t fault_bytes = 0;      // cow: bytes copied for them, ahead of the copier
+  std::vector<SnapshotFallback> fallbacks;  // cow: regions that could not be write-protected
+};
+
 class Snapshotter {
  public:
   virtual ~Snapshotter() = default;
   virtual const char* name() const = 0;  // "copy", "cow"
   virtual Status begin(const std::vector<SnapshotRegion>& regions, uint8_t* slot) = 0;
   virtual Status complete() = 0;
+  virtual SnapshotReport report() const = 0;
+  // Blocks until the snapshot in flight no longer reads or protects the regions (at once for copy): a
+  // region may then be unmapped or resized, before complete() too. Any thread.
+  virtual void wait_copied() {}
 };
 
 // The plain one: memcpy on the blocking path.

@@ -16,6 +16,7 @@
 
 #include "base/fsutil.hpp"
 #include "base/log.hpp"
+#include "cache/snapshot_mode.hpp"
 #include "mpi/mpi_util.hpp"
 #include "pfs/l3_store.hpp"
 #include "policy/exit_policy.hpp"
@@ -124,7 +125,7 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
   layout_ = make_layout(cfg_);
   inject_.init(rank_);
   CAIRN_TRY(claim_prefix());
-  snapshot_ = make_copy_snapshotter();
+  CAIRN_TRY(choose_snapshot());
   CAIRN_TRY(bind_comm(app_comm_));
   if (rank_ == 0)  // the job history's start line (docs/format.md)
     state_.history().start(history::start_info(cfg_, static_cast<uint64_t>(nranks_), node_of_rank_, placement_.enabled,
@@ -141,6 +142,26 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
              "(CAIRN_EXIT_SIGNAL), e.g. USR2",
              cfg_.exit_signal.c_str());
   last_checkpoint_time_ = now_seconds();
+  return Status::ok();
+}
+
+// copy or copy-on-write (the snapshot knob), per rank: rank 0 says which and why, and how many ranks
+// differ from it (nodes may differ in kernel or devices); every rank's reason is at debug level.
+Status Runtime::choose_snapshot() {
+  SnapshotChoice snap = choose_snapshotter(cfg_.snapshot, !cfg_.service.empty());
+  snapshot_ = std::move(snap.snapshotter);
+  int cow = std::strcmp(snapshot_->name(), "cow") == 0 ? 1 : 0, cow_ranks = 0, nranks = 1;
+  CAIRN_MPI(MPI_Allreduce(&cow, &cow_ranks, 1, MPI_INT, MPI_SUM, app_comm_));
+  MPI_Comm_size(app_comm_, &nranks);
+  LOG_DEBUG("%s", snap.why.c_str());
+  if (rank_ != 0) return Status::ok();
+  if (snap.warn)
+    LOG_WARN("%s", snap.why.c_str());
+  else
+    LOG_INFO("%s", snap.why.c_str());
+  if (cow_ranks != 0 && cow_ranks != nranks)
+    LOG_WARN("snapshot: %d of %d ranks take copy-on-write snapshots, the others copy (CAIRN_LOG=debug says why per rank)",
+             cow_ranks, nranks);
   return Status::ok();
 }
 
@@ -362,6 +383,9 @@ Status Runtime::protect(const char* name, void* ptr, size_t count, int type) {
   if (!ptr && count > 0)
     return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): NULL pointer with count %zu", name, count);
   if (count > (UINT64_MAX / elem)) return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): count overflows", name);
+  // Protecting a name again (a resized buffer): the old one may be freed next, so a copy-on-write
+  // snapshot in flight must be done reading it.
+  if (regions_.count(name)) snapshot_->wait_copied();
   Region& r = regions_[name];
   r.name = name;
   r.ptr = ptr;
@@ -431,8 +455,12 @@ void Runtime::prepare_slots() {
 }
 
 Status Runtime::unprotect(const char* name) {
-  if (!name || !regions_.erase(name))
+  if (!name || !regions_.count(name))
     return make_error(Code::ERR_UNKNOWN_REGION, "cairn_unprotect: no region named '%s'", name ? name : "(null)");
+  // The application may free the region once this returns: a copy-on-write snapshot in flight must be
+  // done reading it.
+  snapshot_->wait_copied();
+  regions_.erase(name);
   return Status::ok();
 }
 

@@ -108,6 +108,7 @@ class Runtime {
  private:
   Runtime() = default;
   Status init(MPI_Comm comm, const char* config_path);
+  Status choose_snapshot();
   Status finalize();
 
   // setup

@@ -182,6 +182,7 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
     CAIRN_ASSIGN_OR_RETURN(mapped, cache_->slot(slot, slot_bytes));
     v->data = mapped->data();
     CAIRN_TRY(snapshot_->begin(regions, mapped->data()));
+    v->snapshot_begun = true;
     if (!files.empty()) {
       // The stream's bytes between the memory regions and the first file are zero (version_view.hpp).
       if (slot_bytes > memory_bytes) memset(mapped->data() + memory_bytes, 0, slot_bytes - memory_bytes);

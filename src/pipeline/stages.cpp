@@ -19,7 +19,11 @@ void Pipeline::fail(const Version& v, int level, const Status& why) {
 // Wait for the snapshot, hash every chunk of the slot, write the L1 record.
 void Pipeline::seal(Version& v) {
   double t0 = now_seconds();
-  if (v.local_status.is_ok()) v.local_status = snapshot_->complete();
+  if (v.snapshot_begun) {  // even when the version failed after begin(): the next begin() needs it
+    Status done = snapshot_->complete();
+    v.snapshot = snapshot_->report();
+    if (v.local_status.is_ok()) v.local_status = done;
+  }
   if (v.local_status.is_ok()) {
     v.manifest.chunk_hashes = chunk_hashes(v.data, v.manifest.total_size, v.manifest.chunk_size);
     v.local_status = cache_->write_record(v.number, L1Record{static_cast<uint32_t>(v.slot), v.manifest});
@@ -179,8 +183,13 @@ void Pipeline::log_summary(const Version& v) const {
     snprintf(l3, sizeof l3, "L3 %.1f ms (%.2f GB/s, %s)%s", v.t_l3 * 1e3, bw(v.t_l3),
              v.via.empty() ? flusher()->name() : v.via.c_str(),
              v.flushed_ok ? "" : " FAILED");
-  LOG_INFO("version %llu: %.2f MiB/rank; L1 copy %.2f ms (%.2f GB/s), seal %.1f ms; %s; %s%s",
-           static_cast<unsigned long long>(v.number), mib, v.t_copy * 1e3, bw(v.t_copy), v.t_seal * 1e3, l2, l3,
+  char cow[160] = "";
+  if (v.snapshot.protected_bytes > 0)
+    snprintf(cow, sizeof cow, " (cow: %.0f%% write-protected, complete in %.1f ms, %llu writes waited)",
+             100.0 * static_cast<double>(v.snapshot.protected_bytes) / static_cast<double>(std::max<uint64_t>(v.snapshot.bytes, 1)),
+             v.snapshot.copy_seconds * 1e3, static_cast<unsigned long long>(v.snapshot.faults));
+  LOG_INFO("version %llu: %.2f MiB/rank; L1 copy %.2f ms (%.2f GB/s)%s, seal %.1f ms; %s; %s%s",
+           static_cast<unsigned long long>(v.number), mib, v.t_copy * 1e3, bw(v.t_copy), cow, v.t_seal * 1e3, l2, l3,
            v.local_ok ? "" : " [DISCARDED]");
 }
 

@@ -18,6 +18,7 @@
 
 #include "base/manifest.hpp"
 #include "base/status.hpp"
+#include "cache/snapshot.hpp"
 #include "cache/version_view.hpp"
 #include "pipeline/flusher.hpp"
 
@@ -31,6 +32,8 @@ struct Version {
   const uint8_t* data = nullptr;  // the stream: the slot's bytes, or the view's
   std::shared_ptr<VersionView> view;  // a version with files: the slot and the files as one stream
   double t_copy = 0;        // blocking time of the snapshot (s)
+  bool snapshot_begun = false;  // begin() succeeded: seal must complete() it, whatever failed after
+  SnapshotReport snapshot;  // after seal
   double t_seal = 0, t_l2 = 0, t_l3 = 0;
   std::string via;  // who moved it to L3 on this rank: the flusher's name (FlushRequest::via)
   Status local_status;      // snapshot and seal on this rank

@@ -22,6 +22,9 @@ import threading
 import time
 
 HEAT_ARGS = ["--n", "256", "--iters", "400", "--checkpoint-every", "20"]
+# rewrite_app (tests/integration/rewrite_app.c) rewrites its whole state right after each checkpoint:
+# the same 19 checkpoints as heat2d's arguments, so the same kills and expectations apply.
+REWRITE_ARGS = ["--mib", "2", "--iters", "100", "--checkpoint-every", "5"]
 
 
 def fail(msg):
@@ -59,7 +62,10 @@ def heat2d(build):
 def app_command(args, app):
     """The heat2d of a language: heat2d (C), heat2d_f (Fortran) or heat2d.py (Python, numpy + mpi4py, with
     the build tree's package). All print the same `result` for the same grid, and restart each other's
-    checkpoints, so every scenario compares with the C reference."""
+    checkpoints, so every scenario compares with the C reference. Or rewrite_app, which rewrites its
+    whole state right after every checkpoint (its own reference)."""
+    if app == "rewrite":
+        return [os.path.join(args.build, "tests", "integration", "rewrite_app")]
     if app == "fortran":
         return [os.path.join(args.build, "examples", "heat2d_f", "heat2d_f")]
     if app == "python":
@@ -68,9 +74,20 @@ def app_command(args, app):
     return [heat2d(args.build)]
 
 
+def app_args(args):
+    """The application's arguments: --app-args, else rewrite_app's or heat2d's defaults."""
+    if args.app_args:
+        return args.app_args.split()
+    return REWRITE_ARGS if args.app == "rewrite" else HEAT_ARGS
+
+
 def reference_result(args):
     """The failure-free answer, computed once per build and shared by the scenarios."""
-    path = os.path.join(args.build, "tests", "integration", "heat2d-reference-" + "-".join(HEAT_ARGS[1::2]) + ".txt")
+    app = app_command(args, "rewrite" if args.app == "rewrite" else "c")
+    # keyed by the arguments and the binary's time, so a rebuilt application gets a fresh reference
+    path = os.path.join(args.build, "tests", "integration",
+                        f"{os.path.basename(app[0])}-reference-" + "-".join(app_args(args)[1::2]) +
+                        f"-{int(os.path.getmtime(app[0]))}.txt")
     if os.path.exists(path):
         return open(path).read().strip()
     work = os.path.join(args.build, "tests", "integration", "work", f"reference-{os.getpid()}")
@@ -80,8 +97,7 @@ def reference_result(args):
     env["CAIRN_JOB"] = f"reference-{os.getpid()}"
     env["CAIRN_REDUNDANCY"] = "single"
     cmd = [env.get("CAIRN_MPIRUN") or "mpirun", *env["CAIRN_MPIRUN_ARGS"].split(), "-np", str(args.np),
-           heat2d(args.build), *HEAT_ARGS,
-           "--checkpoint-every", "0", "--no-restart"]
+           *app, *app_args(args), "--checkpoint-every", "0", "--no-restart"]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     shutil.rmtree(work, ignore_errors=True)
     m = re.findall(r"^result ([0-9a-f]{16})$", out.stdout, re.M)
@@ -162,6 +178,9 @@ def check_result(args, ref, out):
         said = re.findall(r"^cairn run: attempt \d+: restarted from version (\d+) at (L\d)", out, re.M)
         if not said or said[-1] != (got_version, got_level):
             fail(f"the summary says {said[-1:] or 'no restart'}, the job restarted from {got_version} at {got_level}")
+    for pattern in args.expect_log:
+        if not re.search(pattern, out, re.M):
+            fail(f"the job's output has no line matching /{pattern}/")
     print(f"PASS: result {ref} identical; restarts {restarts}")
 
 
@@ -200,7 +219,7 @@ def run_scenario(args):
         rank, _, after = args.hang_once.partition(":")
         hang = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hang_once.sh")
         cmd += ["sh", hang, os.path.join(work, "hung"), rank, after]
-    cmd += [*app_command(args, args.app), *HEAT_ARGS]
+    cmd += [*app_command(args, args.app), *app_args(args)]
     if args.sleep_ms:
         cmd += ["--sleep-ms", str(args.sleep_ms)]
     print("scenario:", " ".join(cmd), flush=True)
@@ -280,7 +299,7 @@ def restart_from_l3(args, env, cairn, work):
     if args.expect_commit and not re.search(rf"^version {args.expect_commit} +L3 +good", v.stdout, re.M):
         fail(f"cairn verify does not find version {args.expect_commit} good in L3")
     shutil.rmtree(env["CAIRN_CACHE_DIR"])
-    cmd = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", *app_command(args, args.app), *HEAT_ARGS]
+    cmd = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", *app_command(args, args.app), *app_args(args)]
     return run_checked(args, cmd, env, "the restart from L3")
 
 
@@ -307,12 +326,12 @@ def run_reshape(args):
         env["CAIRN_APP_NAME"] = "heat2d"
     cairn = os.path.join(args.build, "tools", "cairn")
     first = [cairn, "run", "-n", str(args.np), "--nodes", str(args.nodes), "--", *app_command(args, args.app),
-             *HEAT_ARGS, "--iters", "170"]
+             *app_args(args), "--iters", "170"]
     run_checked(args, first, env, "the writing run")
     if args.from_level == "l3":
         shutil.rmtree(env["CAIRN_CACHE_DIR"])
     m, _, k = args.reshape.partition(":")
-    second = [cairn, "run", "-n", m, "--nodes", k, "--", *app_command(args, args.app2 or args.app), *HEAT_ARGS]
+    second = [cairn, "run", "-n", m, "--nodes", k, "--", *app_command(args, args.app2 or args.app), *app_args(args)]
     return run_checked(args, second, env, f"the restart on {m} ranks")
 
 
@@ -470,7 +489,8 @@ def interrupted_runs(args, cmd, env, work):
     state = dict(l.split("=", 1) for l in open(os.path.join(prefix, ".cairn", "state")).read().splitlines() if "=" in l)
     final = int(state["version"])
     print(f"scenario: exited at iteration {iteration}, {exit_time:.3f}; newest version {final}; expected {expect}")
-    checkpoint_every = int(HEAT_ARGS[HEAT_ARGS.index("--checkpoint-every") + 1])
+    arguments = app_args(args)
+    checkpoint_every = int(arguments[arguments.index("--checkpoint-every") + 1])
     if "version" in expect and final != expect["version"]:
         fail(f"the job's newest version is {final}, expected {expect['version']}")
     if mode in ("halt-checkpoints", "halt-after") and iteration % checkpoint_every != 0:
@@ -542,8 +562,11 @@ def main():
     p.add_argument("--from", dest="from_level", choices=["l1", "l3"], default="l1",
                    help="with --reshape: keep the caches (l1) or remove them (l3)")
     p.add_argument("--sleep-ms", type=int, default=0, help="heat2d's sleep per iteration")
-    p.add_argument("--app", choices=["c", "fortran", "python"], default="c",
-                   help="the job: heat2d, heat2d_f or heat2d.py (the reference is always heat2d's)")
+    p.add_argument("--app", choices=["c", "fortran", "python", "rewrite"], default="c",
+                   help="the job: heat2d, heat2d_f or heat2d.py (the reference is always heat2d's), or "
+                        "rewrite_app (rewrites its whole state after each checkpoint; its own reference)")
+    p.add_argument("--app-args", help="the application's arguments instead of its defaults (one string)")
+    p.add_argument("--expect-log", action="append", default=[], help="regex the job's output must match")
     p.add_argument("--app2", choices=["c", "fortran", "python"],
                    help="with --reshape: the job that restarts (default: --app)")
     p.add_argument("--timeout", type=int, default=240)

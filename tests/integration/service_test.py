@@ -4,7 +4,7 @@
 
 Cases (--case):
   two_apps           heat2d and the synthetic app checkpointing at once, each with a node killed (pull)
-  push               heat2d with a node killed, push mode
+  push               heat2d with a node killed, push mode, snapshot = cow (the ranks write from slots the copier filled)
   agent_killed       the agent moving a version is killed (SIGKILL): a replacement finishes it
   manager_killed     the manager of that agent is killed: its agents go, replacements run on the other
   controller_killed  the controller is killed mid-transfer: the ranks' embedded flushers take over, and
@@ -203,7 +203,7 @@ def reference(t, app, args=None, np=4):
     cached per build; --sleep-ms does not change it and is left out."""
     if app == "heat2d":
         ns = argparse.Namespace(build=t.build, np=4, env=[], scheme="single", flush_every=4, name="service-reference",
-                                app="c", app2=None)
+                                app="c", app2=None, app_args=None)
         return scenario.reference_result(ns)
     args = list(args or SYNTH)
     if "--sleep-ms" in args:
@@ -331,11 +331,23 @@ class Test:
 
     def case_push(self):
         self.service = Service(self.build, os.path.join(self.work, "svc"), managers=1)
-        heat = Job(self, "heat2d-push", self.heat2d, HEAT, kill=(1, 6), env=["CAIRN_SERVICE_MODE=push"])
+        # snapshot = cow: the ranks fi_write from slots that the copy-on-write copier filled (docs/architecture.md,
+        # "Limits and fallbacks": the service reads a slot only once its snapshot is complete).
+        heat = Job(self, "heat2d-push", self.heat2d, HEAT, kill=(1, 6),
+                   env=["CAIRN_SERVICE_MODE=push", "CAIRN_SNAPSHOT=cow"])
         heat.start()
         heat.wait()
         if "push" not in self.service.logs():
             fail("the agents did not run in push mode")
+        out = heat.output()
+        if "snapshot = cow: copy-on-write" in out:
+            if "the checkpoint service reads the L1 slots only" not in out or "(cow: " not in out:
+                fail("snapshot = cow with the service: no reason naming the service, or no copy-on-write version")
+            say("heat2d-push: copy-on-write snapshots, moved by the service in push mode")
+        elif "snapshot = cow: copy, because" not in out:
+            fail("heat2d-push: cairn_init did not say which snapshotter it chose")
+        else:
+            say("heat2d-push: this kernel cannot take copy-on-write snapshots; copied")
         check_job(self, heat, reference(self, "heat2d"))
 
     def case_chain(self):

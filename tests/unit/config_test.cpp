@@ -159,6 +159,7 @@ const char* kEveryKnobToml = R"(
 prefix = "/scratch/me/ckpt"
 cache_dir = "/tmp/cache"
 cache_versions = 3
+snapshot = "cow"
 redundancy = "rs"
 set_size = 8
 rs_parity = 3
@@ -196,6 +197,7 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.prefix, "/scratch/me/ckpt");
   EXPECT_EQ(c.cache_dir, "/tmp/cache");
   EXPECT_EQ(c.cache_versions, 3);
+  EXPECT_EQ(c.snapshot, SnapshotMode::cow);
   EXPECT_EQ(c.redundancy, Redundancy::rs);
   EXPECT_EQ(c.set_size, 8);
   EXPECT_EQ(c.rs_parity, 3);

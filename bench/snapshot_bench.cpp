@@ -1,0 +1,299 @@
+// cairn-bench --snapshot, on every rank: what a checkpoint costs the application with snapshot = copy
+// and with snapshot = cow, for the same state, beside memcpy measured in the same run
+// (docs/performance.md, "Copy-on-write snapshots"). Rank 0 prints the report.
+#include <sys/mman.h>
+#include <sys/utsname.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "bench.hpp"
+#include "session.hpp"
+
+namespace bench {
+namespace {
+
+// The number right after `key` in `line` (the library's per-version summary line).
+bool number_after(const std::string& line, const std::string& key, double* out) {
+  auto at = line.find(key);
+  if (at == std::string::npos) return false;
+  const char* s = line.c_str() + at + key.size();
+  char* end = nullptr;
+  double v = strtod(s, &end);
+  if (end == s) return false;
+  *out = v;
+  return true;
+}
+
+// The application's loop: one pass that reads and rewrites every word of the state.
+void write_pass(uint8_t* state, uint64_t size) {
+  auto* w = reinterpret_cast<uint64_t*>(state);
+  for (uint64_t i = 0; i < size / 8; ++i) w[i] = w[i] * 3 + 1;
+  clobber(state);
+}
+
+std::string first_line_of(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Bytes of transparent huge pages in the mappings overlapping [p, p + size) (/proc/self/smaps).
+uint64_t huge_bytes(const uint8_t* p, uint64_t size) {
+  std::ifstream in("/proc/self/smaps");
+  auto a = reinterpret_cast<uintptr_t>(p);
+  bool overlaps = false;
+  uint64_t total = 0;
+  for (std::string line; std::getline(in, line);) {
+    unsigned long lo = 0, hi = 0, kb = 0;
+    char sep = 0;
+    if (sscanf(line.c_str(), "%lx-%lx%c", &lo, &hi, &sep) == 3 && sep == ' ')
+      overlaps = lo < a + size && a < hi;
+    else if (overlaps && sscanf(line.c_str(), "AnonHugePages: %lu kB", &kb) == 1)
+      total += static_cast<uint64_t>(kb) << 10;
+  }
+  return total;
+}
+
+// Until the snapshotter's background gathering of the state into huge pages is over (no change for
+// 0.3 s, at most 30 s): the timed snapshots then see the steady state of a long run.
+double settle_huge_pages(const uint8_t* p, uint64_t size) {
+  uint64_t last = huge_bytes(p, size);
+  for (int still = 0, i = 0; still < 6 && i < 600; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    uint64_t now_bytes = huge_bytes(p, size);
+    still = now_bytes == last ? still + 1 : 0;
+    last = now_bytes;
+  }
+  return 100.0 * static_cast<double>(std::min(last, size)) / static_cast<double>(size);
+}
+
+// What one session (one snapshot mode) measured, slowest rank per repetition, medians over reps.
+struct ModeTimes {
+  double loop_ms = 0;          // the loop alone, in this session, before the timed checkpoints
+  double huge_pct = 0;         // share of the state in huge pages when the timed checkpoints start
+  double blocking_ms = 0;      // cairn_checkpoint
+  double snapshot_ms = 0;      // of which the snapshot's own blocking part (rank 0's "L1 copy")
+  double complete_ms = 0;      // from the checkpoint's start until its snapshot is in the slot (rank 0)
+  double during_ms = 0;        // the loop's pass right after cairn_checkpoint returned
+  double after_ms = 0;         // a pass once the version is through (after cairn_wait)
+  double protected_pct = 0;    // cow: share of the state write-protected (rank 0)
+  double writes_waited = 0;    // cow: writes that waited for their page, per snapshot (rank 0)
+};
+
+class SnapshotBench {
+ public:
+  explicit SnapshotBench(const Options& o) : o_(o), session_(o) {}
+
+  void run() {
+    load_start_ = loadavg_1m();
+    json sizes = json::array();
+    for (uint64_t size : o_.sizes) sizes.push_back(measure(size));
+    if (g_rank != 0) return;
+    json out;
+    out["mode"] = "snapshot";
+    out["sizes"] = sizes;
+    out["run"] = run_info();
+    if (o_.json)
+      printf("%s\n", out.dump(2).c_str());
+    else
+      print_table(out);
+    fflush(stdout);
+  }
+
+ private:
+  json measure(uint64_t size) {
+    uint8_t* state = alloc_faulted(size);
+    fill_random(state, size, 2000 + static_cast<uint64_t>(g_rank));
+    double memcpy_ms = memcpy_into_shm(state, size);
+    ModeTimes copy = session("copy", state, size), cow = session("cow", state, size);
+    free(state);
+
+    json j;
+    j["size_bytes"] = size;
+    j["memcpy_ms"] = round3(memcpy_ms);
+    j["l1_blocking_copy_ms"] = round3(copy.blocking_ms);
+    j["l1_blocking_cow_ms"] = round3(cow.blocking_ms);
+    // the part of cairn_checkpoint that is the snapshot itself (the rest: the pipeline's fixed costs)
+    j["l1_snapshot_copy_ms"] = round3(copy.snapshot_ms);
+    j["l1_snapshot_cow_ms"] = round3(cow.snapshot_ms);
+    j["snapshot_complete_copy_ms"] = round3(copy.complete_ms);
+    j["snapshot_complete_cow_ms"] = round3(cow.complete_ms);
+    j["loop_copy_ms"] = round3(copy.loop_ms);
+    j["loop_cow_ms"] = round3(cow.loop_ms);
+    j["loop_during_copy_x"] = round3(copy.during_ms / copy.loop_ms);
+    j["loop_after_copy_x"] = round3(copy.after_ms / copy.loop_ms);
+    j["loop_during_cow_x"] = round3(cow.during_ms / cow.loop_ms);
+    j["loop_after_cow_x"] = round3(cow.after_ms / cow.loop_ms);
+    j["cow_protected_pct"] = round3(cow.protected_pct);
+    j["cow_writes_waited"] = round3(cow.writes_waited);
+    j["state_huge_pages_copy_pct"] = round3(copy.huge_pct);
+    j["state_huge_pages_cow_pct"] = round3(cow.huge_pct);
+    json t;
+    t["l1_blocking_cow"] = target("l1_blocking_cow_ms / memcpy_ms", cow.blocking_ms / memcpy_ms, 0.1);
+    t["snapshot_complete_cow"] = target("snapshot_complete_cow_ms / memcpy_ms", cow.complete_ms / memcpy_ms, 1.5);
+    t["loop_during_cow"] = target("loop pass right after cairn_checkpoint / loop_cow_ms", cow.during_ms / cow.loop_ms, 1.5);
+    // "not at all after": within the noise of two passes of the same loop.
+    t["loop_after_cow"] = target("loop pass after the version is through / loop_cow_ms", cow.after_ms / cow.loop_ms, 1.05);
+    j["targets"] = t;
+    return j;
+  }
+
+  static json target(const char* what, double ratio, double max_ratio) {
+    return {{"what", what}, {"max_ratio", max_ratio}, {"ratio", round3(ratio)}, {"pass", ratio <= max_ratio}};
+  }
+
+  // memcpy into a pre-faulted shared mapping of a file in cache_dir (what an L1 slot is), every rank
+  // at once (as in a checkpoint).
+  double memcpy_into_shm(const uint8_t* state, uint64_t size) {
+    uint8_t* p = map_slot_like(o_.cache_dir + "/cairn-" + o_.child_job + ".memcpy.r" + std::to_string(g_rank), size);
+    std::vector<double> ms;
+    for (int i = 0; i < 1 + o_.reps; ++i) {
+      barrier();
+      double t0 = now();
+      memcpy(p, state, size);
+      clobber(p);
+      double t = max_over_ranks(now() - t0);
+      if (i) ms.push_back(t * 1e3);
+    }
+    munmap(p, size);
+    return median(ms);
+  }
+
+  // One cairn session with snapshot = `mode`: L1 only (no L2, no flush), one slot. A warm-up version
+  // (and, with cow, the gathering of the state into huge pages that follows it), the loop alone; then
+  // per repetition: cairn_checkpoint, a pass of the loop right away, cairn_wait, and a pass once the
+  // version is through.
+  ModeTimes session(const char* mode, uint8_t* state, uint64_t size) {
+    session_.clean_levels();
+    if (setenv("CAIRN_SNAPSHOT", mode, 1) != 0 || setenv("CAIRN_CACHE_VERSIONS", "1", 1) != 0)
+      die("setenv: %s", strerror(errno));
+    session_.open("single", 0, [&] { CHECK_CAIRN(cairn_protect("state", state, size, CAIRN_BYTE)); });
+    CHECK_CAIRN(cairn_checkpoint());
+    CHECK_CAIRN(cairn_wait());
+    ModeTimes m;
+    m.huge_pct = max_over_ranks(settle_huge_pages(state, size));
+    std::vector<double> loop;
+    for (int i = 0; i < 1 + o_.reps; ++i) {
+      barrier();
+      double t0 = now();
+      write_pass(state, size);
+      double t = max_over_ranks(now() - t0);
+      if (i) loop.push_back(t * 1e3);
+    }
+    m.loop_ms = median(loop);
+    std::vector<double> blocking, during, after;
+    for (int i = 0; i < o_.reps; ++i) {
+      barrier();
+      double t0 = now();
+      CHECK_CAIRN(cairn_checkpoint());
+      double t1 = now();
+      write_pass(state, size);
+      double t2 = now();
+      CHECK_CAIRN(cairn_wait());
+      barrier();
+      double t3 = now();
+      write_pass(state, size);
+      double t4 = now();
+      blocking.push_back(max_over_ranks(t1 - t0) * 1e3);
+      during.push_back(max_over_ranks(t2 - t1) * 1e3);
+      after.push_back(max_over_ranks(t4 - t3) * 1e3);
+    }
+    std::string log = session_.close();
+    m.blocking_ms = median(blocking);
+    m.during_ms = median(during);
+    m.after_ms = median(after);
+    // rank 0's summary lines of the timed versions (2 ..): "(cow: P% write-protected, complete in X ms,
+    // W writes waited)"; with copy the snapshot is complete when cairn_checkpoint returns.
+    std::vector<double> complete, pct, waited, own;
+    std::istringstream in(log);
+    bool chosen = false;
+    for (std::string line; std::getline(in, line);) {
+      double v = 0, x = 0;
+      if (line.find("snapshot = ") != std::string::npos) {
+        chosen = line.find(std::string("snapshot = ") + mode) != std::string::npos &&
+                 (std::strcmp(mode, "copy") == 0 || line.find("copy-on-write") != std::string::npos);
+        if (!chosen) die("snapshot = %s was not honoured: %s", mode, line.c_str());
+      }
+      if (!number_after(line, "info: version ", &v) || v < 2) continue;
+      if (number_after(line, "L1 copy ", &x)) own.push_back(x);
+      auto at = line.find("complete in ");
+      if (at == std::string::npos) continue;
+      if (number_after(line, "complete in ", &x)) complete.push_back(x);
+      if (number_after(line, "(cow: ", &x)) pct.push_back(x);
+      if (number_after(line.substr(at), " ms, ", &x)) waited.push_back(x);
+    }
+    if (g_rank == 0 && !chosen) die("the log does not say which snapshotter cairn_init chose");
+    m.complete_ms = std::strcmp(mode, "copy") == 0 ? m.blocking_ms : median(complete);
+    m.snapshot_ms = median(own);
+    m.protected_pct = median(pct);
+    m.writes_waited = median(waited);
+    if (g_rank == 0 && std::strcmp(mode, "cow") == 0 && complete.empty())
+      die("no copy-on-write summary line in the log (is the state write-protectable?)");
+    return m;
+  }
+
+  json run_info() {
+    json j = machine_info(load_start_, g_nranks);
+    struct utsname u {};
+    uname(&u);
+    j["kernel"] = u.release;
+    j["transparent_hugepages"] = first_line_of("/sys/kernel/mm/transparent_hugepage/enabled");
+    j["reps"] = o_.reps;
+    j["statistic"] = "median of reps of the slowest rank's time; complete and waits from rank 0's log";
+    j["cache_dir"] = o_.cache_dir;
+    j["cache_fs"] = fs_type_name(o_.cache_dir);
+    j["work_dir"] = session_.dir();
+    j["cache_job_dir"] = session_.cache_job();
+    j["config"] = "redundancy = single, flush_every = 0, cache_versions = 1 (L1 only)";
+    j["loop"] = "w[i] = 3 w[i] + 1 over every 8-byte word of the state";
+    return j;
+  }
+
+  void print_table(const json& out) {
+    const json& run = out["run"];
+    printf("cairn-bench --snapshot  %s  %s, %lld cores, kernel %s  %d rank(s), median of %d, load %.2f -> %.2f\n",
+           run["date"].get<std::string>().c_str(), run["cpu"].get<std::string>().c_str(),
+           run["cores_online"].get<long long>(), run["kernel"].get<std::string>().c_str(), run["ranks"].get<int>(),
+           run["reps"].get<int>(), run["loadavg_1m_start"].get<double>(), run["loadavg_1m_end"].get<double>());
+    for (const json& s : out["sizes"]) {
+      printf("\n%.0f MiB per rank\n", s["size_bytes"].get<double>() / (1 << 20));
+      printf("  %-28s %10.2f ms\n", "memcpy", s["memcpy_ms"].get<double>());
+      printf("  %-28s %10.2f ms (copy)   %.3f ms (cow)\n", "the snapshot's own part", s["l1_snapshot_copy_ms"].get<double>(),
+             s["l1_snapshot_cow_ms"].get<double>());
+      printf("  %-28s %10.2f ms   complete %8.2f ms   loop %.2f ms, during x%.2f, after x%.2f   (%.0f%% huge pages)\n",
+             "snapshot = copy: blocking", s["l1_blocking_copy_ms"].get<double>(), s["snapshot_complete_copy_ms"].get<double>(),
+             s["loop_copy_ms"].get<double>(), s["loop_during_copy_x"].get<double>(), s["loop_after_copy_x"].get<double>(),
+             s["state_huge_pages_copy_pct"].get<double>());
+      printf("  %-28s %10.2f ms   complete %8.2f ms   loop %.2f ms, during x%.2f, after x%.2f   (%.0f%% huge pages, "
+             "%.0f%% protected, %.0f writes waited)\n",
+             "snapshot = cow:  blocking", s["l1_blocking_cow_ms"].get<double>(), s["snapshot_complete_cow_ms"].get<double>(),
+             s["loop_cow_ms"].get<double>(), s["loop_during_cow_x"].get<double>(), s["loop_after_cow_x"].get<double>(),
+             s["state_huge_pages_cow_pct"].get<double>(), s["cow_protected_pct"].get<double>(),
+             s["cow_writes_waited"].get<double>());
+      for (const auto& [name, t] : s["targets"].items())
+        printf("  target %-22s %-55s %6.3f <= %-5.2f %s\n", name.c_str(), t["what"].get<std::string>().c_str(),
+               t["ratio"].get<double>(), t["max_ratio"].get<double>(), t["pass"].get<bool>() ? "met" : "MISSED");
+    }
+  }
+
+  const Options& o_;
+  Session session_;
+  double load_start_ = 0;
+};
+
+}  // namespace
+
+int run_snapshot(const Options& o, const JobInfo&) {
+  SnapshotBench(o).run();
+  return 0;
+}
+
+}  // namespace bench

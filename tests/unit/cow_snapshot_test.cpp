@@ -1,0 +1,595 @@
+// The copy-on-write snapshotter (cache/cow/cow_snapshot.hpp) on real memory, real userfaultfd and real
+// threads: whatever the application writes after begin(), from however many threads (or the kernel on
+// its behalf), the slot ends up with the bytes of the call; regions that cannot be protected are
+// copied and say why; misuse is an error; nothing is left behind.
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <iterator>
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <map>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "cache/cow/cow_snapshot.hpp"
+#include "cache/cow/userfault.hpp"
+
+namespace cairn {
+namespace {
+
+const uint64_t kPage = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+
+#define SKIP_WITHOUT_COW()                                    \
+  do {                                                        \
+    std::string why = cow_unsupported_reason();               \
+    if (!why.empty()) GTEST_SKIP() << "no cow here: " << why; \
+  } while (0)
+
+// Private anonymous memory, filled with a pattern that differs per seed.
+struct Anon {
+  uint8_t* p = nullptr;
+  uint64_t size = 0;
+  Anon(uint64_t n, int flags = MAP_PRIVATE | MAP_ANONYMOUS, int prot = PROT_READ | PROT_WRITE) : size(n) {
+    void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, flags, -1, 0);
+    EXPECT_NE(m, MAP_FAILED);
+    p = static_cast<uint8_t*>(m);
+    fill(p, n, 1);
+    if (prot != (PROT_READ | PROT_WRITE)) {
+      EXPECT_EQ(mprotect(p, n, prot), 0);
+    }
+  }
+  ~Anon() {
+    if (p) munmap(p, size);
+  }
+  static void fill(uint8_t* p, uint64_t n, uint64_t seed) {
+    for (uint64_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 12)) & 0xff);
+  }
+};
+
+std::unique_ptr<Snapshotter> cow(CowOptions o = {}) {
+  auto s = make_cow_snapshotter(o);
+  EXPECT_TRUE(s.is_ok()) << s.status().message();
+  return s.is_ok() ? std::move(s).value() : nullptr;
+}
+
+// Snapshot `regions` into a fresh slot, run `write` right after begin(), complete, and return the slot.
+template <class F>
+std::vector<uint8_t> snapshot(Snapshotter& s, const std::vector<SnapshotRegion>& regions, F write, Status* st = nullptr) {
+  uint64_t total = 0;
+  for (const auto& r : regions) total = std::max(total, r.offset + r.size);
+  std::vector<uint8_t> slot(total, 0xEE);
+  Status b = s.begin(regions, slot.data());
+  EXPECT_TRUE(b.is_ok()) << b.message();
+  write();
+  Status c = s.complete();
+  if (st)
+    *st = c;
+  else
+    EXPECT_TRUE(c.is_ok()) << c.message();
+  return slot;
+}
+
+std::vector<uint8_t> bytes(const uint8_t* p, uint64_t n) { return std::vector<uint8_t>(p, p + n); }
+
+TEST(CowSnapshot, EveryPageWrittenRightAfterBegin) {
+  SKIP_WITHOUT_COW();
+  auto s = cow();
+  Anon a(64 << 20);
+  // The copier goes front to back: a write to the last page right after begin() waits for its copy,
+  // unless this thread is kept off the CPU for the whole copy (a loaded machine: then try again).
+  uint64_t faults = 0;
+  for (int round = 0; round < 5 && faults == 0; ++round) {
+    auto before = bytes(a.p, a.size);
+    auto slot = snapshot(*s, {{"u", a.p, a.size, 0}}, [&] {
+      a.p[a.size - 1] ^= 1;
+      memset(a.p, 0x5A + round, a.size);
+    });
+    EXPECT_TRUE(slot == before);
+    EXPECT_EQ(a.p[12345], 0x5A + round);
+    SnapshotReport r = s->report();
+    EXPECT_EQ(r.bytes, a.size);
+    EXPECT_EQ(r.protected_bytes, a.size);
+    EXPECT_GE(r.copy_seconds, r.blocking_seconds);
+    faults = r.faults;
+  }
+  EXPECT_GT(faults, 0u) << "no write waited for its page in five snapshots";
+}
+
+TEST(CowSnapshot, NoWriteAtAll) {
+  SKIP_WITHOUT_COW();
+  auto s = cow();
+  Anon a(16 << 20);
+  auto slot = snapshot(*s, {{"u", a.p, a.size, 0}}, [] {});
+  EXPECT_TRUE(slot == bytes(a.p, a.size));
+  EXPECT_EQ(s->report().faults, 0u);
+}
+
+TEST(CowSnapshot, FirstAndLastByte) {
+  SKIP_WITHOUT_COW();
+  auto s = cow();
+  Anon a(8 << 20);
+  auto before = bytes(a.p, a.size);
+  auto slot = snapshot(*s, {{"u", a.p, a.size, 0}}, [&] {
+    a.p[0] ^= 0xFF;
+    a.p[a.size - 1] ^= 0xFF;
+  });
+  EXPECT_TRUE(slot == before);
+  EXPECT_LE(s->report().faults, 2u);  // the copier may have been first
+}
+
+TEST(CowSnapshot, PagesNeverTouchedAreProtectedToo) {
+  SKIP_WITHOUT_COW();
+  auto s = cow();
+  const uint64_t n = 64 << 20;
+  void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  auto* p = static_cast<uint8_t*>(m);
+  memset(p, 3, 1 << 20);  // the rest has never been touched
+  std::vector<uint8_t> want(n, 0);
+  memset(want.data(), 3, 1 << 20);
+  auto slot = snapshot(*s, {{"u", p, n, 0}}, [&] {
+    p[n - 1] = 9;  // far ahead of the copier
+    memset(p, 9, n);
+  });
+  EXPECT_TRUE(slot == want);
+  munmap(m, n);
+}
+
+TEST(CowSnapshot, ManyThreadsWriteDuringTheCopy) {
+  SKIP_WITHOUT_COW();
+  auto s = cow();
+  Anon a(96 << 20), b(32 << 20);
+  auto before_a = bytes(a.p, a.size), before_b = bytes(b.p, b.size);
+  for (int round = 0; round < 3; ++round) {
+    std::atomic<bool> go{false};
+    std::vector<std::thread> writers;
+    auto slot = snapshot(*s, {{"a", a.p, a.size, 0}, {"b", b.p, b.size, a.size}}, [&] {
+      for (int t = 0; t < 8; ++t)
+        writers.emplace_back([&, t] {
+          while (!go) std::this_thread::yield();
+          std::mt19937_64 rng(static_cast<uint64_t>(t * 100 + round));
+          Anon& x = t % 2 ? a : b;
+          if (t == 0) {  // one sweeps its region front to back, like a solver
+            for (uint64_t i = 0; i < x.size; i += 64) x.p[i] = static_cast<uint8_t>(i);
+            return;
+          }
+          for (int k = 0; k < 4000; ++k) x.p[rng() % x.size] = static_cast<uint8_t>(k);
+        });
+      go = true;
+      for (auto& w : writers) w.join();
+    });
+    EXPECT_TRUE(std::equal(before_a.begin(), before_a.end(), slot.begin())) << "round " << round;
+    EXPECT_TRUE(std::equal(before_b.begin(), before_b.end(), slot.begin() + static_cast<long>(a.size))) << "round " << round;
+    before_a = bytes(a.p, a.size);
+    before_b = bytes(b.p, b.size);
+  }
+}
+
+// Fault blocks smaller than the copier's chunks: a sweeping writer's faults copy ahead of it too.
+TEST(CowSnapshot, SmallFaultBlocks) {
+  SKIP_WITHOUT_COW();
+  CowOptions o;
+  o.fault_block = 64 << 10;
+  auto s = cow(o);
+  Anon a(32 << 20);
+  for (int round = 0; round < 3; ++round) {
+    auto before = bytes(a.p, a.size);
+    auto slot = snapshot(*s, {{"u", a.p, a.size, 0}}, [&] {
+      for (uint64_t i = a.size; i-- > 0;) a.p[i] = static_cast<uint8_t>(i + round);  // against the copier
+    });
+    EXPECT_TRUE(slot == before) << "round " << round;
+  }
+}
+
+// kB of transparent huge pages in the mapping that holds p (/proc/self/smaps).
+long huge_kb_at(const void* p) {
+  std::ifstream in("/proc/self/smaps");
+  auto a = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    unsigned long lo = 0, hi = 0;
+    char sep = 0;
+    if (sscanf(line.c_str(), "%lx-%lx%c", &lo, &hi, &sep) == 3 && sep == ' ') inside = lo <= a && a < hi;
+    long kb = 0;
+    if (inside && sscanf(line.c_str(), "AnonHugePages: %ld kB", &kb) == 1) return kb;
+  }
+  return -1;
+}
+
+// Between snapshots the protected memory is gathered into huge pages (where THP is allowed), so the
+// next protection is cheap; with huge_pages = false it is left as the application had it.
+TEST(CowSnapshot, HugePagesAreGatheredBetweenSnapshots) {
+  SKIP_WITHOUT_COW();
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode((std::istreambuf_iterator<char>(thp)), std::istreambuf_iterator<char>());
+  // "madvise": memory is in 4 KiB pages until someone asks (here: the snapshotter's MADV_COLLAPSE);
+  // "always" gives huge pages from the first touch, "never" none at all.
+  if (mode.find("[madvise]") == std::string::npos) GTEST_SKIP() << "THP mode here: " << mode;
+  int gathered_after = 0;  // polls the gathering took; the run without it waits twice as long
+  for (bool gather : {true, false}) {
+    CowOptions o;
+    o.huge_pages = gather;
+    auto s = cow(o);
+    const uint64_t n = 16 << 20;
+    void* raw = mmap(nullptr, n + (2 << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(raw, MAP_FAILED);
+    auto* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + (2 << 20) - 1) & ~uintptr_t((2 << 20) - 1));
+    Anon::fill(p, n, 3);
+    EXPECT_EQ(huge_kb_at(p), 0);
+    auto before = bytes(p, n);
+    auto slot = snapshot(*s, {{"u", p, n, 0}}, [] {});
+    EXPECT_TRUE(slot == before);
+    long kb = 0;
+    int polls = gather ? 200 : 2 * gathered_after + 2;
+    for (int i = 0; i < polls && kb < static_cast<long>(n >> 10); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      kb = huge_kb_at(p);
+      if (gather) gathered_after = i + 1;
+    }
+    if (gather)
+      EXPECT_EQ(kb, static_cast<long>(n >> 10)) << "not gathered into huge pages after 10 s";
+    else
+      EXPECT_EQ(kb, 0);
+    slot = snapshot(*s, {{"u", p, n, 0}}, [&] { memset(p, 0, n); });  // and still exact
+    EXPECT_TRUE(slot == before);
+    s.reset();
+    munmap(raw, n + (2 << 20));
+  }
+}
+
+// One snapshotter, many snapshots of changing region sets (more pages, fewer, others): every one exact.
+TEST(CowSnapshot, ManySnapshotsOfChangingRegions) {
+  SKIP_WITHOUT_COW();
+  auto s = cow();
+  Anon a(8 << 20), b(24 << 20), c(1 << 20);
+  for (int round = 0; round < 12; ++round) {
+    std::vector<SnapshotRegion> regions;
+    uint64_t off = 0;
+    for (Anon* x : {&a, &b, &c})
+      if ((round >> (x == &a ? 0 : x == &b ? 1 : 2)) & 1 || x == &c) {
+        regions.push_back({"r", x->p, x->size, off});
+        off += x->size;
+      }
+    std::vector<uint8_t> want;
+    for (const auto& r : regions) {
+      auto* p = static_cast<const uint8_t*>(r.src);
+      want.insert(want.end(), p, p + r.size);
+    }
+    auto slot = snapshot(*s, regions, [&] {
+      for (const auto& r : regions) memset(const_cast<void*>(r.src), round, r.size);
+    });
+    EXPECT_TRUE(slot == want) << "round " << round;
+  }
+}
+
+// Regions that start and end inside pages: the partial pages are shared with memory that is not the
+// region's (here: other regions and bytes of no region), which the application writes freely.
+TEST(CowSnapshot, OddSizesAndAlignments) {
+  SKIP_WITHOUT_COW();
+  CowOptions o;
+  o.eager_below = 0;  // protect even the small ones
+  auto s = cow(o);
+  Anon a(64 * kPage);
+  std::vector<SnapshotRegion> regions;
+  struct Span {
+    uint64_t from, len;
+  };
+  std::vector<Span> spans = {{100, 3 * kPage},                  // starts and ends mid-page
+                             {3 * kPage + 100, 1},              // one byte, in the previous one's last page
+                             {3 * kPage + 200, kPage + 17},     // shares that page too
+                             {8 * kPage, 8 * kPage},            // page aligned
+                             {16 * kPage - 1, 2},               // straddles a boundary, no whole page
+                             {20 * kPage + 7, 30 * kPage + 9},  // long, odd both ends
+                             {60 * kPage + 11, kPage - 11}};    // ends at the mapping's end
+  uint64_t off = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    regions.push_back({"r" + std::to_string(i), a.p + spans[i].from, spans[i].len, off});
+    off += spans[i].len;
+  }
+  auto before = bytes(a.p, a.size);
+  auto slot = snapshot(*s, regions, [&] {
+    for (uint64_t i = 0; i < a.size; i += 97) a.p[i] ^= 0x33;  // inside and between the regions
+    a.p[a.size - 1] ^= 1;
+  });
+  for (size_t i = 0; i < spans.size(); ++i)
+    EXPECT_EQ(0, memcmp(slot.data() + regions[i].offset, before.data() + spans[i].from, spans[i].len)) << regions[i].name;
+  EXPECT_GT(s->report().protected_bytes, 0u);
+  EXPECT_LT(s->report().protected_bytes, a.size);
+}
+
+// A region on the main thread's stack (a local array): the calls made after begin() use the stack
+// below it, the region's own pages are protected like any anonymous memory.
+TEST(CowSnapshot, ARegionOnTheStack) {
+  SKIP_WITHOUT_COW();
+  auto s = cow();
+  alignas(64) uint8_t local[256 << 10];
+  Anon::fill(local, sizeof local, 9);
+  auto before = bytes(local, sizeof local);
+  auto slot = snapshot(*s, {{"local", local, sizeof local, 0}}, [&] { memset(local, 0, sizeof local); });
+  EXPECT_TRUE(slot == before);
+  EXPECT_GE(s->report().protected_bytes, sizeof local - 2 * kPage);
+  EXPECT_TRUE(s->report().fallbacks.empty());
+}
+
+TEST(CowSnapshot, RegionsThatCannotBeProtectedAreCopiedAndSayWhy) {
+  SKIP_WITHOUT_COW();
+  auto s = cow();
+  uint64_t n = 1 << 20;
+  Anon shared(n, MAP_SHARED | MAP_ANONYMOUS);
+  Anon readonly(n, MAP_PRIVATE | MAP_ANONYMOUS, PROT_READ);
+  char path[] = "/tmp/cairn-cow-file-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(n)), 0);
+  auto* file = static_cast<uint8_t*>(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0));
+  ASSERT_NE(file, MAP_FAILED);
+  Anon::fill(file, n, 5);
+  Anon ok(n);
+  Anon big(2 << 20);
+  std::vector<SnapshotRegion> regions = {{"shared", shared.p, n, 0},
+                                         {"readonly", readonly.p, n, n},
+                                         {"file", file, n, 2 * n},
+                                         {"ok", ok.p, n, 3 * n},
+                                         {"inside_ok", ok.p + kPage, (64 << 10) + 2 * kPage, 4 * n},
+                                         {"big", big.p, 2 << 20, 5 * n}};
+  std::vector<std::vector<uint8_t>> before;
+  for (const auto& r : regions) before.push_back(bytes(static_cast<const uint8_t*>(r.src), r.size));
+  auto slot = snapshot(*s, regions, [&] {
+    memset(shared.p, 1, n);
+    memset(file, 1, n);
+    memset(ok.p, 1, n);
+  });
+  for (size_t i = 0; i < regions.size(); ++i)
+    EXPECT_EQ(0, memcmp(slot.data() + regions[i].offset, before[i].data(), regions[i].size)) << regions[i].name;
+  std::map<std::string, std::string> why;
+  for (const auto& f : s->report().fallbacks) why[f.region] = f.why;
+  EXPECT_NE(why["shared"].find("shared memory"), std::string::npos) << why["shared"];
+  EXPECT_NE(why["readonly"].find("read-only"), std::string::npos) << why["readonly"];
+  EXPECT_NE(why["file"].find("file-backed memory (" + std::string(path) + ")"), std::string::npos) << why["file"];
+  EXPECT_NE(why["inside_ok"].find("shares pages with region 'ok'"), std::string::npos) << why["inside_ok"];
+  EXPECT_EQ(why.count("ok"), 0u);
+  EXPECT_EQ(why.count("big"), 0u);
+  EXPECT_EQ(s->report().protected_bytes, n + (2u << 20));
+  munmap(file, n);
+  close(fd);
+  unlink(path);
+}
+
+TEST(CowSnapshot, MisuseIsASequenceError) {
+  SKIP_WITHOUT_COW();
+  auto s = cow();
+  Anon a(4 << 20);
+  std::vector<uint8_t> slot(a.size);
+  EXPECT_EQ(s->complete().code(), Code::ERR_SEQUENCE);
+  ASSERT_TRUE(s->begin({{"u", a.p, a.size, 0}}, slot.data()).is_ok());
+  Status again = s->begin({{"u", a.p, a.size, 0}}, slot.data());
+  EXPECT_EQ(again.code(), Code::ERR_SEQUENCE);
+  EXPECT_NE(again.message().find("still in flight"), std::string::npos);
+  EXPECT_TRUE(s->complete().is_ok());
+  EXPECT_TRUE(slot == bytes(a.p, a.size));
+  Status unmapped = s->begin({{"gone", reinterpret_cast<void*>(uintptr_t{1} << 46), 1 << 20, 0}}, slot.data());
+  EXPECT_EQ(unmapped.code(), Code::ERR_INVALID_ARG);
+  EXPECT_NE(unmapped.message().find("'gone'"), std::string::npos);
+  EXPECT_FALSE(make_cow_snapshotter({3 << 20, 256 << 10, 0}).is_ok());
+}
+
+// The kernel writing on the application's behalf (read(2) into a region, or another process with
+// process_vm_writev, as MPI's shared-memory transports do) waits for the page's copy like a store does.
+TEST(CowSnapshot, WritesByTheKernelWaitToo) {
+  SKIP_WITHOUT_COW();
+  auto s = cow();
+  Anon a(64 << 20);
+  auto before = bytes(a.p, a.size);
+  pid_t self = getpid();
+  bool peer_wrote = false;
+  // The writes land near the end, which the copier reaches last; the peer is started before begin().
+  uint8_t* by_read = a.p + a.size - (1 << 20) + 5;
+  uint8_t* by_peer = a.p + a.size - (2 << 20);
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    char msg[] = "from another process", c;
+    if (read(go[0], &c, 1) != 1) _exit(2);
+    iovec local{msg, sizeof msg}, remote{by_peer, sizeof msg};
+    if (process_vm_writev(self, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof msg)) _exit(0);
+    _exit(errno == EPERM ? 77 : 1);  // 77: ptrace_scope forbids a child to write its parent
+  }
+  auto slot = snapshot(*s, {{"u", a.p, a.size, 0}}, [&] {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    ASSERT_EQ(write(fds[1], "0123456789", 10), 10);
+    EXPECT_EQ(read(fds[0], by_read, 10), 10) << strerror(errno);
+    close(fds[0]);
+    close(fds[1]);
+    ASSERT_EQ(write(go[1], "g", 1), 1);
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    peer_wrote = WEXITSTATUS(status) == 0;
+    EXPECT_TRUE(peer_wrote || WEXITSTATUS(status) == 77) << WEXITSTATUS(status);
+  });
+  EXPECT_TRUE(slot == before);
+  close(go[0]);
+  close(go[1]);
+  EXPECT_EQ(0, memcmp(by_read, "0123456789", 10));
+  if (peer_wrote) {
+    EXPECT_STREQ(reinterpret_cast<char*>(by_peer), "from another process");
+  }
+}
+
+sigjmp_buf g_jump;
+std::atomic<int> g_segv{0};
+void on_segv(int) {
+  g_segv++;
+  siglongjmp(g_jump, 1);
+}
+
+TEST(CowSnapshot, TheApplicationsOwnSegvHandlerStillWorks) {
+  SKIP_WITHOUT_COW();
+  g_segv = 0;
+  struct sigaction sa {}, old {};
+  sa.sa_handler = on_segv;
+  sigemptyset(&sa.sa_mask);
+  ASSERT_EQ(sigaction(SIGSEGV, &sa, &old), 0);
+  auto s = cow();
+  Anon a(8 << 20), guard(kPage, MAP_PRIVATE | MAP_ANONYMOUS, PROT_NONE);
+  auto before = bytes(a.p, a.size);
+  auto slot = snapshot(*s, {{"u", a.p, a.size, 0}}, [&] {
+    if (sigsetjmp(g_jump, 1) == 0) *reinterpret_cast<volatile uint8_t*>(guard.p) = 1;  // the application's fault
+    memset(a.p, 0, a.size);
+  });
+  EXPECT_EQ(g_segv.load(), 1);
+  EXPECT_TRUE(slot == before);
+  sigaction(SIGSEGV, &old, nullptr);
+}
+
+TEST(CowSnapshot, FreeingARegionInFlightFailsTheSnapshotNotTheProcess) {
+  SKIP_WITHOUT_COW();
+  auto s = cow();
+  uint64_t n = 256 << 20;
+  std::vector<uint8_t> slot(n);
+  for (bool unmap : {true, false}) {
+    void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(m, MAP_FAILED);
+    memset(m, 7, n);
+    ASSERT_TRUE(s->begin({{"state", m, n, 0}}, slot.data()).is_ok());
+    if (unmap)
+      munmap(m, n);
+    else
+      madvise(m, n, MADV_DONTNEED);
+    Status st = s->complete();
+    if (!unmap && st.is_ok()) {
+      // The copier got through before the handler read the madvise (which zaps only after that
+      // read): then the snapshot is whole and right.
+      EXPECT_TRUE(std::all_of(slot.begin(), slot.end(), [](uint8_t b) { return b == 7; }));
+    } else {
+      EXPECT_EQ(st.code(), Code::ERR_SEQUENCE) << st.message();
+      EXPECT_NE(st.message().find("'state'"), std::string::npos) << st.message();
+      EXPECT_NE(st.message().find(unmap ? "unmapped" : "discarded"), std::string::npos) << st.message();
+    }
+    if (!unmap) munmap(m, n);
+  }
+  // and the snapshotter goes on working
+  Anon a(4 << 20);
+  auto before = bytes(a.p, a.size);
+  auto again = snapshot(*s, {{"u", a.p, a.size, 0}}, [&] { memset(a.p, 1, a.size); });
+  EXPECT_TRUE(again == before);
+}
+
+int count_entries(const char* dir, const char* link_contains) {
+  int n = 0;
+  DIR* d = opendir(dir);
+  if (!d) return -1;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    if (!link_contains) {
+      ++n;
+      continue;
+    }
+    char target[256] = {};
+    std::string p = std::string(dir) + "/" + e->d_name;
+    if (readlink(p.c_str(), target, sizeof target - 1) > 0 && strstr(target, link_contains)) ++n;
+  }
+  closedir(d);
+  return n;
+}
+
+// "uw" in /proc/self/smaps' VmFlags: the mapping is registered for userfaultfd write-protect.
+bool registered_anywhere() {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmFlags:", 0) == 0 && line.find(" uw") != std::string::npos) return true;
+  return false;
+}
+
+TEST(CowSnapshot, NothingLeftBehind) {
+  SKIP_WITHOUT_COW();
+  {  // the detector sees a registration
+    Anon x(kPage);
+    auto uffd = cow::Userfault::open();
+    ASSERT_TRUE(uffd.is_ok());
+    ASSERT_EQ(uffd->register_wp(reinterpret_cast<uint64_t>(x.p), kPage), 0);
+    EXPECT_TRUE(registered_anywhere());
+    ASSERT_EQ(uffd->unregister(reinterpret_cast<uint64_t>(x.p), kPage), 0);
+    EXPECT_FALSE(registered_anywhere());
+  }
+  int threads = count_entries("/proc/self/task", nullptr);
+  int uffds = count_entries("/proc/self/fd", "userfaultfd");
+  {
+    auto s = cow();
+    EXPECT_EQ(count_entries("/proc/self/task", nullptr), threads + 2);
+    EXPECT_EQ(count_entries("/proc/self/fd", "userfaultfd"), uffds + 1);
+    Anon a(16 << 20);
+    std::vector<uint8_t> slot(a.size);
+    ASSERT_TRUE(s->begin({{"u", a.p, a.size, 0}}, slot.data()).is_ok());
+    ASSERT_TRUE(s->complete().is_ok());
+    EXPECT_FALSE(registered_anywhere());
+    // destroyed with a snapshot in flight: it finishes first
+    ASSERT_TRUE(s->begin({{"u", a.p, a.size, 0}}, slot.data()).is_ok());
+    memset(a.p, 2, a.size);
+    s.reset();
+    EXPECT_FALSE(registered_anywhere());
+    EXPECT_EQ(a.p[a.size / 2], 2);
+  }
+  EXPECT_EQ(count_entries("/proc/self/task", nullptr), threads);
+  EXPECT_EQ(count_entries("/proc/self/fd", "userfaultfd"), uffds);
+}
+
+// Where userfaultfd is refused (an unprivileged process with vm.unprivileged_userfaultfd = 0 and no
+// access to /dev/userfaultfd), the reason says so; the caller then copies.
+TEST(CowSnapshot, RefusedUserfaultfdGivesTheReason) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to drop to an unprivileged user";
+  std::ifstream sysctl("/proc/sys/vm/unprivileged_userfaultfd");
+  int unprivileged = 1;
+  if (!(sysctl >> unprivileged) || unprivileged != 0) GTEST_SKIP() << "vm.unprivileged_userfaultfd is not 0 here";
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+    std::string why = cow_unsupported_reason();
+    auto made = make_cow_snapshotter();
+    std::string out = why + "|" + (made.is_ok() ? "made" : std::to_string(made.status().c_code()));
+    if (write(fds[1], out.data(), out.size()) < 0) _exit(3);
+    _exit(0);
+  }
+  close(fds[1]);
+  char buf[1024] = {};
+  ssize_t n = read(fds[0], buf, sizeof buf - 1);
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  std::string got(buf, static_cast<size_t>(std::max<ssize_t>(n, 0)));
+  EXPECT_NE(got.find("not permitted"), std::string::npos) << got;
+  EXPECT_NE(got.find("vm.unprivileged_userfaultfd"), std::string::npos) << got;
+  EXPECT_NE(got.find("|" + std::to_string(static_cast<int>(Code::ERR_NOT_SUPPORTED))), std::string::npos) << got;
+}
+
+TEST(CowSnapshot, TheCopySnapshotterReportsToo) {
+  auto s = make_copy_snapshotter();
+  Anon a(1 << 20);
+  auto slot = snapshot(*s, {{"u", a.p, a.size, 0}}, [] {});
+  EXPECT_TRUE(slot == bytes(a.p, a.size));
+  EXPECT_EQ(s->report().bytes, a.size);
+  EXPECT_STREQ(s->name(), "copy");
+}
+
+}  // namespace
+}  // namespace cairn
