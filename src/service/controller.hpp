@@ -129,6 +129,7 @@ class Controller {
   void agent_lost(AgentRec& a, const std::string& why);
   void answer_waiting(AppRec& app, uint32_t slot);
   void answer_rank(AppRec& app, uint64_t peer, uint32_t rank);
+  bool assignment(const AppRec& app, uint32_t slot, wire::Assigned* out) const;
   void retire_app(uint64_t app, const std::string& why);
   std::vector<NodeLoad> node_loads() const;
   // dynamic agents (controller_scale.cpp)

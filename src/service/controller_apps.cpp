@@ -88,18 +88,25 @@ void Controller::on_register(Peer& p, const wire::RegisterRank& m) {
   answer_rank(*app, p.id, m.rank);
 }
 
+// The assignment of a slot whose agent is up (else false).
+bool Controller::assignment(const AppRec& app, uint32_t slot, wire::Assigned* out) const {
+  uint64_t agent = app.slot_agent[slot];
+  auto a = agents_.find(agent);
+  if (!agent || a == agents_.end() || a->second.state != AgentState::up) return false;
+  out->app_id = app.id;
+  out->slot = slot;
+  out->agent_id = agent;
+  out->agent_address = a->second.address;
+  auto mgr = managers_.find(a->second.manager);
+  out->manager = mgr != managers_.end() ? mgr->second.name : "";
+  return true;
+}
+
 void Controller::answer_rank(AppRec& app, uint64_t peer, uint32_t rank) {
   uint32_t slot = slot_of_rank(rank, app.reg.nranks, app.agents);
   uint64_t agent = app.slot_agent[slot];
-  auto a = agents_.find(agent);
-  if (agent && a != agents_.end() && a->second.state == AgentState::up) {
-    wire::Assigned out;
-    out.app_id = app.id;
-    out.slot = slot;
-    out.agent_id = agent;
-    out.agent_address = a->second.address;
-    auto mgr = managers_.find(a->second.manager);
-    out.manager = mgr != managers_.end() ? mgr->second.name : "";
+  wire::Assigned out;
+  if (assignment(app, slot, &out)) {
     send(peer, wire::frame(out));
     app.rank_agent[rank] = agent;  // a rank takes what it asked for at once
     stop_unused(app);

@@ -104,18 +104,11 @@ void Controller::offer(AppRec& app, uint64_t peer, uint32_t rank) {
   uint64_t agent = app.slot_agent[slot];
   auto took = app.rank_agent.find(rank);
   if (took != app.rank_agent.end() && took->second == agent) return;
-  auto a = agents_.find(agent);
-  if (!agent || a == agents_.end() || a->second.state != AgentState::up) {
+  wire::Assigned out;
+  if (!assignment(app, slot, &out)) {
     app.offered[slot].insert(peer);
     return;
   }
-  wire::Assigned out;
-  out.app_id = app.id;
-  out.slot = slot;
-  out.agent_id = agent;
-  out.agent_address = a->second.address;
-  auto mgr = managers_.find(a->second.manager);
-  out.manager = mgr != managers_.end() ? mgr->second.name : "";
   send(peer, wire::frame(out));
 }
 
