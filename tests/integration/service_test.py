@@ -60,6 +60,7 @@ class Service:
 
     def __init__(self, build, work, managers=2, manager_args=(), controller_args=(), capacity=4):
         self.build, self.work, self.capacity = build, work, capacity
+        self.pidfiles = []  # daemons started by the scale-up command (not ours to wait for): SIGTERM at the end
         self.controller_args = list(controller_args)
         self.cairnd = os.path.join(build, "tools", "cairnd")
         self.cairn = os.path.join(build, "tools", "cairn")
@@ -124,7 +125,15 @@ class Service:
                     text += f"==== {os.path.join(root, f)}\n" + open(os.path.join(root, f), errors="replace").read()
         return text
 
+    def stop_others(self):
+        for f in self.pidfiles:
+            try:
+                os.kill(int(open(f).read().strip()), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass
+
     def stop(self):
+        self.stop_others()
         bad = []
         for name, p in self.procs.items():
             p.send_signal(signal.SIGTERM)
@@ -288,6 +297,7 @@ class Test:
                 print(f"---- {self.current_job.name} (so far) ----\n{self.current_job.output()}", flush=True)
             if self.service:
                 print(self.service.logs()[-30000:], flush=True)
+                self.service.stop_others()
                 for p in self.service.procs.values():
                     p.kill()
             raise
@@ -450,6 +460,7 @@ class Test:
                f"--agents 4 --agent-bandwidth 4 --work-dir {os.path.join(work, 'm1')} & echo $! > {pidfile}")
         self.service = Service(self.build, work, managers=1, capacity=2, manager_args=["--agent-bandwidth", "4"],
                                controller_args=["--scale-agents", "--scale-up-command", cmd])
+        self.service.pidfiles.append(pidfile)
         # 1 MiB per rank, 4 ranks: 4 MB per L3 version (every 20 iterations); at 150 ms per iteration a version
         # every ~3 s needs one agent at 4 MB/s; iterations 60 to 220 at 5 ms need all four.
         args = ["--size", "1M", "--iters", "300", "--checkpoint-every", "10", "--sleep-ms", "150", "--burst", "60:220:5",
@@ -479,11 +490,6 @@ class Test:
             "the agents to be scaled down again", timeout=240)
         say(f"scaled down: {app(st)['agent_count']} agents: {app(st)['scaling']['why']}")
         job.wait()
-        try:
-            if os.path.exists(pidfile):
-                os.kill(int(open(pidfile).read().strip()), signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         log = open(os.path.join(work, "controller.log")).read()
         if "running the scale-up command" not in log or "scale-up command (pid" not in log or "exit status 0" not in log:
             fail(f"the controller did not log the scale-up command and its exit status:\n{log}")
