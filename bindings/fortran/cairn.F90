@@ -59,7 +59,7 @@ module cairn
   public :: cairn_local_count, cairn_set_resize, cairn_redistribute
   public :: cairn_route_file, cairn_start_output, cairn_complete_output
   public :: cairn_have_restart, cairn_start_restart, cairn_complete_restart
-  public :: cairn_need_checkpoint, cairn_should_exit
+  public :: cairn_need_checkpoint, cairn_should_exit, cairn_probe_agents
   public :: cairn_strerror, cairn_last_error, cairn_c_string
 
   ! Communicators of either binding: type(MPI_Comm) from mpi_f08, or the integer handles of `use mpi`.
@@ -171,6 +171,10 @@ module cairn
     integer(c_int) function c_should_exit(flag) bind(C, name='cairn_should_exit')
       import :: c_int
       integer(c_int), intent(out) :: flag
+    end function
+    integer(c_int) function c_probe_agents(changed) bind(C, name='cairn_probe_agents')
+      import :: c_int
+      integer(c_int), intent(out) :: changed
     end function
     type(c_ptr) function c_strerror(code) bind(C, name='cairn_strerror')
       import :: c_ptr, c_int
@@ -413,6 +417,13 @@ contains
     integer, intent(out), optional :: ierror
     call flag_out(c_should_exit, 'cairn_should_exit', flag, ierror)
   end subroutine cairn_should_exit
+
+  !> changed: this rank's service agent changed since the last call (dynamic agents); local, not collective.
+  subroutine cairn_probe_agents(changed, ierror)
+    logical, intent(out) :: changed
+    integer, intent(out), optional :: ierror
+    call flag_out(c_probe_agents, 'cairn_probe_agents', changed, ierror)
+  end subroutine cairn_probe_agents
 
   ! A C call with one int flag out, as a logical.
   subroutine flag_out(fn, call, flag, ierror)

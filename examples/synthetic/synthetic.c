@@ -9,7 +9,11 @@
  * without.
  *
  * Usage: synthetic [--size BYTES[K|M|G]] [--iters N] [--checkpoint-every K] [--work W] [--sleep-ms S]
- *                  [--no-restart]
+ *                  [--burst FROM:TO:MS] [--probe-agents] [--no-restart]
+ *
+ * --burst changes how often it checkpoints mid-run (iterations FROM to TO sleep MS ms instead of S), so
+ * that the checkpoint traffic rises and falls: the service's dynamic agents follow it. --probe-agents
+ * calls cairn_probe_agents every iteration and prints each change of a rank's agent.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -28,7 +32,8 @@
 typedef struct options {
   long long size;
   long iters, checkpoint_every, work, sleep_ms;
-  int no_restart;
+  long burst_from, burst_to, burst_ms;
+  int no_restart, probe_agents;
 } options;
 
 static int world_rank = 0;
@@ -49,6 +54,8 @@ static void usage(FILE *out) {
           "  --checkpoint-every K  cairn_checkpoint every K iterations (default 10; 0 = never)\n"
           "  --work W              passes over the array per iteration (default 1)\n"
           "  --sleep-ms S          sleep S ms per iteration (default 0)\n"
+          "  --burst FROM:TO:MS    iterations FROM to TO sleep MS ms instead (checkpoints come faster or slower)\n"
+          "  --probe-agents        call cairn_probe_agents every iteration; print each change of a rank's agent\n"
           "  --no-restart          start from scratch even if a checkpoint exists\n");
 }
 
@@ -78,12 +85,26 @@ static int parse_bytes(const char *text, long long *out) {
 /* 0: parsed; 1: --help; -1: bad input (message printed on rank 0). */
 static int parse_options(int argc, char **argv, options *o) {
   o->size = 4LL << 20, o->iters = 100, o->checkpoint_every = 10, o->work = 1, o->sleep_ms = 0, o->no_restart = 0;
+  o->burst_from = o->burst_to = o->burst_ms = 0, o->probe_agents = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     long *target = NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) return 1;
     if (!strcmp(a, "--no-restart")) {
       o->no_restart = 1;
+      continue;
+    }
+    if (!strcmp(a, "--probe-agents")) {
+      o->probe_agents = 1;
+      continue;
+    }
+    if (!strcmp(a, "--burst")) {
+      if (i + 1 >= argc || sscanf(argv[i + 1], "%ld:%ld:%ld", &o->burst_from, &o->burst_to, &o->burst_ms) != 3 ||
+          o->burst_from < 0 || o->burst_to < o->burst_from || o->burst_ms < 0) {
+        if (world_rank == 0) fprintf(stderr, "synthetic: --burst needs FROM:TO:MS (iterations, milliseconds)\n");
+        return -1;
+      }
+      i++;
       continue;
     }
     if (!strcmp(a, "--size")) {
@@ -189,7 +210,15 @@ int main(int argc, char **argv) {
     compute += now() - t0;
     computed++;
     iter++;
-    sleep_ms(o.sleep_ms);
+    sleep_ms(iter > o.burst_from && iter <= o.burst_to ? o.burst_ms : o.sleep_ms);
+    if (o.probe_agents) {
+      int changed = 0;
+      check(cairn_probe_agents(&changed), "cairn_probe_agents");
+      if (changed) {
+        printf("synthetic: rank %d: agents changed at iteration %" PRId64 "\n", world_rank, iter);
+        fflush(stdout);
+      }
+    }
     if (o.checkpoint_every > 0 && iter % o.checkpoint_every == 0 && iter < o.iters) {
       double t1 = now();
       check(cairn_checkpoint(), "cairn_checkpoint");

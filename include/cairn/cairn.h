@@ -233,6 +233,17 @@ CAIRN_EXPORT int cairn_need_checkpoint(int *flag);
  * answer). */
 CAIRN_EXPORT int cairn_should_exit(int *flag);
 
+/* ---- Service mode ------------------------------------------------------------------------------ */
+
+/* Service mode with dynamic agents (the controller's --scale-agents, docs/service.md "Dynamic agents"):
+ * the controller may give this rank another agent when it scales the application's agents. The rank
+ * takes the new agent between versions only: at the next version it hands over (before that version
+ * goes out), or earlier, at a point of the application's choosing, when it calls this (if a version is
+ * in flight, as soon as that version is durable). *changed = 1 when this rank's agent is another than at
+ * the previous call (a scaling change, or the replacement of a lost agent). Local (each rank answers for
+ * itself; not collective); without service mode *changed is always 0. Waits at most a second. */
+CAIRN_EXPORT int cairn_probe_agents(int *changed);
+
 /* ---- Errors ------------------------------------------------------------------------------------ */
 
 /* Static description of an error code; never NULL. Thread-safe. */

@@ -159,6 +159,9 @@ int cairn_local_dir(char* path_out, size_t len) {
 int cairn_need_checkpoint(int* flag) {
   return call("cairn_need_checkpoint", [&](Runtime& rt) { return rt.need_checkpoint(flag); });
 }
+int cairn_probe_agents(int* changed) {
+  return call("cairn_probe_agents", [&](Runtime& rt) { return rt.probe_agents(changed); });
+}
 int cairn_should_exit(int* flag) {
   return call("cairn_should_exit", [&](Runtime& rt) { return rt.should_exit(flag); });
 }

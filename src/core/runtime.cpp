@@ -3,6 +3,7 @@
 #include "core/runtime.hpp"
 
 #include "core/flusher_choice.hpp"
+#include "pipeline/service_flusher.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -557,6 +558,18 @@ Status Runtime::need_checkpoint(int* flag) {
   int need = 0, exit = 0;
   CAIRN_TRY(policy_observe(&need, &exit));
   *flag = need;
+  return Status::ok();
+}
+
+// Service mode's dynamic agents; without the service nothing ever changes.
+Status Runtime::probe_agents(int* changed) {
+  if (!changed) return make_error(Code::ERR_INVALID_ARG, "cairn_probe_agents: changed is NULL");
+  *changed = 0;
+  auto* service = dynamic_cast<pipeline::ServiceFlusher*>(flusher_.get());
+  if (!service) return Status::ok();
+  bool c = false;
+  CAIRN_TRY(service->probe_agents(&c));
+  *changed = c ? 1 : 0;
   return Status::ok();
 }
 

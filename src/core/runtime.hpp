@@ -100,6 +100,7 @@ class Runtime {
 
   // Policy
   Status need_checkpoint(int* flag);
+  Status probe_agents(int* changed);
   Status should_exit(int* flag);
 
   int rank() const { return rank_; }

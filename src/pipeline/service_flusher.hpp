@@ -41,6 +41,8 @@ class ServiceFlusher : public Flusher {
   Status restore(uint64_t version, const std::vector<ServiceLink::RestoreTarget>& targets) {
     return link_->restore(version, targets, settings_.timeout_s);
   }
+  // cairn_probe_agents: take an agent the controller offered now (ServiceLink::probe).
+  Status probe_agents(bool* changed) { return link_->probe(changed); }
   // The agent serving this rank now (0: none) and where, for logs, the bench and tests.
   uint64_t agent_id() const { return link_->agent_id(); }
   std::string agent_where() const { return link_->agent_where(); }

@@ -125,6 +125,17 @@ JobState ServiceLink::cancel(uint64_t job, Status* outcome) {
   return it->second.state;
 }
 
+Status ServiceLink::probe(bool* changed) {
+  if (!changed) return make_error(Code::ERR_INVALID_ARG, "cairn_probe_agents: changed is NULL");
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->probe_requested = true;
+  impl_->notify();
+  impl_->cv.wait_for(lock, std::chrono::seconds(1), [&] { return !impl_->probe_requested; });
+  *changed = impl_->changes != impl_->changes_seen;
+  impl_->changes_seen = impl_->changes;
+  return Status::ok();
+}
+
 void ServiceLink::forget(uint64_t job) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->jobs.erase(job);
@@ -158,11 +169,16 @@ void ServiceLink::Impl::run() {
     double now = wire::monotonic_seconds();
     if (!ctl && now >= next_ctl) connect_controller();
     if (ctl && registered && have_assignment && !agent) connect_agent();
-    bool suspect = false, busy = false;
+    bool suspect = false, busy = false, take = false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      take = offer_due();
+    }
+    if (take) take_offer();
     {
       std::lock_guard<std::mutex> lock(mu);
       handle_cancels();
-      if (agent && welcomed) send_jobs();
+      if (agent && welcomed && !have_offer) send_jobs();  // a new version waits for the move to the offered agent
       drive_restore();
       if (agent && welcomed && welcome.mode == wire::TransferMode::push) push_chunks();
       check_deadlines();
@@ -279,7 +295,7 @@ void ServiceLink::Impl::connect_controller() {
   r.pid = static_cast<uint32_t>(getpid());
   ctl->send_message(r);
   registered = false;
-  have_assignment = false;
+  have_assignment = have_offer = switch_asked = false;
 }
 
 void ServiceLink::Impl::on_controller_frame(const wire::Frame& f) {
@@ -300,11 +316,25 @@ void ServiceLink::Impl::on_controller_frame(const wire::Frame& f) {
   }
   auto a = wire::expect<wire::Assigned>(f);
   if (!a) return controller_lost(a.status().message());
+  if (have_assignment && a->agent_id != assigned.agent_id) {
+    // Not an answer (we have an agent): the controller scaled the application's agents. Taken between
+    // versions (offer_due), never under a version in flight.
+    offer = *a;
+    have_offer = true;
+    LOG_INFO("checkpoint service: agent %llu at %s offered (slot %u); taken between versions",
+             static_cast<unsigned long long>(a->agent_id), a->agent_address.c_str(), a->slot);
+    return;
+  }
+  if (have_offer && offer.agent_id == a->agent_id) have_offer = false;
   registered = true;
   backoff = 0.5;
   warned_unavailable = false;
   app_id = a->app_id;
   bool changed = !have_assignment || assigned.agent_id != a->agent_id;
+  if (changed && assigned.agent_id && assigned.agent_id != a->agent_id) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++changes;
+  }
   assigned = *a;
   have_assignment = true;
   if (changed && agent) agent_lost("the controller assigned agent " + std::to_string(a->agent_id), false);
@@ -313,12 +343,48 @@ void ServiceLink::Impl::on_controller_frame(const wire::Frame& f) {
            static_cast<unsigned long long>(a->agent_id), a->agent_address.c_str(), a->manager.c_str());
 }
 
+// An offered agent is taken when a probe asked for it or a new version is ready to go, and no version
+// is in flight at the current agent. Under mu.
+bool ServiceLink::Impl::offer_due() {
+  bool unsent = false, in_flight = false;
+  for (const auto& [id, j] : jobs)
+    if (j.state == JobState::pending && !j.cancel_requested) (j.sent ? in_flight : unsent) = true;
+  if (probe_requested) {
+    switch_asked = have_offer;
+    if (!have_offer || in_flight) {  // nothing to take now (or later, once the version in flight ends)
+      probe_requested = false;
+      cv.notify_all();
+    }
+  }
+  return have_offer && (switch_asked || unsent) && !in_flight;
+}
+
+void ServiceLink::Impl::take_offer() {
+  LOG_INFO("checkpoint service: moving from agent %llu to agent %llu at %s between versions",
+           static_cast<unsigned long long>(assigned.agent_id), static_cast<unsigned long long>(offer.agent_id),
+           offer.agent_address.c_str());
+  agent.reset();  // nothing in flight there: a plain goodbye
+  welcomed = false;
+  if (have_agent_peer) ep->remove_peer(agent_peer);
+  have_agent_peer = false;
+  assigned = offer;
+  have_assignment = true;
+  have_offer = switch_asked = false;
+  // Ask again without a lost agent: the controller records that we took it (and answers with it).
+  if (ctl) ctl->send_message(wire::Reassign{app_id, s.key, s.rank, 0});
+  std::lock_guard<std::mutex> lock(mu);
+  agent_id_pub = 0;
+  ++changes;
+  probe_requested = false;  // a probe waiting for this move sees it
+  cv.notify_all();
+}
+
 void ServiceLink::Impl::controller_lost(const std::string& why) {
   job_warning("checkpoint service " + s.controller.str() + " lost (" + why +
               "): versions go through the embedded flusher until it is back");
   ctl.reset();
   registered = false;
-  have_assignment = false;
+  have_assignment = have_offer = switch_asked = false;
   next_ctl = wire::monotonic_seconds() + backoff;
   warned_unavailable = true;
   if (agent) agent_lost("the controller is gone", false);

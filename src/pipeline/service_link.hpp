@@ -93,6 +93,11 @@ class ServiceLink {
     uint64_t size = 0;
   };
   Status restore(uint64_t version, const std::vector<RestoreTarget>& targets, double timeout_s);
+  // Dynamic agents: take a new agent the controller offered (a scaling change) now, unless a version is in
+  // flight (then as soon as it ends). Without a probe the offer is taken at the next version handed over,
+  // before it goes out. *changed: this rank's agent is another than at the previous probe (a scaling
+  // change or the replacement of a lost agent). Waits at most a second for the link's thread.
+  Status probe(bool* changed);
 
   // For logs and tests: the agent serving this rank now (0: none), and where.
   uint64_t agent_id() const;

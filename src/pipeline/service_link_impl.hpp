@@ -60,6 +60,8 @@ struct ServiceLink::Impl {
   bool available = false;  // registered, and an agent is up or being started
   bool stop = false;
   uint64_t agent_id_pub = 0;
+  bool probe_requested = false;  // cairn_probe_agents: take an offered agent now
+  uint64_t changes = 0, changes_seen = 0;  // agent changes, and how many the last probe saw
   std::string agent_where_pub;
   fs::Fd wake;
   std::thread thread;
@@ -71,6 +73,9 @@ struct ServiceLink::Impl {
   double next_ctl = 0, backoff = 0.5;
   bool have_assignment = false;
   wire::Assigned assigned;
+  bool have_offer = false;    // the controller offered another agent (dynamic agents): taken between versions
+  bool switch_asked = false;  // a probe asked for it while a version was in flight
+  wire::Assigned offer;
   std::unique_ptr<wire::Connection> agent;
   bool welcomed = false;
   wire::SessionWelcome welcome;
@@ -92,6 +97,8 @@ struct ServiceLink::Impl {
   void connect_controller();
   void on_controller_frame(const wire::Frame& f);
   void controller_lost(const std::string& why);
+  bool offer_due();  // under mu
+  void take_offer();
   // agent session (service_session.cpp)
   void connect_agent();
   void on_agent_frame(const wire::Frame& f);

@@ -120,7 +120,7 @@ void ServiceLink::Impl::agent_lost(const std::string& why, bool ask_for_another)
   }
   if (ask_for_another && ctl && registered && have_assignment) {
     ctl->send_message(wire::Reassign{app_id, s.key, s.rank, assigned.agent_id});
-    have_assignment = false;
+    have_assignment = have_offer = switch_asked = false;
   }
 }
 

@@ -83,6 +83,7 @@ int Controller::run() {
       else if (p.closing && !p.conn->wants_write()) done.push_back(id);
     }
     for (uint64_t id : done) close_peer(id, "connection closed");
+    reap_scale_up();
     for (auto it = agents_.begin(); it != agents_.end();)
       it = it->second.state == AgentState::gone ? agents_.erase(it) : std::next(it);
   }
@@ -235,8 +236,9 @@ void Controller::on_agent_up(Peer& p, const wire::AgentUp& m) {
            m.address.c_str(), m.pid, static_cast<unsigned long long>(a.app), a.slot);
   auto app = apps_.find(a.app);
   if (app == apps_.end()) return;
-  app->second.slot_failures[a.slot] = 0;
+  if (a.slot < app->second.slot_failures.size()) app->second.slot_failures[a.slot] = 0;
   answer_waiting(app->second, a.slot);
+  offer_waiting(app->second, a.slot);
 }
 
 void Controller::on_agent_exit(Peer& p, const wire::AgentExit& m) {
@@ -256,6 +258,8 @@ void Controller::on_agent_stats(Peer& p, const wire::AgentStats& m) {
       sum += static_cast<double>(a.stats.bytes_drained) / a.stats.busy_s;
   auto mgr = managers_.find(p.manager);
   if (mgr != managers_.end()) mgr->second.peak_bps = std::max(mgr->second.peak_bps, sum);
+  auto app = apps_.find(it->second.app);
+  if (app != apps_.end()) rescale(app->second);
 }
 
 void Controller::manager_lost(uint64_t manager, const std::string& why) {

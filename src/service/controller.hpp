@@ -32,6 +32,14 @@ struct ControllerOptions {
   Policy policy = Policy::stacking;
   uint32_t max_agents_per_app = 64;
   std::map<std::string, std::string> chains;  // application name ("*": the others) -> its agents' chain
+  // Dynamic agents (scaling.hpp): scale each application's agents so that a version drains within
+  // scale_fraction of its interval (off: each application keeps the agents it asked for).
+  bool scale_agents = false;
+  double scale_fraction = 0.5;
+  // Run (sh -c) when a new agent finds every manager full, to ask for one more checkpoint node; at most
+  // once per scale_up_interval_s while the need lasts (empty: never).
+  std::string scale_up_command;
+  double scale_up_interval_s = 60;
   // The chain of application `name`: its own, else "*"'s, else the default (stage_chain.hpp).
   std::string chain_for(const std::string& name) const;
 };
@@ -81,6 +89,14 @@ class Controller {
     double interval_s = 0;  // measured by rank 0 (its last two versions), else registered
     std::map<uint32_t, std::set<uint64_t>> waiting;  // slot -> peers waiting for its agent
     double registered = 0;
+    // dynamic agents (controller_scale.cpp)
+    std::map<uint32_t, uint64_t> rank_agent;         // the agent each rank took (its last answer)
+    std::map<uint32_t, std::set<uint64_t>> offered;  // slot -> peers to offer its agent once it is up
+    std::set<uint64_t> retiring;                     // agents of dropped slots, stopped once no rank uses them
+    double agent_bps = 0;                            // one agent's measured drain bandwidth
+    double last_scaled = 0;
+    uint32_t scale_changes = 0;
+    std::string scale_why;
   };
 
   // connections (controller.cpp)
@@ -113,8 +129,17 @@ class Controller {
   void agent_lost(AgentRec& a, const std::string& why);
   void answer_waiting(AppRec& app, uint32_t slot);
   void answer_rank(AppRec& app, uint64_t peer, uint32_t rank);
+  bool assignment(const AppRec& app, uint32_t slot, wire::Assigned* out) const;
   void retire_app(uint64_t app, const std::string& why);
   std::vector<NodeLoad> node_loads() const;
+  // dynamic agents (controller_scale.cpp)
+  void rescale(AppRec& app);
+  bool scale_settled(const AppRec& app) const;
+  void offer(AppRec& app, uint64_t peer, uint32_t rank);
+  void offer_waiting(AppRec& app, uint32_t slot);
+  void stop_unused(AppRec& app);
+  void need_node(const std::string& why);
+  void reap_scale_up();
   AppDemand demand(const AppRec& app) const;
   // cairn status (status_report.cpp)
   std::string status_json() const;
@@ -129,6 +154,11 @@ class Controller {
   std::map<uint64_t, AppRec> apps_;
   uint64_t next_peer_ = 1, next_manager_ = 1, next_agent_ = 1, next_app_ = 1;
   bool stop_ = false;
+  // scale_up_command
+  int scale_up_pid_ = 0;
+  double scale_up_last_ = -1e9;
+  uint32_t scale_up_runs_ = 0;
+  std::string scale_up_state_ = "never run";
 };
 
 }  // namespace cairn::service

@@ -88,19 +88,28 @@ void Controller::on_register(Peer& p, const wire::RegisterRank& m) {
   answer_rank(*app, p.id, m.rank);
 }
 
+// The assignment of a slot whose agent is up (else false).
+bool Controller::assignment(const AppRec& app, uint32_t slot, wire::Assigned* out) const {
+  uint64_t agent = app.slot_agent[slot];
+  auto a = agents_.find(agent);
+  if (!agent || a == agents_.end() || a->second.state != AgentState::up) return false;
+  out->app_id = app.id;
+  out->slot = slot;
+  out->agent_id = agent;
+  out->agent_address = a->second.address;
+  auto mgr = managers_.find(a->second.manager);
+  out->manager = mgr != managers_.end() ? mgr->second.name : "";
+  return true;
+}
+
 void Controller::answer_rank(AppRec& app, uint64_t peer, uint32_t rank) {
   uint32_t slot = slot_of_rank(rank, app.reg.nranks, app.agents);
   uint64_t agent = app.slot_agent[slot];
-  auto a = agents_.find(agent);
-  if (agent && a != agents_.end() && a->second.state == AgentState::up) {
-    wire::Assigned out;
-    out.app_id = app.id;
-    out.slot = slot;
-    out.agent_id = agent;
-    out.agent_address = a->second.address;
-    auto mgr = managers_.find(a->second.manager);
-    out.manager = mgr != managers_.end() ? mgr->second.name : "";
+  wire::Assigned out;
+  if (assignment(app, slot, &out)) {
     send(peer, wire::frame(out));
+    app.rank_agent[rank] = agent;  // a rank takes what it asked for at once
+    stop_unused(app);
     return;
   }
   app.waiting[slot].insert(peer);
@@ -186,9 +195,12 @@ void Controller::start_slots(AppRec& app, const std::vector<uint32_t>& slots) {
              static_cast<unsigned long long>(app.id), a.slot, m.name.c_str(), a.why.c_str());
     agents_[a.id] = a;
   }
-  if (places.size() < todo.size())
+  if (places.size() < todo.size()) {
     LOG_WARN("application %llu: no room for %zu agent(s): every checkpoint node is full or none has joined",
              static_cast<unsigned long long>(app.id), todo.size() - places.size());
+    need_node("application " + std::to_string(app.id) + " needs " + std::to_string(todo.size() - places.size()) +
+              " more agent(s)");
+  }
 }
 
 void Controller::agent_lost(AgentRec& a, const std::string& why) {
@@ -200,7 +212,8 @@ void Controller::agent_lost(AgentRec& a, const std::string& why) {
   auto it = apps_.find(a.app);
   if (it == apps_.end()) return;
   AppRec& app = it->second;
-  if (app.slot_agent[a.slot] != a.id) return;
+  if (app.retiring.erase(a.id)) return;  // a dropped slot's agent: its ranks are moving anyway
+  if (a.slot >= app.slot_agent.size() || app.slot_agent[a.slot] != a.id) return;
   app.slot_agent[a.slot] = 0;
   if (never_up) ++app.slot_failures[a.slot];
   start_slots(app, {a.slot});  // a replacement, on another node if this one is gone
@@ -243,6 +256,7 @@ void Controller::on_usage(Peer& p, const wire::RankUsage& m) {
   if (!app) return;
   app->rank_bytes[m.rank] = m.bytes;
   if (m.rank == 0 && m.interval_s > 0) app->interval_s = m.interval_s;
+  rescale(*app);
 }
 
 void Controller::on_unregister(Peer& p, const wire::Unregister& m) {
@@ -257,15 +271,22 @@ void Controller::rank_gone(Peer& p) {
   if (it == apps_.end()) return;
   AppRec& app = it->second;
   auto r = app.rank_peer.find(p.rank);
-  if (r != app.rank_peer.end() && r->second == p.id) app.rank_peer.erase(r);
+  if (r != app.rank_peer.end() && r->second == p.id) {
+    app.rank_peer.erase(r);
+    app.rank_agent.erase(p.rank);
+  }
   for (auto& [slot, peers] : app.waiting) peers.erase(p.id);
-  if (app.rank_peer.empty()) retire_app(app.id, "every rank left");
+  for (auto& [slot, peers] : app.offered) peers.erase(p.id);
+  if (app.rank_peer.empty()) return retire_app(app.id, "every rank left");
+  stop_unused(app);
 }
 
 void Controller::retire_app(uint64_t id, const std::string& why) {
   auto it = apps_.find(id);
   if (it == apps_.end()) return;
-  for (uint64_t agent : it->second.slot_agent) {
+  std::vector<uint64_t> all = it->second.slot_agent;
+  all.insert(all.end(), it->second.retiring.begin(), it->second.retiring.end());
+  for (uint64_t agent : all) {
     auto a = agents_.find(agent);
     if (a == agents_.end() || a->second.state == AgentState::gone) continue;
     auto mgr = managers_.find(a->second.manager);

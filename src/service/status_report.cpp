@@ -94,10 +94,18 @@ std::string Controller::status_json() const {
                     {"buffer_pool", app.reg.pool_bytes},
                     {"prefix", app.reg.prefix},
                     {"agents", slots},
+                    {"agent_count", app.agents},
+                    {"scaling", {{"on", o_.scale_agents},
+                                 {"why", o_.scale_agents ? (app.scale_why.empty() ? "not measured yet" : app.scale_why)
+                                                         : "fixed: the agents the application asked for (no --scale-agents)"},
+                                 {"changes", app.scale_changes},
+                                 {"agent_bps", app.agent_bps},
+                                 {"retiring", std::vector<uint64_t>(app.retiring.begin(), app.retiring.end())}}},
                     {"bytes_drained", drained},
                     {"registered_s_ago", now - app.registered}});
   }
   doc["applications"] = apps;
+  doc["scale_up"] = {{"command", o_.scale_up_command}, {"runs", scale_up_runs_}, {"state", scale_up_state_}};
   return doc.dump();
 }
 

@@ -14,6 +14,10 @@ Cases (--case):
   three_apps         --placement interval: three synthetic applications of different sizes started one after
                      the other on two managers; each agent goes where the checkpoint traffic is least, as
                      `cairn status --json` shows and explains
+  dynamic_agents     --scale-agents: the synthetic app checkpoints slowly, then fast (--burst), then slowly
+                     again, its agents limited to 4 MB/s each; its agents are scaled up and down again (cairn
+                     status --json shows the count and why), the ranks see the changes with cairn_probe_agents,
+                     and the scale-up command starts a second manager when the first (2 agents) is full
   chain              heat2d with compress=zstd, its chain on the controller verify,compress,write and the test
                      plugin writing a second copy (tests/plugins/second_copy.c): the agents write the
                      compressed L3 copy, the plugin a second one that `cairn verify` finds good
@@ -59,8 +63,9 @@ def say(msg):
 class Service:
     """A controller and `managers` managers; stop() sends SIGTERM and insists on clean exits."""
 
-    def __init__(self, build, work, managers=2, manager_args=(), controller_args=()):
-        self.build, self.work = build, work
+    def __init__(self, build, work, managers=2, manager_args=(), controller_args=(), capacity=4):
+        self.build, self.work, self.capacity = build, work, capacity
+        self.pidfiles = []  # daemons started by the scale-up command (not ours to wait for): SIGTERM at the end
         self.controller_args = list(controller_args)
         self.cairnd = os.path.join(build, "tools", "cairnd")
         self.cairn = os.path.join(build, "tools", "cairn")
@@ -91,7 +96,7 @@ class Service:
 
     def start_manager(self, i):
         self.procs[f"m{i}"] = subprocess.Popen(
-            [self.cairnd, "manager", "--controller", self.address, "--name", f"m{i}", "--agents", "4", "--work-dir",
+            [self.cairnd, "manager", "--controller", self.address, "--name", f"m{i}", "--agents", str(self.capacity), "--work-dir",
              os.path.join(self.work, f"m{i}"), "--log-level", "debug", *self.manager_args])
 
     def status(self):
@@ -125,7 +130,15 @@ class Service:
                     text += f"==== {os.path.join(root, f)}\n" + open(os.path.join(root, f), errors="replace").read()
         return text
 
+    def stop_others(self):
+        for f in self.pidfiles:
+            try:
+                os.kill(int(open(f).read().strip()), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass
+
     def stop(self):
+        self.stop_others()
         bad = []
         for name, p in self.procs.items():
             p.send_signal(signal.SIGTERM)
@@ -285,8 +298,11 @@ class Test:
             getattr(self, "case_" + self.name)()
             self.service.stop()
         except (SystemExit, Exception):  # a failed check, or a bug of the test: the daemons go either way
+            if getattr(self, "current_job", None):
+                print(f"---- {self.current_job.name} (so far) ----\n{self.current_job.output()}", flush=True)
             if self.service:
                 print(self.service.logs()[-30000:], flush=True)
+                self.service.stop_others()
                 for p in self.service.procs.values():
                     p.kill()
             raise
@@ -495,6 +511,56 @@ class Test:
             if not [v for v, who in job.via() if who == "service"]:
                 fail(f"{job.name}: no version went through the service")
         say("three applications: placed by checkpoint traffic, results identical")
+
+    def case_dynamic_agents(self):
+        work = os.path.join(self.work, "svc")
+        pidfile = os.path.join(work, "m1.pid")
+        cmd = (f"{os.path.join(self.build, 'tools', 'cairnd')} manager --controller $CAIRN_CONTROLLER --name m1 "
+               f"--agents 4 --agent-bandwidth 4 --work-dir {os.path.join(work, 'm1')} & echo $! > {pidfile}")
+        self.service = Service(self.build, work, managers=1, capacity=2, manager_args=["--agent-bandwidth", "4"],
+                               controller_args=["--scale-agents", "--scale-up-command", cmd])
+        self.service.pidfiles.append(pidfile)
+        # 1 MiB per rank, 4 ranks: 4 MB per L3 version (every 20 iterations); at 150 ms per iteration a version
+        # every ~3 s needs one agent at 4 MB/s; iterations 60 to 220 at 5 ms need all four.
+        args = ["--size", "1M", "--iters", "300", "--checkpoint-every", "10", "--sleep-ms", "150", "--burst", "60:220:5",
+                "--probe-agents"]
+        job = self.current_job = Job(self, "synthetic-dynamic", self.synthetic, args, np=4, nodes=2)
+        job.start()
+        prefix = job.env["CAIRN_PREFIX"]
+        seen = {"max": 0}
+
+        def app(st):
+            found = [a for a in st["applications"] if a["prefix"] == prefix]
+            if not found:
+                raise KeyError(prefix)
+            return found[0]
+
+        def grew(st):
+            seen["max"] = max(seen["max"], app(st)["agent_count"])
+            return app(st)["agent_count"] >= 3 and app(st)["scaling"]["changes"] >= 1
+        st = self.service.wait_for(grew, "the agents to be scaled up", timeout=120)
+        say(f"scaled up: {app(st)['agent_count']} agents: {app(st)['scaling']['why']}")
+        if "up to" not in app(st)["scaling"]["why"]:
+            fail(f"the reason does not say why the agents went up: {app(st)['scaling']}")
+        st = self.service.wait_for(lambda st: len(st["managers"]) == 2, "the scale-up command's manager to join", 120)
+        say(f"scale-up command: {st['scale_up']}")
+        st = self.service.wait_for(
+            lambda st: app(st)["agent_count"] < seen["max"] and "down to" in app(st)["scaling"]["why"],
+            "the agents to be scaled down again", timeout=240)
+        say(f"scaled down: {app(st)['agent_count']} agents: {app(st)['scaling']['why']}")
+        job.wait()
+        log = open(os.path.join(work, "controller.log")).read()
+        if "running the scale-up command" not in log or "scale-up command (pid" not in log or "exit status 0" not in log:
+            fail(f"the controller did not log the scale-up command and its exit status:\n{log}")
+        if st["scale_up"]["runs"] < 1:
+            fail(f"status does not count the scale-up command: {st['scale_up']}")
+        changes = re.findall(r"rank \d+: agents changed at iteration", job.output())
+        if not changes:
+            fail("cairn_probe_agents never saw a change of agent")
+        say(f"cairn_probe_agents saw {len(changes)} changes of agent across the ranks")
+        ref_args = ["--size", "1M", "--iters", "300", "--checkpoint-every", "10"]
+        check_job(self, job, reference(self, "synthetic", ref_args, np=4), min_service=3)
+        say("dynamic agents: scaled up and down, no version lost, restart from L3 identical")
 
     def slow_job(self, name, env=()):
         """The synthetic app whose versions take about a second each to drain (agents at 8 MB/s)."""
@@ -706,7 +772,7 @@ def main():
     p.add_argument("--build", required=True)
     p.add_argument("--case", required=True, choices=["two_apps", "push", "agent_killed", "manager_killed",
                                                      "controller_killed", "bad_input", "chain", "three_apps",
-                                                     "restart_agents"])
+                                                     "dynamic_agents", "restart_agents"])
     Test(p.parse_args()).run()
 
 

@@ -55,7 +55,7 @@ void print_human(const nlohmann::json& doc) {
     printf("        %s\n", a.value("why", "").c_str());
   }
   printf("\napplications: %zu\n", doc["applications"].size());
-  for (const auto& p : doc["applications"])
+  for (const auto& p : doc["applications"]) {
     printf("  %-3llu %-14s %u ranks (%zu connected), %s/version every %.1f s (%.1f MB/s), %s, %zu agent(s), %s "
            "drained, prefix %s, chain %s\n",
            p.value("id", 0ull), p.value("name", "").c_str(), p.value("nranks", 0u), p.value("ranks_connected", size_t{0}),
@@ -63,6 +63,11 @@ void print_human(const nlohmann::json& doc) {
            p.value("demand_bps", 0.0) / 1e6, p.value("mode", "").c_str(), p["agents"].size(),
            format_bytes(p.value("bytes_drained", 0ull)).c_str(), p.value("prefix", "").c_str(),
            p.value("chain", "").c_str());
+    if (p.contains("scaling")) printf("      agents: %s\n", p["scaling"].value("why", "").c_str());
+  }
+  if (doc.contains("scale_up") && !doc["scale_up"].value("command", "").empty())
+    printf("\nscale-up command: run %u time(s), %s\n", doc["scale_up"].value("runs", 0u),
+           doc["scale_up"].value("state", "").c_str());
 }
 
 }  // namespace

@@ -80,6 +80,19 @@ int main(int argc, char** argv) {
                   "NAME=STAGES: what the agents of application NAME ('*': of every other application) do with a "
                   "version, e.g. verify,compress,write,plugin:/abs/libx.so:ARG (repeatable; default "
                   "verify,compress,write; docs/service.md, \"Agent plugins\")");
+  bool scale = false;
+  double scale_fraction = 0.5, scale_up_interval = 60;
+  std::string scale_up_command;
+  ctl->add_flag("--scale-agents", scale,
+                "Scale each application's agents so that a version drains within --scale-fraction of its "
+                "checkpoint interval, between --max-agents-per-app and one (default: the agents it asks for)");
+  ctl->add_option("--scale-fraction", scale_fraction, "The share of the interval a version may take to drain")
+      ->capture_default_str()->check(CLI::Range(0.01, 1.0));
+  ctl->add_option("--scale-up-command", scale_up_command,
+                  "Run this (sh -c, with CAIRN_CONTROLLER=HOST:PORT) when a new agent finds every checkpoint node "
+                  "full, to ask for one more (e.g. an srun that starts a cairnd manager)");
+  ctl->add_option("--scale-up-interval", scale_up_interval, "Run the scale-up command at most once per this many seconds")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   ctl->add_option("--log", log_path, "Log file (appended; '-': stderr)")->capture_default_str();
   ctl->add_option("--log-level", log_level, "error, warn, info or debug")->capture_default_str();
   ctl->footer("Stops cleanly on SIGTERM or SIGINT. Default log: ./cairnd-controller.log");
@@ -137,6 +150,10 @@ int main(int argc, char** argv) {
     if (!pol) return fail(pol.status().message());
     o.policy = *pol;
     o.max_agents_per_app = max_agents;
+    o.scale_agents = scale;
+    o.scale_fraction = scale_fraction;
+    o.scale_up_command = scale_up_command;
+    o.scale_up_interval_s = scale_up_interval;
     for (const auto& c : chains) {
       auto parsed = service::parse_chain_option(c);
       if (!parsed) return fail(parsed.status().message());

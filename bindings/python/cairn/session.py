@@ -497,6 +497,13 @@ class Session:
         _check(rc, "cairn_should_exit")
         return flag
 
+    def probe_agents(self) -> bool:
+        """Service mode's dynamic agents: take an agent the controller offered now; whether this rank's agent
+        changed since the last call. Local to the rank (not collective); always False without the service."""
+        rc, changed = _cairn.probe_agents()
+        _check(rc, "cairn_probe_agents")
+        return changed
+
 
 class _Version:
     """A version being written or read in a file-API block: routes the block's files."""

@@ -209,6 +209,11 @@ PYBIND11_MODULE(_cairn, m) {
     int rc = cairn_need_checkpoint(&flag);
     return std::make_tuple(rc, flag != 0);
   }, py::call_guard<py::gil_scoped_release>());
+  m.def("probe_agents", [] {
+    int changed = 0;
+    int rc = cairn_probe_agents(&changed);
+    return std::make_tuple(rc, changed != 0);
+  }, py::call_guard<py::gil_scoped_release>());
   m.def("should_exit", [] {
     int flag = 0;
     int rc = cairn_should_exit(&flag);
