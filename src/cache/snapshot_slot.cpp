@@ -51,7 +51,7 @@ Result<MappedFile> MappedFile::open_rw(const std::string& path, uint64_t size, b
   return f;
 }
 
-Result<MappedFile> MappedFile::open_ro(const std::string& path) {
+Result<MappedFile> MappedFile::open_ro(const std::string& path, bool populate) {
   MappedFile f;
   f.path_ = path;
   f.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -60,7 +60,7 @@ Result<MappedFile> MappedFile::open_ro(const std::string& path) {
   if (fstat(f.fd_, &st) != 0) return posix_error("fstat", path, errno);
   f.size_ = static_cast<uint64_t>(st.st_size);
   if (f.size_ > 0) {
-    void* p = mmap(nullptr, f.size_, PROT_READ, MAP_SHARED, f.fd_, 0);
+    void* p = mmap(nullptr, f.size_, PROT_READ, MAP_SHARED | (populate ? MAP_POPULATE : 0), f.fd_, 0);
     if (p == MAP_FAILED) return posix_error("mmap", path, errno);
     f.data_ = static_cast<uint8_t*>(p);
   }

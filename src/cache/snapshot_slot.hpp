@@ -29,8 +29,9 @@ class MappedFile {
   // got; a later call goes on from there).
   static Result<MappedFile> open_rw(const std::string& path, uint64_t size, bool prefault,
                                     const std::atomic<bool>* stop = nullptr);
-  // Map an existing file read-only (its whole length).
-  static Result<MappedFile> open_ro(const std::string& path);
+  // Map an existing file read-only (its whole length). populate: set up every page table entry now
+  // (MAP_POPULATE), which for a file about to be read whole costs less than a fault per page.
+  static Result<MappedFile> open_ro(const std::string& path, bool populate = false);
   // Private anonymous memory of `size` bytes (at least one page), for staging a stream read from a
   // file: nothing is zero-filled here (the kernel supplies zero pages as they are first written, huge
   // pages where transparent huge pages allow it), so a reader pays for each page once. path() is empty.

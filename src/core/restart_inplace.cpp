@@ -213,14 +213,14 @@ Status Runtime::read_slot_into_regions(const L1Record& rec, double* seconds) {
   if (fstat(fd.get(), &sb) != 0) return posix_error("fstat", path, errno);
   if (static_cast<uint64_t>(sb.st_size) < m.total_size)
     return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", path.c_str());
+  // A populated read-only mapping + memcpy: on 4 KiB tmpfs pages as on huge ones faster than pread
+  // (cairn-bench's slot_read: 5.6-5.8 GB/s against 3.8-3.9 here); pread where the mapping fails.
   std::optional<MappedFile> map;
   StreamSource source = pread_source(fd.get(), 0, path);
-  if (map_to_read(static_cast<uint64_t>(sb.st_blksize))) {  // huge pages: mapping is cheap, memcpy fast
-    auto mm = MappedFile::open_ro(path);
-    if (mm && mm->size() >= m.total_size) {
-      map = std::move(mm).value();
-      source = copy_source(map->data());
-    }
+  auto mm = MappedFile::open_ro(path, /*populate=*/true);
+  if (mm && mm->size() >= m.total_size) {
+    map = std::move(mm).value();
+    source = copy_source(map->data());
   }
   double t0 = now_seconds();
   Status st = read_verified(m, region_extents(m, regions_), source).prefixed(path);
