@@ -54,10 +54,11 @@ StreamSource pread_source(int fd, uint64_t base, const std::string& path);
 // A source that copies from memory holding the whole stream (a mapping of the file).
 StreamSource copy_source(const uint8_t* base);
 
-// How to read a file of the L1 cache: mapped when the file system hands out huge pages (st_blksize of
-// 2 MiB or more, as tmpfs reports with huge=always/within_size): few page-table entries to set up, and a
-// user-space copy is faster than the kernel's; else with pread (on 4 KiB pages, setting up the page
-// tables of a mapping costs more than read() does).
+// How the reshaping readers (redistribute/exec) read a file of the L1 cache: mapped when the file system
+// hands out huge pages (st_blksize of 2 MiB or more, as tmpfs reports with huge=always/within_size), else
+// with pread, chunk by chunk into their ring (a fault per 4 KiB page of an unpopulated mapping costs more
+// than read()). The same-count L1 restart reads a whole slot and maps it populated instead
+// (core/restart_inplace.cpp): cairn-bench's slot_read measures MAP_POPULATE + memcpy faster than pread.
 bool map_to_read(uint64_t st_blksize);
 
 }  // namespace cairn
