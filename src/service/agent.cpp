@@ -299,7 +299,7 @@ void Agent::close_session(uint64_t id, const std::string& why) {
 
 void Agent::tick() {
   double now = wire::monotonic_seconds();
-  if (active_) busy_s_ += now - last_tick_;
+  if (active_) busy_s_ += now - std::max(active_->started, last_tick_);
   last_tick_ = now;
   // Every rank with a version here hears that the agent is alive: the active one with its bytes.
   for (const auto& q : queue_) {

@@ -135,7 +135,7 @@ class Agent {
   uint64_t throttle_bytes_ = 0;
   // counters for agent_stats
   uint64_t bytes_drained_ = 0, transfers_done_ = 0, transfers_failed_ = 0;
-  double busy_s_ = 0;
+  double busy_s_ = 0;  // time with a transfer active, counted per transfer
 };
 
 }  // namespace cairn::service

@@ -274,6 +274,9 @@ void Agent::end_if_quiet() {
   if (!active_) return;
   Transfer& t = *active_;
   if (!(t.finished || t.aborting) || t.reads_in_flight > 0 || !t.out.empty()) return;
+  // Busy time is counted exactly, per transfer (the part since the last tick; tick() counted the rest),
+  // so that a short transfer is not taken for a tick's worth of work.
+  busy_s_ += wire::monotonic_seconds() - std::max(t.started, last_tick_);
   active_.reset();
   start_next();
 }
