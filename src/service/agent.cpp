@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -95,6 +96,9 @@ void Agent::loop() {
     } else {
       timeout_ms = fabric_busy ? 0 : 1;  // the provider has events pending, or no wait object: poll again soon
     }
+    // A transfer held back by the bandwidth limit: wake when the limit lets its next piece go.
+    double held = active_ ? throttled_until_ - wire::monotonic_seconds() : 0;
+    if (held > 0) timeout_ms = std::min(timeout_ms, static_cast<int>(std::ceil(held * 1e3)));
     int n = ::poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0 && errno != EINTR) {
       LOG_ERROR("poll: %s", strerror(errno));

@@ -15,6 +15,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -24,6 +25,7 @@
 #include "pfs/l3_store.hpp"
 #include "service/buffer_pool.hpp"
 #include "service/chunk_sink.hpp"
+#include "service/rate_limit.hpp"
 #include "wire/session_messages.hpp"
 #include "wire/socket.hpp"
 
@@ -131,8 +133,9 @@ class Agent {
   std::deque<std::unique_ptr<ReadOp>> free_ops_;
   std::vector<std::pair<double, uint32_t>> quarantine_;  // push: buffers of an aborted transfer, freed later
   bool stop_ = false;
-  double last_tick_ = 0, throttle_start_ = 0;
-  uint64_t throttle_bytes_ = 0;
+  double last_tick_ = 0;
+  std::optional<RateLimit> limit_;  // --bandwidth
+  double throttled_until_ = 0;      // a transfer waits for the limit until then (0: it does not)
   // counters for agent_stats
   uint64_t bytes_drained_ = 0, transfers_done_ = 0, transfers_failed_ = 0;
   double busy_s_ = 0;  // time with a transfer active, counted per transfer

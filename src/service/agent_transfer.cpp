@@ -48,18 +48,13 @@ void Agent::start_next() {
 bool Agent::throttle_allows(uint64_t bytes) {
   if (opts_.bandwidth_mbs <= 0) return true;
   double now = wire::monotonic_seconds();
-  double rate = opts_.bandwidth_mbs * 1e6;
-  if (throttle_start_ == 0) throttle_start_ = now;
-  // Idle time earns at most one pool's worth of burst.
-  double earned = (now - throttle_start_) * rate;
-  if (earned - static_cast<double>(throttle_bytes_) > static_cast<double>(pool_->bytes())) {
-    throttle_bytes_ = 0;
-    throttle_start_ = now - static_cast<double>(pool_->bytes()) / rate;
-    earned = static_cast<double>(pool_->bytes());
+  if (!limit_) limit_.emplace(opts_.bandwidth_mbs * 1e6, pool_->bytes(), pool_->chunk());
+  if (limit_->take(now, bytes)) {
+    throttled_until_ = 0;
+    return true;
   }
-  if (static_cast<double>(throttle_bytes_ + bytes) > earned + static_cast<double>(pool_->chunk())) return false;
-  throttle_bytes_ += bytes;
-  return true;
+  throttled_until_ = now + limit_->wait_s(now, bytes);
+  return false;
 }
 
 void Agent::issue_reads() {
