@@ -166,32 +166,92 @@ def check_service(data, out):
     return "service: %d targets" % len(SERVICE_TARGETS)
 
 
+def check_placement_app(run, a, versions, out):
+    """One application of one run: where its agents sat and why, how many, and its drain figures."""
+    name = "%s/%s app %r" % (run.get("policy"), run.get("agents"), a.get("app"))
+    agents = a.get("agents")
+    if not isinstance(agents, list) or len(agents) != a.get("agent_count") or not agents:
+        fail("%s: agent_count %r, agents %r" % (name, a.get("agent_count"), agents), out)
+    for g in agents:
+        if g.get("manager") not in ("m0", "m1") or not str(g.get("why", "")).startswith(run["policy"] + ":"):
+            fail("%s: an agent placed on %r for %r" % (name, g.get("manager"), g.get("why")), out)
+    if a.get("manager") != agents[0]["manager"]:
+        fail("%s: manager %r is not its first agent's" % (name, a.get("manager")), out)
+    if not isinstance(a.get("scaling_why"), str) or not a["scaling_why"]:
+        fail("%s: scaling_why %r" % (name, a.get("scaling_why")), out)
+    drains = a.get("drains_s")
+    if not isinstance(drains, list) or len(drains) != versions or not all(positive(d) for d in drains):
+        fail("%s: drains_s %r, expected %d positive numbers" % (name, drains, versions), out)
+    if a.get("versions_measured") != versions - max(1, versions // 2):
+        fail("%s: %r versions measured, expected the second half of %d" % (name, a.get("versions_measured"), versions), out)
+    for key in ("drain_median_s", "drain_max_s", "blocking_median_s", "blocking_max_s", "interval_s"):
+        if not isinstance(a.get(key), (int, float)) or isinstance(a.get(key), bool) or a[key] < 0:
+            fail("%s: %s is %r" % (name, key, a.get(key)), out)
+    if not positive(a["drain_median_s"]) or a["drain_max_s"] < a["drain_median_s"]:
+        fail("%s: drain median %r, max %r" % (name, a["drain_median_s"], a["drain_max_s"]), out)
+    if a.get("within_interval") is not (a["drain_max_s"] <= a["interval_s"]):
+        fail("%s: within_interval %r for a drain max of %r s and an interval of %r s"
+             % (name, a.get("within_interval"), a["drain_max_s"], a["interval_s"]), out)
+    if not isinstance(a.get("agents_changed_before"), list):
+        fail("%s: agents_changed_before %r" % (name, a.get("agents_changed_before")), out)
+    if sum(a.get("via", {}).values()) != versions or not a["via"].get("service"):
+        fail("%s: the versions' L3 copies by %r, expected %d, some by the service" % (name, a.get("via"), versions), out)
+
+
 def check_placement(data, out):
-    """--service --placement: every policy ran the three applications, placed each agent with a reason of
-    its own policy, measured every drain; stacking fills m0 (2 agents) first; interval keeps the small
-    application away from the large one's node."""
+    """--service --placement: every policy ran the three applications with one agent each, placed each agent
+    with a reason of its own policy, measured every drain; stacking fills m0 (2 agents) first; interval keeps
+    the small application away from the large one. Then the dynamic run (interval, --scale-agents): the large
+    application, whose one agent cannot keep up (agents at --agent-bandwidth), was scaled up to 2 agents,
+    and the comparison puts both allotments side by side."""
     if data.get("mode") != "service-placement":
         fail("mode is %r, expected service-placement" % data.get("mode"), out)
+    versions = data.get("versions")
     policies = {p.get("policy"): p for p in data.get("policies", [])}
     if sorted(policies) != ["bandwidth", "interval", "stacking"]:
         fail("policies %r" % sorted(policies), out)
-    for name, p in policies.items():
+    dynamic = data.get("dynamic", {})
+    if dynamic.get("policy") != "interval" or dynamic.get("agents") != "dynamic":
+        fail("dynamic run: policy %r, agents %r" % (dynamic.get("policy"), dynamic.get("agents")), out)
+    for p in list(policies.values()) + [dynamic]:
         apps = p.get("applications", [])
         if len(apps) != 3:
-            fail("%s: %d applications" % (name, len(apps)), out)
+            fail("%s: %d applications" % (p.get("policy"), len(apps)), out)
         for a in apps:
-            if a.get("manager") not in ("m0", "m1") or not str(a.get("why", "")).startswith(name + ":"):
-                fail("%s: application %r placed on %r for %r" % (name, a.get("app"), a.get("manager"), a.get("why")), out)
-            if not positive(a.get("drain_median_s")):
-                fail("%s: application %r has no drain time" % (name, a.get("app")), out)
+            check_placement_app(p, a, versions, out)
         if sorted(n.get("name") for n in p.get("nodes", [])) != ["m0", "m1"]:
-            fail("%s: nodes %r" % (name, p.get("nodes")), out)
+            fail("%s: nodes %r" % (p.get("policy"), p.get("nodes")), out)
+    for name, p in policies.items():
+        if p.get("agents") != "fixed" or any(a["agent_count"] != 1 or not a["scaling_why"].startswith("fixed:")
+                                             for a in p["applications"]):
+            fail("%s: the fixed allotment is one agent each: %r" % (name, p["applications"]), out)
     managers = lambda p: [a["manager"] for a in sorted(p["applications"], key=lambda a: a["app"])]
     if managers(policies["stacking"]) != ["m0", "m0", "m1"]:
         fail("stacking placed %r, expected m0, m0, m1" % managers(policies["stacking"]), out)
     if managers(policies["interval"])[1] == managers(policies["interval"])[0]:
         fail("interval put the small application beside the large one: %r" % managers(policies["interval"]), out)
-    return "service placement: 3 policies"
+    # The large application's one agent cannot drain a version per interval at the limit: the scenario.
+    large_fixed = policies["interval"]["applications"][0]
+    if large_fixed["within_interval"]:
+        fail("the large application drained within its interval on one agent (%r s): the agents' limit did not hold"
+             % large_fixed["drain_max_s"], out)
+    large = dynamic["applications"][0]
+    if large["agent_count"] != 2 or large.get("scaling_changes", 0) < 1 or " 2: " not in large["scaling_why"]:
+        fail("dynamic agents: the large application has %r agents after %r changes (%r), expected 2"
+             % (large["agent_count"], large.get("scaling_changes"), large["scaling_why"]), out)
+    c = data.get("comparison", {})
+    if c.get("policy") != "interval" or len(c.get("applications", [])) != 3:
+        fail("comparison: %r" % c, out)
+    for i, a in enumerate(c["applications"]):
+        for side, run in (("fixed", policies["interval"]), ("dynamic", dynamic)):
+            got, want = a.get(side, {}), run["applications"][i]
+            for key in ("agent_count", "drain_median_s", "drain_max_s", "within_interval", "scaling_why"):
+                if got.get(key) != want[key]:
+                    fail("comparison: app %d %s %s is %r, the run says %r" % (i, side, key, got.get(key), want[key]), out)
+    for side in ("fixed", "dynamic"):
+        if c.get(side + "_all_within") is not all(a[side]["within_interval"] for a in c["applications"]):
+            fail("comparison: %s_all_within is %r" % (side, c.get(side + "_all_within")), out)
+    return "service placement: 3 policies fixed, dynamic: %s" % large["scaling_why"]
 
 
 def main():

@@ -154,8 +154,9 @@ int main(int argc, char** argv) {
   app.add_flag("--service", service, "this mode")->required();
   app.add_flag("--placement", placement,
                "instead: three synthetic applications of different sizes and intervals on two checkpoint nodes, "
-               "under each placement policy (stacking, bandwidth, interval): each one's drain time per version "
-               "and each node's bandwidth use (service_placement.cpp)");
+               "under each placement policy (stacking, bandwidth, interval) with one agent each, then under "
+               "interval with dynamic agents (--scale-agents): each one's agents and drain time per version "
+               "beside its interval, and each node's bandwidth use (service_placement.cpp)");
   app.add_option("--versions", o.versions, "--placement: versions per application")->check(CLI::Range(2, 1000));
   app.add_option("--agent-bandwidth", o.agent_mbs, "--placement: each agent's limit in MB/s (cairnd manager "
                  "--agent-bandwidth), so that drains take the time a busy file system gives them")

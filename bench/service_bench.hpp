@@ -24,7 +24,7 @@ struct Options {
   bool json = false;
   bool verbose = false;
   // --placement (service_placement.cpp)
-  int versions = 6;
+  int versions = 12;
   double agent_mbs = 200;
   int child_app = -1;
   // Set by the parent for the MPI job.

@@ -1,53 +1,39 @@
 // cairn-bench --service --placement (docs/performance.md, "Placement"): three synthetic applications of
 // different sizes and checkpoint intervals on two checkpoint nodes (two cairnd managers of 2 agents on
-// 127.0.0.1, each agent limited to --agent-bandwidth MB/s), under each placement policy in turn. The
-// applications start one after the other (each once the previous one has reported its traffic), so the
-// policies that weigh traffic see it. Per policy: where each application's agent sat and why, its drain
-// time per version (cairn_checkpoint to the version committed, the slowest rank) beside its interval,
-// and each node's bytes drained and bandwidth use (its agents' bytes over the run's wall time), taken
-// (the versions of the applications whose agent sat there, over the run's wall time; the agents' own
-// counters as `cairn status --json` last showed them while the jobs ran are beside it, a lower bound as
-// an agent's last half second may go unreported when its application ends). Rank 0 of each job writes its figures to a file; the
-// parent prints one JSON object (or a table).
-#include <mpi.h>
+// 127.0.0.1, each agent limited to --agent-bandwidth MB/s). First under each placement policy in turn with
+// the fixed allotment (one agent per application), then once more under the interval policy with dynamic
+// agents (the controller's --scale-agents). The applications start one after the other (each once the
+// previous one has reported its traffic), so the policies that weigh traffic see it. Per run: where each
+// application's agents sat and why, how many it had and why (`cairn status --json`: agent_count,
+// scaling.why), its drain time per version beside its interval (service_placement_child.cpp), and each
+// node's bytes drained and bandwidth use over the run's wall time (the bytes of the versions of the ranks
+// whose agent, as last seen, sat there; the agents' own counters as `cairn status --json` last showed
+// them are beside it, a lower bound as an agent's last half second may go unreported when its
+// application ends). Rank 0 of each job writes its figures to a file; the parent prints one JSON object
+// (or a table), with the fixed against the dynamic allotment side by side.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "bench.hpp"
-#include "cairn/cairn.h"
-#include "service_bench.hpp"
+#include "service_placement.hpp"
 
 namespace stdfs = std::filesystem;
-using json = nlohmann::ordered_json;
 
 namespace cairn_bench_service {
 namespace {
 
-struct AppSpec {
-  double size_factor;  // of --size, per rank
-  double interval_s;   // compute time between checkpoints
-};
-// Large and frequent, small and frequent, middling and rare.
-constexpr AppSpec kApps[3] = {{1.0, 0.5}, {0.25, 0.5}, {0.5, 1.5}};
+using json = ojson;
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-json r3(double x) { return std::isfinite(x) ? json(std::round(x * 1000.0) / 1000.0) : json(nullptr); }
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -66,19 +52,56 @@ json status(const std::string& cairn, const std::string& address) {
   return json::parse(out, nullptr, false);
 }
 
-uint64_t app_size(const Options& o, int i) {
-  uint64_t s = static_cast<uint64_t>(static_cast<double>(o.size) * kApps[i].size_factor);
-  return std::max<uint64_t>(s & ~uint64_t(3), 65536);
+// The dynamic run's placement policy: the one meant for many applications of different traffic.
+constexpr const char* kDynamicPolicy = "interval";
+
+struct Run {
+  std::string policy;
+  bool scale_agents = false;  // the controller's --scale-agents: dynamic agents
+};
+
+// What `cairn status --json` last showed while the jobs ran.
+struct Seen {
+  std::map<uint64_t, json> agents;     // agent id -> its record
+  std::map<std::string, json> apps;    // application prefix -> its record
+};
+
+// Each application's agents (in slot order) with their node and reason, its agent count and scaling, from
+// what was last seen of it; the figures of its job's file.
+json application_report(const std::string& dir, int i, const Seen& seen, bool* ok) {
+  json app = json::parse(slurp(dir + "/app" + std::to_string(i) + ".json"), nullptr, false);
+  if (!app.is_object()) {
+    *ok = false;
+    app = json{{"app", i}};
+  }
+  auto it = seen.apps.find(dir + "/app" + std::to_string(i));
+  if (it == seen.apps.end()) return app;
+  const json& rec = it->second;
+  json agents = json::array();
+  for (const auto& id : rec["agents"]) {
+    auto a = seen.agents.find(id.get<uint64_t>());
+    if (a != seen.agents.end()) agents.push_back({{"id", id}, {"manager", a->second["manager"]}, {"why", a->second["why"]}});
+  }
+  if (!agents.empty()) {  // the first slot's agent, as the fixed allotment's only one
+    app["manager"] = agents[0]["manager"];
+    app["why"] = agents[0]["why"];
+  }
+  app["agent_count"] = rec["agent_count"];
+  app["agents"] = agents;
+  app["scaling_why"] = rec["scaling"]["why"];
+  app["scaling_changes"] = rec["scaling"]["changes"];
+  return app;
 }
 
-// One policy: daemons, three jobs, the figures.
-json run_policy(const Options& o, const std::string& policy, int argc, char** argv, bool* ok) {
+// One run: daemons, three jobs, the figures.
+json run_one(const Options& o, const Run& run, int argc, char** argv, bool* ok) {
   std::error_code ec;
   std::string tmpl = stdfs::absolute(o.prefix_base, ec).string() + "/cairn-bench-placement.XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   json out;
-  out["policy"] = policy;
+  out["policy"] = run.policy;
+  out["agents"] = run.scale_agents ? "dynamic" : "fixed";
   if (!mkdtemp(buf.data())) {
     fprintf(stderr, "cairn-bench: cannot create a work directory under %s\n", o.prefix_base.c_str());
     *ok = false;
@@ -87,8 +110,10 @@ json run_policy(const Options& o, const std::string& policy, int argc, char** ar
   const std::string dir = buf.data();
   const std::string cairnd = find_cairnd(o.cairnd), cairn = find_cairn(cairnd);
   const std::string af = dir + "/controller.address";
-  pid_t ctl = spawn({cairnd, "controller", "--listen", "127.0.0.1:0", "--address-file", af, "--placement", policy,
-                     "--log", dir + "/controller.log", "--log-level", "info"});
+  std::vector<std::string> ctl_cmd{cairnd, "controller", "--listen", "127.0.0.1:0", "--address-file", af, "--placement",
+                                   run.policy, "--log", dir + "/controller.log", "--log-level", "info"};
+  if (run.scale_agents) ctl_cmd.push_back("--scale-agents");
+  pid_t ctl = spawn(ctl_cmd);
   std::string address;
   for (int i = 0; i < 1000 && address.empty(); ++i) {
     std::ifstream in(af);
@@ -96,8 +121,9 @@ json run_policy(const Options& o, const std::string& policy, int argc, char** ar
     if (address.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::vector<pid_t> daemons{ctl}, jobs;
-  std::map<uint64_t, json> seen;  // agent id -> its last report
+  Seen seen;
   double t_start = now(), t_end = t_start;
+  const std::string what = run.policy + (run.scale_agents ? ", dynamic agents" : "");
   if (address.empty()) {
     fprintf(stderr, "cairn-bench: the controller did not start; see %s/controller.log\n", dir.c_str());
     *ok = false;
@@ -120,7 +146,8 @@ json run_policy(const Options& o, const std::string& policy, int argc, char** ar
     auto watch = [&] {
       json st = status(cairn, address);
       if (!st.is_object()) return st;
-      for (const auto& a : st["agents"]) seen[a["id"].get<uint64_t>()] = a;
+      for (const auto& a : st["agents"]) seen.agents[a["id"].get<uint64_t>()] = a;
+      for (const auto& a : st["applications"]) seen.apps[a["prefix"].get<std::string>()] = a;
       return st;
     };
     for (int i = 0; i < 3; ++i) {
@@ -156,7 +183,7 @@ json run_policy(const Options& o, const std::string& policy, int argc, char** ar
           done[j] = true;
           --left;
           if (!WIFEXITED(status_code) || WEXITSTATUS(status_code) != 0) {
-            fprintf(stderr, "cairn-bench: application %zu's job failed (policy %s)\n", j, policy.c_str());
+            fprintf(stderr, "cairn-bench: application %zu's job failed (%s)\n", j, what.c_str());
             *ok = false;
           }
         }
@@ -168,38 +195,28 @@ json run_policy(const Options& o, const std::string& policy, int argc, char** ar
   for (pid_t p : daemons) kill(p, SIGTERM);
   for (pid_t p : daemons)
     if (wait_exit(p) != 0) {
-      fprintf(stderr, "cairn-bench: a daemon did not stop cleanly (policy %s)\n", policy.c_str());
+      fprintf(stderr, "cairn-bench: a daemon did not stop cleanly (%s)\n", what.c_str());
       *ok = false;
     }
-  // The figures: each application's (its job's file, and its agent as last seen), each node's.
+  // The figures: each application's (its job's file, its agents as last seen), each node's.
   json apps = json::array();
   struct Node {
     uint64_t placed = 0, seen = 0;  // bytes its agents had to drain; bytes they were last seen to have drained
     double busy = 0;
   };
   std::map<std::string, Node> node{{"m0", {}}, {"m1", {}}};
-  for (const auto& [id, a] : seen) {
+  for (const auto& [id, a] : seen.agents) {
     auto& n = node[a["manager"].get<std::string>()];
     n.seen += a["bytes_drained"].get<uint64_t>();
     n.busy += a["busy_s"].get<double>();
   }
   for (int i = 0; i < 3; ++i) {
-    json app = json::parse(slurp(dir + "/app" + std::to_string(i) + ".json"), nullptr, false);
-    if (!app.is_object()) {
-      *ok = false;
-      app = json{{"app", i}};
-    }
-    const std::string prefix = dir + "/app" + std::to_string(i);
-    for (const auto& [id, a] : seen)
-      if (a.contains("application")) {
-        // Agents are matched to applications by the order of their ids: application i registered i-th.
-        if (a["application"].get<uint64_t>() == static_cast<uint64_t>(i + 1)) {
-          app["manager"] = a["manager"];
-          app["why"] = a["why"];
-        }
-      }
-    if (app.contains("manager"))
-      node[app["manager"].get<std::string>()].placed += app_size(o, i) * o.ranks * static_cast<uint64_t>(o.versions);
+    json app = application_report(dir, i, seen, ok);
+    // Rank r's versions to the node of its agent (rank r of n goes to agent floor(r*k/n) of k).
+    const json& agents = app.value("agents", json::array());
+    for (int r = 0; r < o.ranks && !agents.empty(); ++r)
+      node[agents[r * agents.size() / o.ranks]["manager"].get<std::string>()].placed +=
+          app_size(o, i) * static_cast<uint64_t>(o.versions);
     apps.push_back(app);
   }
   out["applications"] = apps;
@@ -217,6 +234,76 @@ json run_policy(const Options& o, const std::string& policy, int argc, char** ar
   return out;
 }
 
+// Per application, the fixed allotment beside the dynamic one under the same policy.
+json comparison(const json& fixed, const json& dynamic) {
+  json apps = json::array();
+  bool fixed_all = true, dynamic_all = true;
+  auto side = [](const json& a) {
+    return json{{"agent_count", a.value("agent_count", json(nullptr))},
+                {"scaling_why", a.value("scaling_why", json(nullptr))},
+                {"drain_median_s", a.value("drain_median_s", json(nullptr))},
+                {"drain_max_s", a.value("drain_max_s", json(nullptr))},
+                {"blocking_max_s", a.value("blocking_max_s", json(nullptr))},
+                {"within_interval", a.value("within_interval", false)}};
+  };
+  for (size_t i = 0; i < 3; ++i) {
+    const json& f = fixed["applications"].at(i);
+    const json& d = dynamic["applications"].at(i);
+    fixed_all = fixed_all && f.value("within_interval", false);
+    dynamic_all = dynamic_all && d.value("within_interval", false);
+    apps.push_back({{"app", i}, {"interval_s", kApps[i].interval_s}, {"fixed", side(f)}, {"dynamic", side(d)}});
+  }
+  return {{"policy", fixed["policy"]},
+          {"applications", apps},
+          {"fixed_all_within", fixed_all},
+          {"dynamic_all_within", dynamic_all}};
+}
+
+std::string mib(uint64_t bytes) {
+  char b[32];
+  snprintf(b, sizeof b, "%g MiB", static_cast<double>(bytes) / 1048576.0);
+  return b;
+}
+
+void print_table(const Options& o, const json& doc) {
+  printf("cairn-bench --service --placement: %d ranks per application, %d versions each, agents at %g MB/s "
+         "(load %.2f -> %.2f)\n", o.ranks, o.versions, o.agent_mbs, doc["load_start"].get<double>(),
+         doc["load_end"].get<double>());
+  json runs = doc["policies"];
+  runs.push_back(doc["dynamic"]);
+  for (const auto& p : runs) {
+    printf("\n%s, %s agents (%.1f s)\n", p["policy"].get<std::string>().c_str(), p["agents"].get<std::string>().c_str(),
+           p["wall_s"].get<double>());
+    for (const auto& a : p["applications"]) {
+      std::string where;
+      for (const auto& g : a.value("agents", json::array())) where += (where.empty() ? "" : ",") + g["manager"].get<std::string>();
+      printf("  app %d: %s/rank every %.1f s, %d agent(s) on %s: drain median %.3f s, max %.3f s%s\n", a.value("app", -1),
+             mib(a.value("bytes_per_rank", 0ull)).c_str(), a.value("interval_s", 0.0), a.value("agent_count", 0),
+             where.empty() ? "?" : where.c_str(), a["drain_median_s"].is_number() ? a["drain_median_s"].get<double>() : -1.0,
+             a["drain_max_s"].is_number() ? a["drain_max_s"].get<double>() : -1.0,
+             a.value("within_interval", false) ? "" : "  (longer than its interval)");
+      if (p["agents"] == "dynamic") printf("         %s\n", a.value("scaling_why", std::string("?")).c_str());
+    }
+    for (const auto& n : p["nodes"])
+      printf("  node %s: %s drained, %.1f MB/s over the run\n", n["name"].get<std::string>().c_str(),
+             mib(n["bytes_drained"].get<uint64_t>()).c_str(), n["use_mbs"].get<double>());
+  }
+  const json& c = doc["comparison"];
+  printf("\nfixed against dynamic agents (%s placement): drain max against the interval\n",
+         c["policy"].get<std::string>().c_str());
+  for (const auto& a : c["applications"]) {
+    auto cell = [](const json& s) {
+      char b[96];
+      snprintf(b, sizeof b, "%d agent(s), %.3f s %s", s.value("agent_count", 0),
+               s["drain_max_s"].is_number() ? s["drain_max_s"].get<double>() : -1.0,
+               s.value("within_interval", false) ? "within" : "LONGER");
+      return std::string(b);
+    };
+    printf("  app %d (%.1f s): fixed %s; dynamic %s\n", a["app"].get<int>(), a["interval_s"].get<double>(),
+           cell(a["fixed"]).c_str(), cell(a["dynamic"]).c_str());
+  }
+}
+
 }  // namespace
 
 int run_placement(const Options& o, int argc, char** argv) {
@@ -225,87 +312,21 @@ int run_placement(const Options& o, int argc, char** argv) {
   doc["ranks"] = o.ranks;
   doc["versions"] = o.versions;
   doc["agent_bandwidth_mbs"] = o.agent_mbs;
+  doc["buffer_pool"] = kBufferPool;
   doc["load_start"] = r3(bench::loadavg_1m());
   bool ok = true;
   json policies = json::array();
-  for (const char* p : {"stacking", "bandwidth", "interval"}) policies.push_back(run_policy(o, p, argc, argv, &ok));
+  for (const char* p : {"stacking", "bandwidth", "interval"}) policies.push_back(run_one(o, {p, false}, argc, argv, &ok));
   doc["policies"] = policies;
+  doc["dynamic"] = run_one(o, {kDynamicPolicy, true}, argc, argv, &ok);
+  for (const auto& p : policies)
+    if (p["policy"] == kDynamicPolicy && ok) doc["comparison"] = comparison(p, doc["dynamic"]);
   doc["load_end"] = r3(bench::loadavg_1m());
-  if (o.json) {
+  if (o.json)
     printf("%s\n", doc.dump(1).c_str());
-  } else {
-    printf("cairn-bench --service --placement: %d ranks per application, %d versions each, agents at %g MB/s "
-           "(load %.2f -> %.2f)\n", o.ranks, o.versions, o.agent_mbs, doc["load_start"].get<double>(),
-           doc["load_end"].get<double>());
-    for (const auto& p : doc["policies"]) {
-      printf("\n%s (%.1f s)\n", p["policy"].get<std::string>().c_str(), p["wall_s"].get<double>());
-      for (const auto& a : p["applications"])
-        printf("  app %d: %s/rank every %.1f s on %s: drain median %.3f s, max %.3f s%s\n", a.value("app", -1),
-               std::to_string(a.value("bytes_per_rank", 0ull) >> 20).append(" MiB").c_str(), a.value("interval_s", 0.0),
-               a.value("manager", std::string("?")).c_str(), a.value("drain_median_s", 0.0), a.value("drain_max_s", 0.0),
-               a.value("within_interval", false) ? "" : "  (longer than its interval)");
-      for (const auto& n : p["nodes"])
-        printf("  node %s: %llu MiB drained, %.1f MB/s over the run\n", n["name"].get<std::string>().c_str(),
-               static_cast<unsigned long long>(n["bytes_drained"].get<uint64_t>() >> 20), n["use_mbs"].get<double>());
-    }
-  }
+  else if (ok)
+    print_table(o, doc);
   return ok ? 0 : 1;
-}
-
-// One application: its state, `versions` checkpoints `interval` apart (a sleep stands for the compute),
-// each timed from cairn_checkpoint to committed (cairn_wait): the drain.
-int run_placement_child(const Options& o, int argc, char** argv) {
-  int provided = 0, rank = 0;
-  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) return 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const int i = std::clamp(o.child_app, 0, 2);
-  const uint64_t bytes = app_size(o, i);
-  std::vector<float> state(bytes / sizeof(float));
-  for (size_t k = 0; k < state.size(); ++k) state[k] = static_cast<float>((k * 2654435761u + rank) % 1000);
-  const std::string name = "app" + std::to_string(i);
-  setenv("CAIRN_PREFIX", (o.child_dir + "/" + name).c_str(), 1);
-  setenv("CAIRN_CACHE_DIR", o.cache_dir.c_str(), 1);
-  setenv("CAIRN_JOB", (stdfs::path(o.child_dir).filename().string() + "-" + name).c_str(), 1);
-  setenv("CAIRN_NODE", ("node" + std::to_string(rank)).c_str(), 1);
-  setenv("CAIRN_REDUNDANCY", "single", 1);
-  setenv("CAIRN_FLUSH_EVERY", "1", 1);
-  setenv("CAIRN_FLUSH_ON_FINALIZE", "false", 1);
-  setenv("CAIRN_SERVICE", o.child_service.c_str(), 1);
-  setenv("CAIRN_SERVICE_TIMEOUT", "300", 1);
-  setenv("CAIRN_SERVICE_PROVIDER", o.provider.c_str(), 1);
-  setenv("CAIRN_LOG", "warn", 1);
-  int rc = cairn_init(MPI_COMM_WORLD, nullptr);
-  if (rc == CAIRN_SUCCESS) rc = cairn_protect("data", state.data(), state.size(), CAIRN_FLOAT);
-  std::vector<double> drains;
-  for (int v = 0; v < o.versions && rc == CAIRN_SUCCESS; ++v) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(kApps[i].interval_s));
-    for (auto& x : state) x = x * 0.5f + 1.0f;
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now();
-    rc = cairn_checkpoint();
-    if (rc == CAIRN_SUCCESS) rc = cairn_wait();
-    double d = now() - t0, slowest = 0;
-    MPI_Allreduce(&d, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    if (v > 0) drains.push_back(slowest);  // the first one also opens the slots
-  }
-  if (rank == 0)
-    for (double t0 = now(); now() - t0 < 120 && access((o.child_dir + "/all-placed").c_str(), F_OK) != 0;)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (rc != CAIRN_SUCCESS) fprintf(stderr, "cairn-bench --placement: rank %d: %s: %s\n", rank, cairn_strerror(rc), cairn_last_error());
-  if (rc == CAIRN_SUCCESS) rc = cairn_finalize();
-  if (rank == 0 && rc == CAIRN_SUCCESS) {
-    double med = bench::median(drains), mx = drains.empty() ? 0 : *std::max_element(drains.begin(), drains.end());
-    json j = {{"app", i},
-              {"bytes_per_rank", bytes},
-              {"interval_s", kApps[i].interval_s},
-              {"drain_median_s", r3(med)},
-              {"drain_max_s", r3(mx)},
-              {"within_interval", mx <= kApps[i].interval_s}};
-    std::ofstream(o.child_dir + "/" + name + ".json") << j.dump();
-  }
-  MPI_Finalize();
-  return rc == CAIRN_SUCCESS ? 0 : 1;
 }
 
 }  // namespace cairn_bench_service
