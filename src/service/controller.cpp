@@ -212,13 +212,7 @@ void Controller::on_manager_hello(Peer& p, const wire::ManagerHello& m) {
   p.conn->send_message(wire::ManagerWelcome{rec.id});
   LOG_INFO("manager %llu joined: %s at %s, %u agents, pid %u (from %s)", static_cast<unsigned long long>(rec.id),
            m.name.c_str(), m.host.c_str(), m.capacity, m.pid, p.conn->peer().c_str());
-  // Slots that found no room before may find it now.
-  for (auto& [id, app] : apps_) {
-    std::vector<uint32_t> empty;
-    for (uint32_t s = 0; s < app.agents; ++s)
-      if (app.slot_agent[s] == 0) empty.push_back(s);
-    if (!empty.empty()) start_slots(app, empty);
-  }
+  start_empty_slots();  // slots that found no room before may find it now
 }
 
 void Controller::on_agent_up(Peer& p, const wire::AgentUp& m) {
@@ -243,7 +237,11 @@ void Controller::on_agent_up(Peer& p, const wire::AgentUp& m) {
 
 void Controller::on_agent_exit(Peer& p, const wire::AgentExit& m) {
   auto it = agents_.find(m.agent_id);
-  if (it == agents_.end() || it->second.manager != p.manager) return;  // already forgotten (retired application)
+  if (it == agents_.end() || it->second.manager != p.manager) return;  // already forgotten
+  if (it->second.state == AgentState::stopping) {  // as asked: its place on the manager is free now
+    it->second.state = AgentState::gone;
+    return start_empty_slots();
+  }
   agent_lost(it->second, "agent " + std::to_string(m.agent_id) + " " + m.reason);
 }
 

@@ -61,7 +61,9 @@ class Controller {
     uint32_t rank = 0;
     bool closing = false;  // close once the output is written
   };
-  enum class AgentState { starting, up, gone };
+  // stopping: asked to stop (a dropped slot no rank uses, an application that left); it holds its place on
+  // its manager until the manager reports its exit, and then the place goes to a slot that found no room.
+  enum class AgentState { starting, up, stopping, gone };
   struct AgentRec {
     uint64_t id = 0, app = 0, manager = 0;
     uint32_t slot = 0;
@@ -126,6 +128,8 @@ class Controller {
   AppRec* find_app_by_key(const wire::AppKey& key);
   AppRec* own_app(Peer& p, const char* what, uint64_t app_id, uint32_t rank, const wire::AppKey& key);
   void start_slots(AppRec& app, const std::vector<uint32_t>& slots);
+  void start_empty_slots();  // every application's slots without an agent, once a place may be free
+  void stop_agent(AgentRec& a);
   void agent_lost(AgentRec& a, const std::string& why);
   void answer_waiting(AppRec& app, uint32_t slot);
   void answer_rank(AppRec& app, uint64_t peer, uint32_t rank);

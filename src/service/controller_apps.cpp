@@ -142,7 +142,8 @@ std::vector<NodeLoad> Controller::node_loads() const {
     n.bandwidth_bps = m.peak_bps;
     for (const auto& [aid, a] : agents_) {
       if (a.manager != id || a.state == AgentState::gone) continue;
-      ++n.agents;
+      ++n.agents;  // a stopping agent holds its place, and carries no traffic
+      if (a.state == AgentState::stopping) continue;
       auto app = apps_.find(a.app);
       if (app != apps_.end()) n.demand_bps += demand(app->second).per_agent_bps();
     }
@@ -158,6 +159,25 @@ AppDemand Controller::demand(const AppRec& app) const {
   d.interval_s = app.interval_s;
   d.agents = app.agents;
   return d;
+}
+
+void Controller::start_empty_slots() {
+  for (auto& [id, app] : apps_) {
+    std::vector<uint32_t> empty;
+    for (uint32_t s = 0; s < app.agents; ++s)
+      if (app.slot_agent[s] == 0) empty.push_back(s);
+    if (!empty.empty()) start_slots(app, empty);
+  }
+}
+
+void Controller::stop_agent(AgentRec& a) {
+  auto mgr = managers_.find(a.manager);
+  if (mgr == managers_.end()) {  // its manager is gone, and the agent with it
+    a.state = AgentState::gone;
+    return;
+  }
+  send(mgr->second.peer, wire::frame(wire::StopAgent{a.id}));
+  a.state = AgentState::stopping;
 }
 
 void Controller::start_slots(AppRec& app, const std::vector<uint32_t>& slots) {
@@ -205,6 +225,10 @@ void Controller::start_slots(AppRec& app, const std::vector<uint32_t>& slots) {
 
 void Controller::agent_lost(AgentRec& a, const std::string& why) {
   if (a.state == AgentState::gone) return;
+  if (a.state == AgentState::stopping) {  // stopped as asked (its manager lost meanwhile): nothing to replace
+    a.state = AgentState::gone;
+    return;
+  }
   bool never_up = a.state == AgentState::starting;
   a.state = AgentState::gone;
   LOG_WARN("agent %llu (application %llu slot %u) lost: %s", static_cast<unsigned long long>(a.id),
@@ -288,10 +312,8 @@ void Controller::retire_app(uint64_t id, const std::string& why) {
   all.insert(all.end(), it->second.retiring.begin(), it->second.retiring.end());
   for (uint64_t agent : all) {
     auto a = agents_.find(agent);
-    if (a == agents_.end() || a->second.state == AgentState::gone) continue;
-    auto mgr = managers_.find(a->second.manager);
-    if (mgr != managers_.end()) send(mgr->second.peer, wire::frame(wire::StopAgent{agent}));
-    a->second.state = AgentState::gone;
+    if (a != agents_.end() && (a->second.state == AgentState::starting || a->second.state == AgentState::up))
+      stop_agent(a->second);
   }
   LOG_INFO("application %llu (%s) retired: %s", static_cast<unsigned long long>(id), it->second.reg.app_name.c_str(),
            why.c_str());

@@ -128,14 +128,13 @@ void Controller::stop_unused(AppRec& app) {
     bool used = false;
     for (const auto& [rank, agent] : app.rank_agent) used = used || (agent == *it && app.rank_peer.count(rank));
     auto a = agents_.find(*it);
-    if (used && a != agents_.end() && a->second.state != AgentState::gone) {
+    bool running = a != agents_.end() && (a->second.state == AgentState::starting || a->second.state == AgentState::up);
+    if (used && running) {
       ++it;
       continue;
     }
-    if (a != agents_.end() && a->second.state != AgentState::gone) {
-      auto mgr = managers_.find(a->second.manager);
-      if (mgr != managers_.end()) send(mgr->second.peer, wire::frame(wire::StopAgent{*it}));
-      a->second.state = AgentState::gone;
+    if (running) {
+      stop_agent(a->second);
       LOG_INFO("agent %llu (application %llu) stopped: no rank uses it after the scale-down",
                static_cast<unsigned long long>(*it), static_cast<unsigned long long>(app.id));
     }

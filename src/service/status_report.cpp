@@ -46,7 +46,7 @@ std::string Controller::status_json() const {
               {"application", a.app},
               {"slot", a.slot},
               {"manager", mgr != managers_.end() ? mgr->second.name : ""},
-              {"state", a.state == AgentState::up ? "up" : "starting"},
+              {"state", a.state == AgentState::up ? "up" : a.state == AgentState::stopping ? "stopping" : "starting"},
               {"pid", a.pid},
               {"address", a.address},
               {"why", a.why},

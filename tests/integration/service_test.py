@@ -21,6 +21,9 @@ Cases (--case):
   chain              heat2d with compress=zstd, its chain on the controller verify,compress,write and the test
                      plugin writing a second copy (tests/plugins/second_copy.c): the agents write the
                      compressed L3 copy, the plugin a second one that `cairn verify` finds good
+  freed_place        one manager with room for one agent: A holds it, B finds no room (its embedded flushers
+                     write); A ends, its agent stops, and once the manager reports it gone the place goes to B,
+                     whose later versions go through the service
   restart_agents     heat2d through the service, then relaunched without caches with service_restart=agents:
                      the agents read, verify and fi_write each rank's L3 bytes into its regions (their logs and
                      rank 0's say so), the result the failure-free one; then, with the controller stopped, the
@@ -562,6 +565,45 @@ class Test:
         check_job(self, job, reference(self, "synthetic", ref_args, np=4), min_service=3)
         say("dynamic agents: scaled up and down, no version lost, restart from L3 identical")
 
+    def case_freed_place(self):
+        self.service = Service(self.build, os.path.join(self.work, "svc"), managers=1, capacity=1)
+        a_args = ["--size", "1M", "--iters", "200", "--checkpoint-every", "10", "--sleep-ms", "20"]
+        b_args = ["--size", "1M", "--iters", "600", "--checkpoint-every", "10", "--sleep-ms", "20"]
+        a = Job(self, "synthetic-A", self.synthetic, a_args, np=2, nodes=2)
+        b = self.current_job = Job(self, "synthetic-B", self.synthetic, b_args, np=2, nodes=2)
+        pa, pb = a.env["CAIRN_PREFIX"], b.env["CAIRN_PREFIX"]
+
+        def app(st, prefix):
+            found = [x for x in st["applications"] if x["prefix"] == prefix]
+            if not found:
+                raise KeyError(prefix)
+            return found[0]
+        a.start()
+        st = self.service.wait_for(lambda st: app(st, pa)["agents"][0], "A's agent", timeout=120)
+        a_agent, app_a_id = app(st, pa)["agents"][0], app(st, pa)["id"]
+        b.start()
+        st = self.service.wait_for(lambda st: app(st, pb)["ranks_connected"] == 2, "B's ranks to register", timeout=120)
+        if app(st, pa)["ranks_connected"] != 2 or app(st, pb)["agents"] != [0]:
+            fail(f"B should find no room while A runs: {st['applications']}")
+        say(f"B registered while A's agent {a_agent} holds the only place: no agent for B")
+        a.wait()
+        st = self.service.wait_for(
+            lambda st: any(x["id"] == app(st, pb)["agents"][0] and x["state"] == "up" for x in st["agents"]),
+            "B's agent on the place A's agent left", timeout=120)
+        b_agent = next(x for x in st["agents"] if x["id"] == app(st, pb)["agents"][0])
+        say(f"B's agent {b_agent['id']} is up on {b_agent['manager']} ({b_agent['why']})")
+        b.wait()
+        via = [who for _, who in b.via()]
+        if not via or via[0] != "embedded" or via[-1] != "service":
+            fail(f"B's versions should go through its embedded flushers first, then the service: {b.via()}")
+        log = open(os.path.join(self.work, "svc", "controller.log")).read()
+        retired = re.search(rf"application {app_a_id} \(\S+\) retired: every rank left", log)
+        placed = re.search(rf"agent \d+ for application {app(st, pb)['id']} slot 0 on manager m0", log)
+        if not retired or not placed or placed.start() < retired.start():
+            fail(f"the controller log does not show A retired, then B's agent placed:\n{log}")
+        check_job(self, b, reference(self, "synthetic", b_args, np=2))
+        say("a freed place went to the application that had found none")
+
     def slow_job(self, name, env=()):
         """The synthetic app whose versions take about a second each to drain (agents at 8 MB/s)."""
         return Job(self, name, self.synthetic, ["--size", "2M", "--iters", "120", "--checkpoint-every", "10",
@@ -772,7 +814,7 @@ def main():
     p.add_argument("--build", required=True)
     p.add_argument("--case", required=True, choices=["two_apps", "push", "agent_killed", "manager_killed",
                                                      "controller_killed", "bad_input", "chain", "three_apps",
-                                                     "dynamic_agents", "restart_agents"])
+                                                     "dynamic_agents", "freed_place", "restart_agents"])
     Test(p.parse_args()).run()
 
 
