@@ -68,8 +68,14 @@ Result<uint64_t> ServiceLink::submit(uint64_t version, const Manifest& manifest,
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (!impl_->available) return make_error(Code::ERR_NOT_SUPPORTED, "the checkpoint service is not available");
     id = j.id = impl_->next_job++;
-    if (impl_->last_submit > 0) impl_->interval_s = j.last_heard - impl_->last_submit;
-    impl_->last_submit = j.last_heard;
+    // The application's interval between these versions: when it made them (cairn_checkpoint, the
+    // manifest's creation), not when they reach this stage, which they may do late (the first version's
+    // set-up) or back to back (versions queued behind a slow drain).
+    if (manifest.created_unix_ns > 0) {
+      double made = static_cast<double>(manifest.created_unix_ns) / 1e9;
+      if (impl_->last_made > 0 && made > impl_->last_made) impl_->interval_s = made - impl_->last_made;
+      impl_->last_made = made;
+    }
     impl_->jobs.emplace(id, std::move(j));
   }
   impl_->notify();

@@ -55,7 +55,7 @@ struct ServiceLink::Impl {
   std::map<uint64_t, LinkJob> jobs;
   std::unique_ptr<LinkRestore> restore;
   uint64_t next_job = 1;
-  double last_submit = 0, interval_s = 0;  // between the last two versions handed over
+  double last_made = 0, interval_s = 0;  // between the making of the last two versions handed over
   bool settled = false;    // wait_ready may return: an agent is up, or none will be soon
   bool available = false;  // registered, and an agent is up or being started
   bool stop = false;
