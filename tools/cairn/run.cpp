@@ -108,6 +108,8 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
   if (!loaded) return loaded.status();
   log::set_level(loaded->config.log_level);
   ctx.layout = make_layout(loaded->config);
+  ctx.migration = migration_settings(loaded->config);
+  if (const char* exec = getenv("CAIRN_MIGRATE_EXEC")) ctx.migrate_exec = split_whitespace(exec);
   ctx.spec.multi_prog_file = ctx.layout.control + "/srun-multi-prog.conf";  // written per attempt, for srun
   // One job per prefix (docs/launcher.md): refuse before launching when another live job holds it; the
   // ranks of every attempt carry this run's id, so a relaunch takes the prefix over from its earlier one.

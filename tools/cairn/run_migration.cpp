@@ -1,6 +1,7 @@
 #include "run_migration.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include "base/fsutil.hpp"
@@ -58,10 +59,18 @@ bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
     return true;
   }
   const std::string spare = node_name(ctx.next_spare);
+  auto transport = choose_transport(req.transport, ctx.migration);
+  if (!transport) {
+    fail(transport.status().message() + "; the job goes on on its nodes");
+    return true;
+  }
+  result_.transport = transport->fabric ? "fabric" : "local";
   result_.spare = spare;
   result_.status = "transferring";
-  result_.message = req.node + " to " + spare;
+  result_.message = req.node + " to " + spare + " (" + result_.transport + ": " + transport->reason + ")";
   publish();
+  fprintf(stderr, "cairn run: moving %s to %s %s (%s)\n", req.node.c_str(), spare.c_str(),
+          transport->fabric ? "over the fabric" : "between the two caches", transport->reason.c_str());
 
   TransferOptions topt;
   topt.buffers = req.buffers;
@@ -77,7 +86,16 @@ bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
     bar->add(done - expected);
     expected = done;
   };
-  auto moved = transfer_node_cache(ctx.layout, req.node, spare, topt);
+  Result<TransferStats> moved = Status::ok();
+  if (transport->fabric) {
+    FabricTransfer how;
+    how.cairnd = find_cairnd();
+    how.exec = ctx.migrate_exec;
+    how.log_dir = ctx.layout.control;
+    moved = transfer_over_fabric(ctx.layout, ctx.migration, how, req.node, spare, topt);
+  } else {
+    moved = transfer_node_cache(ctx.layout, req.node, spare, topt);
+  }
   if (progress) progress->finish();
   if (!moved) {
     fail("moving the snapshots of " + req.node + " to " + spare + " failed: " + moved.status().message() +
@@ -90,8 +108,9 @@ bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
   ctx.spec.node_names[idx] = spare;
   result_.version = t.version;
   result_.bytes = t.bytes;
-  result_.transfer_seconds = t.seconds;
-  char text[512];
+  result_.transfer_seconds = t.seconds + t.setup_seconds;
+  result_.move_seconds = t.seconds;
+  char text[640];
   snprintf(text, sizeof text,
            "version %llu of %d ranks, %s (%s verified chunk by chunk) in %s, %.2f GB/s; pool %d x %s, at most %d "
            "filled at once",
@@ -99,6 +118,11 @@ bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
            format_bytes(t.verified).c_str(), format_duration(t.seconds).c_str(),
            t.seconds > 0 ? static_cast<double>(t.bytes) / t.seconds / 1e9 : 0.0, t.buffers,
            format_bytes(t.buffer_size).c_str(), t.peak_in_use);
+  if (transport->fabric) {
+    size_t used = strlen(text);
+    snprintf(text + used, sizeof text - used, "; over %s, %s starting the two ends and registering",
+             t.provider.c_str(), format_duration(t.setup_seconds).c_str());
+  }
   fprintf(stderr, "cairn run: migrated %s to %s: %s\n", req.node.c_str(), spare.c_str(), text);
   a.migrated_text = req.node + " to " + spare + " (" + format_bytes(t.bytes) + " in " + format_duration(t.seconds) + ")";
   // The node leaves the job: its cache goes (the spare holds the version, verified, and L2 still protects it).
