@@ -29,6 +29,8 @@ struct MigrateSourceOptions {
   std::string listen = "127.0.0.1";  // an address of this node the spare reaches, or iface:NAME
   std::string provider = "tcp;ofi_rxm";
   double timeout_s = 600;  // for the writer to come, and then for it to finish
+  bool wait_go = false;    // after the key, ready libfabric and wait for a line "go" on stdin before planning
+                           // (started while the job still winds down); the end of stdin withdraws it
 };
 
 struct MigrateSinkOptions {

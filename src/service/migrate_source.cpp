@@ -100,6 +100,11 @@ Status Source::setup() {
   key_ = key;
   CAIRN_ASSIGN_OR_RETURN(sig, open_signal_fd(false));
   signals_ = std::move(sig);
+  if (o_.wait_go) {
+    fabric::Endpoint::prepare(o_.provider);
+    auto go = read_line_from_stdin();
+    if (!go || *go != "go") return make_error(Code::ERR_IO, "withdrawn before it began (no 'go' on stdin)");
+  }
   Layout layout;
   layout.cache_job = o_.cache_job;
   CAIRN_ASSIGN_OR_RETURN(plan, plan_node_move(layout, o_.node));

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,34 @@ struct FabricTransfer {
 Result<TransferStats> transfer_over_fabric(const Layout& layout, const MigrationSettings& settings,
                                            const FabricTransfer& how, const std::string& from, const std::string& to,
                                            const TransferOptions& options);
+
+// The same in two steps, so that the two ends start while the job still winds down: start() launches
+// both (each loads libfabric and waits), go() -- once the job has exited -- lets the reader plan and
+// serve, and the writer pull; it returns as soon as the writer says the version is in the spare's cache.
+// Destroyed, it reaps the two ends (stopping them when they have not finished: without go(), or after a
+// failure, when it also removes whatever a writer left on a spare that had no cache before).
+class FabricMove {
+ public:
+  static Result<std::unique_ptr<FabricMove>> start(const Layout& layout, const MigrationSettings& settings,
+                                                   const FabricTransfer& how, const std::string& from,
+                                                   const std::string& to, const TransferOptions& options);
+  Result<TransferStats> go(const std::function<void(uint64_t done, uint64_t total)>& progress);
+  const std::string& from() const { return from_; }
+  const std::string& to() const { return to_; }
+  FabricMove(const FabricMove&) = delete;
+  FabricMove& operator=(const FabricMove&) = delete;
+  ~FabricMove();
+
+ private:
+  struct Ends;
+  FabricMove();
+  Status fail(Status why);
+  Layout layout_;
+  FabricTransfer how_;
+  std::string from_, to_;
+  bool spare_existed_ = true;
+  std::unique_ptr<Ends> ends_;
+};
 // cairnd for the fabric transfer: CAIRN_CAIRND, else beside this executable, else from PATH; "" when none.
 std::string find_cairnd();
 

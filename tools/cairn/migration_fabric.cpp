@@ -146,42 +146,50 @@ std::string find_cairnd() {
   return find_executable("cairnd");
 }
 
-Result<TransferStats> transfer_over_fabric(const Layout& layout, const MigrationSettings& settings,
-                                           const FabricTransfer& how, const std::string& from, const std::string& to,
-                                           const TransferOptions& options) {
+struct FabricMove::Ends {
+  End source, sink;
+};
+
+FabricMove::FabricMove() = default;
+
+FabricMove::~FabricMove() {
+  if (!ends_) return;
+  ends_->sink.in = fs::Fd();  // an end still waiting reads the end of its stdin and leaves
+  ends_->source.in = fs::Fd();
+  ends_->sink.finish(10);
+  ends_->source.finish(10);
+  if (!spare_existed_) (void)fs::remove_tree(layout_.node_cache(to_));  // whatever a killed writer left
+}
+
+Result<std::unique_ptr<FabricMove>> FabricMove::start(const Layout& layout, const MigrationSettings& settings,
+                                                      const FabricTransfer& how, const std::string& from,
+                                                      const std::string& to, const TransferOptions& options) {
   if (from == to) return make_error(Code::ERR_INVALID_ARG, "migration from %s to itself", from.c_str());
   if (how.cairnd.empty())
     return make_error(Code::ERR_NOT_SUPPORTED, "cairnd, which moves a migration over the fabric, was found neither "
                                                "beside cairn nor on PATH; set CAIRN_CAIRND or migrate_transport = local");
+  std::unique_ptr<FabricMove> m(new FabricMove());
+  m->layout_ = layout, m->how_ = how, m->from_ = from, m->to_ = to;
+  m->spare_existed_ = fs::exists(layout.node_cache(to));
+  CAIRN_TRY(fs::make_dirs(how.log_dir));
   CAIRN_ASSIGN_OR_RETURN(key, wire::random_key());
   const std::string key_text = wire::key_hex(key);
-  const bool spare_existed = fs::exists(layout.node_cache(to));
-  CAIRN_TRY(fs::make_dirs(how.log_dir));
-  const double t0 = wire::monotonic_seconds();
-
-  End source, sink;
+  m->ends_ = std::make_unique<Ends>();
+  End& source = m->ends_->source;
+  End& sink = m->ends_->sink;
   source.what = "the reader on " + from, source.log = how.log_dir + "/migrate-source.log";
   sink.what = "the writer on " + to, sink.log = how.log_dir + "/migrate-sink.log";
-  auto give_up = [&](Status st) -> Status {
-    sink.in = fs::Fd();  // a writer still waiting for the reader's address reads the end of its stdin
-    sink.finish(0);
-    source.finish(0);
-    if (!spare_existed) (void)fs::remove_tree(layout.node_cache(to));  // whatever a killed writer left
-    return st;
-  };
   char timeout[32];
   snprintf(timeout, sizeof timeout, "%.0f", how.timeout_seconds);
-
-  // Both ends at once: the writer readies libfabric while the reader maps and registers the version,
-  // then learns the reader's address on its stdin.
+  // Both ends at once, each readying libfabric: the reader then waits for "go" (the job has exited and
+  // its newest version is complete), the writer for the reader's address.
   std::vector<std::string> argv = with_node(how.exec, from);
   for (const std::string& w : {how.cairnd, std::string("migrate-source"), std::string("--cache-job"), layout.cache_job,
                                std::string("--node"), from, std::string("--listen"), settings.listen,
                                std::string("--provider"), settings.provider, std::string("--timeout"),
-                               std::string(timeout), std::string("--log"), source.log})
+                               std::string(timeout), std::string("--wait-go"), std::string("--log"), source.log})
     argv.push_back(w);
   CAIRN_TRY(start_end(source, argv, {{"CAIRN_NODE", from}}, key_text));
-  source.in = fs::Fd();
   argv = with_node(how.exec, to);
   for (const std::string& w : {how.cairnd, std::string("migrate-sink"), std::string("--cache-job"), layout.cache_job,
                                std::string("--node"), to, std::string("--from"), from, std::string("--source"),
@@ -189,39 +197,45 @@ Result<TransferStats> transfer_over_fabric(const Layout& layout, const Migration
                                std::to_string(options.buffers), std::string("--buffer-size"),
                                std::to_string(options.buffer_size), std::string("--log"), sink.log})
     argv.push_back(w);
-  if (Status st = start_end(sink, argv, {{"CAIRN_NODE", to}}, key_text); !st) return give_up(st);
+  CAIRN_TRY(start_end(sink, argv, {{"CAIRN_NODE", to}}, key_text));
+  return m;
+}
 
-  auto listening = source.line(wire::monotonic_seconds() + 120);
-  if (!listening) return give_up(listening.status());
+Result<TransferStats> FabricMove::go(const std::function<void(uint64_t, uint64_t)>& progress) {
+  if (!ends_) return make_error(Code::ERR_SEQUENCE, "this migration over the fabric has already run");
+  End& source = ends_->source;
+  End& sink = ends_->sink;
+  const double t0 = wire::monotonic_seconds();
+  Status st = say_line(source, "go");
+  source.in = fs::Fd();
+  Result<std::string> listening = st.is_ok() ? source.line(t0 + 120) : Result<std::string>(st);
+  if (!listening) return fail(listening.status());
   const std::string prefix = "listening ";
   if (listening->compare(0, prefix.size(), prefix) != 0)
-    return give_up(make_error(Code::ERR_IO, "%s said '%s', not where it listens", source.what.c_str(), listening->c_str()));
-  if (Status st = say_line(sink, listening->substr(prefix.size())); !st) return give_up(st);
+    return fail(make_error(Code::ERR_IO, "%s said '%s', not where it listens", source.what.c_str(), listening->c_str()));
+  if (Status said = say_line(sink, listening->substr(prefix.size())); !said) return fail(said);
   sink.in = fs::Fd();
 
   // "progress DONE TOTAL" lines, then one JSON object.
   nlohmann::json outcome;
-  const double deadline = t0 + how.timeout_seconds;
   for (;;) {
-    auto l = sink.line(deadline);
-    if (!l) return give_up(l.status());
+    auto l = sink.line(t0 + how_.timeout_seconds);
+    if (!l) return fail(l.status());
     unsigned long long done = 0, total = 0;
     if (sscanf(l->c_str(), "progress %llu %llu", &done, &total) == 2) {
-      if (options.progress) options.progress(done, total);
+      if (progress) progress(done, total);
       continue;
     }
     outcome = nlohmann::json::parse(*l, nullptr, false);
     if (outcome.is_object() && outcome.contains("status")) break;
-    return give_up(make_error(Code::ERR_IO, "%s said '%s'", sink.what.c_str(), l->c_str()));
+    return fail(make_error(Code::ERR_IO, "%s said '%s'", sink.what.c_str(), l->c_str()));
   }
-  sink.finish(30);
-  source.finish(10);
   if (outcome.value("status", "") != "done")
-    return give_up(Status(code_named(outcome.value("code", std::string())),
-                          outcome.value("message", std::string("the writer failed"))));
-  if (exit_code_of(sink.wait_status) != 0)
-    return give_up(make_error(Code::ERR_IO, "%s reported the version moved but ended with %s", sink.what.c_str(),
-                              describe_wait_status(sink.wait_status).c_str()));
+    return fail(Status(code_named(outcome.value("code", std::string())),
+                       outcome.value("message", std::string("the writer failed"))));
+  // The writer says so only once the version is complete in the spare's cache (its records written and
+  // synced): the job may be relaunched now. The two ends exit on their own (libfabric's teardown takes a
+  // few tenths of a second); they are reaped when this object goes.
   TransferStats stats;
   stats.version = outcome.value("version", uint64_t{0});
   stats.ranks = outcome.value("ranks", 0);
@@ -233,9 +247,31 @@ Result<TransferStats> transfer_over_fabric(const Layout& layout, const Migration
   stats.buffer_size = outcome.value("buffer_size", uint64_t{0});
   stats.peak_in_use = outcome.value("peak_in_use", 0);
   stats.provider = outcome.value("provider", std::string());
-  stats.setup_seconds = wire::monotonic_seconds() - t0 - stats.seconds;
-  if (options.progress) options.progress(stats.bytes, stats.bytes);
+  stats.setup_seconds = std::max(0.0, wire::monotonic_seconds() - t0 - stats.seconds);
+  spare_existed_ = true;  // the spare's cache holds the version now: never removed here
+  if (progress) progress(stats.bytes, stats.bytes);
   return stats;
+}
+
+// Stops both ends (the destructor's way: what a killed writer left is removed) and says why.
+Status FabricMove::fail(Status why) {
+  if (ends_) {
+    ends_->sink.in = fs::Fd();
+    ends_->source.in = fs::Fd();
+    ends_->sink.finish(0);
+    ends_->source.finish(0);
+    ends_.reset();
+  }
+  if (!spare_existed_) (void)fs::remove_tree(layout_.node_cache(to_));
+  spare_existed_ = true;  // done once
+  return why;
+}
+
+Result<TransferStats> transfer_over_fabric(const Layout& layout, const MigrationSettings& settings,
+                                           const FabricTransfer& how, const std::string& from, const std::string& to,
+                                           const TransferOptions& options) {
+  CAIRN_ASSIGN_OR_RETURN(move, FabricMove::start(layout, settings, how, from, to, options));
+  return move->go(options.progress);
 }
 
 }  // namespace cairn::tool

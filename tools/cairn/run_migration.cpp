@@ -12,7 +12,7 @@
 namespace cairn::tool {
 
 // While the job runs: acknowledges a new request (a stat() per call).
-void MigrationDesk::poll(){
+void MigrationDesk::poll(const RunContext& ctx) {
   if (pending_ || !fs::exists(layout_.migrate_file())) return;
   auto text = fs::read_file(layout_.migrate_file());
   if (!text) return;  // being replaced; next time
@@ -31,12 +31,42 @@ void MigrationDesk::poll(){
   publish();
   fprintf(stderr, "cairn run: migration of %s requested; waiting for the job to checkpoint and exit\n",
           req->node.c_str());
+  prestart(ctx);
+}
+
+namespace {
+TransferOptions transfer_options(const MigrateRequest& req) {
+  TransferOptions topt;
+  topt.buffers = req.buffers;
+  topt.buffer_size = req.buffer_size;
+  return topt;
+}
+}  // namespace
+
+// Over the fabric, the two ends start while the job winds down (each loads libfabric, which costs a
+// few tenths of a second, and waits). Whatever stops the migration later stops them too.
+void MigrationDesk::prestart(const RunContext& ctx) {
+  auto transport = choose_transport(pending_->transport, ctx.migration);
+  if (!transport || !transport->fabric || ctx.next_spare > ctx.last_spare) return;
+  auto move = fabric_move(ctx, node_name(ctx.next_spare), transfer_options(*pending_));
+  if (move) prestarted_ = std::move(move).value();  // else the move is started (and fails, and says why) later
+}
+
+Result<std::unique_ptr<FabricMove>> MigrationDesk::fabric_move(const RunContext& ctx, const std::string& spare,
+                                                               const TransferOptions& topt) {
+  if (prestarted_ && prestarted_->from() == pending_->node && prestarted_->to() == spare) return std::move(prestarted_);
+  prestarted_.reset();
+  FabricTransfer how;
+  how.cairnd = find_cairnd();
+  how.exec = ctx.migrate_exec;
+  how.log_dir = ctx.layout.control;
+  return FabricMove::start(ctx.layout, ctx.migration, how, pending_->node, spare, topt);
 }
 
 // After an attempt: true when the job exited for the pending migration and the node was moved, so
 // the job is to be relaunched with the spare in its place. Answers the request otherwise.
 bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
-  poll();  // a request placed just before the job ended
+  poll(ctx);  // a request placed just before the job ended
   if (!pending_) return false;
   const MigrateRequest req = *pending_;
   result_.wind_down_seconds = seconds_since(req.requested_unix_ns);
@@ -72,9 +102,7 @@ bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
   fprintf(stderr, "cairn run: moving %s to %s %s (%s)\n", req.node.c_str(), spare.c_str(),
           transport->fabric ? "over the fabric" : "between the two caches", transport->reason.c_str());
 
-  TransferOptions topt;
-  topt.buffers = req.buffers;
-  topt.buffer_size = req.buffer_size;
+  TransferOptions topt = transfer_options(req);
   uint64_t expected = 0;
   Progress* bar = nullptr;
   std::unique_ptr<Progress> progress;
@@ -88,11 +116,9 @@ bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
   };
   Result<TransferStats> moved = Status::ok();
   if (transport->fabric) {
-    FabricTransfer how;
-    how.cairnd = find_cairnd();
-    how.exec = ctx.migrate_exec;
-    how.log_dir = ctx.layout.control;
-    moved = transfer_over_fabric(ctx.layout, ctx.migration, how, req.node, spare, topt);
+    auto move = fabric_move(ctx, spare, topt);
+    moved = move ? (*move)->go(topt.progress) : Result<TransferStats>(move.status());
+    if (move) finishing_ = std::move(move).value();  // reaped once the job has restarted
   } else {
     moved = transfer_node_cache(ctx.layout, req.node, spare, topt);
   }
@@ -142,6 +168,7 @@ void MigrationDesk::restarted(const state_file::State& s, double since_launch){
   result_.restart_seconds = since_launch;
   result_.restart_level = s.restart_level;
   result_.total_seconds = seconds_since(pending_->requested_unix_ns);
+  finishing_.reset();
   result_.status = "done";
   result_.message = "restarted from version " + std::to_string(s.restart_version) + " at " + s.restart_level;
   publish();
@@ -154,8 +181,8 @@ void MigrationDesk::restarted(const state_file::State& s, double since_launch){
 }
 
 // The run ends with a request outstanding.
-void MigrationDesk::abandon(){
-  poll();
+void MigrationDesk::abandon(const RunContext& ctx) {
+  poll(ctx);
   if (pending_) fail(relaunched_ ? "the relaunched job ended before it restarted" : "cairn run ended before the job migrated");
 }
 
@@ -169,6 +196,8 @@ void MigrationDesk::publish(){
 }
 
 void MigrationDesk::fail(const std::string& why){
+  prestarted_.reset();  // its two ends stop
+  finishing_.reset();
   fprintf(stderr, "cairn run: migration of %s abandoned: %s\n", result_.node.c_str(), why.c_str());
   result_.status = "failed";
   result_.message = why;

@@ -145,6 +145,8 @@ int main(int argc, char** argv) {
   msrc->add_option("--provider", mso.provider, "The libfabric provider")->capture_default_str();
   msrc->add_option("--timeout", mso.timeout_s, "Seconds for the writer to come and finish")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  msrc->add_flag("--wait-go", mso.wait_go,
+                 "After the key, ready libfabric and wait for a line 'go' on stdin before reading the cache");
   msrc->add_option("--log", log_path, "Log file (appended; default '-': stderr)");
   msrc->add_option("--log-level", log_level, "error, warn, info or debug")->capture_default_str();
   msrc->footer(std::string(migrate_footer) + " Prints 'listening HOST:PORT' once its files are registered.");
