@@ -33,7 +33,7 @@ except json.JSONDecodeError as e:
 reps = r["run"]["reps"]
 if r.get("mode") != "migrate" or not positive(r.get("bytes_moved")) or not positive(r.get("state_bytes")):
     fail("mode, bytes_moved or state_bytes", p.stdout)
-for path, limit in (("local", "copy_gbps"), ("fabric", "tcp_loopback_gbps")):
+for path, limit in (("local", "copy_gbps"), ("fabric", "tcp_to_cache_gbps")):
     j = r[path]
     for k in ("wind_down_seconds", "transfer_seconds", "move_seconds", "restart_seconds", "total_seconds", "move_gbps",
               limit, "of_limit"):
@@ -46,6 +46,8 @@ for path, limit in (("local", "copy_gbps"), ("fabric", "tcp_loopback_gbps")):
             fail(f"{path}: a run that is not a migration of node1 over {path} restarting from L1: {run}", p.stdout)
         if run["bytes"] != r["bytes_moved"]:
             fail(f"{path}: {run['bytes']} bytes moved, {r['bytes_moved']} in the other path", p.stdout)
+    if path == "fabric" and not positive(j.get("tcp_loopback_gbps")):
+        fail("fabric.tcp_loopback_gbps missing", p.stdout)
     if j["transfer_seconds"] < j["move_seconds"]:
         fail(f"{path}: the transfer is shorter than moving its bytes", p.stdout)
 for k in ("halt_flush_exit_seconds", "restart_seconds", "total_seconds", "raw_write_gbps", "raw_read_gbps"):

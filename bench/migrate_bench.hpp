@@ -3,8 +3,9 @@
 // caches of this machine (the one-host path), the same over libfabric (a reader on the node, a writer on
 // the spare: the path between real hosts), and a halt followed by a restart from L3 with every cache gone.
 // Beside them, the machine's limits for each path measured in the same run: a plain read/write copy of the
-// same bytes on the cache's file system, a TCP stream of the same bytes over the loopback (what the tcp
-// provider runs on), and the write and read of the job's state on the prefix's file system.
+// same bytes on the cache's file system, a TCP stream of the same bytes over the loopback written into a
+// file of the cache's file system as it arrives (what the tcp provider runs on, and what the writer does),
+// and the write and read of the job's state on the prefix's file system.
 #pragma once
 
 #include <cstdint>
