@@ -72,23 +72,6 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Starts args with stdout and stderr appended to `log`.
-pid_t spawn_logged(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO);
-    execvp(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
 // A command's stdout (and its exit status).
 std::string capture(const std::vector<std::string>& args, int* rc) {
   int pipefd[2];
@@ -196,7 +179,7 @@ struct Bench {
     unsetenv("CAIRN_FLUSH_ON_FINALIZE");
     const std::string log = prefix + ".log";
     stdfs::create_directories(prefix);
-    pid_t run = spawn_logged(run_command(true), log);
+    pid_t run = cairn_bench_service::spawn(run_command(true), log);
     wait_state(prefix, run, log, 300, protected_v2, "version 2");
     int rc = 0;
     std::string out = capture({cairn, "migrate", "--node", "1", "--transport", transport, "--buffers",
@@ -220,7 +203,7 @@ struct Bench {
     setenv("CAIRN_FLUSH_ON_FINALIZE", "true", 1);
     const std::string log = prefix + ".log";
     stdfs::create_directories(prefix);
-    pid_t run = spawn_logged(run_command(false), log);
+    pid_t run = cairn_bench_service::spawn(run_command(false), log);
     wait_state(prefix, run, log, 300, protected_v2, "version 2");
     const double t0 = now();
     halt_and_wait(prefix, run, false);
@@ -231,7 +214,7 @@ struct Bench {
     stdfs::remove_all(cache_job(), ec);
     drop_page_cache(prefix);
     const double t2 = now();
-    run = spawn_logged(run_command(false), log);
+    run = cairn_bench_service::spawn(run_command(false), log);
     wait_state(prefix, run, log, 300, [](const auto& s) { return s.count("restart_level") && s.at("restart_level") != "none"; },
                "its restart");
     const double t3 = now();

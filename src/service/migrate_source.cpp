@@ -196,6 +196,8 @@ Status Source::serve() {
     if (wire::monotonic_seconds() - start > o_.timeout_s)
       return make_error(Code::ERR_IO, "no writer finished within %.0f s", o_.timeout_s);
     std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}, {listen_.get(), POLLIN, 0}};
+    const size_t conn_at = fds.size();  // meaningful only when the connection was there before the poll
+    const bool had_conn = conn_ != nullptr;
     if (conn_) fds.push_back({conn_->fd(), static_cast<short>(POLLIN | (conn_->wants_write() ? POLLOUT : 0)), 0});
     // Once the offer is out, reads may come at any moment: progress the provider (tcp serves them only
     // while polled) at least every few ms, or at once when it has no wait object.
@@ -219,8 +221,8 @@ Status Source::serve() {
         LOG_WARN("refused %s: a writer is already connected", peer.c_str());
       }
     }
-    if (!conn_ || fds.size() < 3) continue;
-    if (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+    if (!conn_ || !had_conn) continue;  // a connection accepted just now is read at the next turn
+    if (fds[conn_at].revents & (POLLIN | POLLHUP | POLLERR)) {
       Status st = conn_->receive();
       Status framing = wire::dispatch_frames(*conn_, [&](const wire::Frame& f) { return on_frame(f); });
       if (conn_ && (!st.is_ok() || !framing.is_ok())) {
