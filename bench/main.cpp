@@ -19,6 +19,7 @@
 
 #include "bench.hpp"
 #include "file_modes.hpp"
+#include "migrate_bench.hpp"
 #include "service_bench.hpp"
 
 namespace bench {
@@ -46,13 +47,52 @@ int run_child(const Options& o, int argc, char** argv) {
   return rc;
 }
 
+// cairn-bench --migrate (migrate_bench.cpp), and the application it runs (--migrate-app).
+int run_migrate_main(int argc, char** argv) {
+  cairn::bench::MigrateBenchOptions o;
+  std::string size_text = "64M", buffer_size_text = "8M";
+  bool migrate = false, app_mode = false;
+  CLI::App app{"cairn-bench --migrate: emptying a node of a running job three ways -- cairn migrate between the "
+               "caches, cairn migrate over the fabric, halt + restart from L3 -- beside the machine's limits for "
+               "each (a copy on the cache's file system, TCP over the loopback, the prefix's write and read). "
+               "See docs/performance.md."};
+  app.add_flag("--migrate", migrate, "this mode");
+  app.add_flag("--migrate-app", app_mode)->group("");
+  app.add_option("--ranks", o.ranks, "MPI ranks of the job")->check(CLI::Range(2, 4096))->capture_default_str();
+  app.add_option("--nodes", o.nodes, "simulated nodes (node 1 is emptied; one spare more)")
+      ->check(CLI::Range(2, 4096))->capture_default_str();
+  app.add_option("--size", size_text, "bytes of state per rank; K, M, G suffixes")->capture_default_str();
+  app.add_option("--reps", o.reps, "runs of each path (the median is reported)")->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  app.add_option("--buffers", o.buffers, "the migration's pool: buffers")->check(CLI::Range(2, 1024))->capture_default_str();
+  app.add_option("--buffer-size", buffer_size_text, "the migration's pool: bytes per buffer")->capture_default_str();
+  app.add_option("--prefix", o.prefix_base, "where the work directory (the jobs' prefixes: L3) goes")->capture_default_str();
+  app.add_option("--cache-dir", o.cache_dir, "base of the L1 cache (cache_dir)")->capture_default_str();
+  app.add_option("--cairn", o.cairn, "the cairn tool (default: beside cairn-bench, or in the build tree)");
+  app.add_flag("--json", o.json, "print one JSON object instead of a table");
+  app.add_flag("-v,--verbose", o.verbose, "each migration's report and the library's info log");
+  CLI11_PARSE(app, argc, argv);
+  if (!parse_size(size_text, &o.size) || o.size < 4096) {
+    fprintf(stderr, "cairn-bench: --size %s: expected a size of at least 4K, e.g. 64M\n", size_text.c_str());
+    return 2;
+  }
+  if (!parse_size(buffer_size_text, &o.buffer_size) || o.buffer_size < 4096) {
+    fprintf(stderr, "cairn-bench: --buffer-size %s: expected a size of at least 4K\n", buffer_size_text.c_str());
+    return 2;
+  }
+  if (app_mode) return cairn::bench::run_migrate_app(argc, argv, o.size);
+  return cairn::bench::run_migrate_bench(o);
+}
+
 }  // namespace
 }  // namespace bench
 
 int main(int argc, char** argv) {
   using namespace bench;
-  for (int i = 1; i < argc; ++i)  // the service mode has its own options (service_bench.cpp)
+  for (int i = 1; i < argc; ++i) {  // the service and migration modes have options of their own
     if (strcmp(argv[i], "--service") == 0) return cairn_bench_service::main(argc, argv);
+    if (strcmp(argv[i], "--migrate") == 0 || strcmp(argv[i], "--migrate-app") == 0) return run_migrate_main(argc, argv);
+  }
   Options o;
   CLI::App app{"cairn-bench: the speed of every cairn level beside the machine's own limits "
                "(memcpy, ISA-L encode, write+fsync), measured in one MPI run. See docs/performance.md."};

@@ -3,6 +3,7 @@
 // happened to the job.
 #include "service_bench.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,7 +25,7 @@ namespace stdfs = std::filesystem;
 
 namespace cairn_bench_service {
 
-pid_t spawn(const std::vector<std::string>& args) {
+pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -32,6 +33,10 @@ pid_t spawn(const std::vector<std::string>& args) {
   fflush(stderr);
   pid_t pid = fork();
   if (pid == 0) {
+    if (!log.empty()) {
+      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO);
+    }
     execvp(argv[0], argv.data());
     fprintf(stderr, "cairn-bench: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);

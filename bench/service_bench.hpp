@@ -32,7 +32,8 @@ struct Options {
 };
 
 // The parent's helpers (service_bench.cpp).
-pid_t spawn(const std::vector<std::string>& args);
+// Starts args (PATH searched); with `log`, its stdout and stderr are appended there.
+pid_t spawn(const std::vector<std::string>& args, const std::string& log = "");
 int wait_exit(pid_t pid);
 std::string find_cairnd(const std::string& given);
 std::string find_cairn(const std::string& cairnd);

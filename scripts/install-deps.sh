@@ -9,7 +9,8 @@ pkgs=(cmake ninja-build g++ make pkg-config
       gfortran                                       # the Fortran binding and heat2d_f
       python3-dev pybind11-dev python3-pybind11      # the Python package's extension
       python3-numpy python3-mpi4py python3-matplotlib  # the Python package, heat2d.py, cairn plot
-      python3-pip python3-setuptools python3-wheel)  # pip install ./bindings/python (tested offline)
+      python3-pip python3-setuptools python3-wheel   # pip install ./bindings/python (tested offline)
+      iproute2)                                      # the migration test between two hosts (network namespaces)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

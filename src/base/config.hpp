@@ -28,6 +28,9 @@ enum class SnapshotMode { copy, cow, automatic };
 // the agents' buffers.
 enum class ServiceMode { pull, push };
 enum class ServiceRestart { application, agents };
+// How `cairn run` moves a node's snapshots to a spare (docs/migration.md): auto is fabric when the
+// checkpoint service is configured, else local.
+enum class MigrateTransport { automatic, local, fabric };
 
 struct Config {
   std::string prefix;         // L3 directory (parallel file system); default "cairn-checkpoints" in cwd
@@ -67,6 +70,9 @@ struct Config {
   std::string service_provider = "tcp;ofi_rxm";
   double service_timeout = 30;             // seconds the application waits on the service at most
   ServiceRestart service_restart = ServiceRestart::application;  // who reads a restart from L3
+  // Process migration (docs/migration.md).
+  MigrateTransport migrate_transport = MigrateTransport::automatic;
+  std::string migrate_listen = "127.0.0.1";  // where the reader on the node being emptied listens
 };
 
 // A knob as declared in the table (for listings and docs).

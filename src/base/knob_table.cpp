@@ -215,6 +215,18 @@ const std::vector<Knob>& knobs() {
                       "reads its files itself. agents: the rank's agent reads and verifies them and "
                       "fi_writes the bytes into the rank's regions, which the rank verifies again; when "
                       "the service is away or anything fails, the rank reads them itself."},
+      {.name = "migrate_transport", .kind = Kind::choice, .member = &Config::migrate_transport,
+       .default_text = "auto", .choices = {"auto", "local", "fabric"},
+       .description = "How cairn migrate's move of a node's snapshots to a spare travels (read by cairn "
+                      "run). local: cairn run copies between the two caches itself (both on its machine: "
+                      "simulated nodes). fabric: a reader on the node and a writer on the spare (cairnd "
+                      "migrate-source and migrate-sink) move it over libfabric RMA with service_provider, "
+                      "as between real hosts. auto: fabric when service is set, else local."},
+      {.name = "migrate_listen", .kind = Kind::string, .member = &Config::migrate_listen,
+       .default_text = "127.0.0.1", .rule = Rule::not_empty_text,
+       .description = "With migrate_transport = fabric: where the reader on the node being emptied opens "
+                      "its endpoint and control port, an address of that node that the spare reaches, or "
+                      "iface:NAME for the address of its interface NAME (iface:ib0)."},
   };
   return table;
 }
@@ -224,6 +236,8 @@ const std::vector<const char*>& non_knob_variables() {
     "CAIRN_CONFIG",    "CAIRN_INJECT",       "CAIRN_INJECT_DIR",  "CAIRN_MPIRUN",
     "CAIRN_RUN_ID",  // set by `cairn run` for its ranks: a relaunch takes over the prefix from its earlier attempt
     "CAIRN_MPIRUN_ARGS", "CAIRN_LAUNCHER", "CAIRN_SRUN", "CAIRN_SRUN_ARGS", "CAIRN_BENCH_CHILD",
+    // read by `cairn run` for a migration over the fabric (docs/migration.md)
+    "CAIRN_MIGRATE_EXEC", "CAIRN_CAIRND",
     "CAIRN_TEST_NO_SRUN",  // read at configure time by cmake/CairnMpiTest.cmake
     // read by scripts/slurm-cluster.sh (the one-host test cluster)
     "CAIRN_SLURM_CPUS", "CAIRN_SLURM_TIMEOUT", "CAIRN_SLURM_PORTS",

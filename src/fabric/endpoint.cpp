@@ -129,6 +129,16 @@ Result<std::unique_ptr<Endpoint>> Endpoint::open(const EndpointOptions& o) {
   return e;
 }
 
+void Endpoint::prepare(const std::string& provider) {
+  EndpointOptions o;
+  o.provider = provider;
+  fi_info* hints = make_hints(o, false);
+  if (!hints) return;
+  fi_info* info = nullptr;
+  if (fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &info) == 0) fi_freeinfo(info);
+  fi_freeinfo(hints);
+}
+
 std::string Endpoint::address_text(const std::string& raw) const {
   char buf[256];
   size_t len = sizeof buf;

@@ -74,6 +74,9 @@ class Endpoint {
   // Open fabric, domain, address vector, completion queue and endpoint. ERR_NOT_SUPPORTED when the
   // provider offers no RDM endpoint with RMA at `node` (the message lists what was asked).
   static Result<std::unique_ptr<Endpoint>> open(const EndpointOptions& o);
+  // Initialise libfabric and the provider without opening anything (the first fi_getinfo of a process
+  // costs a tenth of a second or more: the providers probe the node), so that a later open() is quick.
+  static void prepare(const std::string& provider);
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
   ~Endpoint();

@@ -7,7 +7,8 @@
 
 namespace cairn::service {
 
-Result<std::unique_ptr<BufferPool>> BufferPool::create(fabric::Endpoint& ep, uint64_t bytes, uint32_t chunk) {
+Result<std::unique_ptr<BufferPool>> BufferPool::create(fabric::Endpoint& ep, uint64_t bytes, uint32_t chunk,
+                                                       uint64_t access) {
   if (chunk == 0) return make_error(Code::ERR_INVALID_ARG, "buffer pool with chunk size 0");
   std::unique_ptr<BufferPool> p(new BufferPool());
   p->chunk_ = chunk;
@@ -17,7 +18,7 @@ Result<std::unique_ptr<BufferPool>> BufferPool::create(fabric::Endpoint& ep, uin
   void* m = mmap(nullptr, p->mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (m == MAP_FAILED) return posix_error("mmap", "(agent buffer pool)", errno);
   p->base_ = static_cast<uint8_t*>(m);
-  CAIRN_ASSIGN_OR_RETURN(mr, ep.register_memory(p->base_, p->mapped_, fabric::kLocalRead | fabric::kRemoteWrite));
+  CAIRN_ASSIGN_OR_RETURN(mr, ep.register_memory(p->base_, p->mapped_, access));
   p->mr_ = std::move(mr);
   for (uint32_t i = p->count_; i > 0; --i) p->free_.push_back(i - 1);
   return p;

@@ -15,9 +15,10 @@ namespace cairn::service {
 
 class BufferPool {
  public:
-  // `bytes` rounded down to whole chunks (at least one). Registered for fi_read into it and, for push,
-  // for the ranks' fi_write into it.
-  static Result<std::unique_ptr<BufferPool>> create(fabric::Endpoint& ep, uint64_t bytes, uint32_t chunk);
+  // `bytes` rounded down to whole chunks (at least one). Registered with `access`: by default for fi_read
+  // into it and, for push, for the ranks' fi_write into it.
+  static Result<std::unique_ptr<BufferPool>> create(fabric::Endpoint& ep, uint64_t bytes, uint32_t chunk,
+                                                    uint64_t access = fabric::kLocalRead | fabric::kRemoteWrite);
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
   ~BufferPool();

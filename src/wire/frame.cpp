@@ -33,6 +33,9 @@ const char* type_name(uint16_t type) {
     case Type::version_list: return "version_list";
     case Type::restore: return "restore";
     case Type::restored: return "restored";
+    case Type::migrate_hello: return "migrate_hello";
+    case Type::migrate_offer: return "migrate_offer";
+    case Type::migrate_done: return "migrate_done";
   }
   return "unknown";
 }

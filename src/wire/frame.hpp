@@ -45,6 +45,9 @@ enum class Type : uint16_t {
   version_list = 57,    // agent -> requester
   restore = 58,         // rank -> agent: write this version's bytes of mine into my registered regions
   restored = 59,        // agent -> rank: the restore's outcome
+  migrate_hello = 64,   // migration writer (spare) -> reader (node being emptied)
+  migrate_offer = 65,   // reader -> writer: the version's files, registered for remote reads
+  migrate_done = 66,    // writer -> reader: the outcome
 };
 
 // "register_rank"; "unknown" for a value outside the list.

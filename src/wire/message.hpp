@@ -35,6 +35,10 @@ bool same_key(const AppKey& a, const AppKey& b);
 bool same_secret(const std::string& a, const std::string& b);
 // 128 bits from getrandom(2).
 Result<AppKey> random_key();
+// 32 lower-case hex digits, and back (ERR_FORMAT for anything else): how `cairn run` hands a migration's
+// key to its two ends, on their stdin.
+std::string key_hex(const AppKey& k);
+Result<AppKey> parse_key_hex(const std::string& text);
 
 // Pull: agents fi_read the ranks' slots. Push: ranks fi_write into the agents' buffers.
 enum class TransferMode : uint8_t { pull = 0, push = 1 };

@@ -29,6 +29,10 @@ Cases (--case):
                      rank 0's say so), the result the failure-free one; then, with the controller stopped, the
                      same relaunch falls back to the ranks' own read, with the same result; then with a byte
                      of the newest version flipped, the agent refuses it and the ranks restart from an older one
+  migrate            heat2d through the service under `cairn run --spares 1`; `cairn migrate --node 1` moves node 1's
+                     newest version to the spare over the fabric (migrate_transport = auto picks it because the
+                     service is configured): cairnd migrate-source reads on node 1, migrate-sink writes on node4,
+                     every chunk checked on arrival; the relaunched job restarts from L1 with the failure-free result
 
 After every scenario with an application: its result equals the failure-free one, `cairn verify` finds
 every committed version good, and a relaunch without caches restarts from L3 with the same result. The
@@ -161,8 +165,9 @@ class Service:
 class Job:
     """One application under `cairn run`, its output collected as it comes."""
 
-    def __init__(self, t, name, app, app_args, np=4, nodes=2, kill=None, env=()):
+    def __init__(self, t, name, app, app_args, np=4, nodes=2, kill=None, env=(), run_args=()):
         self.t, self.name, self.app, self.app_args, self.np, self.nodes, self.kill = t, name, app, app_args, np, nodes, kill
+        self.run_args = list(run_args)
         self.work = os.path.join(t.work, name)
         shutil.rmtree(self.work, ignore_errors=True)
         os.makedirs(self.work)
@@ -180,7 +185,7 @@ class Job:
         self.lines = []
 
     def command(self, kill=True):
-        cmd = [self.t.cairn, "run", "-n", str(self.np), "--nodes", str(self.nodes)]
+        cmd = [self.t.cairn, "run", "-n", str(self.np), "--nodes", str(self.nodes), *self.run_args]
         if kill and self.kill:
             cmd += ["--kill-node", str(self.kill[0]), "--at-checkpoint", str(self.kill[1]), "--phase", "compute"]
         return cmd + ["--", self.app, *self.app_args]
@@ -604,6 +609,49 @@ class Test:
         check_job(self, b, reference(self, "synthetic", b_args, np=2))
         say("a freed place went to the application that had found none")
 
+    def case_migrate(self):
+        self.service = Service(self.build, os.path.join(self.work, "svc"), managers=1)
+        ref = reference(self, "heat2d")
+        job = self.current_job = Job(self, "heat2d-migrate", self.heat2d, HEAT + ["--sleep-ms", "10"], np=8, nodes=4,
+                                     run_args=["--spares", "1"], env=["CAIRN_SERVICE_AGENTS=2"])
+        job.start()
+        state = os.path.join(job.env["CAIRN_PREFIX"], ".cairn", "state")
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if os.path.exists(state) and re.search(r"^l2=([2-9]|\d\d)", open(state).read(), re.M):
+                break
+            time.sleep(0.1)
+        else:
+            fail("the job did not reach version 2")
+        m = subprocess.run([self.cairn, "migrate", "--node", "1", "--buffers", "4", "--buffer-size", "256K", "--json",
+                            job.env["CAIRN_PREFIX"]], env=job.env, capture_output=True, text=True, timeout=300)
+        print(m.stdout + m.stderr, flush=True)
+        if m.returncode != 0:
+            fail(f"cairn migrate exited {m.returncode}")
+        r = json.loads(m.stdout)
+        if r["status"] != "done" or r["transport"] != "fabric" or r["restart_level"] != "L1":
+            fail(f"the migration did not go over the fabric and restart from L1: {r}")
+        if r["node"] != "node1" or r["spare"] != "node4" or r["bytes"] <= 0:
+            fail(f"the migration moved the wrong thing: {r}")
+        job.wait()
+        out = job.output()
+        if "over the fabric (auto: the checkpoint service is configured (service))" not in out:
+            fail("cairn run did not say why the migration went over the fabric")
+        if not re.search(r"migrated node1 to node4: .* verified chunk by chunk.*; over tcp", out):
+            fail("cairn run did not report the fabric transfer")
+        control = os.path.join(job.env["CAIRN_PREFIX"], ".cairn")
+        src = open(os.path.join(control, "migrate-source.log")).read()
+        sink = open(os.path.join(control, "migrate-sink.log")).read()
+        if "taken by the writer" not in src or "keys revoked" not in src:
+            fail(f"the reader on node1 did not log the hand-over:\n{src}")
+        if "is in node4's cache" not in sink:
+            fail(f"the writer on node4 did not log the version:\n{sink}")
+        if os.path.exists(os.path.join(job.env["CAIRN_CACHE_DIR"], f"cairn-{job.env['CAIRN_JOB']}", "node1")):
+            fail("node1's cache is still there after the migration")
+        say(f"migrated node1 to node4 over the fabric: {r['bytes']} bytes, transfer {r['transfer_seconds']:.2f} s, "
+            f"restart from {r['restart_level']}")
+        check_job(self, job, ref)
+
     def slow_job(self, name, env=()):
         """The synthetic app whose versions take about a second each to drain (agents at 8 MB/s)."""
         return Job(self, name, self.synthetic, ["--size", "2M", "--iters", "120", "--checkpoint-every", "10",
@@ -814,7 +862,7 @@ def main():
     p.add_argument("--build", required=True)
     p.add_argument("--case", required=True, choices=["two_apps", "push", "agent_killed", "manager_killed",
                                                      "controller_killed", "bad_input", "chain", "three_apps",
-                                                     "dynamic_agents", "freed_place", "restart_agents"])
+                                                     "dynamic_agents", "freed_place", "restart_agents", "migrate"])
     Test(p.parse_args()).run()
 
 

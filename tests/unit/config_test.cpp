@@ -192,6 +192,8 @@ service_buffer_pool = "16M"
 service_provider = "verbs;ofi_rxm"
 service_timeout = 12.5
 service_restart = "agents"
+migrate_transport = "fabric"
+migrate_listen = "iface:ib0"
 )";
 
 void expect_every_knob_set(const Config& c) {
@@ -231,6 +233,8 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.service_provider, "verbs;ofi_rxm");
   EXPECT_EQ(c.service_timeout, 12.5);
   EXPECT_EQ(c.service_restart, ServiceRestart::agents);
+  EXPECT_EQ(c.migrate_transport, MigrateTransport::fabric);
+  EXPECT_EQ(c.migrate_listen, "iface:ib0");
 }
 
 TEST_F(ConfigFile, EveryKnobAtTopLevel) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "wire/control_messages.hpp"
+#include "wire/migrate_messages.hpp"
 #include "wire/session_messages.hpp"
 #include "wire/socket.hpp"
 
@@ -20,6 +21,15 @@ AppKey key_of(uint8_t seed) {
   AppKey k{};
   for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<uint8_t>(seed + i * 7);
   return k;
+}
+
+MigrateOffer sample_offer() {
+  MigrateOffer o;
+  o.version = 12, o.node = "node1", o.fabric_address = std::string("\x02\x00\x1f\x90", 4);
+  o.files = {{2, "slot-1.data", 1 << 20, 2 << 20, 1, 0x7f0000001000, 77}, {2, "slot-1.red", 4096, 4096, 0, 0x7f0000300000, 78},
+             {3, "v12.files/out.dat", 0, 0, 0, 0, 0}};
+  o.smalls = {{2, "v12.set", "set"}, {2, "v12.l1", std::string(40, 'r')}};
+  return o;
 }
 
 RegisterRank sample_register() {
@@ -152,6 +162,43 @@ TEST(WireMessages, EveryMessageRoundTrips) {
   round_trip(ListVersions{7, key_of(4)});
   EXPECT_EQ(round_trip(VersionList{{12, 8}}).versions, (std::vector<uint64_t>{12, 8}));
   EXPECT_EQ(round_trip(ErrorMsg{-4, "wrong key"}).code, -4);
+  // Migration over the fabric.
+  MigrateHello mh = round_trip(MigrateHello{key_of(5), "node4", "addr"});
+  EXPECT_TRUE(same_key(mh.key, key_of(5)));
+  EXPECT_EQ(mh.spare, "node4");
+  MigrateOffer mo = round_trip(sample_offer());
+  ASSERT_EQ(mo.files.size(), 3u);
+  EXPECT_EQ(mo.files[0].name, "slot-1.data");
+  EXPECT_EQ(mo.files[0].addr, 0x7f0000001000u);
+  EXPECT_EQ(mo.files[0].key, 77u);
+  EXPECT_EQ(mo.files[0].checked, 1);
+  EXPECT_EQ(mo.files[1].size, 4096u);
+  ASSERT_EQ(mo.smalls.size(), 2u);
+  EXPECT_EQ(mo.smalls[1].bytes, std::string(40, 'r'));
+  EXPECT_EQ(mo.fabric_address.size(), 4u);
+  EXPECT_EQ(round_trip(MigrateDone{-9, 0, 0, "chunk 3 of slot-1.data"}).message, "chunk 3 of slot-1.data");
+  EXPECT_EQ(round_trip(MigrateDone{0, 1 << 20, 1 << 19, ""}).checked, 1u << 19);
+}
+
+TEST(WireMessages, MigrationMessagesRefuseNonsense) {
+  MigrateOffer o = sample_offer();
+  o.files[0].checked = 2;
+  EXPECT_FALSE(decode<MigrateOffer>(encode(o)).is_ok());
+  o = sample_offer(), o.files[1].length = 8192;  // more to stream than the file holds
+  EXPECT_FALSE(decode<MigrateOffer>(encode(o)).is_ok());
+  o = sample_offer(), o.files.clear();
+  EXPECT_FALSE(decode<MigrateOffer>(encode(o)).is_ok());
+  o = sample_offer(), o.version = 0;
+  EXPECT_FALSE(decode<MigrateOffer>(encode(o)).is_ok());
+  EXPECT_FALSE(decode<MigrateHello>(encode(MigrateHello{key_of(1), "node4", ""})).is_ok());
+  EXPECT_FALSE(decode<MigrateDone>(encode(MigrateDone{2, 0, 0, ""})).is_ok());
+  {  // a file count over the limit is refused, not allocated
+    Writer w;
+    w.u64(12), w.bytes("n"), w.bytes("a"), w.u32(kMaxMigrateFiles + 1);
+    EXPECT_FALSE(decode<MigrateOffer>(w.take()).is_ok());
+  }
+  std::string payload = encode(sample_offer());
+  for (size_t n = 0; n < payload.size(); ++n) EXPECT_FALSE(decode<MigrateOffer>(payload.substr(0, n)).is_ok()) << n;
 }
 
 // The spec's field order, written by hand: register_rank as docs/format.md lists it.
@@ -229,6 +276,15 @@ TEST(WireKey, KeysAreRandomAndComparedWhole) {
   EXPECT_TRUE(same_secret("token", "token"));
   EXPECT_FALSE(same_secret("token", "token2"));
   EXPECT_FALSE(same_secret("", "x"));
+  // The text form a migration's key travels in (stdin of its two ends).
+  auto back = parse_key_hex(key_hex(*a));
+  ASSERT_TRUE(back.is_ok());
+  EXPECT_TRUE(same_key(*back, *a));
+  EXPECT_EQ(key_hex(key_of(0)).size(), 32u);
+  EXPECT_FALSE(parse_key_hex("").is_ok());
+  EXPECT_FALSE(parse_key_hex(key_hex(*a) + "0").is_ok());
+  EXPECT_FALSE(parse_key_hex(std::string(31, '0') + "g").is_ok());
+  EXPECT_FALSE(parse_key_hex(std::string(31, '0') + "A").is_ok());
 }
 
 TEST(WireAddress, HostPortParsing) {
@@ -347,6 +403,9 @@ TEST(WireFuzz, EveryDecoderSurvivesRandomAndMutatedInput) {
   fuzz_one<Restore>(rng, {encode(Restore{3, {{"a", 8, 0x1000, 7}, {"b", 0, 0, 0}}})}, &accepted);
   fuzz_one<Restored>(rng, {encode(Restored{3, 8, 0, ""})}, &accepted);
   fuzz_one<ErrorMsg>(rng, {encode(ErrorMsg{-1, "x"})}, &accepted);
+  fuzz_one<MigrateHello>(rng, {encode(MigrateHello{key_of(2), "node4", "addr"})}, &accepted);
+  fuzz_one<MigrateOffer>(rng, {encode(sample_offer())}, &accepted);
+  fuzz_one<MigrateDone>(rng, {encode(MigrateDone{-9, 1, 2, "x"})}, &accepted);
   EXPECT_GT(accepted, 0);  // the mutations do reach the accepting paths
   // Headers: random bytes never crash, and everything accepted has the magic and the version.
   for (int i = 0; i < 20000; ++i) {

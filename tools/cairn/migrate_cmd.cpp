@@ -26,6 +26,7 @@ struct MigrateOptions {
   std::string node, prefix, config_path;
   int buffers = 8;
   uint64_t buffer_size = 8ull << 20;
+  std::string transport = "auto";
   double timeout = 600;
   bool no_wait = false, json = false;
 };
@@ -71,9 +72,11 @@ void print_result(const MigrateResult& r, bool json) {
                         {"bytes", r.bytes},
                         {"wind_down_seconds", r.wind_down_seconds},
                         {"transfer_seconds", r.transfer_seconds},
+                        {"move_seconds", r.move_seconds},
                         {"restart_seconds", r.restart_seconds},
                         {"total_seconds", r.total_seconds},
                         {"restart_level", r.restart_level},
+                        {"transport", r.transport},
                         {"message", r.message}};
     printf("%s\n", j.dump(2).c_str());
     return;
@@ -82,10 +85,11 @@ void print_result(const MigrateResult& r, bool json) {
     printf("migration %s: %s\n", r.status.c_str(), r.message.c_str());
     return;
   }
-  double gbps = r.transfer_seconds > 0 ? static_cast<double>(r.bytes) / r.transfer_seconds / 1e9 : 0;
-  printf("migrated %s to %s: version %llu, %s moved in %s (%.2f GB/s)\n", r.node.c_str(), r.spare.c_str(),
-         static_cast<unsigned long long>(r.version), format_bytes(r.bytes).c_str(),
-         format_duration(r.transfer_seconds).c_str(), gbps);
+  double gbps = r.move_seconds > 0 ? static_cast<double>(r.bytes) / r.move_seconds / 1e9 : 0;
+  printf("migrated %s to %s: version %llu, %s moved %s in %s (%s moving the bytes, %.2f GB/s)\n", r.node.c_str(),
+         r.spare.c_str(), static_cast<unsigned long long>(r.version), format_bytes(r.bytes).c_str(),
+         r.transport == "fabric" ? "over the fabric" : "between the caches", format_duration(r.transfer_seconds).c_str(),
+         format_duration(r.move_seconds).c_str(), gbps);
   printf("  checkpoint and exit %.2f s, transfer %.2f s, relaunch and restart from %s %.2f s; total %.2f s\n",
          r.wind_down_seconds, r.transfer_seconds, r.restart_level.c_str(), r.restart_seconds, r.total_seconds);
 }
@@ -126,6 +130,7 @@ int run_migrate(const MigrateOptions& o) {
   req.node = *node;
   req.buffers = o.buffers;
   req.buffer_size = o.buffer_size;
+  req.transport = o.transport;
   Status st = fs::write_file_atomic(layout.migrate_file(), format_migrate_request(req));
   if (!st) {
     print_error("migrate", "cannot write the request: " + st.message());
@@ -191,6 +196,13 @@ Command add_migrate_command(CLI::App& root) {
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 30))
       ->type_name("SIZE");
+  app->add_option("--transport", o->transport,
+                  "How the snapshots travel: local (cairn run copies between the two caches of its machine), fabric "
+                  "(a reader on the node and a writer on the spare, over libfabric) or auto (the job's "
+                  "migrate_transport: fabric when the checkpoint service is configured)")
+      ->check(CLI::IsMember({"auto", "local", "fabric"}))
+      ->capture_default_str()
+      ->type_name("T");
   app->add_option("--timeout", o->timeout, "Seconds to wait for the migration to finish")
       ->capture_default_str()
       ->type_name("S");
@@ -199,8 +211,9 @@ Command add_migrate_command(CLI::App& root) {
   app->footer(
       "The job must run under `cairn run --spares S` and call cairn_need_checkpoint and cairn_should_exit.\n"
       "It checkpoints at its next call and exits; cairn run pipes node I's newest snapshots through a pool\n"
-      "of --buffers buffers into the next spare's cache, verifying every chunk, and relaunches the job with\n"
-      "the spare in place of node I: every rank restarts from L1. See docs/migration.md.\n"
+      "of --buffers buffers into the next spare's cache (--transport: between the caches, or over the\n"
+      "fabric from a reader on node I to a writer on the spare), verifying every chunk, and relaunches the\n"
+      "job with the spare in place of node I: every rank restarts from L1. See docs/migration.md.\n"
       "Exit status: 0 migrated (or requested, with --no-wait); 1 the migration failed or timed out;\n"
       "2 bad options, no cairn run managing the job, or no spare left.");
 

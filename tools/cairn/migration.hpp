@@ -15,9 +15,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "base/config.hpp"
 #include "base/layout.hpp"
 #include "base/status.hpp"
 
@@ -36,6 +38,7 @@ struct MigrateRequest {
   std::string node;                     // the node to leave
   int buffers = 8;                      // buffers in the pool
   uint64_t buffer_size = 8ull << 20;    // bytes per buffer (rounded up to a multiple of chunk_size)
+  std::string transport = "auto";       // auto | local | fabric (the job's migrate_transport decides auto)
   int64_t requested_unix_ns = 0;
 };
 
@@ -47,10 +50,13 @@ struct MigrateResult {
   uint64_t version = 0;
   uint64_t bytes = 0;
   double wind_down_seconds = 0;  // request -> the job has checkpointed and exited
-  double transfer_seconds = 0;   // the pipelined copy into the spare's cache, verified
+  double transfer_seconds = 0;   // the pipelined copy into the spare's cache, verified (over the fabric:
+                                 // starting the two ends and registering included)
+  double move_seconds = 0;       // of which moving the bytes: the first read to the last record written
   double restart_seconds = 0;    // relaunch -> every rank restarted
   double total_seconds = 0;      // request -> restarted
   std::string restart_level;
+  std::string transport;         // local | fabric: how the bytes travelled
   bool final() const { return status == "done" || status == "failed"; }
 };
 
@@ -61,6 +67,26 @@ std::string format_migrate_request(const MigrateRequest& r);
 Result<MigrateRequest> parse_migrate_request(const std::string& text);
 std::string format_migrate_result(const MigrateResult& r);
 MigrateResult parse_migrate_result(const std::string& text);
+
+// ---- how the bytes travel ---------------------------------------------------------------------------
+
+// The job's configuration for migrations (migrate_transport, migrate_listen, service, service_provider).
+struct MigrationSettings {
+  MigrateTransport transport = MigrateTransport::automatic;
+  bool service = false;  // `service` is set: the deployment has a fabric
+  std::string listen = "127.0.0.1";
+  std::string provider = "tcp;ofi_rxm";
+};
+MigrationSettings migration_settings(const Config& config);
+
+// "local" or "fabric" for a request's transport ("auto", "local", "fabric"), and why: the request's own
+// choice, else the job's migrate_transport, else (auto) fabric when the service is configured.
+// ERR_INVALID_ARG for a transport that is none of these.
+struct TransportChoice {
+  bool fabric = false;
+  std::string reason;  // "--transport fabric", "migrate_transport = local", "auto: service is set", ...
+};
+Result<TransportChoice> choose_transport(const std::string& requested, const MigrationSettings& s);
 
 // ---- the transfer ---------------------------------------------------------------------------------
 
@@ -81,6 +107,8 @@ struct TransferStats {
   int buffers = 0;           // the pool's size
   uint64_t buffer_size = 0;  // bytes per buffer, after rounding
   int peak_in_use = 0;       // the most buffers filled and not yet written at one moment
+  std::string provider;      // over the fabric: the libfabric provider
+  double setup_seconds = 0;  // over the fabric: starting the two ends and registering (beside `seconds`)
 };
 
 // Moves the newest version that every rank directory of `from` holds at L1 into the same rank
@@ -92,5 +120,51 @@ struct TransferStats {
 // as it was.
 Result<TransferStats> transfer_node_cache(const Layout& layout, const std::string& from, const std::string& to,
                                           const TransferOptions& options);
+
+// The same move over libfabric (migration_fabric.cpp): `cairnd migrate-source` started on `from` and
+// `cairnd migrate-sink` on `to`, each through `exec` (CAIRN_MIGRATE_EXEC: words put before cairnd's, with
+// {node} replaced by the node's name, e.g. `srun --overlap -N1 -n1 -w {node}`; empty: a process of this
+// machine with CAIRN_NODE set), the migration's key on their stdin; the writer pulls the files with
+// fi_read through its pool of options.buffers buffers, checks every chunk on arrival and writes the
+// version into the spare's cache, the L1 records last. Their logs go to <control>/migrate-{source,sink}.log.
+struct FabricTransfer {
+  std::string cairnd;                 // the executable
+  std::vector<std::string> exec;      // the words before it, {node} not yet replaced
+  std::string log_dir;                // where the two logs go
+  double timeout_seconds = 600;
+};
+Result<TransferStats> transfer_over_fabric(const Layout& layout, const MigrationSettings& settings,
+                                           const FabricTransfer& how, const std::string& from, const std::string& to,
+                                           const TransferOptions& options);
+
+// The same in two steps, so that the two ends start while the job still winds down: start() launches
+// both (each loads libfabric and waits), go() -- once the job has exited -- lets the reader plan and
+// serve, and the writer pull; it returns as soon as the writer says the version is in the spare's cache.
+// Destroyed, it reaps the two ends (stopping them when they have not finished: without go(), or after a
+// failure, when it also removes whatever a writer left on a spare that had no cache before).
+class FabricMove {
+ public:
+  static Result<std::unique_ptr<FabricMove>> start(const Layout& layout, const MigrationSettings& settings,
+                                                   const FabricTransfer& how, const std::string& from,
+                                                   const std::string& to, const TransferOptions& options);
+  Result<TransferStats> go(const std::function<void(uint64_t done, uint64_t total)>& progress);
+  const std::string& from() const { return from_; }
+  const std::string& to() const { return to_; }
+  FabricMove(const FabricMove&) = delete;
+  FabricMove& operator=(const FabricMove&) = delete;
+  ~FabricMove();
+
+ private:
+  struct Ends;
+  FabricMove();
+  Status fail(Status why);
+  Layout layout_;
+  FabricTransfer how_;
+  std::string from_, to_;
+  bool spare_existed_ = true;
+  std::unique_ptr<Ends> ends_;
+};
+// cairnd for the fabric transfer: CAIRN_CAIRND, else beside this executable, else from PATH; "" when none.
+std::string find_cairnd();
 
 }  // namespace cairn::tool

@@ -108,6 +108,8 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
   if (!loaded) return loaded.status();
   log::set_level(loaded->config.log_level);
   ctx.layout = make_layout(loaded->config);
+  ctx.migration = migration_settings(loaded->config);
+  if (const char* exec = getenv("CAIRN_MIGRATE_EXEC")) ctx.migrate_exec = split_whitespace(exec);
   ctx.spec.multi_prog_file = ctx.layout.control + "/srun-multi-prog.conf";  // written per attempt, for srun
   // One job per prefix (docs/launcher.md): refuse before launching when another live job holds it; the
   // ranks of every attempt carry this run's id, so a relaunch takes the prefix over from its earlier one.
@@ -231,7 +233,7 @@ int run_job(const RunContext& start) {
   // Every way out: the summary, an answer to an outstanding migration request, the scavenge.
   auto finish = [&](int code, const std::string& last_words = "") {
     (void)fs::remove_file(ctx.layout.launcher_file());
-    desk.abandon();
+    desk.abandon(ctx);
     print_summary(ctx, attempts);
     if (!last_words.empty()) fprintf(stderr, "cairn run: %s\n", last_words.c_str());
     if (o.scavenge) scavenge(ctx);

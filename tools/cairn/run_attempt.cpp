@@ -237,7 +237,7 @@ Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDes
         }
       }
     }
-    desk.poll();
+    desk.poll(ctx);
     std::this_thread::sleep_for(kPollInterval);
   }
   release_terminal(*child);

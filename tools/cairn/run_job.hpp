@@ -13,6 +13,7 @@
 #include "base/layout.hpp"
 #include "base/state_file.hpp"
 #include "launch_plan.hpp"
+#include "migration.hpp"
 
 namespace cairn::tool {
 
@@ -61,6 +62,8 @@ struct RunContext {
   std::string inject_text;  // "checkpoint:5"
   int next_spare = 0;       // the number of the next unused spare node
   int last_spare = -1;      // the number of the last spare node
+  MigrationSettings migration;            // the job's migrate_* knobs, service and provider (migration.hpp)
+  std::vector<std::string> migrate_exec;  // CAIRN_MIGRATE_EXEC, split on whitespace: how to start a process on a node
 };
 
 // "0,1,2"

@@ -1,6 +1,7 @@
 #include "run_migration.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include "base/fsutil.hpp"
@@ -11,7 +12,7 @@
 namespace cairn::tool {
 
 // While the job runs: acknowledges a new request (a stat() per call).
-void MigrationDesk::poll(){
+void MigrationDesk::poll(const RunContext& ctx) {
   if (pending_ || !fs::exists(layout_.migrate_file())) return;
   auto text = fs::read_file(layout_.migrate_file());
   if (!text) return;  // being replaced; next time
@@ -30,12 +31,42 @@ void MigrationDesk::poll(){
   publish();
   fprintf(stderr, "cairn run: migration of %s requested; waiting for the job to checkpoint and exit\n",
           req->node.c_str());
+  prestart(ctx);
+}
+
+namespace {
+TransferOptions transfer_options(const MigrateRequest& req) {
+  TransferOptions topt;
+  topt.buffers = req.buffers;
+  topt.buffer_size = req.buffer_size;
+  return topt;
+}
+}  // namespace
+
+// Over the fabric, the two ends start while the job winds down (each loads libfabric, which costs a
+// few tenths of a second, and waits). Whatever stops the migration later stops them too.
+void MigrationDesk::prestart(const RunContext& ctx) {
+  auto transport = choose_transport(pending_->transport, ctx.migration);
+  if (!transport || !transport->fabric || ctx.next_spare > ctx.last_spare) return;
+  auto move = fabric_move(ctx, node_name(ctx.next_spare), transfer_options(*pending_));
+  if (move) prestarted_ = std::move(move).value();  // else the move is started (and fails, and says why) later
+}
+
+Result<std::unique_ptr<FabricMove>> MigrationDesk::fabric_move(const RunContext& ctx, const std::string& spare,
+                                                               const TransferOptions& topt) {
+  if (prestarted_ && prestarted_->from() == pending_->node && prestarted_->to() == spare) return std::move(prestarted_);
+  prestarted_.reset();
+  FabricTransfer how;
+  how.cairnd = find_cairnd();
+  how.exec = ctx.migrate_exec;
+  how.log_dir = ctx.layout.control;
+  return FabricMove::start(ctx.layout, ctx.migration, how, pending_->node, spare, topt);
 }
 
 // After an attempt: true when the job exited for the pending migration and the node was moved, so
 // the job is to be relaunched with the spare in its place. Answers the request otherwise.
 bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
-  poll();  // a request placed just before the job ended
+  poll(ctx);  // a request placed just before the job ended
   if (!pending_) return false;
   const MigrateRequest req = *pending_;
   result_.wind_down_seconds = seconds_since(req.requested_unix_ns);
@@ -58,14 +89,20 @@ bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
     return true;
   }
   const std::string spare = node_name(ctx.next_spare);
+  auto transport = choose_transport(req.transport, ctx.migration);
+  if (!transport) {
+    fail(transport.status().message() + "; the job goes on on its nodes");
+    return true;
+  }
+  result_.transport = transport->fabric ? "fabric" : "local";
   result_.spare = spare;
   result_.status = "transferring";
-  result_.message = req.node + " to " + spare;
+  result_.message = req.node + " to " + spare + " (" + result_.transport + ": " + transport->reason + ")";
   publish();
+  fprintf(stderr, "cairn run: moving %s to %s %s (%s)\n", req.node.c_str(), spare.c_str(),
+          transport->fabric ? "over the fabric" : "between the two caches", transport->reason.c_str());
 
-  TransferOptions topt;
-  topt.buffers = req.buffers;
-  topt.buffer_size = req.buffer_size;
+  TransferOptions topt = transfer_options(req);
   uint64_t expected = 0;
   Progress* bar = nullptr;
   std::unique_ptr<Progress> progress;
@@ -77,7 +114,14 @@ bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
     bar->add(done - expected);
     expected = done;
   };
-  auto moved = transfer_node_cache(ctx.layout, req.node, spare, topt);
+  Result<TransferStats> moved = Status::ok();
+  if (transport->fabric) {
+    auto move = fabric_move(ctx, spare, topt);
+    moved = move ? (*move)->go(topt.progress) : Result<TransferStats>(move.status());
+    if (move) finishing_ = std::move(move).value();  // reaped once the job has restarted
+  } else {
+    moved = transfer_node_cache(ctx.layout, req.node, spare, topt);
+  }
   if (progress) progress->finish();
   if (!moved) {
     fail("moving the snapshots of " + req.node + " to " + spare + " failed: " + moved.status().message() +
@@ -90,8 +134,9 @@ bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
   ctx.spec.node_names[idx] = spare;
   result_.version = t.version;
   result_.bytes = t.bytes;
-  result_.transfer_seconds = t.seconds;
-  char text[512];
+  result_.transfer_seconds = t.seconds + t.setup_seconds;
+  result_.move_seconds = t.seconds;
+  char text[640];
   snprintf(text, sizeof text,
            "version %llu of %d ranks, %s (%s verified chunk by chunk) in %s, %.2f GB/s; pool %d x %s, at most %d "
            "filled at once",
@@ -99,6 +144,11 @@ bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
            format_bytes(t.verified).c_str(), format_duration(t.seconds).c_str(),
            t.seconds > 0 ? static_cast<double>(t.bytes) / t.seconds / 1e9 : 0.0, t.buffers,
            format_bytes(t.buffer_size).c_str(), t.peak_in_use);
+  if (transport->fabric) {
+    size_t used = strlen(text);
+    snprintf(text + used, sizeof text - used, "; over %s, %s starting the two ends and registering",
+             t.provider.c_str(), format_duration(t.setup_seconds).c_str());
+  }
   fprintf(stderr, "cairn run: migrated %s to %s: %s\n", req.node.c_str(), spare.c_str(), text);
   a.migrated_text = req.node + " to " + spare + " (" + format_bytes(t.bytes) + " in " + format_duration(t.seconds) + ")";
   // The node leaves the job: its cache goes (the spare holds the version, verified, and L2 still protects it).
@@ -118,6 +168,7 @@ void MigrationDesk::restarted(const state_file::State& s, double since_launch){
   result_.restart_seconds = since_launch;
   result_.restart_level = s.restart_level;
   result_.total_seconds = seconds_since(pending_->requested_unix_ns);
+  finishing_.reset();
   result_.status = "done";
   result_.message = "restarted from version " + std::to_string(s.restart_version) + " at " + s.restart_level;
   publish();
@@ -130,8 +181,8 @@ void MigrationDesk::restarted(const state_file::State& s, double since_launch){
 }
 
 // The run ends with a request outstanding.
-void MigrationDesk::abandon(){
-  poll();
+void MigrationDesk::abandon(const RunContext& ctx) {
+  poll(ctx);
   if (pending_) fail(relaunched_ ? "the relaunched job ended before it restarted" : "cairn run ended before the job migrated");
 }
 
@@ -145,6 +196,8 @@ void MigrationDesk::publish(){
 }
 
 void MigrationDesk::fail(const std::string& why){
+  prestarted_.reset();  // its two ends stop
+  finishing_.reset();
   fprintf(stderr, "cairn run: migration of %s abandoned: %s\n", result_.node.c_str(), why.c_str());
   result_.status = "failed";
   result_.message = why;

@@ -2,6 +2,8 @@
 //   cairnd controller --listen HOST:PORT     one per cluster or allocation
 //   cairnd manager --controller HOST:PORT    one per checkpoint node; starts the agents
 //   cairnd agent                             started by a manager, never by hand
+//   cairnd migrate-source / migrate-sink     the two ends of a process migration over the fabric,
+//                                            started by `cairn run` (docs/migration.md)
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +20,7 @@
 #include "service/controller.hpp"
 #include "service/daemon.hpp"
 #include "service/manager.hpp"
+#include "service/migrate.hpp"
 #include "service/stage_chain.hpp"
 
 namespace {
@@ -131,7 +134,54 @@ int main(int argc, char** argv) {
   agt->add_option("--log-level", log_level, "error, warn, info or debug")->capture_default_str();
   agt->footer("Reads one start_agent message on stdin, reports on stdout; stops on SIGTERM or when stdin closes.");
 
+  // ---- the two ends of a migration over the fabric
+  const char* migrate_footer = "Started by cairn run (docs/migration.md), which writes the migration's key to its stdin.";
+  CLI::App* msrc = app.add_subcommand("migrate-source", "The reader on the node being emptied by a migration.");
+  service::MigrateSourceOptions mso;
+  msrc->add_option("--cache-job", mso.cache_job, "The job's cache directory, <cache_dir>/cairn-<job>")->required();
+  msrc->add_option("--node", mso.node, "The node whose newest L1 version moves")->required();
+  msrc->add_option("--listen", mso.listen, "An address of this node that the spare reaches, or iface:NAME")
+      ->capture_default_str();
+  msrc->add_option("--provider", mso.provider, "The libfabric provider")->capture_default_str();
+  msrc->add_option("--timeout", mso.timeout_s, "Seconds for the writer to come and finish")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  msrc->add_flag("--wait-go", mso.wait_go,
+                 "After the key, ready libfabric and wait for a line 'go' on stdin before reading the cache");
+  msrc->add_option("--log", log_path, "Log file (appended; default '-': stderr)");
+  msrc->add_option("--log-level", log_level, "error, warn, info or debug")->capture_default_str();
+  msrc->footer(std::string(migrate_footer) + " Prints 'listening HOST:PORT' once its files are registered.");
+  CLI::App* msink = app.add_subcommand("migrate-sink", "The writer on the spare node of a migration.");
+  service::MigrateSinkOptions mko;
+  msink->add_option("--cache-job", mko.cache_job, "The job's cache directory, <cache_dir>/cairn-<job>")->required();
+  msink->add_option("--node", mko.node, "The spare node, whose cache receives the version")->required();
+  msink->add_option("--from", mko.from, "The node being emptied (the reader must offer its cache)");
+  msink->add_option("--source", mko.source,
+                    "HOST:PORT the reader printed; '-': read it from stdin after the key (start both ends at once)")
+      ->required();
+  msink->add_option("--provider", mko.provider, "The libfabric provider")->capture_default_str();
+  msink->add_option("--buffers", mko.buffers, "Buffers in the pool")->capture_default_str()->check(CLI::Range(2u, 1024u));
+  msink->add_option("--buffer-size", mko.buffer_size, "Bytes per buffer, K/M/G suffixes, rounded up to whole chunks (default 8M)")
+      ->transform(CLI::AsSizeValue(false))->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 30))->type_name("SIZE");
+  msink->add_option("--rma-size", mko.rma_size, "Bytes per fi_read, K/M/G suffixes (default 1M)")
+      ->transform(CLI::AsSizeValue(false))->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 30))->type_name("SIZE");
+  msink->add_option("--stall-timeout", mko.stall_timeout_s, "Give up when no read completes for this many seconds")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  msink->add_option("--log", log_path, "Log file (appended; default '-': stderr)");
+  msink->add_option("--log-level", log_level, "error, warn, info or debug")->capture_default_str();
+  msink->footer(std::string(migrate_footer) + " Prints 'progress DONE TOTAL' lines and one JSON line with the outcome.");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (msrc->parsed()) {
+    Status st = service::open_daemon_log(log_path.empty() ? "-" : log_path, "cairnd migrate-source " + mso.node, log_level);
+    if (!st.is_ok()) return fail(st.message());
+    return service::run_migrate_source(mso);
+  }
+  if (msink->parsed()) {
+    Status st = service::open_daemon_log(log_path.empty() ? "-" : log_path, "cairnd migrate-sink " + mko.node, log_level);
+    if (!st.is_ok()) return fail(st.message());
+    return service::run_migrate_sink(mko);
+  }
 
   if (ctl->parsed()) {
     service::ControllerOptions o;
