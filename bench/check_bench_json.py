@@ -13,6 +13,7 @@ With --redistribute in the command line the object is the N -> M report: per lev
 N -> N and N -> M restart figures and the n_to_m_<level> target. `--measured l1,l3` (before the command)
 names the levels that must have been measured; the others must be null with a reason in `skipped`.
 """
+import glob
 import json
 import os
 import subprocess
@@ -263,6 +264,7 @@ def main():
         args = args[2:]
     if not args:
         fail("usage: check_bench_json.py [--measured l1,l2,l3] CAIRN_BENCH [ARGS...]")
+    placement_caches_before = set(glob.glob("/dev/shm/cairn-cairn-bench-placement.*"))
     proc = subprocess.run(args, stdout=subprocess.PIPE, text=True, timeout=280)
     out = proc.stdout
     if proc.returncode != 0:
@@ -274,7 +276,11 @@ def main():
     if not isinstance(data, dict):
         fail("stdout is JSON but not an object", out)
     if "--placement" in args:
-        print("bench_smoke: OK (%s)" % check_placement(data, out))
+        what = check_placement(data, out)
+        left = set(glob.glob("/dev/shm/cairn-cairn-bench-placement.*")) - placement_caches_before
+        if left:
+            fail("the applications' caches were left behind: %s" % sorted(left), out)
+        print("bench_smoke: OK (%s)" % what)
         return
     if "--snapshot" in args:
         what = check_snapshot(data, len(args[args.index("--size") + 1].split(",")), out)

@@ -62,8 +62,21 @@ using ::bench::round3;
 namespace stdfs = std::filesystem;
 using json = nlohmann::ordered_json;
 
+// What a failure must not leave behind: the work directory, the current job's cache, its cairn run.
+struct Leftovers {
+  std::string work, cache;
+  pid_t run = -1;
+} g_left;
+
 [[noreturn]] void fail(const std::string& what) {
   fprintf(stderr, "cairn-bench --migrate: %s\n", what.c_str());
+  if (g_left.run > 0) {  // SIGTERM: cairn run passes it to the job and does not relaunch
+    kill(g_left.run, SIGTERM);
+    waitpid(g_left.run, nullptr, 0);
+  }
+  std::error_code ec;
+  if (!g_left.cache.empty()) stdfs::remove_all(g_left.cache, ec);
+  if (!g_left.work.empty()) stdfs::remove_all(g_left.work, ec);
   exit(1);
 }
 
@@ -118,7 +131,10 @@ void wait_state(const std::string& prefix, pid_t run, const std::string& log, do
   while (now() < until) {
     if (pred(read_state(prefix))) return;
     int status = 0;
-    if (waitpid(run, &status, WNOHANG) == run) fail(std::string("the job ended before ") + what + ":\n" + slurp(log));
+    if (waitpid(run, &status, WNOHANG) == run) {
+      g_left.run = -1;
+      fail(std::string("the job ended before ") + what + ":\n" + slurp(log));
+    }
     usleep(10000);
   }
   fail(std::string("the job did not reach ") + what + " in time:\n" + slurp(log));
@@ -160,7 +176,11 @@ struct Bench {
     std::string prefix = work + "/" + what + "-" + std::to_string(++runs);
     setenv("CAIRN_PREFIX", prefix.c_str(), 1);
     setenv("CAIRN_JOB", ("cbm-" + std::to_string(getpid()) + "-" + std::to_string(runs)).c_str(), 1);
+    g_left.cache = cache_job();
     return prefix;
+  }
+  pid_t start_run(bool spares, const std::string& log) {
+    return g_left.run = cairn_bench_service::spawn(run_command(spares), log);
   }
   std::string cache_job() const { return o.cache_dir + "/cairn-" + getenv("CAIRN_JOB"); }
 
@@ -171,6 +191,7 @@ struct Bench {
     capture(cmd, &rc);
     if (rc != 0) fail("cairn halt exited " + std::to_string(rc));
     cairn_bench_service::wait_exit(run);
+    g_left.run = -1;
   }
 
   // One migration: from the request to the restart, as cairn migrate reports it.
@@ -179,7 +200,7 @@ struct Bench {
     unsetenv("CAIRN_FLUSH_ON_FINALIZE");
     const std::string log = prefix + ".log";
     stdfs::create_directories(prefix);
-    pid_t run = cairn_bench_service::spawn(run_command(true), log);
+    pid_t run = start_run(true, log);
     wait_state(prefix, run, log, 300, protected_v2, "version 2");
     int rc = 0;
     std::string out = capture({cairn, "migrate", "--node", "1", "--transport", transport, "--buffers",
@@ -203,7 +224,7 @@ struct Bench {
     setenv("CAIRN_FLUSH_ON_FINALIZE", "true", 1);
     const std::string log = prefix + ".log";
     stdfs::create_directories(prefix);
-    pid_t run = cairn_bench_service::spawn(run_command(false), log);
+    pid_t run = start_run(false, log);
     wait_state(prefix, run, log, 300, protected_v2, "version 2");
     const double t0 = now();
     halt_and_wait(prefix, run, false);
@@ -214,7 +235,7 @@ struct Bench {
     stdfs::remove_all(cache_job(), ec);
     drop_page_cache(prefix);
     const double t2 = now();
-    run = cairn_bench_service::spawn(run_command(false), log);
+    run = start_run(false, log);
     wait_state(prefix, run, log, 300, [](const auto& s) { return s.count("restart_level") && s.at("restart_level") != "none"; },
                "its restart");
     const double t3 = now();
@@ -415,7 +436,7 @@ int run_migrate_bench(const MigrateBenchOptions& o) {
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   if (!mkdtemp(buf.data())) fail("cannot create a work directory under " + o.prefix_base + ": " + strerror(errno));
-  b.work = buf.data();
+  b.work = g_left.work = buf.data();
   const double load_start = loadavg_1m();
   setenv("CAIRN_CACHE_DIR", o.cache_dir.c_str(), 1);
   setenv("CAIRN_REDUNDANCY", "xor", 1);

@@ -231,6 +231,8 @@ json run_one(const Options& o, const Run& run, int argc, char** argv, bool* ok) 
   out["wall_s"] = r3(t_end - t_start);
   if (!*ok && o.verbose) fprintf(stderr, "%s", slurp(dir + "/controller.log").c_str());
   stdfs::remove_all(dir, ec);
+  for (int i = 0; i < 3; ++i)  // the applications' caches (service_placement_child.cpp names their jobs)
+    stdfs::remove_all(o.cache_dir + "/cairn-" + stdfs::path(dir).filename().string() + "-app" + std::to_string(i), ec);
   return out;
 }
 
