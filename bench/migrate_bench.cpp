@@ -35,17 +35,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <map>
 #include <random>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
+#include "base/state_file.hpp"
 #include "bench.hpp"
 #include "cairn/cairn.h"
 #include "service_bench.hpp"
@@ -59,6 +57,7 @@ using ::bench::machine_info;
 using ::bench::median;
 using ::bench::now;
 using ::bench::round3;
+using cairn_bench_service::slurp;
 namespace stdfs = std::filesystem;
 using json = nlohmann::ordered_json;
 
@@ -78,11 +77,6 @@ struct Leftovers {
   if (!g_left.cache.empty()) stdfs::remove_all(g_left.cache, ec);
   if (!g_left.work.empty()) stdfs::remove_all(g_left.work, ec);
   exit(1);
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // A command's stdout (and its exit status).
@@ -114,19 +108,13 @@ std::string capture(const std::vector<std::string>& args, int* rc) {
   return out;
 }
 
-std::map<std::string, std::string> read_state(const std::string& prefix) {
-  std::map<std::string, std::string> kv;
-  std::istringstream in(slurp(prefix + "/.cairn/state"));
-  for (std::string line; std::getline(in, line);) {
-    size_t eq = line.find('=');
-    if (eq != std::string::npos && line[0] != '#') kv[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return kv;
+state_file::State read_state(const std::string& prefix) {
+  return state_file::decode_state(slurp(prefix + "/.cairn/state"));
 }
 
 // Until `pred` holds of the job's state file; fails when the job ends first or after `timeout` s.
 void wait_state(const std::string& prefix, pid_t run, const std::string& log, double timeout,
-                const std::function<bool(const std::map<std::string, std::string>&)>& pred, const char* what) {
+                const std::function<bool(const state_file::State&)>& pred, const char* what) {
   const double until = now() + timeout;
   while (now() < until) {
     if (pred(read_state(prefix))) return;
@@ -140,23 +128,7 @@ void wait_state(const std::string& prefix, pid_t run, const std::string& log, do
   fail(std::string("the job did not reach ") + what + " in time:\n" + slurp(log));
 }
 
-bool protected_v2(const std::map<std::string, std::string>& s) {
-  auto it = s.find("l2");
-  return it != s.end() && strtoull(it->second.c_str(), nullptr, 10) >= 2;
-}
-
-void drop_page_cache(const std::string& dir) {
-  std::error_code ec;
-  for (auto it = stdfs::recursive_directory_iterator(dir, ec); !ec && it != stdfs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
-    int fd = open(it->path().c_str(), O_RDONLY);
-    if (fd < 0) continue;
-    fdatasync(fd);
-    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    close(fd);
-  }
-}
+bool protected_v2(const state_file::State& s) { return s.l2 >= 2; }
 
 struct Bench {
   explicit Bench(const MigrateBenchOptions& opts) : o(opts) {}
@@ -233,13 +205,13 @@ struct Bench {
     capture({cairn, "halt", prefix, "--unset"}, &rc);
     std::error_code ec;
     stdfs::remove_all(cache_job(), ec);
-    drop_page_cache(prefix);
+    ::bench::evict(prefix);
     const double t2 = now();
     run = start_run(false, log);
-    wait_state(prefix, run, log, 300, [](const auto& s) { return s.count("restart_level") && s.at("restart_level") != "none"; },
+    wait_state(prefix, run, log, 300, [](const state_file::State& s) { return s.restart_level != "none"; },
                "its restart");
     const double t3 = now();
-    const std::string level = read_state(prefix)["restart_level"];
+    const std::string level = read_state(prefix).restart_level;
     halt_and_wait(prefix, run, true);
     stdfs::remove_all(cache_job(), ec);
     if (level != "L3") fail("the relaunch restarted from " + level + ", not from L3:\n" + slurp(log));

@@ -44,6 +44,11 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
   return pid;
 }
 
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 int wait_exit(pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

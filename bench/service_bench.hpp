@@ -35,6 +35,8 @@ struct Options {
 // Starts args (PATH searched); with `log`, its stdout and stderr are appended there.
 pid_t spawn(const std::vector<std::string>& args, const std::string& log = "");
 int wait_exit(pid_t pid);
+// A file's contents; "" when it cannot be read.
+std::string slurp(const std::string& path);
 std::string find_cairnd(const std::string& given);
 std::string find_cairn(const std::string& cairnd);
 std::vector<std::string> words(const char* s);

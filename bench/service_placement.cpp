@@ -35,11 +35,6 @@ using json = ojson;
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // `cairn status --json` of the controller, or null.
 json status(const std::string& cairn, const std::string& address) {
   std::string cmd = cairn + " status --service " + address + " --json 2>/dev/null";

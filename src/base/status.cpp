@@ -29,6 +29,14 @@ const char* code_name(int code) {
   return nullptr;
 }
 
+std::optional<Code> code_by_name(std::string_view name) {
+#define CAIRN_X_BY_NAME(n, value, text) \
+  if (name == #n) return Code::n;
+  CAIRN_ERROR_LIST(CAIRN_X_BY_NAME)
+#undef CAIRN_X_BY_NAME
+  return std::nullopt;
+}
+
 Status make_error(Code code, const char* fmt, ...) {
   char buf[2048];
   va_list ap;

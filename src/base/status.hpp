@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -18,8 +19,9 @@ enum class Code : int {
 
 // Short description of a code, the text of cairn_strerror().
 const char* code_text(int code);
-// The symbolic name of a code ("ERR_IO"), or nullptr for an unknown code.
+// The symbolic name of a code ("ERR_IO"), or nullptr for an unknown code; and back.
 const char* code_name(int code);
+std::optional<Code> code_by_name(std::string_view name);
 
 class [[nodiscard]] Status {
  public:

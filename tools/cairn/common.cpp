@@ -24,6 +24,14 @@ const std::vector<std::string>& tool_variables() {
   return names;
 }
 
+std::string executable_dir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  std::string path(buf, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
 Result<LoadedConfig> load_job_config(const std::string& config_path, const std::string& who) {
   // SCR's parameters (SCR_PREFIX, SCR_CACHE_BASE, ...) name an SCR code's prefix and cache: the tools and
   // the jobs they start see them as CAIRN_* variables, below the user's own (docs/scr.md).

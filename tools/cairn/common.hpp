@@ -32,6 +32,8 @@ const std::vector<std::string>& tool_variables();
 // The absolute path of an executable: `name` itself when it contains '/', else the first match in
 // PATH. Empty when none is found or it is not executable.
 std::string find_executable(const std::string& name);
+// The directory of this executable (Linux: /proc/self/exe); "" when it cannot be read.
+std::string executable_dir();
 
 // Quotes a word for display as a shell would need it ("a b" -> 'a b').
 std::string shell_quote(const std::string& word);

@@ -157,6 +157,7 @@ class FabricMove {
  private:
   struct Ends;
   FabricMove();
+  void stop(double grace);
   Status fail(Status why);
   Layout layout_;
   FabricTransfer how_;

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 
@@ -91,15 +90,6 @@ struct End {
   }
 };
 
-// The code a writer names on its last line ("ERR_CORRUPT"); ERR_IO for a name this cairn does not know.
-Code code_named(const std::string& name) {
-#define CAIRN_X_NAMED(n, value, text) \
-  if (name == #n) return Code::n;
-  CAIRN_ERROR_LIST(CAIRN_X_NAMED)
-#undef CAIRN_X_NAMED
-  return Code::ERR_IO;
-}
-
 std::vector<std::string> with_node(const std::vector<std::string>& words, const std::string& node) {
   std::vector<std::string> out;
   for (std::string w : words) {
@@ -137,12 +127,8 @@ Status start_end(End& e, const std::vector<std::string>& argv, const EnvAssignme
 
 std::string find_cairnd() {
   if (const char* env = getenv("CAIRN_CAIRND"); env && *env) return find_executable(env);
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n > 0) {
-    std::string beside = fs::dirname(std::string(buf, static_cast<size_t>(n))) + "/cairnd";
-    if (access(beside.c_str(), X_OK) == 0) return beside;
-  }
+  const std::string beside = executable_dir() + "/cairnd";
+  if (access(beside.c_str(), X_OK) == 0) return beside;
   return find_executable("cairnd");
 }
 
@@ -152,13 +138,20 @@ struct FabricMove::Ends {
 
 FabricMove::FabricMove() = default;
 
-FabricMove::~FabricMove() {
-  if (!ends_) return;
-  ends_->sink.in = fs::Fd();  // an end still waiting reads the end of its stdin and leaves
-  ends_->source.in = fs::Fd();
-  ends_->sink.finish(10);
-  ends_->source.finish(10);
-  if (!spare_existed_) (void)fs::remove_tree(layout_.node_cache(to_));  // whatever a killed writer left
+FabricMove::~FabricMove() { stop(10); }
+
+// Reaps both ends, stopped when they do not exit within `grace` seconds (an end still waiting reads the
+// end of its stdin and leaves), and removes whatever a killed writer left on a spare that had no cache.
+void FabricMove::stop(double grace) {
+  if (ends_) {
+    ends_->sink.in = fs::Fd();
+    ends_->source.in = fs::Fd();
+    ends_->sink.finish(grace);
+    ends_->source.finish(grace);
+    ends_.reset();
+  }
+  if (!spare_existed_) (void)fs::remove_tree(layout_.node_cache(to_));
+  spare_existed_ = true;  // done once
 }
 
 Result<std::unique_ptr<FabricMove>> FabricMove::start(const Layout& layout, const MigrationSettings& settings,
@@ -231,7 +224,7 @@ Result<TransferStats> FabricMove::go(const std::function<void(uint64_t, uint64_t
     return fail(make_error(Code::ERR_IO, "%s said '%s'", sink.what.c_str(), l->c_str()));
   }
   if (outcome.value("status", "") != "done")
-    return fail(Status(code_named(outcome.value("code", std::string())),
+    return fail(Status(code_by_name(outcome.value("code", std::string())).value_or(Code::ERR_IO),
                        outcome.value("message", std::string("the writer failed"))));
   // The writer says so only once the version is complete in the spare's cache (its records written and
   // synced): the job may be relaunched now. The two ends exit on their own (libfabric's teardown takes a
@@ -253,17 +246,8 @@ Result<TransferStats> FabricMove::go(const std::function<void(uint64_t, uint64_t
   return stats;
 }
 
-// Stops both ends (the destructor's way: what a killed writer left is removed) and says why.
 Status FabricMove::fail(Status why) {
-  if (ends_) {
-    ends_->sink.in = fs::Fd();
-    ends_->source.in = fs::Fd();
-    ends_->sink.finish(0);
-    ends_->source.finish(0);
-    ends_.reset();
-  }
-  if (!spare_existed_) (void)fs::remove_tree(layout_.node_cache(to_));
-  spare_existed_ = true;  // done once
+  stop(0);
   return why;
 }
 

@@ -9,19 +9,6 @@
 #include "process.hpp"
 
 namespace cairn::tool {
-namespace {
-
-// The directory of this executable (Linux: /proc/self/exe).
-std::string executable_dir() {
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "";
-  std::string path(buf, static_cast<size_t>(n));
-  return path.substr(0, path.rfind('/'));
-}
-
-}  // namespace
-
 PythonPackage locate_python_package() {
   PythonPackage p;
   p.interpreter = fs::exists(CAIRN_PYTHON_EXECUTABLE) ? CAIRN_PYTHON_EXECUTABLE : "python3";

@@ -233,7 +233,7 @@ int run_job(const RunContext& start) {
   // Every way out: the summary, an answer to an outstanding migration request, the scavenge.
   auto finish = [&](int code, const std::string& last_words = "") {
     (void)fs::remove_file(ctx.layout.launcher_file());
-    desk.abandon(ctx);
+    desk.abandon();
     print_summary(ctx, attempts);
     if (!last_words.empty()) fprintf(stderr, "cairn run: %s\n", last_words.c_str());
     if (o.scavenge) scavenge(ctx);

@@ -13,14 +13,18 @@ namespace cairn::tool {
 
 // While the job runs: acknowledges a new request (a stat() per call).
 void MigrationDesk::poll(const RunContext& ctx) {
-  if (pending_ || !fs::exists(layout_.migrate_file())) return;
+  if (acknowledge()) prestart(ctx);
+}
+
+bool MigrationDesk::acknowledge() {
+  if (pending_ || !fs::exists(layout_.migrate_file())) return false;
   auto text = fs::read_file(layout_.migrate_file());
-  if (!text) return;  // being replaced; next time
+  if (!text) return false;  // being replaced; next time
   auto req = parse_migrate_request(*text);
   if (!req) {
     fprintf(stderr, "cairn run: ignoring %s: %s\n", layout_.migrate_file().c_str(), req.status().message().c_str());
     (void)fs::remove_file(layout_.migrate_file());
-    return;
+    return false;
   }
   pending_ = *req;
   result_ = MigrateResult{};
@@ -31,7 +35,7 @@ void MigrationDesk::poll(const RunContext& ctx) {
   publish();
   fprintf(stderr, "cairn run: migration of %s requested; waiting for the job to checkpoint and exit\n",
           req->node.c_str());
-  prestart(ctx);
+  return true;
 }
 
 namespace {
@@ -181,8 +185,8 @@ void MigrationDesk::restarted(const state_file::State& s, double since_launch){
 }
 
 // The run ends with a request outstanding.
-void MigrationDesk::abandon(const RunContext& ctx) {
-  poll(ctx);
+void MigrationDesk::abandon() {
+  acknowledge();  // a request placed at the very end is answered too (nothing is started for it)
   if (pending_) fail(relaunched_ ? "the relaunched job ended before it restarted" : "cairn run ended before the job migrated");
 }
 

@@ -26,12 +26,14 @@ class MigrationDesk {
   // The relaunched job has restarted: the migration is complete.
   void restarted(const state_file::State& s, double since_launch);
   // The run ends with a request outstanding.
-  void abandon(const RunContext& ctx);
+  void abandon();
 
  private:
   static double seconds_since(int64_t unix_ns);
   void publish();
   void fail(const std::string& why);
+  // Takes a new request from its file and answers "waiting"; true when it took one.
+  bool acknowledge();
   // The move's two ends over the fabric, started (prestart) or not; the transport's choice, checked.
   void prestart(const RunContext& ctx);
   Result<std::unique_ptr<FabricMove>> fabric_move(const RunContext& ctx, const std::string& spare,
