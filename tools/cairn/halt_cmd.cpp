@@ -157,7 +157,8 @@ int run_halt(const HaltOptions& o) {
     if (o.list || o.json) print_listing(path, std::nullopt, o.json);
     return kExitOk;
   }
-  if (o.list && !changes) {
+  // --list and --json only show, unless conditions are given too (then they show the result).
+  if ((o.list || o.json) && !changes) {
     print_listing(path, *current, o.json);
     return kExitOk;
   }
@@ -209,7 +210,7 @@ Command add_halt_command(CLI::App& root) {
   app->add_flag("--immediate", o->immediate, "Exit at the next cairn_should_exit, WITHOUT a checkpoint");
   app->add_flag("--unset", o->unset, "Remove the halt file (every condition)");
   app->add_flag("--list", o->list, "Show the conditions set");
-  app->add_flag("--json", o->json, "Show them as JSON");
+  app->add_flag("--json", o->json, "The same as --list, as JSON (shows only, unless conditions are given)");
   app->footer(
       "Without a condition: checkpoint at the next chance, then exit. Given conditions replace their\n"
       "old values and keep the others; the job stops at the first one met. The halt stays until --unset.\n"
