@@ -112,8 +112,8 @@ ClaimDecision decide_claim(const std::optional<PrefixHolder>& current, const Pre
   if (!current) return {Claim::free, ""};
   const PrefixHolder& h = *current;
   if (h.launch == me.launch || (h.host == me.host && h.pid == me.pid)) return {Claim::ours, ""};
-  if (!h.run.empty() && h.run == me.run)
-    return {Claim::ours, "a relaunch by the same cairn run takes over from its earlier attempt"};
+  // A relaunch by the same cairn run takes over from its earlier attempt: expected, so nothing to say.
+  if (!h.run.empty() && h.run == me.run) return {Claim::ours, ""};
   const double idle = static_cast<double>(now_unix_ns - h.renewed_unix_ns) / 1e9;
   const bool expired = idle > h.lease_seconds;
   char since[96];

@@ -70,8 +70,8 @@ def say(msg):
 class Service:
     """A controller and `managers` managers; stop() sends SIGTERM and insists on clean exits."""
 
-    def __init__(self, build, work, managers=2, manager_args=(), controller_args=(), capacity=4):
-        self.build, self.work, self.capacity = build, work, capacity
+    def __init__(self, build, work, managers=2, manager_args=(), controller_args=(), capacity=4, log=True):
+        self.build, self.work, self.capacity, self.log = build, work, capacity, log
         self.pidfiles = []  # daemons started by the scale-up command (not ours to wait for): SIGTERM at the end
         self.controller_args = list(controller_args)
         self.cairnd = os.path.join(build, "tools", "cairnd")
@@ -89,9 +89,16 @@ class Service:
         af = os.path.join(self.work, "controller.address")
         if os.path.exists(af):
             os.remove(af)
-        self.procs["controller"] = subprocess.Popen(
-            [self.cairnd, "controller", "--listen", f"127.0.0.1:{self.port}", "--address-file", af, "--log",
-             os.path.join(self.work, "controller.log"), "--log-level", "debug", *self.controller_args])
+        if self.log:
+            self.procs["controller"] = subprocess.Popen(
+                [self.cairnd, "controller", "--listen", f"127.0.0.1:{self.port}", "--address-file", af, "--log",
+                 os.path.join(self.work, "controller.log"), "--log-level", "debug", *self.controller_args])
+        else:  # its default: the log on stderr (kept here as controller.log), nothing in its working directory
+            os.makedirs(os.path.join(self.work, "cwd"), exist_ok=True)
+            self.procs["controller"] = subprocess.Popen(
+                [self.cairnd, "controller", "--listen", f"127.0.0.1:{self.port}", "--address-file", af,
+                 "--log-level", "debug", *self.controller_args], cwd=os.path.join(self.work, "cwd"),
+                stderr=open(os.path.join(self.work, "controller.log"), "a"))
         deadline = time.time() + 30
         while not os.path.exists(af):
             if time.time() > deadline or self.procs["controller"].poll() is not None:

@@ -63,8 +63,9 @@ TEST(PrefixOwner, ClaimRules) {
   PrefixHolder me = holder("n1", 100, "mine", "run-1");
   EXPECT_EQ(decide_claim(std::nullopt, me, kNow, false, "/p").claim, Claim::free);
   EXPECT_EQ(decide_claim(holder("n9", 5, "mine"), me, kNow, false, "/p").claim, Claim::ours) << "the same launch";
-  EXPECT_EQ(decide_claim(holder("n2", 5, "old", "run-1"), me, kNow, true, "/p").claim, Claim::ours)
-      << "a relaunch by the same cairn run";
+  auto relaunch = decide_claim(holder("n2", 5, "old", "run-1"), me, kNow, true, "/p");
+  EXPECT_EQ(relaunch.claim, Claim::ours) << "a relaunch by the same cairn run";
+  EXPECT_EQ(relaunch.why, "") << "a relaunch is expected: nothing to warn about";
   // Another live job on this host: refused, and the message says who and what to do.
   auto held = decide_claim(holder("n1", 5, "other"), me, kNow, true, "/p");
   EXPECT_EQ(held.claim, Claim::held);

@@ -1,6 +1,7 @@
-// `cairn status --service HOST:PORT [--json]`: what the checkpoint service is doing -- its managers
+// `cairn status [--service HOST:PORT] [--json]`: what the checkpoint service is doing -- its managers
 // (checkpoint nodes), agents and applications, their load and throughput -- as the controller reports
-// it (docs/service.md, "cairn status"). One request, one answer; no MPI, no libfabric.
+// it (docs/service.md, "cairn status"). The address is --service, else the `service` knob (CAIRN_SERVICE,
+// the config file), as the jobs see it. One request, one answer; no MPI, no libfabric.
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -16,7 +17,7 @@ namespace cairn::tool {
 namespace {
 
 struct StatusOptions {
-  std::string service;
+  std::string service, config_path;
   bool json = false;
   double timeout = 5;
 };
@@ -75,13 +76,30 @@ void print_human(const nlohmann::json& doc) {
 Command add_status_command(CLI::App& root) {
   auto opts = std::make_shared<StatusOptions>();
   CLI::App* app = root.add_subcommand("status", "Show the checkpoint service: managers, agents, applications.");
-  app->add_option("--service", opts->service, "HOST:PORT of the service's controller (the `service` knob)")->required();
+  app->add_option("--service", opts->service,
+                  "HOST:PORT of the service's controller; default: the `service` knob (CAIRN_SERVICE, the config file)")
+      ->type_name("HOST:PORT");
+  app->add_option("--config", opts->config_path, "Config file (TOML) for the default service; default: CAIRN_CONFIG")
+      ->type_name("FILE");
   app->add_flag("--json", opts->json, "Print the controller's JSON document (docs/service.md)");
   app->add_option("--timeout", opts->timeout, "Seconds to wait for the controller")->capture_default_str();
   app->footer("Exit status: 0, 1 when the controller cannot be reached or answers with an error, 2 for bad options.");
   Command cmd;
   cmd.app = app;
   cmd.run = [opts](const Invocation&) {
+    if (opts->service.empty()) {
+      auto loaded = load_job_config(opts->config_path, "status");
+      if (!loaded) {
+        print_error("status", loaded.status().message());
+        return kExitUsage;
+      }
+      opts->service = loaded->config.service;
+      if (opts->service.empty()) {
+        print_error("status", "no checkpoint service configured: give --service HOST:PORT, or set CAIRN_SERVICE "
+                              "(or `service` in the config file) as for the jobs");
+        return kExitUsage;
+      }
+    }
     auto hp = wire::parse_host_port(opts->service);
     if (!hp) {
       print_error("status", hp.status().message());

@@ -96,9 +96,9 @@ int main(int argc, char** argv) {
                   "full, to ask for one more (e.g. an srun that starts a cairnd manager)");
   ctl->add_option("--scale-up-interval", scale_up_interval, "Run the scale-up command at most once per this many seconds")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  ctl->add_option("--log", log_path, "Log file (appended; '-': stderr)")->capture_default_str();
+  ctl->add_option("--log", log_path, "Log file (appended; default '-': stderr)");
   ctl->add_option("--log-level", log_level, "error, warn, info or debug")->capture_default_str();
-  ctl->footer("Stops cleanly on SIGTERM or SIGINT. Default log: ./cairnd-controller.log");
+  ctl->footer("Stops cleanly on SIGTERM or SIGINT. Logs to stderr unless --log names a file.");
 
   // ---- manager
   CLI::App* mgr = app.add_subcommand("manager", "A manager: one per checkpoint node; starts and stops agents.");
@@ -212,8 +212,7 @@ int main(int argc, char** argv) {
       if (!loaded) return fail("--chain " + c + ": " + loaded.status().message());
       o.chains[parsed->first] = service::chain_text(parsed->second);
     }
-    Status st = service::open_daemon_log(log_path.empty() ? "cairnd-controller.log" : log_path, "cairnd controller",
-                                         log_level);
+    Status st = service::open_daemon_log(log_path.empty() ? "-" : log_path, "cairnd controller", log_level);
     if (!st.is_ok()) return fail(st.message());
     return service::run_controller(o);
   }
