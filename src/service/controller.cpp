@@ -1,7 +1,10 @@
 #include "service/controller.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -190,9 +193,19 @@ void Controller::close_peer(uint64_t id, const std::string& why) {
 void Controller::on_manager_hello(Peer& p, const wire::ManagerHello& m) {
   if (!o_.token.empty() && !wire::same_secret(m.token, o_.token))
     return refuse(p, make_error(Code::ERR_INVALID_ARG, "manager %s: wrong or missing token", m.name.c_str()));
-  // A manager that comes back under its name replaces its old self.
+  // A name belongs to one manager. The same process coming back (same host and pid: its connection
+  // dropped) replaces its old entry; another process under a taken name is refused, and the holder stays
+  // (two managers on one node without --name would otherwise replace each other in a loop).
   for (auto& [id, rec] : managers_)
     if (rec.name == m.name) {
+      if (rec.host != m.host || rec.pid != m.pid)
+        return refuse(p, make_error(Code::ERR_INVALID_ARG,
+                                    "the manager name '%s' is taken by manager %llu at %s (pid %u, joined %.0f s "
+                                    "ago): give this one a name of its own with --name (managers without --name "
+                                    "take the host name); a holder that is gone loses the name within "
+                                    "about 25 s",
+                                    m.name.c_str(), static_cast<unsigned long long>(rec.id), rec.host.c_str(), rec.pid,
+                                    wire::monotonic_seconds() - rec.joined));
       uint64_t old_peer = rec.peer;
       LOG_WARN("manager %s joined again: its previous connection is dropped", m.name.c_str());
       close_peer(old_peer, "replaced by a new connection of the same manager");
@@ -209,6 +222,16 @@ void Controller::on_manager_hello(Peer& p, const wire::ManagerHello& m) {
   p.role = Role::manager;
   p.manager = rec.id;
   managers_[rec.id] = rec;
+  // A manager whose node went down without closing its connection holds its name until the controller
+  // notices: keepalive probes (idle) or the unacknowledged-data timeout (busy) notice within about 25 s,
+  // so a replacement under that name is let in then.
+  int on = 1, idle = 10, interval = 5, count = 3;
+  unsigned user_timeout_ms = 25000;
+  setsockopt(p.conn->fd(), IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+  setsockopt(p.conn->fd(), SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt(p.conn->fd(), IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(p.conn->fd(), IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  setsockopt(p.conn->fd(), IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
   p.conn->send_message(wire::ManagerWelcome{rec.id});
   LOG_INFO("manager %llu joined: %s at %s, %u agents, pid %u (from %s)", static_cast<unsigned long long>(rec.id),
            m.name.c_str(), m.host.c_str(), m.capacity, m.pid, p.conn->peer().c_str());

@@ -11,6 +11,16 @@
 #include "base/log.hpp"
 
 namespace cairn::service {
+namespace {
+int g_console = -1;  // the stderr the daemon was started with, once its log went to a file
+}  // namespace
+
+void tell_console(const std::string& line) {
+  if (g_console < 0) return;
+  std::string text = line + "\n";
+  ssize_t n = ::write(g_console, text.data(), text.size());
+  (void)n;  // nothing more to do when the terminal is gone
+}
 
 Status open_daemon_log(const std::string& path, const std::string& tag, const std::string& level) {
   log::Level l;
@@ -24,6 +34,7 @@ Status open_daemon_log(const std::string& path, const std::string& tag, const st
   CAIRN_TRY(fs::make_dirs(dir));
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return posix_error("open", path, errno);
+  if (g_console < 0) g_console = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
   if (dup2(fd, STDERR_FILENO) < 0) {
     int err = errno;
     close(fd);

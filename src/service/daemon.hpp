@@ -13,6 +13,9 @@ namespace cairn::service {
 // Route the process's log lines and stderr (libfabric's warnings included) to `path`, appended ("-":
 // stay on stderr). `tag` starts every line ("cairnd controller"); `level` is error|warn|info|debug.
 Status open_daemon_log(const std::string& path, const std::string& tag, const std::string& level);
+// Say `line` on the stderr the daemon was started with, when its log went to a file (the log has it
+// too): for what ends the daemon at its start, which the person who started it must see.
+void tell_console(const std::string& line);
 
 // Block SIGTERM, SIGINT (and SIGCHLD when `children`) and return a signalfd that reports them; SIGPIPE
 // is ignored (a peer that went away is a failed write, not a dead daemon).

@@ -52,6 +52,7 @@ class Manager {
   double next_connect_ = 0, backoff_ = 0.2;
   std::map<pid_t, Child> children_;
   bool stop_ = false;
+  int exit_status_ = 0;
 };
 
 int Manager::run() {
@@ -101,7 +102,7 @@ int Manager::run() {
   }
   stop_all(5);
   LOG_INFO("manager %s stopped", o_.name.c_str());
-  return 0;
+  return exit_status_;
 }
 
 void Manager::connect() {
@@ -157,6 +158,18 @@ void Manager::on_frame(const wire::Frame& f) {
   };
   if (!welcomed_) {
     auto w = wire::expect<wire::ManagerWelcome>(f);
+    if (!w && f.type == wire::Type::error) {
+      // The controller refused this manager (its name is taken, its token is wrong): trying again would
+      // only be refused again, so it ends here, where the one who started it sees why.
+      std::string why = "the controller " + o_.controller.str() + " refused manager " + o_.name + ": " +
+                        w.status().message();
+      LOG_ERROR("%s", why.c_str());
+      tell_console("cairnd manager: " + why);
+      ctl_.reset();
+      stop_ = true;
+      exit_status_ = 1;
+      return;
+    }
     if (!w) return refuse(w.status());
     welcomed_ = true;
     id_ = w->manager_id;

@@ -112,7 +112,7 @@ struct RankUsage {
 
 struct ManagerHello {
   static constexpr Type kType = Type::manager_hello;
-  std::string name;   // unique per checkpoint node; a manager that reconnects under its name replaces itself
+  std::string name;   // unique per controller: the same process reconnecting replaces itself, another is refused
   std::string host;   // the address its agents listen on
   uint32_t capacity = 0;  // agents it may run
   uint32_t pid = 0;

@@ -29,6 +29,10 @@ Cases (--case):
                      rank 0's say so), the result the failure-free one; then, with the controller stopped, the
                      same relaunch falls back to the ranks' own read, with the same result; then with a byte
                      of the newest version flipped, the agent refuses it and the ranks restart from an older one
+  manager_names      a controller started without --log (its log on stderr, nothing written where it runs), a
+                     manager without --name (the host name), then a second one without --name: refused at once,
+                     naming the holder and --name, exit status 1; the holder keeps its place, an application's
+                     agent is placed on it, and `cairn status` finds the controller from CAIRN_SERVICE
   migrate            heat2d through the service under `cairn run --spares 1`; `cairn migrate --node 1` moves node 1's
                      newest version to the spare over the fabric (migrate_transport = auto picks it because the
                      service is configured): cairnd migrate-source reads on node 1, migrate-sink writes on node4,
@@ -863,13 +867,80 @@ class Test:
                 fail("the manager did not stop cleanly")
             lst.close()
 
+    def case_manager_names(self):
+        import socket
+        svc = self.service = Service(self.build, os.path.join(self.work, "svc"), managers=0, log=False)
+        host = socket.gethostname()
+
+        def manager(name):  # no --name: the host name, as on a checkpoint node
+            return subprocess.Popen([svc.cairnd, "manager", "--controller", svc.address, "--agents", "2", "--work-dir",
+                                     os.path.join(svc.work, name), "--log-level", "debug"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        svc.procs["first"] = manager("first")
+        st = svc.wait_for(lambda st: len(st["managers"]) == 1, "the first manager to join")
+        holder = st["managers"][0]
+        if holder["name"] != host or holder["pid"] != svc.procs["first"].pid:
+            fail(f"the first manager should be '{host}' (pid {svc.procs['first'].pid}): {holder}")
+        second = manager("second")
+        try:
+            rc = second.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            second.kill()
+            fail("a second manager under a taken name was not refused within 20 s")
+        err = second.stderr.read()
+        say(f"the second manager exited {rc}: {err.strip()}")
+        if rc == 0:
+            fail("the refused manager exited 0")
+        for want in [f"'{host}' is taken", f"pid {holder['pid']}", "--name"]:
+            if want not in err:
+                fail(f"the refusal on the second manager's stderr does not say {want!r}: {err!r}")
+        # The holder keeps its place: the same entry, no re-join, still running.
+        time.sleep(1)
+        st = svc.status()
+        if [(m["id"], m["pid"]) for m in st["managers"]] != [(holder["id"], holder["pid"])]:
+            fail(f"the holder was disturbed: {st['managers']}")
+        if svc.procs["first"].poll() is not None:
+            fail("the holder exited")
+        log = open(os.path.join(svc.work, "controller.log")).read()
+        if "joined again" in log or re.search(r"manager \d+ \(.*\) lost", log):
+            fail(f"the controller let the second manager replace the first:\n{log}")
+        if "is taken by manager" not in log:
+            fail(f"the controller did not log the refusal:\n{log}")
+        # The controller's default log is its stderr: nothing in the directory it was started from.
+        left = os.listdir(os.path.join(svc.work, "cwd"))
+        if left:
+            fail(f"the controller without --log wrote into its working directory: {left}")
+        if "controller listening on" not in log:
+            fail(f"the controller's log lines did not go to its stderr:\n{log}")
+        say("the second manager was refused; the holder stays; the controller logged to stderr only")
+
+        # cairn status finds the controller from CAIRN_SERVICE, as the jobs do; without one it says what to give.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+        p = subprocess.run([self.cairn, "status", "--json"], env=dict(env, CAIRN_SERVICE=svc.address),
+                           capture_output=True, text=True, timeout=30)
+        if p.returncode != 0 or json.loads(p.stdout)["controller"]["address"] != svc.address:
+            fail(f"cairn status with CAIRN_SERVICE={svc.address}: exit {p.returncode}\n{p.stdout}{p.stderr}")
+        p = subprocess.run([self.cairn, "status"], env=env, capture_output=True, text=True, timeout=30)
+        if p.returncode != 2 or "CAIRN_SERVICE" not in p.stderr:
+            fail(f"cairn status without a service: exit {p.returncode}, expected 2 and a hint:\n{p.stderr}")
+        say("cairn status takes the controller from CAIRN_SERVICE, and says what to give without one")
+
+        # The service is usable: an application's versions go through an agent on the holder.
+        ref = reference(self, "heat2d")
+        job = Job(self, "heat2d", self.heat2d, HEAT)
+        self.current_job = job
+        job.start()
+        job.wait()
+        check_job(self, job, ref, min_service=1)
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", required=True)
     p.add_argument("--case", required=True, choices=["two_apps", "push", "agent_killed", "manager_killed",
                                                      "controller_killed", "bad_input", "chain", "three_apps",
-                                                     "dynamic_agents", "freed_place", "restart_agents", "migrate"])
+                                                     "dynamic_agents", "freed_place", "restart_agents", "migrate",
+                                                     "manager_names"])
     Test(p.parse_args()).run()
 
 
