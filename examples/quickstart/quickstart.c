@@ -21,9 +21,10 @@ int main(int argc, char **argv) {
   cairn_protect("grid", grid, N, CAIRN_DOUBLE);
   cairn_protect("step", &step, 1, CAIRN_LONG);
   if (cairn_restart_available(&avail, NULL) == CAIRN_SUCCESS && avail) cairn_restart();
-  for (; step < 300; step++) {
+  while (step < 300) {
     int need = 0, stop = 0;
     compute(grid, step);
+    step++; /* before the checkpoint: it saves grid after `step` steps, a state to resume from as is */
     cairn_need_checkpoint(&need);
     if (need || step % 100 == 0) cairn_checkpoint();
     cairn_should_exit(&stop);
