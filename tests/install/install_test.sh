@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install cairn into a scratch prefix, then use it from outside the tree:
-#  - C: the quickstart example built with find_package(cairn) and with pkg-config, run on 2 ranks;
+#  - C: the quickstart example built with find_package(cairn) (against the prefix and against the build
+#    tree) and with pkg-config, run on 2 ranks;
 #  - Fortran (when built): heat2d_f built with find_package(cairn COMPONENTS fortran) and with pkg-config
 #    cairn-fortran, each printing the installed heat2d's result;
 #  - Python (when built): the package where `cmake --install` put it, and the one
@@ -17,6 +18,10 @@ cmake --install "$build" --prefix "$work/prefix" >/dev/null
 cmake -S "$src/tests/install" -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
       -DQUICKSTART_SOURCE="$src/examples/quickstart/quickstart.c" >/dev/null
 cmake --build "$work/consumer" >/dev/null
+# The build tree is a package too (cairn_DIR=BUILD): the same project against it.
+cmake -S "$src/tests/install" -B "$work/consumer-build-tree" -G Ninja -Dcairn_DIR="$build" \
+      -DQUICKSTART_SOURCE="$src/examples/quickstart/quickstart.c" >/dev/null
+cmake --build "$work/consumer-build-tree" >/dev/null
 libdir=$(ls -d "$work"/prefix/lib*/ | head -1)
 libdir=${libdir%/}
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
@@ -32,12 +37,12 @@ run() {
   cat "$work/$name.out"
 }
 fresh() { rm -rf "$work/ckpt" "$work/cache"; }
-for exe in "$work/consumer/quickstart" "$work/quickstart-pc"; do
+for exe in "$work/consumer/quickstart" "$work/consumer-build-tree/quickstart" "$work/quickstart-pc"; do
   run quickstart "$exe"
   grep -q "quickstart: step 300" "$work/quickstart.out"
   fresh
 done
-echo "install test: find_package and pkg-config builds ran"
+echo "install test: find_package (the prefix and the build tree) and pkg-config builds ran"
 
 heat_args=(--n 48 --iters 30 --checkpoint-every 10)
 run heat2d "$work/prefix/bin/heat2d" "${heat_args[@]}"
