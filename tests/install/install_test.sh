@@ -5,7 +5,8 @@
 #  - Fortran (when built): heat2d_f built with find_package(cairn COMPONENTS fortran) and with pkg-config
 #    cairn-fortran, each printing the installed heat2d's result;
 #  - Python (when built): the package where `cmake --install` put it, and the one
-#    `pip install --no-build-isolation ./bindings/python` builds against the installed cairn: both import
+#    `pip install --no-build-isolation --target DIR ./bindings/python` (docs/python.md) builds offline
+#    against the installed cairn: both import
 #    and run heat2d.py to heat2d's result; the installed `cairn plot` finds the installed package itself.
 # Environment: CAIRN_MPIRUN, CAIRN_MPIRUN_ARGS (the tests' launcher), TEST_PYTHON (the interpreter with
 # numpy and mpi4py), TEST_FORTRAN (the Fortran compiler; empty: no Fortran binding), TEST_PYTHON_DIR
@@ -71,8 +72,10 @@ if [ -n "${TEST_PYTHON_DIR:-}" ]; then
   # pip builds in the source directory: build a copy (the package and the error generator beside it).
   mkdir -p "$work/src/bindings"
   cp -r "$src/bindings/python" "$src/bindings/gen_errors.py" "$work/src/bindings/"
-  "$py" -m pip install --quiet --no-build-isolation --no-index --no-deps --target "$work/pip" \
-        "$work/src/bindings/python" >"$work/pip.out" 2>&1 || { cat "$work/pip.out"; echo "install test: pip failed"; exit 1; }
+  # pip as docs/python.md writes it, offline: every package index out of reach (a closed local port).
+  PIP_INDEX_URL=http://127.0.0.1:9/ PIP_RETRIES=0 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    "$py" -m pip install --no-build-isolation --target "$work/pip" "$work/src/bindings/python" >"$work/pip.out" 2>&1 ||
+    { cat "$work/pip.out"; echo "install test: pip install --no-build-isolation --target failed offline"; exit 1; }
   for dir in "$installed" "$work/pip"; do
     version=$(cd "$work" && PYTHONPATH="$dir" "$py" -c 'import cairn, os; print(cairn.__version__, os.path.dirname(cairn.__file__))')
     echo "install test: import cairn from $dir: $version"
