@@ -1,78 +1,120 @@
 #!/usr/bin/env bash
-# Install cairn into a scratch prefix, then use it from outside the tree:
-#  - C: the quickstart example built with find_package(cairn) (against the prefix and against the build
-#    tree) and with pkg-config, run on 2 ranks;
-#  - Fortran (when built): heat2d_f built with find_package(cairn COMPONENTS fortran) and with pkg-config
-#    cairn-fortran, each printing the installed heat2d's result;
-#  - Python (when built): the package where `cmake --install` put it, and the one
+# Install cairn into a scratch prefix and use it from outside the tree as a user would: no
+# LD_LIBRARY_PATH (the installed programs and libraries find libcairn by their RUNPATHs), no network
+# (pip finds every package index out of reach), the installed `cairn run` with a node killed.
+#  - C: the quickstart example built with find_package(cairn) against the prefix and against the build
+#    tree, and with pkg-config; each run with node 1 killed at its 2nd checkpoint, printing the
+#    failure-free answer;
+#  - the installed heat2d, heat2d_f, synthetic and cairn-bench start without LD_LIBRARY_PATH;
+#  - Fortran (when built): heat2d_f built by a Fortran-only project with find_package(cairn COMPONENTS
+#    fortran) (against the prefix and the build tree) and with pkg-config cairn-fortran, each killed at a
+#    checkpoint and printing the installed heat2d's failure-free result;
+#  - Python (when built): the package where `cmake --install` put it, run through the installed
+#    heat2d.py (its #! line the bindings' interpreter, no PYTHONPATH), and the one that
 #    `pip install --no-build-isolation --target DIR ./bindings/python` (docs/python.md) builds offline
-#    against the installed cairn: both import
-#    and run heat2d.py to heat2d's result; the installed `cairn plot` finds the installed package itself.
+#    against the installed cairn: both with a node killed, to heat2d's result; the installed `cairn plot`;
+#  - the README's C, Fortran and Python programs built against the prefix (doc_samples_test.py --only
+#    README.md), each restarted after a node was killed to its failure-free answer.
 # Environment: CAIRN_MPIRUN, CAIRN_MPIRUN_ARGS (the tests' launcher), TEST_PYTHON (the interpreter with
 # numpy and mpi4py), TEST_FORTRAN (the Fortran compiler; empty: no Fortran binding), TEST_PYTHON_DIR
 # (the package's install directory under the prefix; empty: no Python package).
 set -euo pipefail
+unset LD_LIBRARY_PATH PYTHONPATH
 src=$1 build=$2
 work=$(mktemp -d /tmp/cairn-install-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
-cmake -S "$src/tests/install" -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" >/dev/null
+cairn=$prefix/bin/cairn
+libdir=$(ls -d "$prefix"/lib*/ | head -1)
+libdir=${libdir%/}
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+
+# Nothing installed may need LD_LIBRARY_PATH: every ELF file's libraries resolve.
+while IFS= read -r f; do
+  if [ "$(head -c 4 "$f")" = $'\x7fELF' ] && ldd "$f" 2>&1 | grep -q 'not found'; then
+    ldd "$f"
+    echo "install test: $f does not find its libraries without LD_LIBRARY_PATH"
+    exit 1
+  fi
+done < <(find "$prefix" -type f \( -perm -u+x -o -name '*.so*' \))
+echo "install test: every installed program and library finds its libraries by itself"
+
+# run NAME KILL CMD...: CMD under the installed `cairn run` on 2 ranks over 2 simulated nodes (partner
+# copies), with a fresh prefix and cache; KILL=kill: node 1 killed at checkpoint 2, then relaunched.
+run() {
+  local name=$1 kill=$2
+  shift 2
+  local inject=()
+  [ "$kill" = kill ] && inject=(--kill-node 1 --at-checkpoint 2 --phase compute)
+  rm -rf "$work/ckpt" "$work/cache"
+  (cd "$work" && CAIRN_PREFIX="$work/ckpt" CAIRN_JOB="install-test-$$" CAIRN_CACHE_DIR="$work/cache" \
+     CAIRN_REDUNDANCY=partner CAIRN_MPIRUN_ARGS="${CAIRN_MPIRUN_ARGS---oversubscribe}" \
+     "$cairn" run -n 2 --nodes 2 "${inject[@]}" -- "$@") >"$work/$name.out" 2>&1 ||
+    { cat "$work/$name.out"; echo "install test: $name failed"; exit 1; }
+  if [ "$kill" = kill ] && ! grep -q '^cairn run: attempt 2: restarted from version' "$work/$name.out"; then
+    cat "$work/$name.out"
+    echo "install test: $name did not restart after node 1 was killed"
+    exit 1
+  fi
+}
+# same NAME PATTERN WANT: the last line of NAME's output matching PATTERN is WANT.
+same() {
+  local got
+  got=$(grep -E "$2" "$work/$1.out" | tail -1)
+  [ "$got" = "$3" ] || { cat "$work/$1.out"; echo "install test: $1 printed '$got', the failure-free run '$3'"; exit 1; }
+}
+
+# ---- C: find_package against the prefix and against the build tree, and pkg-config ----
+cmake -S "$src/tests/install" -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
       -DQUICKSTART_SOURCE="$src/examples/quickstart/quickstart.c" >/dev/null
 cmake --build "$work/consumer" >/dev/null
-# The build tree is a package too (cairn_DIR=BUILD): the same project against it.
 cmake -S "$src/tests/install" -B "$work/consumer-build-tree" -G Ninja -Dcairn_DIR="$build" \
       -DQUICKSTART_SOURCE="$src/examples/quickstart/quickstart.c" >/dev/null
 cmake --build "$work/consumer-build-tree" >/dev/null
-libdir=$(ls -d "$work"/prefix/lib*/ | head -1)
-libdir=${libdir%/}
-export PKG_CONFIG_PATH="$libdir/pkgconfig"
-cc -std=c99 -o "$work/quickstart-pc" "$src/examples/quickstart/quickstart.c" $(pkg-config --cflags --libs cairn)
-export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-# run NAME CMD...: CMD on 2 ranks with a fresh prefix and cache; its output in $work/NAME.out.
-run() {
-  local name=$1
-  shift
-  (cd "$work" && CAIRN_PREFIX="$work/ckpt" CAIRN_JOB="install-test-$$" CAIRN_CACHE_DIR="$work/cache" \
-     ${CAIRN_MPIRUN:-mpirun} ${CAIRN_MPIRUN_ARGS---oversubscribe} -np 2 "$@") >"$work/$name.out" 2>&1 ||
-    { cat "$work/$name.out"; echo "install test: $name failed"; exit 1; }
-  cat "$work/$name.out"
-}
-fresh() { rm -rf "$work/ckpt" "$work/cache"; }
+cc -std=c99 -o "$work/quickstart-pc" "$src/examples/quickstart/quickstart.c" $(pkg-config --cflags --libs cairn) \
+   -Wl,-rpath,"$(pkg-config --variable=libdir cairn)"
+run quickstart plain "$work/consumer/quickstart"
+want=$(grep '^quickstart: step 300' "$work/quickstart.out") || { cat "$work/quickstart.out"; exit 1; }
 for exe in "$work/consumer/quickstart" "$work/consumer-build-tree/quickstart" "$work/quickstart-pc"; do
-  run quickstart "$exe"
-  grep -q "quickstart: step 300" "$work/quickstart.out"
-  fresh
+  run quickstart kill "$exe"
+  same quickstart '^quickstart: ' "$want"
 done
-echo "install test: find_package (the prefix and the build tree) and pkg-config builds ran"
+echo "install test: quickstart built with find_package (prefix and build tree) and pkg-config, restarted: $want"
 
 heat_args=(--n 48 --iters 30 --checkpoint-every 10)
-run heat2d "$work/prefix/bin/heat2d" "${heat_args[@]}"
+run heat2d plain "$prefix/bin/heat2d" "${heat_args[@]}"
 want=$(grep '^result ' "$work/heat2d.out")
-# same_result NAME: the run NAME printed heat2d's result.
-same_result() {
-  grep -qx "$want" "$work/$1.out" || { echo "install test: $1 did not print heat2d's '$want'"; exit 1; }
-}
 
 if [ -n "${TEST_FORTRAN:-}" ]; then
-  cmake -S "$src/tests/install/fortran" -B "$work/fortran" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
-        -DCMAKE_Fortran_COMPILER="$TEST_FORTRAN" -DHEAT2D_F_SOURCE="$src/examples/heat2d_f/heat2d_f.F90" >/dev/null
-  cmake --build "$work/fortran" >/dev/null
-  "$TEST_FORTRAN" -o "$work/heat2d_f-pc" "$src/examples/heat2d_f/heat2d_f.F90" $(pkg-config --cflags --libs cairn-fortran)
-  for exe in "$work/fortran/heat2d_f" "$work/heat2d_f-pc"; do
-    fresh
-    run heat2d_f "$exe" "${heat_args[@]}"
-    same_result heat2d_f
+  for from in prefix build-tree; do
+    where=(-DCMAKE_PREFIX_PATH="$prefix")
+    [ "$from" = build-tree ] && where=(-Dcairn_DIR="$build")
+    cmake -S "$src/tests/install/fortran" -B "$work/fortran-$from" -G Ninja "${where[@]}" \
+          -DCMAKE_Fortran_COMPILER="$TEST_FORTRAN" -DHEAT2D_F_SOURCE="$src/examples/heat2d_f/heat2d_f.F90" >/dev/null
+    cmake --build "$work/fortran-$from" >/dev/null
   done
-  echo "install test: heat2d_f built with find_package(cairn COMPONENTS fortran) and with pkg-config cairn-fortran"
+  "$TEST_FORTRAN" -o "$work/heat2d_f-pc" "$src/examples/heat2d_f/heat2d_f.F90" $(pkg-config --cflags --libs cairn-fortran) \
+                  -Wl,-rpath,"$(pkg-config --variable=libdir cairn)"
+  for exe in "$work/fortran-prefix/heat2d_f" "$work/fortran-build-tree/heat2d_f" "$work/heat2d_f-pc" "$prefix/bin/heat2d_f"; do
+    run heat2d_f kill "$exe" "${heat_args[@]}"
+    same heat2d_f '^result ' "$want"
+  done
+  echo "install test: heat2d_f from a Fortran-only project (find_package against the prefix and the build tree), pkg-config and bin/, restarted: $want"
 fi
 
 if [ -n "${TEST_PYTHON_DIR:-}" ]; then
   py=${TEST_PYTHON:-python3}
-  installed="$work/prefix/$TEST_PYTHON_DIR"
+  installed="$prefix/$TEST_PYTHON_DIR"
+  # The installed heat2d.py runs the bindings' interpreter and finds the installed package by itself.
+  head -1 "$prefix/bin/heat2d.py" | grep -qx "#!$py" || { head -1 "$prefix/bin/heat2d.py"; echo "install test: heat2d.py's #! is not $py"; exit 1; }
+  run heat2d_py kill "$prefix/bin/heat2d.py" "${heat_args[@]}"
+  same heat2d_py '^result ' "$want"
+  echo "install test: bin/heat2d.py (#!$py, the package from $installed), restarted: $want"
+  # pip as docs/python.md writes it, offline: every package index out of reach (a closed local port).
   # pip builds in the source directory: build a copy (the package and the error generator beside it).
   mkdir -p "$work/src/bindings"
   cp -r "$src/bindings/python" "$src/bindings/gen_errors.py" "$work/src/bindings/"
-  # pip as docs/python.md writes it, offline: every package index out of reach (a closed local port).
   PIP_INDEX_URL=http://127.0.0.1:9/ PIP_RETRIES=0 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     "$py" -m pip install --no-build-isolation --target "$work/pip" "$work/src/bindings/python" >"$work/pip.out" 2>&1 ||
     { cat "$work/pip.out"; echo "install test: pip install --no-build-isolation --target failed offline"; exit 1; }
@@ -80,13 +122,23 @@ if [ -n "${TEST_PYTHON_DIR:-}" ]; then
     version=$(cd "$work" && PYTHONPATH="$dir" "$py" -c 'import cairn, os; print(cairn.__version__, os.path.dirname(cairn.__file__))')
     echo "install test: import cairn from $dir: $version"
     [ "${version#* }" = "$dir/cairn" ] || { echo "install test: imported from elsewhere"; exit 1; }
-    fresh
-    PYTHONPATH="$dir" run heat2d_py "$py" "$src/examples/heat2d.py" "${heat_args[@]}"
-    same_result heat2d_py
   done
+  PYTHONPATH="$work/pip" run heat2d_py kill "$py" "$src/examples/heat2d.py" "${heat_args[@]}"
+  same heat2d_py '^result ' "$want"
+  echo "install test: the package pip built offline, restarted: $want"
   # The installed `cairn plot` finds the installed package without PYTHONPATH.
-  (cd "$work" && env -u PYTHONPATH CAIRN_PREFIX="$work/ckpt" CAIRN_JOB="install-test-$$" CAIRN_CACHE_DIR="$work/cache" \
-     "$work/prefix/bin/cairn" plot --out "$work/plot.svg") | tee "$work/plot.out"
+  (cd "$work" && CAIRN_PREFIX="$work/ckpt" CAIRN_JOB="install-test-$$" CAIRN_CACHE_DIR="$work/cache" \
+     "$cairn" plot --out "$work/plot.svg") | tee "$work/plot.out"
   grep -q "wrote $work/plot.svg" "$work/plot.out" && grep -q 'id="bandwidth-L1"' "$work/plot.svg"
-  echo "install test: the Python package installed by CMake and by pip, and the installed cairn plot"
+  echo "install test: the installed cairn plot"
 fi
+
+# The README's programs, built against the prefix as its last section says, restarted after a kill.
+samples=(--source "$src" --cairn "$cairn" --only README.md
+         --cc cc --cflags "$(pkg-config --cflags cairn)" --libs "$(pkg-config --libs cairn) -Wl,-rpath,$libdir")
+[ -n "${TEST_FORTRAN:-}" ] &&
+  samples+=(--fc "$TEST_FORTRAN" --fflags "$(pkg-config --cflags cairn-fortran)"
+            --flibs "$(pkg-config --libs cairn-fortran) -Wl,-rpath,$libdir")
+[ -n "${TEST_PYTHON_DIR:-}" ] && samples+=(--python "${TEST_PYTHON:-python3}" --pythonpath "$prefix/$TEST_PYTHON_DIR")
+"${TEST_PYTHON:-python3}" "$src/tests/integration/doc_samples_test.py" "${samples[@]}"
+echo "install test: passed"
