@@ -191,12 +191,12 @@ const std::vector<Knob>& knobs() {
       {.name = "service_chunk", .kind = Kind::size, .member = &Config::service_chunk,
        .default_text = "128K", .min = 4 * KiB, .max = 64 * MiB, .rule = Rule::multiple_of_64,
        .description = "Bytes per RMA transfer between a rank and its agent; reading, moving and writing "
-                      "overlap chunk by chunk (the PPMR talk found 128 KiB best). Larger chunks suit "
+                      "overlap chunk by chunk (128 KiB as in pipelined process migration over RDMA). Larger chunks suit "
                       "high-latency networks."},
       {.name = "service_buffer_pool", .kind = Kind::size, .member = &Config::service_buffer_pool,
        .default_text = "8M", .min = 64 * KiB, .max = 16 * GiB,
        .description = "Each agent's buffer pool: how many bytes of a version may be between the rank's "
-                      "slot and the file system at once (the PPMR talk: 8 MiB). At least service_chunk; "
+                      "slot and the file system at once (8 MiB, the same design's). At least service_chunk; "
                       "costs that much memory on the checkpoint node per agent."},
       {.name = "service_provider", .kind = Kind::string, .member = &Config::service_provider,
        .default_text = "tcp;ofi_rxm", .rule = Rule::not_empty_text,

@@ -1,4 +1,4 @@
-// An agent's bounded buffer pool (the PPMR talk's: 8 MiB in 128 KiB chunks by default): one
+// An agent's bounded buffer pool (pipelined process migration's: 8 MiB in 128 KiB chunks by default): one
 // registered region cut into equal buffers. A chunk on its way from a rank to the file system lives in
 // one buffer from the moment it is read (pull) or credited (push) until its bytes are written; so at
 // most pool/chunk chunks are in flight, and reading, moving and writing overlap.

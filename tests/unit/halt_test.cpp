@@ -165,13 +165,13 @@ TEST(HaltParseFuzz, RandomAndMutatedFilesNeverCrash) {
   all.before = 1795456800;
   all.after = 1795370400;
   all.seconds = 600;
-  const std::vector<std::string> seeds = {format_halt_file(all), "# by hand\nseconds = 300\nimmediate=true\n", ""};
+  const std::vector<std::string> corpus = {format_halt_file(all), "# by hand\nseconds = 300\nimmediate=true\n", ""};
   const std::vector<std::string> tokens = {"=", "\n", "#", " ", "checkpoints", "checkpoints_from", "before", "after",
                                            "seconds", "immediate", "true", "-1", "9223372036854775808", "+1h",
                                            "2026-11-22T18:00:00Z", "\xff"};
   int with_conditions = 0;
   for (int iter = 0; iter < 10000; ++iter) {
-    std::string text = iter % 2 == 0 ? fuzz::random_bytes(rng, 200) : seeds[rng() % seeds.size()];
+    std::string text = iter % 2 == 0 ? fuzz::random_bytes(rng, 200) : corpus[rng() % corpus.size()];
     if (iter % 2) fuzz::mutate(text, rng, tokens);
     ParsedHalt p = parse_halt_file(text);
     ParsedHalt again = parse_halt_file(format_halt_file(p.conditions));

@@ -151,7 +151,7 @@ TEST(HistoryLine, AcceptsWhatOtherJsonWritersWrite) {
 // what it accepts re-encodes to the same object; some mutations still decode.
 TEST(HistoryLineFuzz, RandomAndMutatedLinesNeverCrash) {
   std::mt19937_64 rng(0x4157);
-  const std::vector<std::string> seeds = {
+  const std::vector<std::string> corpus = {
       LineWriter("start").str("launch", "77b3d489fff3f393").i64("t", 1795372310959008317).u64("ranks", 4)
           .strings("groups", {"node0", "node1"}).str("redundancy", "xor").boolean("l2", true).finish(),
       LineWriter("l1").u64("version", 1).i64("start_ns", 1795372310961082624).real("copy_s", 0.000129461288)
@@ -167,7 +167,7 @@ TEST(HistoryLineFuzz, RandomAndMutatedLinesNeverCrash) {
     if (iter % 2 == 0) {
       text = fuzz::random_bytes(rng, 200);
     } else {
-      text = seeds[rng() % seeds.size()];
+      text = corpus[rng() % corpus.size()];
       text.pop_back();  // the newline
       fuzz::mutate(text, rng, tokens);
     }

@@ -72,13 +72,13 @@ TEST(L3Names, RankFilesParsedExactlyAsMade) {
 // re-encodes to a file that decodes the same.
 TEST(L3CommitFuzz, RandomAndMutatedFilesNeverCrash) {
   std::mt19937_64 rng(0xc0331);
-  const std::vector<std::string> seeds = {encode_commit({42, 8, "step 100"}), encode_commit({1, 1, ""})};
+  const std::vector<std::string> corpus = {encode_commit({42, 8, "step 100"}), encode_commit({1, 1, ""})};
   const std::vector<std::string> tokens = {"\n", " ", "version ", "nranks ", "label ", "0", "18446744073709551615",
                                            "18446744073709551616", "4294967296", "-", "cairn-commit 1\n"};
   int mutated_accepted = 0;
   for (int iter = 0; iter < 20000; ++iter) {
     bool mutated = iter % 2 != 0;
-    std::string text = mutated ? seeds[rng() % seeds.size()] : "cairn-commit 1\n" + fuzz::random_bytes(rng, 80);
+    std::string text = mutated ? corpus[rng() % corpus.size()] : "cairn-commit 1\n" + fuzz::random_bytes(rng, 80);
     if (mutated) fuzz::mutate(text, rng, tokens);
     auto c = decode_commit(text);
     if (!c.is_ok()) {

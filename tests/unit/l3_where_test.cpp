@@ -60,7 +60,7 @@ TEST(L3Where, RefusesWhatIsIncompleteOrInconsistent) {
 // refuses cleanly, and what it accepts re-encodes to a record that decodes the same.
 TEST(L3WhereFuzz, RandomAndMutatedRecordsNeverCrash) {
   std::mt19937_64 rng(0x3e4e);
-  const std::vector<std::string> seeds = {
+  const std::vector<std::string> corpus = {
       encode_where({"/p/v00000003/rank-0.data", 0, 1000, false, {}}),
       encode_where({"/q/v00000009/node-n1.0.data", 1 << 20, 300, true, {100, 150, 50}})};
   const std::vector<std::string> tokens = {"\n", " ", "file", "offset", "stored", "compress", "chunks", "zstd",
@@ -69,7 +69,7 @@ TEST(L3WhereFuzz, RandomAndMutatedRecordsNeverCrash) {
   int accepted = 0, mutated_accepted = 0;
   for (int iter = 0; iter < 20000; ++iter) {
     bool mutated = iter % 2 != 0;
-    std::string text = mutated ? seeds[rng() % seeds.size()] : "cairn-where 1\n" + fuzz::random_bytes(rng, 100);
+    std::string text = mutated ? corpus[rng() % corpus.size()] : "cairn-where 1\n" + fuzz::random_bytes(rng, 100);
     if (mutated) fuzz::mutate(text, rng, tokens);
     auto w = decode_where(text);
     if (!w.is_ok()) {

@@ -650,7 +650,7 @@ TEST(ManifestVerify, InconsistentManifestIsCorrupt) {
 // must be a manifest that round-trips.
 TEST(ManifestFuzz, RandomAndMutatedInputsNeverCrash) {
   std::mt19937_64 rng(0xca1241);
-  const std::vector<std::string> seeds = {
+  const std::vector<std::string> corpus = {
       encode_manifest(Manifest{}), encode_manifest(golden_manifest()),
       encode_manifest(typical_manifest(typical_stream())), encode_manifest(large_manifest(12, 9)),
       spec_encode(golden_manifest(), {"hdr", "rec", "tail"})};
@@ -668,7 +668,7 @@ TEST(ManifestFuzz, RandomAndMutatedInputsNeverCrash) {
         reseal(b);
       }
     } else {
-      b = seeds[rng() % seeds.size()];
+      b = corpus[rng() % corpus.size()];
       for (int ops = 1 + int(rng() % 4); ops > 0 && !b.empty(); --ops) {
         const size_t at = rng() % b.size();
         switch (rng() % 6) {

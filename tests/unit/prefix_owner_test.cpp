@@ -125,10 +125,10 @@ TEST(PrefixOwner, LeaseOnRealFiles) {
 
 TEST(PrefixOwnerFuzz, RandomAndMutatedRecordsNeverCrash) {
   std::mt19937_64 rng(20261124);
-  const std::string seeds[] = {encode_holder(holder("n1", 42, "abc", "r")), encode_identity({"j", "a"})};
+  const std::string corpus[] = {encode_holder(holder("n1", 42, "abc", "r")), encode_identity({"j", "a"})};
   int accepted = 0;
   for (int i = 0; i < 20000; ++i) {
-    std::string s = seeds[i % 2];
+    std::string s = corpus[i % 2];
     int edits = 1 + static_cast<int>(rng() % 4);
     for (int e = 0; e < edits && !s.empty(); ++e) {
       size_t at = rng() % s.size();

@@ -88,7 +88,7 @@ TEST(SetRecord, WhatThisCodeDoesNotKnowIsRefusedEvenWithAGoodChecksum) {
 // decoder never crashes, refuses cleanly, and what it accepts re-encodes to the same bytes.
 TEST(SetRecordFuzz, RandomAndMutatedRecordsNeverCrash) {
   std::mt19937_64 rng(0x5e7);
-  const std::vector<std::string> seeds = {encode_set_record(sample_record()), encode_set_record(SetRecord{}),
+  const std::vector<std::string> corpus = {encode_set_record(sample_record()), encode_set_record(SetRecord{}),
                                           spec_encode(SetRecord{Redundancy::xor_set, 2, 1, {5, 6}, {"a", "bc"}})};
   const std::vector<std::string> tokens = {std::string("\0\0\0\0", 4), std::string("\xff\xff\xff\xff", 4),
                                            std::string("\x01\0\0\0", 4), std::string("\x10\0\0\0", 4), "CAIRNSET"};
@@ -100,7 +100,7 @@ TEST(SetRecordFuzz, RandomAndMutatedRecordsNeverCrash) {
       b = fuzz::random_bytes(rng, 120);
       if (rng() % 2) b = "CAIRNSET" + b;
     } else {
-      b = seeds[rng() % seeds.size()];
+      b = corpus[rng() % corpus.size()];
       fuzz::mutate(b, rng, tokens);
     }
     if (rng() % 2 && b.size() >= 8) {  // reseal: the checksum over what precedes it

@@ -105,13 +105,13 @@ TEST(StateFile, TheWriterWritesWhatTheReaderReads) {
 // back the same.
 TEST(StateFileFuzz, RandomAndMutatedFilesNeverCrash) {
   std::mt19937_64 rng(0x57a7e);
-  const std::vector<std::string> seeds = {
+  const std::vector<std::string> corpus = {
       encode(Values{{"l1", "9"}, {"phase", "compute"}, {"restart_level", "L2"}, {"version", "10"}}),
       "# comment\n version = 7 \r\nexit_request=halt file: checkpoints=5\n"};
   const std::vector<std::string> tokens = {"=", "\n", "#", " ", "\t", "\r", "l1", "version", "18446744073709551616", "-1"};
   int with_values = 0;
   for (int iter = 0; iter < 20000; ++iter) {
-    std::string text = iter % 2 == 0 ? fuzz::random_bytes(rng, 200) : seeds[rng() % seeds.size()];
+    std::string text = iter % 2 == 0 ? fuzz::random_bytes(rng, 200) : corpus[rng() % corpus.size()];
     if (iter % 2) fuzz::mutate(text, rng, tokens);
     Values v = decode(text);
     for (const auto& [key, value] : v) {

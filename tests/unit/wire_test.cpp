@@ -327,14 +327,14 @@ TEST(WireConnection, FramesSplitAnywhereAndBadHeaders) {
 // ---- fuzz -----------------------------------------------------------------------------------------
 
 template <class M>
-void fuzz_one(std::mt19937_64& rng, const std::vector<std::string>& seeds, int* accepted) {
+void fuzz_one(std::mt19937_64& rng, const std::vector<std::string>& corpus, int* accepted) {
   for (int iter = 0; iter < 3000; ++iter) {
     std::string b;
     if (iter % 3 == 0) {
       b.resize(rng() % 200);
       for (auto& c : b) c = char(rng());
     } else {
-      b = seeds[rng() % seeds.size()];
+      b = corpus[rng() % corpus.size()];
       for (int ops = 1 + int(rng() % 4); ops > 0; --ops) {
         switch (rng() % 4) {
           case 0:

@@ -211,11 +211,11 @@ namespace {
 TEST(ChainSpecFuzz, RandomAndMutatedChainsNeverCrash) {
   std::mt19937_64 rng(14);
   const std::vector<std::string> tokens = {"verify", "compress", "write", "plugin:", "/x.so", ":", ",", "=", ""};
-  const std::vector<std::string> seeds = {"verify,compress,write", "verify,write,plugin:/a/b.so:/c",
+  const std::vector<std::string> corpus = {"verify,compress,write", "verify,write,plugin:/a/b.so:/c",
                                           "verify,plugin:/p.so,compress,write"};
   int accepted = 0;
   for (int i = 0; i < 20000; ++i) {
-    std::string text = i % 4 == 0 ? fuzz::random_bytes(rng, 64) : seeds[rng() % seeds.size()];
+    std::string text = i % 4 == 0 ? fuzz::random_bytes(rng, 64) : corpus[rng() % corpus.size()];
     if (i % 4) fuzz::mutate(text, rng, tokens);
     auto c = parse_chain(text);
     if (!c) {
