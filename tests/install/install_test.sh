@@ -135,10 +135,10 @@ fi
 
 # The README's programs, built against the prefix as its last section says, restarted after a kill.
 samples=(--source "$src" --cairn "$cairn" --only README.md
-         --cc cc --cflags "$(pkg-config --cflags cairn)" --libs "$(pkg-config --libs cairn) -Wl,-rpath,$libdir")
+         --cc cc "--cflags=$(pkg-config --cflags cairn)" "--libs=$(pkg-config --libs cairn) -Wl,-rpath,$libdir")
 [ -n "${TEST_FORTRAN:-}" ] &&
-  samples+=(--fc "$TEST_FORTRAN" --fflags "$(pkg-config --cflags cairn-fortran)"
-            --flibs "$(pkg-config --libs cairn-fortran) -Wl,-rpath,$libdir")
+  samples+=(--fc "$TEST_FORTRAN" "--fflags=$(pkg-config --cflags cairn-fortran)"
+            "--flibs=$(pkg-config --libs cairn-fortran) -Wl,-rpath,$libdir")
 [ -n "${TEST_PYTHON_DIR:-}" ] && samples+=(--python "${TEST_PYTHON:-python3}" --pythonpath "$prefix/$TEST_PYTHON_DIR")
 "${TEST_PYTHON:-python3}" "$src/tests/integration/doc_samples_test.py" "${samples[@]}"
 echo "install test: passed"

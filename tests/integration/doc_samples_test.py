@@ -28,11 +28,14 @@ PY_PREAMBLE = '''\
 # doc_samples_test.py: the solver the sample calls, the numpy twin of doc_samples_harness.c.
 import numpy as _np
 _sample_sum = [None]
+_sample_step = {}
 
 
 def compute(grid):
     flat = grid.reshape(-1)  # a view: the sample's array, in memory order
-    flat += _np.arange(flat.size, dtype=_np.float64) % 7 + 1
+    if flat.size not in _sample_step:
+        _sample_step[flat.size] = _np.arange(flat.size, dtype=_np.float64) % 7 + 1
+    flat += _sample_step[flat.size]
     _sample_sum[0] = float(flat.sum())
 # ---- the sample, as the documentation writes it ----
 '''
@@ -101,7 +104,7 @@ def build(args, work, name, kind, code):
         src = os.path.join(work, name + ".f90")
         open(src, "w").write(code)
         obj = os.path.join(work, name + "-harness.o")
-        run([args.cc, "-c", "-o", obj, harness])
+        run([args.cc, "-c", "-o", obj, harness, *shlex.split(args.cflags)])
         exe = os.path.join(work, name)
         run([args.fc, "-o", exe, src, obj, *shlex.split(args.fflags), *shlex.split(args.flibs)])
         return [exe]
