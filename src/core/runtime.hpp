@@ -119,7 +119,8 @@ class Runtime {
   // A spawned process alone on its communicator joins the job that spawned it (cairn_redistribute):
   // it claims nothing; after the redistribution the new rank 0 holds the job's claim.
   Status claim_prefix();
-  Status hold_prefix();  // rank 0: acquire for launch_id_
+  // rank 0: acquire for launch_id_; cache_has_versions: some rank's node cache holds versions already.
+  Status hold_prefix(bool cache_has_versions = false);
   // The pipeline and its levels for the current communicator (bind_comm); torn down by release_comms.
   void start_pipeline();
   void stop_pipeline();

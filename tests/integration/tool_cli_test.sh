@@ -69,7 +69,6 @@ expect_in "the message names the variable" "$WORK/err" "CAIRN_CACHE_VERSIONS"
 printf 'cache_versions = 3\n' >"$WORK/good.toml"
 expect_rc "config --list --config FILE" 0 "$CAIRN" config --list --config "$WORK/good.toml"
 expect_in "the file's value is shown" "$WORK/out" "3"
-
 # ---- run: bad arguments are one line and exit status 2 -------------------------------------------
 expect_rc "run without -n" 2 "$CAIRN" run -- true
 expect_rc "run without --" 2 "$CAIRN" run -n 2 true

@@ -1,4 +1,4 @@
-// `cairn clean [PREFIX] [--keep N] [--level l1|l3|all] [--dry-run] [--config FILE]`: removes older
+// `cairn clean [PREFIX] [--keep N] [--level l1|l3|all] [--cache] [--dry-run] [--config FILE]`: removes older
 // versions, level by level, but never the newest good one (complete at that level and verified by
 // reading it back) nor anything newer than it; removes L3 directories without COMMIT that are older
 // than the newest committed version. Prints what it removes.
@@ -246,15 +246,21 @@ Command add_clean_command(CLI::App& root) {
   app->add_option("--level", o->level, "Levels to clean: l1 (the cache visible here), l3 (the prefix) or all")
       ->check(CLI::IsMember({"l1", "l3", "all"}))
       ->type_name("LEVEL");
+  app->add_flag("--cache", o->cache,
+                "Remove the job's whole L1 cache on this node (every version; refused while the job runs or "
+                "when it holds a version not yet flushed to the prefix)");
   app->add_flag("--dry-run", o->dry_run, "Print what would be removed, remove nothing");
+  app->add_flag("--json", o->json, "Print JSON: what was removed, notes, errors, exit status (the lines go to stderr)");
   app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")
       ->type_name("FILE");
   app->footer(
       "At each level the newest good version (complete there, and every chunk verified) and every newer\n"
       "version are kept, with the N newest complete ones; older versions are removed (at L1 with their L2\n"
       "data). L3 directories without COMMIT older than the newest committed version are removed too.\n"
-      "Exit status: 0 (also when there is nothing to remove), 1 a removal failed, 2 bad options.");
-  set_usage(app, "cairn clean [PREFIX] [--keep N] [--level l1|l3|all] [--dry-run] [--config FILE]");
+      "--cache removes the job's cache directory on this node (run it on every node that ran the job):\n"
+      "how to start afresh after removing a prefix, whose cache is otherwise refused at the next launch.\n"
+      "Exit status: 0 (also when there is nothing to remove), 1 a removal failed or was refused, 2 bad options.");
+  set_usage(app, "cairn clean [PREFIX] [--keep N] [--level l1|l3|all] [--cache] [--dry-run] [--json] [--config FILE]");
   Command cmd;
   cmd.app = app;
   cmd.run = [o](const Invocation&) { return run_clean(*o); };

@@ -18,6 +18,7 @@
 #include "base/fsutil.hpp"
 #include "base/log.hpp"
 #include "base/prefix_owner.hpp"
+#include "cache/cache_store.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "launcher.hpp"
@@ -39,7 +40,13 @@ std::string this_run_id() {
 
 // The prefix must not be held by another live job (base/prefix_owner.hpp); the job checks again at
 // cairn_init, this says so before anything is launched.
-Status check_prefix_free(const Layout& layout, const std::string& run_id) {
+// A cache that outlived its prefix (the prefix removed, the cache's name taken from its path) is
+// refused here too, before any rank starts: the job would refuse it at cairn_init.
+Status check_prefix_free(const Layout& layout, const std::string& run_id, bool adopt) {
+  if (!fs::exists(layout.identity_file()) && cache_holds_versions(layout, "")) {
+    IdentityDecision d = decide_identity(std::nullopt, {}, false, adopt, layout.prefix, layout.cache_job);
+    if (d.check == IdentityCheck::refuse) return Status(Code::ERR_PREFIX_IN_USE, "cairn run: " + d.why);
+  }
   if (!fs::exists(layout.owner_file())) return Status::ok();
   auto text = fs::read_file(layout.owner_file());
   auto holder = text ? decode_holder(*text) : Result<PrefixHolder>(text.status());
@@ -115,7 +122,7 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
   // ranks of every attempt carry this run's id, so a relaunch takes the prefix over from its earlier one.
   const std::string run_id = this_run_id();
   setenv("CAIRN_RUN_ID", run_id.c_str(), 1);  // mpirun and srun pass it on to every rank
-  CAIRN_TRY(check_prefix_free(ctx.layout, run_id));
+  CAIRN_TRY(check_prefix_free(ctx.layout, run_id, loaded->config.adopt));
   if (log::level() >= log::Level::info)
     fprintf(stderr, "cairn run: launcher: %s (%s)\n", launcher_name(ctx.spec.launcher), launcher_reason->c_str());
 
