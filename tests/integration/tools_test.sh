@@ -130,7 +130,7 @@ print(d + '/slot-%d.data' % struct.unpack('<I', open(d + '/v' + sys.argv[2] + '.
 # ---- an empty prefix ----------------------------------------------------------------------------
 use empty
 expect_rc "empty: list" 0 "$CAIRN" list
-expect_in "empty: list says so" "$WORK/out" "no checkpoints in $CAIRN_PREFIX"
+expect_in "empty: list says so, on stderr" "$WORK/err" "cairn list: no checkpoints in $CAIRN_PREFIX"
 expect_rc "empty: list --json" 0 "$CAIRN" list --json
 expect_py "empty: list --json has no version" 'j["versions"] == [] and j["prefix"] == "'"$CAIRN_PREFIX"'"'
 expect_rc "empty: show 1" 3 "$CAIRN" show 1
@@ -173,6 +173,7 @@ expect_py "good: list --json newest first" '[v["version"] for v in j["versions"]
 expect_py "good: list --json levels of 9" 'j["versions"][0]["l1"]["complete"] and j["versions"][0]["l2"]["complete"] and j["versions"][0]["l3"]["state"] == "absent" and j["versions"][0]["l1"]["nodes"] == ["node0", "node1"]'
 expect_py "good: list --json size of 9" 'j["versions"][0]["size_bytes"] > 128*128*8 and j["versions"][0]["nranks"] == 4'
 # (CAIRN_JOB names the job, so the cache stays the job's: only the prefix changes.)
+mkdir -p "$WORK/empty/prefix"
 expect_rc "good: list PREFIX argument" 0 "$CAIRN" list --json "$WORK/empty/prefix"
 expect_py "good: the PREFIX argument overrides" 'j["prefix"] == "'"$WORK/empty/prefix"'" and [v["version"] for v in j["versions"]] == [9, 8]'
 

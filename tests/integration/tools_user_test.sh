@@ -2,6 +2,8 @@
 # tools_user: what a new user meets around the tools (issue 22), with heat2d under `cairn run`:
 #  - a cache that outlived its removed prefix is refused (cairn run, and cairn_init under a bare mpirun),
 #    `cairn clean --cache` removes it and the next run starts afresh;
+#  - garbage in a prefix and a cache: one verdict per version from list, show and verify, and the exit
+#    statuses docs/tools.md promises; a PREFIX that is not there is an error;
 #
 # Usage: tools_user_test.sh PATH/TO/cairn PATH/TO/heat2d
 # Environment: CAIRN_MPIRUN (default mpirun), CAIRN_MPIRUN_ARGS (e.g. --oversubscribe) and, for Open MPI
@@ -112,6 +114,41 @@ expect_not_in "orphan: a fresh start, no restart" "$WORK/run.out" "restart: vers
 CAIRN_FLUSH_EVERY=100 CAIRN_FLUSH_ON_FINALIZE=false heat --no-restart
 expect_rc "orphan: clean --cache refuses the only copy of the newest version" 1 "$CAIRN" clean --cache
 expect_in "orphan: and says why" "$WORK/err" "newer than anything committed"
+
+# ---- garbage in a prefix: one verdict per version, the promised exit statuses (issue 22, 7) ------
+use garbage
+export CAIRN_JOB=garbage
+mkdir -p "$CAIRN_PREFIX/v00000002" "$CAIRN_PREFIX/v00000003" "$CAIRN_PREFIX/.cairn" \
+  "$CAIRN_CACHE_DIR/cairn-garbage/node0/r0"
+head -c 300 /dev/urandom >"$CAIRN_PREFIX/v00000002/COMMIT"
+head -c 100 /dev/urandom >"$CAIRN_PREFIX/v00000003/rank-0.data"  # a flush in flight: no COMMIT
+head -c 300 /dev/urandom >"$CAIRN_CACHE_DIR/cairn-garbage/node0/r0/v5.l1"
+head -c 200 /dev/urandom | base64 >"$CAIRN_PREFIX/.cairn/state"
+expect_rc "garbage: verify finds it bad" 1 "$CAIRN" verify
+expect_in "garbage: verify says the COMMIT is unreadable" "$WORK/out" "unreadable COMMIT"
+expect_not_in "garbage: verify does not also say nothing to verify" "$WORK/out" "nothing to verify"
+expect_not_in "garbage: verify does not also say nothing to verify (stderr)" "$WORK/err" "nothing to verify"
+expect_rc "garbage: verify 2" 1 "$CAIRN" verify 2
+expect_rc "garbage: verify 3 (no COMMIT: incomplete, nothing checked)" 3 "$CAIRN" verify 3
+expect_rc "garbage: list" 0 "$CAIRN" list
+expect_in "garbage: list calls it damaged" "$WORK/out" "damaged"
+expect_not_in "garbage: list has no other word for it" "$WORK/out" "bad COMMIT"
+expect_rc "garbage: list --json" 0 "$CAIRN" list --json
+expect_json "garbage: list --json verdicts" "$WORK/out" \
+  '{v["version"]: (v["l1"]["state"], v["l3"]["state"]) for v in j["versions"]} == {5: ("damaged", "absent"), 3: ("absent", "incomplete"), 2: ("absent", "damaged")} and "COMMIT" in j["versions"][2]["l3"]["why"]'
+expect_rc "garbage: show 2 exits 1" 1 "$CAIRN" show 2
+expect_in "garbage: show 2 gives list's verdict" "$WORK/out" "L3  damaged (unreadable COMMIT"
+expect_not_in "garbage: show 2 does not say there is no COMMIT" "$WORK/out" "no COMMIT"
+expect_rc "garbage: show 5 exits 1" 1 "$CAIRN" show 5
+expect_rc "garbage: show 3 (a flush in flight) exits 0" 0 "$CAIRN" show 3
+expect_in "garbage: show 3 says incomplete" "$WORK/out" "L3  incomplete (no COMMIT"
+expect_rc "garbage: watch --once on a stray state file" 1 "$CAIRN" watch --once
+expect_in "garbage: watch says it is not a job state" "$WORK/err" "not a cairn job state"
+expect_rc "garbage: list /nonexistent is an error" 2 "$CAIRN" list "$WORK/nonexistent"
+expect_in "garbage: list /nonexistent says why" "$WORK/err" "cairn list: $WORK/nonexistent: no such directory"
+expect_rc "garbage: verify /nonexistent is an error" 2 "$CAIRN" verify "$WORK/nonexistent"
+expect_rc "garbage: show 1 /nonexistent is an error" 2 "$CAIRN" show 1 "$WORK/nonexistent"
+unset CAIRN_JOB
 
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]

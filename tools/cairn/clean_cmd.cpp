@@ -217,7 +217,7 @@ int run_clean(const CleanOptions& o) {
     print_error("clean", "--keep must be at least 1 (the newest good version is never removed)");
     return kExitUsage;
   }
-  auto ctx = load_tool_context("clean", o.config_path, o.prefix);
+  auto ctx = load_tool_context("clean", o.config_path, o.prefix, /*prefix_must_exist=*/!o.cache);
   if (!ctx) {
     print_error("clean", ctx.status().message());
     return kExitUsage;

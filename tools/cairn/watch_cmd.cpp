@@ -275,7 +275,7 @@ int run_watch(const WatchOptions& o) {
     print_error("watch", "--interval must be positive and --stall not negative");
     return kExitUsage;
   }
-  auto ctx = load_tool_context("watch", o.config_path, o.prefix);
+  auto ctx = load_tool_context("watch", o.config_path, o.prefix, /*prefix_must_exist=*/false);
   if (!ctx) {
     print_error("watch", ctx.status().message());
     return kExitUsage;
