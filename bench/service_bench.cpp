@@ -21,6 +21,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench.hpp"
+
 namespace stdfs = std::filesystem;
 
 namespace cairn_bench_service {
@@ -81,18 +83,6 @@ std::string find_cairn(const std::string& cairnd) {
 }
 
 namespace {
-
-bool parse_size(const std::string& text, uint64_t* out) {
-  char* end = nullptr;
-  double v = strtod(text.c_str(), &end);
-  if (end == text.c_str() || !(v > 0)) return false;
-  std::string u(end);
-  double m = u.empty() ? 1 : u == "K" || u == "k" ? 1024.0 : u == "M" || u == "m" ? 1048576.0
-                                : u == "G" || u == "g" ? 1073741824.0 : 0;
-  if (m == 0) return false;
-  *out = static_cast<uint64_t>(v * m);
-  return true;
-}
 
 int run_parent(const Options& o, int argc, char** argv) {
   std::error_code ec;

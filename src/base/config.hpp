@@ -79,7 +79,7 @@ struct Config {
 struct KnobInfo {
   std::string name;         // "cache_versions"
   std::string env;          // "CAIRN_CACHE_VERSIONS"
-  std::string type;         // "int", "float", "bool", "string", "enum", "size", "level"
+  std::string type;         // "int", "float", "bool", "string", "enum", "size", "duration", "level"
   std::string default_text; // as shown in docs
   std::string bounds;       // "1..64", "single|partner|xor|rs", ""
   std::string description;

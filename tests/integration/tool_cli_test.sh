@@ -69,6 +69,16 @@ expect_in "the message names the variable" "$WORK/err" "CAIRN_CACHE_VERSIONS"
 printf 'cache_versions = 3\n' >"$WORK/good.toml"
 expect_rc "config --list --config FILE" 0 "$CAIRN" config --list --config "$WORK/good.toml"
 expect_in "the file's value is shown" "$WORK/out" "3"
+# ---- sizes and durations: one syntax for the knobs and every option (base/units.hpp) ------------
+expect_rc "CAIRN_HALT_SECONDS=5m" 0 env CAIRN_HALT_SECONDS=5m "$CAIRN" config --list
+grep -q '^halt_seconds *= 300.0 ' "$WORK/out" && pass "CAIRN_HALT_SECONDS=5m is 300 s" || fail "CAIRN_HALT_SECONDS=5m"
+expect_rc "CAIRN_CHUNK_SIZE=64KiB" 0 env CAIRN_CHUNK_SIZE=64KiB "$CAIRN" config --list
+expect_rc "CAIRN_HALT_SECONDS=5 parsecs is refused" 2 env CAIRN_HALT_SECONDS="5 parsecs" "$CAIRN" config --list
+expect_in "and says what a duration is" "$WORK/err" "not a duration"
+expect_rc "watch --stall 10m --interval 250ms is accepted" 3 "$CAIRN" watch --once --stall 10m --interval 250ms
+expect_rc "watch --stall 10 parsecs is refused" 2 "$CAIRN" watch --once --stall "10 parsecs"
+expect_rc "migrate --buffer-size 2G is refused (at most 1G)" 2 "$CAIRN" migrate --node node0 --buffer-size 2G
+
 # ---- run: bad arguments are one line and exit status 2 -------------------------------------------
 expect_rc "run without -n" 2 "$CAIRN" run -- true
 expect_rc "run without --" 2 "$CAIRN" run -n 2 true

@@ -25,6 +25,7 @@
 #include "process.hpp"
 #include "run_job.hpp"
 #include "run_migration.hpp"
+#include "cli_units.hpp"
 
 namespace cairn::tool {
 namespace {
@@ -418,8 +419,10 @@ Command add_run_command(CLI::App& root) {
                 "there; --no-scavenge leaves the caches as they are");
   app->add_option("--stall", o->stall,
                   "End an attempt that has taken no checkpoint and made no progress (no state file or history\n"
-                  "update) for SECONDS, and relaunch it like a failed one (--retries; default 1 with --stall)")
-      ->type_name("SECONDS");
+                  "update) for DURATION (seconds, or 90s, 10m, 1h), and relaunch it like a failed one (--retries;\n"
+                  "default 1 with --stall)")
+      ->transform(cli::duration_value())
+      ->type_name("DURATION");
   app->add_option("--no-spare", o->no_spare,
                   "Once no spare is left: shrink (the default) relaunches on the surviving nodes' ranks only\n"
                   "(refused when the job has private state); oversubscribe keeps every rank and runs the lost\n"

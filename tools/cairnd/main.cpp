@@ -94,8 +94,8 @@ int main(int argc, char** argv) {
   ctl->add_option("--scale-up-command", scale_up_command,
                   "Run this (sh -c, with CAIRN_CONTROLLER=HOST:PORT) when a new agent finds every checkpoint node "
                   "full, to ask for one more (e.g. an srun that starts a cairnd manager)");
-  ctl->add_option("--scale-up-interval", scale_up_interval, "Run the scale-up command at most once per this many seconds")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  ctl->add_option("--scale-up-interval", scale_up_interval, "Run the scale-up command at most once per this long")
+      ->capture_default_str()->transform(cli::duration_value())->type_name("DURATION");
   ctl->add_option("--log", log_path, "Log file (appended; '-': stderr)")->capture_default_str();
   ctl->add_option("--log-level", log_level, "error, warn, info or debug")->capture_default_str();
   ctl->footer("Stops cleanly on SIGTERM or SIGINT. Default log: ./cairnd-controller.log");
@@ -128,8 +128,8 @@ int main(int argc, char** argv) {
   agt->add_option("--listen", agent_listen, "The address ranks connect to")->capture_default_str();
   agt->add_option("--work-dir", agent_work, "Directory for turnstiles of this node");
   agt->add_option("--bandwidth", agent_bw, "At most this many MB/s (0: no limit)")->capture_default_str();
-  agt->add_option("--stall-timeout", stall, "Give a transfer up after this many seconds without progress")
-      ->capture_default_str();
+  agt->add_option("--stall-timeout", stall, "Give a transfer up after this long without progress")
+      ->capture_default_str()->transform(cli::duration_value())->type_name("DURATION");
   agt->add_option("--log", log_path, "Log file (appended; '-': stderr)");
   agt->add_option("--log-level", log_level, "error, warn, info or debug")->capture_default_str();
   agt->footer("Reads one start_agent message on stdin, reports on stdout; stops on SIGTERM or when stdin closes.");
@@ -143,8 +143,8 @@ int main(int argc, char** argv) {
   msrc->add_option("--listen", mso.listen, "An address of this node that the spare reaches, or iface:NAME")
       ->capture_default_str();
   msrc->add_option("--provider", mso.provider, "The libfabric provider")->capture_default_str();
-  msrc->add_option("--timeout", mso.timeout_s, "Seconds for the writer to come and finish")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+  msrc->add_option("--timeout", mso.timeout_s, "How long the writer has to come and finish")
+      ->capture_default_str()->transform(cli::duration_value())->check(CLI::PositiveNumber)->type_name("DURATION");
   msrc->add_flag("--wait-go", mso.wait_go,
                  "After the key, ready libfabric and wait for a line 'go' on stdin before reading the cache");
   msrc->add_option("--log", log_path, "Log file (appended; default '-': stderr)");
