@@ -69,6 +69,17 @@ expect_in "the message names the variable" "$WORK/err" "CAIRN_CACHE_VERSIONS"
 printf 'cache_versions = 3\n' >"$WORK/good.toml"
 expect_rc "config --list --config FILE" 0 "$CAIRN" config --list --config "$WORK/good.toml"
 expect_in "the file's value is shown" "$WORK/out" "3"
+# SCR's parameters are reported under their own names, and a value cairn does not accept is said, not
+# dropped (it is ignored, as SCR_Init ignores it).
+expect_rc "SCR_PREFIX: config --list" 0 env -u CAIRN_PREFIX SCR_PREFIX="$WORK/scr-prefix" "$CAIRN" config --list
+expect_in "SCR_PREFIX: its value" "$WORK/out" "prefix = \"$WORK/scr-prefix\""
+expect_in "SCR_PREFIX: reported under its name" "$WORK/out" "SCR parameter SCR_PREFIX (as CAIRN_PREFIX)"
+expect_rc "SCR_COPY_TYPE=BOGUS: config --list" 0 env SCR_COPY_TYPE=BOGUS "$CAIRN" config --list
+expect_in "SCR_COPY_TYPE=BOGUS: a warning names it" "$WORK/err" "cairn config: warning: SCR: SCR_COPY_TYPE=BOGUS"
+expect_in "SCR_COPY_TYPE=BOGUS: and says it is ignored" "$WORK/err" "ignored"
+expect_rc "SCR_SET_SIZE=1: refused" 2 env SCR_SET_SIZE=1 "$CAIRN" config --list
+expect_in "SCR_SET_SIZE=1: the error names the SCR parameter" "$WORK/err" "SCR parameter SCR_SET_SIZE (as CAIRN_SET_SIZE)"
+
 # ---- sizes and durations: one syntax for the knobs and every option (base/units.hpp) ------------
 expect_rc "CAIRN_HALT_SECONDS=5m" 0 env CAIRN_HALT_SECONDS=5m "$CAIRN" config --list
 grep -q '^halt_seconds *= 300.0 ' "$WORK/out" && pass "CAIRN_HALT_SECONDS=5m is 300 s" || fail "CAIRN_HALT_SECONDS=5m"
