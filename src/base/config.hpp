@@ -111,6 +111,9 @@ Result<LoadedConfig> load_config(const char* path, const EnvLookup& env,
 // when `origins` (in knob_table() order, as in LoadedConfig) is given.
 std::string render_knob_list(const Config& effective, const std::vector<std::string>& origins = {});
 std::string render_knob_list(const LoadedConfig& loaded);
+// Each knob's effective value as a TOML literal (what --list shows), in knob_table() order: 42, 0.5,
+// true, "1M", "xor" (also valid JSON: `cairn config --json`).
+std::vector<std::string> knob_values_toml(const Config& effective);
 std::string render_knob_markdown();                     // docs/config.md table
 std::string render_sample_toml();                       // commented sample config
 

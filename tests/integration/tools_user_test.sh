@@ -4,6 +4,8 @@
 #    `cairn clean --cache` removes it and the next run starts afresh;
 #  - garbage in a prefix and a cache: one verdict per version from list, show and verify, and the exit
 #    statuses docs/tools.md promises; a PREFIX that is not there is an error;
+#  - --json on every tool that reports (run's summary, list, show, verify, flush, clean, watch, config,
+#    strerror), each document checked with python3 -m json.tool; "nothing here" goes to stderr, tagged;
 #
 # Usage: tools_user_test.sh PATH/TO/cairn PATH/TO/heat2d
 # Environment: CAIRN_MPIRUN (default mpirun), CAIRN_MPIRUN_ARGS (e.g. --oversubscribe) and, for Open MPI
@@ -149,6 +151,42 @@ expect_in "garbage: list /nonexistent says why" "$WORK/err" "cairn list: $WORK/n
 expect_rc "garbage: verify /nonexistent is an error" 2 "$CAIRN" verify "$WORK/nonexistent"
 expect_rc "garbage: show 1 /nonexistent is an error" 2 "$CAIRN" show 1 "$WORK/nonexistent"
 unset CAIRN_JOB
+
+# ---- --json on every tool that reports; "nothing here" on stderr (issue 22, 11) -----------------
+use json
+"$CAIRN" run --json "$WORK/summary.json" --no-scavenge -n 4 --nodes 2 --kill-node 1 --at-checkpoint 3 -- \
+  "$HEAT" --n 64 --iters 100 --checkpoint-every 10 >"$WORK/run.out" 2>&1 \
+  || { sed 's/^/    | /' "$WORK/run.out"; fail "json: the run"; }
+expect_json "json: run --json FILE" "$WORK/summary.json" \
+  'len(j["attempts"]) == 2 and j["attempts"][0]["failed"] and j["attempts"][1]["restart"]["version"] == 3 and j["exit_status"] == 0 and j["failed_attempts"] == 1'
+expect_rc "json: run --json - after the job's output" 0 "$CAIRN" run --json - -n 2 -- "$HEAT" --n 64 --iters 10 --checkpoint-every 10 --no-restart
+python3 -c "import json,sys; t=open(sys.argv[1]).read(); i=t.index('{\n'); json.loads(t[i:]); assert 'result ' in t[:i]" "$WORK/out" \
+  && pass "json: run --json - prints the job's output, then one JSON document" || { fail "json: run --json -"; sed 's/^/    | /' "$WORK/out"; }
+for tool in "list" "verify" "show 10" "flush" "clean --dry-run" "config" "strerror -5" "strerror --list" "watch --once"; do
+  # shellcheck disable=SC2086
+  "$CAIRN" $tool --json >"$WORK/out" 2>"$WORK/err"
+  expect_json "json: cairn $tool --json" "$WORK/out"
+done
+expect_rc "json: show 3 (gone) --json" 3 "$CAIRN" show 999 --json
+expect_json "json: show of a missing version is still JSON" "$WORK/out" 'j["found"] is False and j["version"] == 999 and j["exit_status"] == 3'
+expect_in "json: and says so on stderr" "$WORK/err" "cairn show: no version 999"
+expect_rc "json: flush --json" 0 "$CAIRN" flush --json
+expect_json "json: flush --json says what it did" "$WORK/out" 'j["exit_status"] == 0 and (j["flushed"] or j["notes"])'
+expect_rc "json: clean --json" 0 "$CAIRN" clean --json
+expect_json "json: clean --json lists what it removed" "$WORK/out" 'j["exit_status"] == 0 and len(j["removed"]) > 0 and j["level"] == "all"'
+expect_rc "json: config --json" 0 env CAIRN_SET_SIZE=3 "$CAIRN" config --json
+expect_json "json: config --json values and origins" "$WORK/out" \
+  '{k["name"]: (k["value"], k["origin"]) for k in j["knobs"]}["set_size"] == (3, "environment variable CAIRN_SET_SIZE") and {k["name"]: k["type"] for k in j["knobs"]}["halt_seconds"] == "duration"'
+expect_rc "json: strerror -5 --json" 0 "$CAIRN" strerror -5 --json
+expect_json "json: strerror --json" "$WORK/out" 'j == {"code": -5, "name": "CAIRN_ERR_IO", "message": "I/O error"}'
+use json-empty
+expect_rc "json: verify on nothing" 3 "$CAIRN" verify
+[ ! -s "$WORK/out" ] && pass "json: nothing to verify is not on stdout" || fail "json: verify printed on stdout"
+expect_in "json: nothing to verify, tagged, on stderr" "$WORK/err" "cairn verify: nothing to verify"
+expect_rc "json: clean on nothing" 0 "$CAIRN" clean
+[ ! -s "$WORK/out" ] && pass "json: nothing to clean is not on stdout" || fail "json: clean printed on stdout"
+expect_rc "json: watch --once on nothing" 3 "$CAIRN" watch --once
+expect_in "json: no job state, tagged, on stderr" "$WORK/err" "cairn watch: no job state"
 
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]

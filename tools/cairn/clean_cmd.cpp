@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,22 +26,51 @@ namespace {
 struct CleanOptions {
   std::string prefix, config_path, level = "all";
   int keep = 1;
-  bool dry_run = false;
+  bool dry_run = false, cache = false, json = false;
 };
+
+// What clean says: its lines for people on stdout, or with --json on stderr and, with what it removed,
+// in one JSON document on stdout at the end.
+struct CleanReport {
+  bool json = false;
+  nlohmann::json removed = nlohmann::json::array(), notes = nlohmann::json::array(),
+                 errors = nlohmann::json::array();
+  void line(const std::string& text) {
+    fprintf(json ? stderr : stdout, "cairn clean: %s\n", text.c_str());
+    notes.push_back(text);
+  }
+  void error(const std::string& text) {
+    print_error("clean", text);
+    errors.push_back(text);
+  }
+};
+
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* f, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, f);
+  vsnprintf(buf, sizeof buf, f, ap);
+  va_end(ap);
+  return buf;
+}
 
 struct Cleaner {
   const CleanOptions& o;
   const Inventory& inv;
+  CleanReport& report;
+  const VersionIndex& index;  // skipped versions (cairn index) are neither a good version nor removed
   bool failed = false;
   int removed = 0;
 
   void say(const std::string& what) {
-    printf("cairn clean: %s%s\n", o.dry_run ? "would remove " : "removed ", what.c_str());
+    fprintf(o.json ? stderr : stdout, "cairn clean: %s%s\n", o.dry_run ? "would remove " : "removed ", what.c_str());
+    report.removed.push_back(what);
     ++removed;
   }
   void check(const Status& st) {
     if (!st.is_ok()) {
-      print_error("clean", st.message());
+      report.error(st.message());
       failed = true;
     }
   }
@@ -51,8 +82,8 @@ struct Cleaner {
     for (const VersionInfo* v : complete) {
       LevelCheck c = check(*v);
       if (c.state == LevelCheck::State::good) return v->version;
-      printf("cairn clean: %s version %llu is not good (%s); looking at older ones\n", level,
-             static_cast<unsigned long long>(v->version), c.error.c_str());
+      report.line(fmt("%s version %llu is not good (%s); looking at older ones", level,
+                      static_cast<unsigned long long>(v->version), c.error.c_str()));
     }
     return 0;
   }
@@ -73,13 +104,13 @@ struct Cleaner {
       good = newest_good(complete, "L1", [&](const VersionInfo& v) { return check_l1(v, &progress); });
     }
     if (!good) {
-      printf("cairn clean: L1: no version is complete and good in the cache visible here; L1 left alone\n");
+      report.line("L1: no version is complete and good in the cache visible here; L1 left alone");
       return;
     }
     std::set<uint64_t> keep{good};
     for (size_t i = 0; i < complete.size() && i < static_cast<size_t>(o.keep); ++i) keep.insert(complete[i]->version);
-    printf("cairn clean: L1: newest good version %llu; keeping %s\n", static_cast<unsigned long long>(good),
-           join(keep).c_str());
+    report.line(fmt("L1: newest good version %llu; keeping %s", static_cast<unsigned long long>(good),
+                    join(keep).c_str()));
     std::set<std::string> touched;
     std::set<uint64_t> dropped;
     for (const VersionInfo* v : present) {
@@ -106,8 +137,8 @@ struct Cleaner {
   void release_slots(const std::set<std::string>& dirs, const std::set<uint64_t>& dropped) {
     if (dirs.empty()) return;
     if (!job_not_running(inv.layout)) {
-      printf("cairn clean: slots kept: the job state (%s) says the job has not finished\n",
-             inv.layout.state_file().c_str());
+      report.line(fmt("slots kept: the job state (%s) says the job has not finished",
+                      inv.layout.state_file().c_str()));
       return;
     }
     for (const auto& dir : dirs) {
@@ -186,17 +217,17 @@ struct Cleaner {
         Progress progress("clean: verifying L3", total);
         good = newest_good(committed, "L3", [&](const VersionInfo& v) { return check_l3(inv.layout, v, &progress); });
       }
-      if (!good) printf("cairn clean: L3: no committed version is good; committed versions left alone\n");
+      if (!good) report.line("L3: no committed version is good; committed versions left alone");
     }
     if (good) {
       keep.insert(good);
       for (size_t i = 0; i < committed.size() && i < static_cast<size_t>(o.keep); ++i)
         keep.insert(committed[i]->version);
-      printf("cairn clean: L3: newest good version %llu; keeping %s\n", static_cast<unsigned long long>(good),
-             join(keep).c_str());
+      report.line(fmt("L3: newest good version %llu; keeping %s", static_cast<unsigned long long>(good),
+                      join(keep).c_str()));
     }
     for (const auto& [ver, v] : inv.versions) {
-      if (!v.l3.present) continue;
+      if (!v.l3.present || index.skip.count(ver)) continue;
       if (!v.l3.committed) {
         if (ver < newest_committed) remove_dir(v, "incomplete");
       } else if (good && ver < good && !keep.count(ver)) {
@@ -223,16 +254,21 @@ int run_clean(const CleanOptions& o) {
     return kExitUsage;
   }
   Inventory inv = scan_inventory(ctx->layout);
-  if (inv.versions.empty()) {
-    printf("cairn clean: nothing to clean: no checkpoints in %s or in the cache %s\n", inv.layout.prefix.c_str(),
-           inv.layout.cache_job.c_str());
-    return kExitOk;
-  }
-  Cleaner cleaner{o, inv};
-  if (o.level != "l3") cleaner.clean_l1();
-  if (o.level != "l1") cleaner.clean_l3();
-  if (cleaner.removed == 0 && !cleaner.failed) printf("cairn clean: nothing to remove\n");
-  return cleaner.failed ? kExitFailure : kExitOk;
+  CleanReport report;
+  report.json = o.json;
+  const int status = clean(o, inv, report);
+  if (o.json)
+    printf("%s\n", nlohmann::json{{"prefix", inv.layout.prefix},
+                                   {"cache", inv.layout.cache_job},
+                                   {"level", o.cache ? "cache" : o.level},
+                                   {"dry_run", o.dry_run},
+                                   {"removed", report.removed},
+                                   {"notes", report.notes},
+                                   {"errors", report.errors},
+                                   {"exit_status", status}}
+                        .dump(2)
+                        .c_str());
+  return status;
 }
 
 }  // namespace

@@ -244,7 +244,8 @@ int run_job(const RunContext& start) {
     desk.abandon();
     print_summary(ctx, attempts);
     if (!last_words.empty()) fprintf(stderr, "cairn run: %s\n", last_words.c_str());
-    if (o.scavenge) scavenge(ctx);
+    const std::string scavenged = o.scavenge ? scavenge(ctx) : std::string();
+    if (!o.json_path.empty()) write_summary_json(ctx, attempts, code, last_words, scavenged);
     return code;
   };
   int relaunches = 0;  // after failed attempts (bounded by --retries); migrations do not count
@@ -431,6 +432,10 @@ Command add_run_command(CLI::App& root) {
       ->default_str("shrink")
       ->check(CLI::IsMember({"shrink", "oversubscribe"}))
       ->type_name("MODE");
+  app->add_option("--json", o->json_path,
+                  "Also write the summary as JSON to FILE ('-': stdout, after the job's output): every attempt,\n"
+                  "its restart and newest versions, the scavenge, the exit status")
+      ->type_name("FILE");
   app->add_option("--launcher", o->launcher,
                   "What starts the ranks: srun inside a Slurm allocation, else mpirun (auto, the default;\n"
                   "CAIRN_LAUNCHER sets another default), or mpirun or srun")

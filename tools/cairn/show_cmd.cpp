@@ -131,6 +131,7 @@ nlohmann::json region_json(const RegionEntry& e) {
 nlohmann::json show_json(const Inventory& inv, const VersionInfo& v) {
   nlohmann::json j;
   j["version"] = v.version;
+  j["found"] = true;
   j["label"] = v.label();
   j["nranks"] = v.nranks();
   j["created_unix_ns"] = v.created_unix_ns();
@@ -328,6 +329,14 @@ int run_show(const ShowOptions& o) {
       print_error("show", "no version " + std::to_string(version) + " in " + inv.layout.prefix + " or in the cache " +
                               inv.layout.cache_job + " (newest: " + std::to_string(inv.versions.begin()->first) +
                               "; see 'cairn list')");
+    if (o.json)  // still one JSON document: what was asked, and that nothing holds it
+      printf("%s\n", nlohmann::json{{"version", version},
+                                     {"found", false},
+                                     {"prefix", inv.layout.prefix},
+                                     {"cache", inv.layout.cache_job},
+                                     {"exit_status", kExitNothing}}
+                          .dump(2)
+                          .c_str());
     return kExitNothing;
   }
   if (o.json)

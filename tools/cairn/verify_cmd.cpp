@@ -116,7 +116,7 @@ int run_verify(const VerifyOptions& o) {
     std::string where = o.level == "l1"   ? "in the cache " + inv.layout.cache_job
                         : o.level == "l3" ? "in " + inv.layout.prefix
                                           : "in " + inv.layout.prefix + " or in the cache " + inv.layout.cache_job;
-    printf("nothing to verify: no %s %s\n", what.c_str(), where.c_str());
+    fprintf(stderr, "cairn verify: nothing to verify: no %s %s\n", what.c_str(), where.c_str());
     return status;
   }
   for (const auto& r : rows)

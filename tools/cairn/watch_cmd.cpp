@@ -302,7 +302,7 @@ int run_watch(const WatchOptions& o) {
         if (o.json)
           printf("%s\n", nlohmann::json{{"state", nullptr}, {"path", path}}.dump().c_str());
         else
-          printf("no job state at %s (no job has run with this prefix)\n", path.c_str());
+          fprintf(stderr, "cairn watch: no job state at %s (no job has run with this prefix)\n", path.c_str());
         return kExitNothing;
       }
       if (!waiting_said) {
