@@ -60,6 +60,7 @@ struct Config {
   std::string job;              // job name in the cache path; default derived from prefix
   std::string app_name;         // the application in the prefix's identity; default: the executable's name
   bool adopt = false;           // take over a prefix of another identity
+  uint64_t restart_version = 0;  // restart from this version or an older one; 0: the newest
   double lease_seconds = 60;    // the hold on the prefix without renewal
   // Service mode (docs/service.md): L3 through cairnd's agents instead of the embedded flusher.
   std::string service;                     // the controller's HOST:PORT; empty: the embedded flusher

@@ -164,8 +164,15 @@ const std::vector<Knob>& knobs() {
       {.name = "adopt", .kind = Kind::boolean, .member = &Config::adopt, .default_text = "false",
        .description = "Take over a prefix whose checkpoints were written under another identity (a new "
                       "build of the same code, a renamed job): its versions become this job's, to "
-                      "restart from and to prune. Leave it off otherwise."},
-      {.name = "lease_seconds", .kind = Kind::floating, .member = &Config::lease_seconds,
+                      "restart from and to prune; likewise a cache that outlived its removed prefix, "
+                      "otherwise refused (cairn clean --cache removes it). Leave it off otherwise."},
+      {.name = "restart_version", .kind = Kind::integer, .member = &Config::restart_version,
+       .default_text = "0", .min = 0, .max = 99999999,
+       .description = "Restart from this version, or from the newest older one that can be rebuilt; "
+                      "newer versions stay where they are and are passed over. 0: the newest (the "
+                      "default). For a one-off restart from a chosen version; `cairn index --current` "
+                      "records the same choice in the prefix for every later launch (docs/tools.md)."},
+      {.name = "lease_seconds", .kind = Kind::duration, .member = &Config::lease_seconds,
        .default_text = "60", .min = 5,
        .description = "How long the job's hold on its prefix lasts without renewal (rank 0 renews it "
                       "every third of this). A second job on the prefix is refused while the lease "

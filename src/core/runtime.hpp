@@ -151,6 +151,7 @@ class Runtime {
   void finish_write_back();  // before anything else uses the cache
   // restart: the full search (restart_search.cpp)
   Status gather_inventory(RestartInventory* inv);
+  Status pass_over_versions(const RestartInventory& inv);  // the index and restart_version: into rejected_
   Status l2_can_rebuild(const std::vector<int>& good, const std::vector<uint64_t>& flags, const std::string& l1_text,
                         bool* my_set_lost) const;
   Status find_restart(RestartChoice* out);

@@ -4,6 +4,8 @@
 #    `cairn clean --cache` removes it and the next run starts afresh;
 #  - garbage in a prefix and a cache: one verdict per version from list, show and verify, and the exit
 #    statuses docs/tools.md promises; a PREFIX that is not there is an error;
+#  - cairn index (SCR's scr_index): a restart from a chosen older version, bit for bit the failure-free
+#    answer, newer versions kept; --drop; --add of a copy verified first; the restart_version knob;
 #  - --json on every tool that reports (run's summary, list, show, verify, flush, clean, watch, config,
 #    strerror), each document checked with python3 -m json.tool; "nothing here" goes to stderr, tagged;
 #
@@ -151,6 +153,54 @@ expect_in "garbage: list /nonexistent says why" "$WORK/err" "cairn list: $WORK/n
 expect_rc "garbage: verify /nonexistent is an error" 2 "$CAIRN" verify "$WORK/nonexistent"
 expect_rc "garbage: show 1 /nonexistent is an error" 2 "$CAIRN" show 1 "$WORK/nonexistent"
 unset CAIRN_JOB
+
+# ---- cairn index: restart from a chosen version, drop one, add one copied in by hand (issue 22, 15) ----
+use index
+export CAIRN_FLUSH_EVERY=1 CAIRN_KEEP_FLUSHED=100
+heat || { sed 's/^/    | /' "$WORK/run.out"; fail "index: first run"; }
+reference=$(grep '^result ' "$WORK/run.out")
+expect_rc "index: list" 0 "$CAIRN" index
+expect_in "index: a restart takes the newest" "$WORK/out" "a restart takes version 10"
+expect_rc "index --current 4" 0 "$CAIRN" index --current 4
+expect_in "index --current 4: says so" "$WORK/out" "a restart now takes version 4"
+expect_rc "index --json" 0 "$CAIRN" index --json
+expect_json "index --json: 4 is current, 5-10 skipped" "$WORK/out" \
+  'j["restart_from"] == 4 and j["current"] == 4 and [v["version"] for v in j["versions"] if v["skipped"]] == [10, 9, 8, 7, 6, 5]'
+heat || { sed 's/^/    | /' "$WORK/run.out"; fail "index: the run from version 4"; }
+expect_in "index: the relaunch restarted from version 4" "$WORK/run.out" "restart: version 4 from level"
+[ "$(grep '^result ' "$WORK/run.out")" = "$reference" ] && pass "index: from version 4, the failure-free result bit for bit" \
+  || fail "index: from version 4 the result differs ($(grep '^result ' "$WORK/run.out") vs $reference)"
+n=0; for v in 5 6 7 8 9 10; do [ -f "$CAIRN_PREFIX/$(printf v%08d "$v")/COMMIT" ] && n=$((n + 1)); done
+[ "$n" = 6 ] && pass "index: versions 5-10 are still there" || fail "index: only $n of versions 5-10 are left"
+expect_rc "index: list after" 0 "$CAIRN" index
+expect_in "index: the new versions come after the skipped ones" "$WORK/out" "a restart takes version 16"
+expect_rc "index --drop 16" 0 "$CAIRN" index --drop 16
+expect_rc "index: list after --drop" 0 "$CAIRN" index
+expect_in "index: a restart takes 15 now" "$WORK/out" "a restart takes version 15"
+expect_rc "index --current 5 (skipped, but restartable)" 0 "$CAIRN" index --current 5
+expect_rc "index --current 99 (none)" 3 "$CAIRN" index --current 99
+expect_rc "index --current x" 2 "$CAIRN" index --current x
+expect_rc "index --current 3 --drop 2" 2 "$CAIRN" index --current 3 --drop 2
+# --add: a version copied back by hand is accepted once it verifies; a damaged copy is refused and skipped.
+mv "$CAIRN_PREFIX/v00000003" "$WORK/v3.saved"
+cp -r "$WORK/v3.saved" "$CAIRN_PREFIX/v00000003"
+expect_rc "index --add 3 (a good copy)" 0 "$CAIRN" index --add 3
+expect_in "index --add 3: verified" "$WORK/out" "version 3 verified"
+python3 -c "
+import sys; p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[len(b) // 2] ^= 0xff; open(p, 'wb').write(b)" \
+  "$CAIRN_PREFIX/v00000002/rank-1.data"
+expect_rc "index --add 2 (a damaged copy)" 1 "$CAIRN" index --add 2
+expect_in "index --add 2: refused, and why" "$WORK/err" "version 2 is not accepted: L3 bad"
+expect_rc "index --json after --add" 0 "$CAIRN" index --json
+expect_json "index: 2 skipped, 3 added" "$WORK/out" \
+  '{v["version"]: (v["skipped"], v["added"]) for v in j["versions"]}[2] == (True, False) and {v["version"]: (v["skipped"], v["added"]) for v in j["versions"]}[3] == (False, True)'
+# The knob: one launch from a chosen version, the index aside.
+rm -f "$CAIRN_PREFIX/.cairn/index"
+CAIRN_RESTART_VERSION=4 heat || { sed 's/^/    | /' "$WORK/run.out"; fail "index: the run with restart_version"; }
+expect_in "index: restart_version = 4 restarted from version 4" "$WORK/run.out" "restart: version 4 from level"
+[ "$(grep '^result ' "$WORK/run.out")" = "$reference" ] && pass "index: restart_version 4, the failure-free result" \
+  || fail "index: restart_version 4: the result differs"
+unset CAIRN_FLUSH_EVERY CAIRN_KEEP_FLUSHED
 
 # ---- --json on every tool that reports; "nothing here" on stderr (issue 22, 11) -----------------
 use json

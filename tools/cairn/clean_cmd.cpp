@@ -18,6 +18,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "base/fsutil.hpp"
+#include "base/version_index.hpp"
 #include "inventory.hpp"
 
 namespace cairn::tool {
@@ -91,7 +92,7 @@ struct Cleaner {
   void clean_l1() {
     std::vector<const VersionInfo*> present, complete;
     for (const auto& [ver, v] : inv.versions) {
-      if (v.l1.empty()) continue;
+      if (v.l1.empty() || index.skip.count(ver)) continue;
       present.push_back(&v);
       if (v.l1_complete()) complete.push_back(&v);
     }
@@ -194,7 +195,7 @@ struct Cleaner {
     std::vector<const VersionInfo*> committed;
     size_t dirs = 0;
     for (const auto& [ver, v] : inv.versions) {
-      if (!v.l3.present) continue;
+      if (!v.l3.present || index.skip.count(ver)) continue;
       ++dirs;
       if (v.l3.committed) committed.push_back(&v);
     }
@@ -242,6 +243,67 @@ struct Cleaner {
     return out;
   }
 };
+
+// --cache: the job's whole L1 cache as this machine sees it goes, every version of every node directory
+// here. Refused while the job runs, and while the prefix records the job and its cache holds a version
+// newer than the newest committed at L3 (the only copy of it: flush it first, or use --level l1). A cache
+// whose prefix holds no record of it (the prefix was removed: base/prefix_owner.hpp) is not this
+// prefix's checkpoint and may go.
+int clean_cache(const CleanOptions& o, const Inventory& inv, CleanReport& report) {
+  const Layout& l = inv.layout;
+  if (!fs::exists(l.cache_job)) {
+    fprintf(stderr, "cairn clean: nothing to clean: no cache %s on this node\n", l.cache_job.c_str());
+    return kExitOk;
+  }
+  if (!job_not_running(l)) {
+    report.error("--cache: the job state (" + l.state_file() + ") says the job has not finished; its cache is in use");
+    return kExitFailure;
+  }
+  if (fs::exists(l.identity_file())) {
+    uint64_t newest_l1 = 0, newest_l3 = 0;
+    for (const auto& [ver, v] : inv.versions) {
+      if (v.l1_complete()) newest_l1 = std::max(newest_l1, ver);
+      if (v.l3.committed) newest_l3 = std::max(newest_l3, ver);
+    }
+    if (newest_l1 > newest_l3) {
+      report.error("--cache: the cache holds version " + std::to_string(newest_l1) +
+                   ", newer than anything committed in " + l.prefix +
+                   " (the job's last good checkpoint): flush it first (cairn flush), or remove older versions only "
+                   "(--level l1)");
+      return kExitFailure;
+    }
+  }
+  if (!o.dry_run) {
+    Status st = fs::remove_tree(l.cache_job);
+    if (!st.is_ok()) {
+      report.error(st.message());
+      return kExitFailure;
+    }
+  }
+  fprintf(o.json ? stderr : stdout, "cairn clean: %s the cache %s\n", o.dry_run ? "would remove" : "removed",
+          l.cache_job.c_str());
+  report.removed.push_back("the cache " + l.cache_job);
+  return kExitOk;
+}
+
+int clean(const CleanOptions& o, const Inventory& inv, CleanReport& report) {
+  if (o.cache) return clean_cache(o, inv, report);
+  if (inv.versions.empty()) {
+    fprintf(stderr, "cairn clean: nothing to clean: no checkpoints in %s or in the cache %s\n",
+            inv.layout.prefix.c_str(), inv.layout.cache_job.c_str());
+    return kExitOk;
+  }
+  auto index = read_index(inv.layout.index_file());
+  if (!index) {
+    report.error(index.status().message() + "; nothing removed");
+    return kExitFailure;
+  }
+  Cleaner cleaner{o, inv, report, *index};
+  if (o.level != "l3") cleaner.clean_l1();
+  if (o.level != "l1") cleaner.clean_l3();
+  if (cleaner.removed == 0 && !cleaner.failed) fprintf(stderr, "cairn clean: nothing to remove\n");
+  return cleaner.failed ? kExitFailure : kExitOk;
+}
 
 int run_clean(const CleanOptions& o) {
   if (o.keep < 1) {

@@ -25,6 +25,7 @@ constexpr AddCommand kCommands[] = {
     cairn::tool::add_verify_command,
     cairn::tool::add_flush_command,
     cairn::tool::add_clean_command,
+    cairn::tool::add_index_command,
     cairn::tool::add_watch_command,
     cairn::tool::add_plot_command,
     cairn::tool::add_migrate_command,
