@@ -58,6 +58,13 @@ const std::vector<Knob>& knobs() {
        .description = "Parity shards per set for redundancy = rs: how many nodes of one set may be "
                       "lost together and still be rebuilt from level 2. Costs rs_parity/(set_size - "
                       "rs_parity) extra memory. Must be less than set_size when redundancy = rs."},
+      {.name = "l2_every", .kind = Kind::integer, .member = &Config::l2_every,
+       .default_text = "1", .min = 0, .max = 1000000,
+       .description = "Protect every N-th checkpoint version at level 2 (redundancy across nodes); the "
+                      "others stay in level 1 only, and a node lost before the next protected one "
+                      "restarts from an older protected version or from level 3. 0: never (level 1 and "
+                      "3 only). FTI's per-level intervals: with flush_every, how often each level is "
+                      "written; `cairn interval --levels` computes both (docs/intervals.md)."},
       {.name = "flush_every", .kind = Kind::integer, .member = &Config::flush_every,
        .default_text = "10", .min = 0, .max = 1000000,
        .description = "Copy every N-th checkpoint version to level 3 in the background. 0: only at "

@@ -80,6 +80,28 @@ expect_in "SCR_COPY_TYPE=BOGUS: and says it is ignored" "$WORK/err" "ignored"
 expect_rc "SCR_SET_SIZE=1: refused" 2 env SCR_SET_SIZE=1 "$CAIRN" config --list
 expect_in "SCR_SET_SIZE=1: the error names the SCR parameter" "$WORK/err" "SCR parameter SCR_SET_SIZE (as CAIRN_SET_SIZE)"
 
+# ---- interval --levels --write: the plan as cairn's knobs, in a config file the job loads ----------
+expect_rc "interval --levels (2) --write" 0 "$CAIRN" interval --levels "3s:8h,2m:1w" --write "$WORK/plan2.toml"
+expect_in "interval: prints the knobs it writes" "$WORK/out" "flush_every = 29"
+expect_rc "interval: the written file is a valid config" 0 "$CAIRN" config --list --config "$WORK/plan2.toml"
+expect_in "interval: flush_every from the plan" "$WORK/out" "flush_every"
+grep -q '^flush_every *= 29 ' "$WORK/out" && pass "interval: flush_every = 29 loaded" || { fail "interval: flush_every not 29"; cat "$WORK/out"; }
+grep -q '^l2_every *= 1 ' "$WORK/out" && pass "interval: l2_every = 1 for two levels" || fail "interval: l2_every not 1"
+grep -q '^interval_seconds *= 407.9 ' "$WORK/out" && pass "interval: interval_seconds from the plan" || fail "interval: interval_seconds"
+expect_rc "interval: --write never overwrites" 1 "$CAIRN" interval --levels "3s:8h,2m:1w" --write "$WORK/plan2.toml"
+expect_in "interval: and says so" "$WORK/err" "the file exists"
+expect_rc "interval --levels (3) --write" 0 "$CAIRN" interval --levels "2s:6h,20s:2d,5m:1w" --write "$WORK/plan3.toml" --json
+python3 -c "
+import json, sys, tomllib
+j = json.load(open(sys.argv[1])); t = tomllib.load(open(sys.argv[2], 'rb'))
+lv = j['multilevel']['levels']
+assert t['l2_every'] == lv[1]['every'] == j['config']['l2_every'] > 1, (t, lv)
+assert t['flush_every'] == lv[1]['every'] * lv[2]['every'] == j['config']['flush_every'], (t, lv)
+" "$WORK/out" "$WORK/plan3.toml" 2>"$WORK/pyerr" && pass "interval: 3 levels give l2_every and flush_every" \
+  || { fail "interval: 3 levels"; cat "$WORK/pyerr" "$WORK/plan3.toml"; }
+expect_rc "interval: --write without --levels" 2 "$CAIRN" interval --mtbf 1d --checkpoint-cost 10s --write "$WORK/x.toml"
+expect_rc "interval: --write with 4 levels" 2 "$CAIRN" interval --levels "1s:1h,2s:2h,3s:3h,4s:4h" --write "$WORK/x.toml"
+
 # ---- sizes and durations: one syntax for the knobs and every option (base/units.hpp) ------------
 expect_rc "CAIRN_HALT_SECONDS=5m" 0 env CAIRN_HALT_SECONDS=5m "$CAIRN" config --list
 grep -q '^halt_seconds *= 300.0 ' "$WORK/out" && pass "CAIRN_HALT_SECONDS=5m is 300 s" || fail "CAIRN_HALT_SECONDS=5m"

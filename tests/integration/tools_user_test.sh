@@ -6,6 +6,7 @@
 #    statuses docs/tools.md promises; a PREFIX that is not there is an error;
 #  - cairn index (SCR's scr_index): a restart from a chosen older version, bit for bit the failure-free
 #    answer, newer versions kept; --drop; --add of a copy verified first; the restart_version knob;
+#  - l2_every = 2: only every second version is protected at L2;
 #  - --json on every tool that reports (run's summary, list, show, verify, flush, clean, watch, config,
 #    strerror), each document checked with python3 -m json.tool; "nothing here" goes to stderr, tagged;
 #
@@ -201,6 +202,14 @@ expect_in "index: restart_version = 4 restarted from version 4" "$WORK/run.out" 
 [ "$(grep '^result ' "$WORK/run.out")" = "$reference" ] && pass "index: restart_version 4, the failure-free result" \
   || fail "index: restart_version 4: the result differs"
 unset CAIRN_FLUSH_EVERY CAIRN_KEEP_FLUSHED
+
+# ---- l2_every: per-level intervals, as FTI users set them (issue 22, 16) --------------------------
+use l2every
+CAIRN_L2_EVERY=2 CAIRN_CACHE_VERSIONS=4 heat || { sed 's/^/    | /' "$WORK/run.out"; fail "l2_every: the run"; }
+[ "$(grep '^result ' "$WORK/run.out")" = "$reference" ] && pass "l2_every: the failure-free result" || fail "l2_every: the result differs"
+expect_rc "l2_every: list --json" 0 "$CAIRN" list --json
+expect_json "l2_every = 2: the even versions are protected, the odd ones L1 only" "$WORK/out" \
+  'sorted((v["version"], v["l2"]["complete"]) for v in j["versions"] if v["l1"]["complete"]) == [(7, False), (8, True), (9, False), (10, True)]'
 
 # ---- --json on every tool that reports; "nothing here" on stderr (issue 22, 11) -----------------
 use json
