@@ -112,6 +112,45 @@ expect_rc "watch --stall 10m --interval 250ms is accepted" 3 "$CAIRN" watch --on
 expect_rc "watch --stall 10 parsecs is refused" 2 "$CAIRN" watch --once --stall "10 parsecs"
 expect_rc "migrate --buffer-size 2G is refused (at most 1G)" 2 "$CAIRN" migrate --node node0 --buffer-size 2G
 
+# ---- help texts and bad options: no CLI11 internals, exit status 2 everywhere (cairn, cairnd, bench) --
+for cmd in "run" "migrate" "watch" "clean" "index" "interval" "config"; do
+  # shellcheck disable=SC2086
+  "$CAIRN" $cmd --help >"$WORK/out" 2>&1
+  if grep -Eq '\{false\}|\{true\}|:UINT|:INT|:SIZE|:POSITIVE|:NONNEGATIVE| in \[|kb\(=1024b\)' "$WORK/out"; then
+    fail "cairn $cmd --help shows CLI11's internals"; grep -E '\{false\}|:UINT|:INT|:SIZE| in \[' "$WORK/out" | sed 's/^/    | /'
+  else pass "cairn $cmd --help is clean"; fi
+done
+"$CAIRN" run --help >"$WORK/out" 2>&1
+expect_in "run --help: a negated flag by its two names" "$WORK/out" "--scavenge, --no-scavenge"
+"$CAIRN" migrate --help >"$WORK/out" 2>&1
+expect_in "migrate --help: a size option says SIZE" "$WORK/out" "--buffer-size SIZE"
+CAIRND=${TEST_BUILD_DIR:-}/tools/cairnd
+if [ -x "$CAIRND" ]; then
+  expect_rc "cairnd --bogus exits 2" 2 "$CAIRND" --bogus
+  expect_rc "cairnd controller without --listen exits 2" 2 "$CAIRND" controller
+  expect_rc "cairnd manager --agents x exits 2" 2 "$CAIRND" manager --controller 127.0.0.1:1 --agents x
+  expect_in "cairnd: one line naming itself" "$WORK/err" "cairnd: "
+  expect_rc "cairnd agent --stall-timeout 2m --help" 0 "$CAIRND" agent --stall-timeout 2m --help
+  for sub in controller manager agent migrate-source migrate-sink; do
+    "$CAIRND" $sub --help >"$WORK/out" 2>&1
+    if grep -Eq '\{false\}|:UINT|:INT|:SIZE|:POSITIVE| in \[|kb\(=1024b\)' "$WORK/out"; then
+      fail "cairnd $sub --help shows CLI11's internals"; grep -E '\{false\}|:UINT|:INT|:SIZE|:POSITIVE| in \[' "$WORK/out" | sed 's/^/    | /'
+    else pass "cairnd $sub --help is clean"; fi
+  done
+fi
+BENCH=${TEST_BUILD_DIR:-}/bench/cairn-bench
+if [ -x "$BENCH" ]; then
+  expect_rc "cairn-bench --bogus exits 2" 2 "$BENCH" --bogus
+  expect_rc "cairn-bench --ranks x exits 2" 2 "$BENCH" --ranks x
+  expect_rc "cairn-bench --size 1Q exits 2" 2 "$BENCH" --size 1Q --ranks 1 --only l1
+  expect_rc "cairn-bench --placement without --service exits 2" 2 "$BENCH" --placement
+  expect_rc "cairn-bench --help" 0 "$BENCH" --help
+  for word in --redistribute --snapshot --scr --file-api --interpose --service --placement --migrate --nodes \
+              --versions --agent-bandwidth --buffers --buffer-size --only --to --cairnd --provider "default 256M"; do
+    expect_in "cairn-bench --help lists $word" "$WORK/out" "$word"
+  done
+fi
+
 # ---- run: bad arguments are one line and exit status 2 -------------------------------------------
 expect_rc "run without -n" 2 "$CAIRN" run -- true
 expect_rc "run without --" 2 "$CAIRN" run -n 2 true

@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
 #include "base/fsutil.hpp"
+#include "cli_style.hpp"
 #include "scr_params.hpp"
 
 namespace cairn::tool {
@@ -111,7 +113,7 @@ std::string join_quoted(const std::vector<std::string>& words) {
 }
 
 namespace {
-class FixedUsageFormatter : public CLI::Formatter {
+class FixedUsageFormatter : public cli::HelpFormatter {
  public:
   explicit FixedUsageFormatter(std::string usage) : usage_(std::move(usage)) {}
   std::string make_usage(const CLI::App*, std::string) const override { return "Usage: " + usage_ + "\n"; }

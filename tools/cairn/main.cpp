@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cairn/cairn_version.h"
+#include "cli_style.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"cairn: multilevel checkpoint/restart for MPI applications: the launcher and the tools.",
                "cairn"};
+  cairn::cli::use_help_style(app);  // before the subcommands: they copy it
   app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
   app.footer("Run 'cairn COMMAND --help' for the options of one command.");
