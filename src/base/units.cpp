@@ -25,9 +25,9 @@ std::string lower(std::string_view s) {
 // A decimal number "123" or "1.25" at the front of `s`: its integer digits and fraction digits (as text,
 // so that no precision is lost); false when `s` does not start with a digit.
 struct Decimal {
-  std::string_view whole, fraction;
+  std::string_view whole, fraction, exponent;  // exponent: "e3", "E-2" (durations only)
 };
-bool take_decimal(std::string_view* s, Decimal* d) {
+bool take_decimal(std::string_view* s, Decimal* d, bool exponent = false) {
   size_t i = 0;
   while (i < s->size() && std::isdigit(static_cast<unsigned char>((*s)[i]))) ++i;
   if (i == 0) return false;
@@ -39,6 +39,16 @@ bool take_decimal(std::string_view* s, Decimal* d) {
     if (j == i + 1) return false;  // "1." is not a number
     d->fraction = s->substr(i + 1, j - i - 1);
     i = j;
+  }
+  d->exponent = {};
+  if (exponent && i < s->size() && ((*s)[i] == 'e' || (*s)[i] == 'E')) {
+    size_t j = i + 1;
+    if (j < s->size() && ((*s)[j] == '+' || (*s)[j] == '-')) ++j;
+    size_t k = j;
+    while (k < s->size() && k - j < 3 && std::isdigit(static_cast<unsigned char>((*s)[k]))) ++k;
+    if (k == j) return false;  // "1e" is not a number
+    d->exponent = s->substr(i, k - i);
+    i = k;
   }
   s->remove_prefix(i);
   return true;
@@ -58,6 +68,7 @@ std::string take_unit(std::string_view* s) {
 double to_double(const Decimal& d) {
   std::string t(d.whole);
   if (!d.fraction.empty()) t += "." + std::string(d.fraction);
+  t += std::string(d.exponent);
   return std::strtod(t.c_str(), nullptr);
 }
 
@@ -118,7 +129,7 @@ Result<double> parse_duration(std::string_view raw) {
   int parts = 0;
   while (!s.empty()) {
     Decimal d;
-    if (!take_decimal(&s, &d)) return bad();
+    if (!take_decimal(&s, &d, /*exponent=*/true)) return bad();
     std::string unit = take_unit(&s);
     double scale = unit == "ms"                                          ? 1e-3
                    : unit.empty() || unit == "s" || unit == "sec"        ? 1

@@ -5,7 +5,8 @@
 //             M, MB, MiB; G, GB, GiB; T, TB, TiB. A fraction is allowed before a unit when the result
 //             is a whole number of bytes ("1.5K" = 1536; "0.3K" is refused). "4096", "64K", "1MiB", "2 G".
 //   duration  seconds, or numbers with units, case-insensitive: ms, s (sec), m (min), h, d, w; parts may
-//             follow each other ("1h30m", "2m30s"). "90", "0.5", "90s", "15m", "24h", "1h30m".
+//             follow each other ("1h30m", "2m30s"); a number may have an exponent ("1e3", as the knobs'
+//             plain numbers always could). "90", "0.5", "90s", "15m", "24h", "1h30m".
 //
 // Both accept spaces around the number and between a number and its unit, nothing else; no sign.
 #pragma once

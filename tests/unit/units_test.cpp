@@ -77,10 +77,12 @@ TEST(Units, DurationsInEveryAcceptedForm) {
   EXPECT_EQ(seconds_of("1h 30m 15s"), 5415);
   EXPECT_EQ(seconds_of("2d"), 172800);
   EXPECT_EQ(seconds_of("1w"), 604800);
+  EXPECT_EQ(seconds_of("1e3"), 1000) << "an exponent, as the knobs' plain numbers always took";
+  EXPECT_EQ(seconds_of("2.5e-1m"), 15);
 }
 
 TEST(Units, DurationsRefusedWithTheReason) {
-  for (const char* bad : {"", "s", "-5", "+5", "5x", "5 mins", "1h30", "1 2", "1.s", "5e3", "0x10", "h1", "inf", "nan"}) {
+  for (const char* bad : {"", "s", "-5", "+5", "5x", "5 mins", "1h30", "1 2", "1.s", "5e", "0x10", "h1", "inf", "nan", "1e+"}) {
     auto r = units::parse_duration(bad);
     ASSERT_FALSE(r.is_ok()) << "'" << bad << "' parsed as " << *r;
     EXPECT_EQ(r.status().code(), Code::ERR_INVALID_ARG);
