@@ -72,7 +72,7 @@ expect_in "the file's value is shown" "$WORK/out" "3"
 # SCR's parameters are reported under their own names, and a value cairn does not accept is said, not
 # dropped (it is ignored, as SCR_Init ignores it).
 expect_rc "SCR_PREFIX: config --list" 0 env -u CAIRN_PREFIX SCR_PREFIX="$WORK/scr-prefix" "$CAIRN" config --list
-expect_in "SCR_PREFIX: its value" "$WORK/out" "prefix = \"$WORK/scr-prefix\""
+expect_in "SCR_PREFIX: its value" "$WORK/out" "= \"$WORK/scr-prefix\""
 expect_in "SCR_PREFIX: reported under its name" "$WORK/out" "SCR parameter SCR_PREFIX (as CAIRN_PREFIX)"
 expect_rc "SCR_COPY_TYPE=BOGUS: config --list" 0 env SCR_COPY_TYPE=BOGUS "$CAIRN" config --list
 expect_in "SCR_COPY_TYPE=BOGUS: a warning names it" "$WORK/err" "cairn config: warning: SCR: SCR_COPY_TYPE=BOGUS"
