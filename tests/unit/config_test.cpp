@@ -163,6 +163,7 @@ snapshot = "cow"
 redundancy = "rs"
 set_size = 8
 rs_parity = 3
+l2_every = 2
 flush_every = 0
 keep_flushed = 5
 files_per_node = 2
@@ -183,6 +184,7 @@ exchange_chunk = 8388608
 job = "heat2d"
 app_name = "heat2d-v2"
 adopt = true
+restart_version = 7
 lease_seconds = 30
 service = "ckpt0-ib:7700"
 service_mode = "push"
@@ -204,6 +206,7 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.redundancy, Redundancy::rs);
   EXPECT_EQ(c.set_size, 8);
   EXPECT_EQ(c.rs_parity, 3);
+  EXPECT_EQ(c.l2_every, 2);
   EXPECT_EQ(c.flush_every, 0);
   EXPECT_EQ(c.keep_flushed, 5);
   EXPECT_EQ(c.files_per_node, 2);
@@ -224,6 +227,7 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.job, "heat2d");
   EXPECT_EQ(c.app_name, "heat2d-v2");
   EXPECT_TRUE(c.adopt);
+  EXPECT_EQ(c.restart_version, 7u);
   EXPECT_EQ(c.lease_seconds, 30.0);
   EXPECT_EQ(c.service, "ckpt0-ib:7700");
   EXPECT_EQ(c.service_mode, ServiceMode::push);

@@ -41,7 +41,7 @@ TEST(Units, SizesInEveryAcceptedForm) {
   EXPECT_EQ(size_of("1.5K"), 1536u);
   EXPECT_EQ(size_of("0.5M"), 512u * 1024);
   EXPECT_EQ(size_of("1.25G"), uint64_t{5} << 28);
-  EXPECT_EQ(size_of("16777215T"), (uint64_t{1} << 64) - (uint64_t{1} << 40)) << "the largest whole T";
+  EXPECT_EQ(size_of("16777215T"), UINT64_MAX - (uint64_t{1} << 40) + 1) << "the largest whole T";
 }
 
 TEST(Units, SizesRefusedWithTheReason) {
