@@ -18,26 +18,17 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/units.hpp"
+
 namespace bench {
 
 const std::vector<std::string> kPhases = {"l1", "l2", "l3", "restart", "codec"};
 
+// One size syntax everywhere: base/units.hpp, as the knobs and the tools read sizes.
 bool parse_size(const std::string& text, uint64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  double v = strtod(text.c_str(), &end);
-  if (end == text.c_str() || errno != 0 || !(v > 0)) return false;
-  std::string unit(end);
-  for (char& c : unit) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
-  double mult = 1;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "K" || unit == "KB" || unit == "KIB") mult = 1024.0;
-  else if (unit == "M" || unit == "MB" || unit == "MIB") mult = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GB" || unit == "GIB") mult = 1024.0 * 1024 * 1024;
-  else return false;
-  double bytes = v * mult;
-  if (bytes > 1e15) return false;
-  *out = static_cast<uint64_t>(bytes);
+  auto bytes = cairn::units::parse_size(text);
+  if (!bytes || *bytes == 0) return false;
+  *out = *bytes;
   return true;
 }
 

@@ -38,6 +38,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/units.hpp"
+
 #ifndef UFFD_FEATURE_WP_UNPOPULATED
 #define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
 #endif
@@ -57,14 +59,12 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 }
 
 uint64_t parse_size(const std::string& t) {
-  char* end = nullptr;
-  uint64_t v = strtoull(t.c_str(), &end, 10);
-  switch (*end) {
-    case 'K': return v << 10;
-    case 'M': return v << 20;
-    case 'G': return v << 30;
-    default: return v;
+  auto bytes = cairn::units::parse_size(t);  // the one size syntax (base/units.hpp)
+  if (!bytes) {
+    fprintf(stderr, "cow-candidates: %s\n", bytes.status().message().c_str());
+    exit(2);
   }
+  return *bytes;
 }
 
 // The application's state: private anonymous memory, 2 MiB-aligned (so that it can be huge pages:

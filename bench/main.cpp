@@ -4,9 +4,10 @@
 //
 // `cairn-bench --ranks 2 --size 256M --json` is a plain program (parent.cpp) that re-executes itself under
 // mpirun; each rank of that job (CAIRN_BENCH_CHILD=1) runs one mode's measurements: levels.cpp (the
-// default), redistribute.cpp (--redistribute) or snapshot_bench.cpp (--snapshot); --service is its own
-// program (service_bench.cpp); rank 0 prints one JSON object (or a table). This file parses the command
-// line and dispatches.
+// default), redistribute.cpp (--redistribute) or snapshot_bench.cpp (--snapshot); --service
+// (service_bench.cpp), --migrate (migrate_bench.cpp) and the file modes (file_modes.cpp) have parents of
+// their own; rank 0 prints one JSON object (or a table). This file holds the one command line of every
+// mode (`cairn-bench --help` lists them all, with their defaults) and dispatches.
 #include <sched.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "bench.hpp"
 #include "file_modes.hpp"
 #include "migrate_bench.hpp"
+#include "cli_style.hpp"
 #include "service_bench.hpp"
 
 namespace bench {
@@ -47,41 +49,158 @@ int run_child(const Options& o, int argc, char** argv) {
   return rc;
 }
 
-// cairn-bench --migrate (migrate_bench.cpp), and the application it runs (--migrate-app).
-int run_migrate_main(int argc, char** argv) {
+}  // namespace
+}  // namespace bench
+
+// ---- the command line: one definition of every mode and option --------------------------------------
+//
+// Adding a mode: a flag in the "Modes" group below (add_mode), its own options in a group named after it,
+// its defaults in the descriptions of the common options it reads, and a line in dispatch() that fills
+// its options from CommandLine and runs it. Children re-run this parser with the parent's argv and
+// their hidden --child-* options.
+struct CommandLine {
+  // Modes (at most one; none: the levels).
+  bool redistribute = false, snapshot = false, scr = false, file_api = false, interpose = false, service = false,
+       placement = false, migrate = false, migrate_app = false;
+  // Common options; 0 or "": the mode's default.
+  int ranks = 0, reps = 0;
+  std::string size, prefix = "/tmp", cache_dir = "/dev/shm";
+  bool json = false, verbose = false;
+  // Per mode.
+  std::string only, interpose_lib, cairnd, provider = "tcp;ofi_rxm", cairn;
+  int to = 0, versions = 12, nodes = 2, buffers = 8;
+  double agent_mbs = 200;
+  std::string buffer_size = "8M";
+  // Children (hidden).
+  std::string child_dir, child_stage, child_job, child_service;
+  int child_app = -1;
+};
+
+void define(CLI::App& app, CommandLine& c) {
+  auto add_mode = [&](const char* flag, bool& on, const char* what) { app.add_flag(flag, on, what)->group("Modes"); };
+  add_mode("--redistribute", c.redistribute,
+           "restart a block-distributed version written by --ranks N ranks on --to M ranks, beside the same "
+           "version restarted on N ranks, from L1, L2 and L3 (three MPI jobs)");
+  add_mode("--snapshot", c.snapshot,
+           "what a checkpoint costs the application with snapshot = copy and = cow (L1 only), beside memcpy, and a "
+           "loop writing the state while the snapshot is in flight; --size may list sizes (256M,2G)");
+  add_mode("--scr", c.scr, "checkpoints through the SCR-compatible library beside the code's own writes");
+  add_mode("--file-api", c.file_api,
+           "cairn's file API: cairn_complete_output's blocking time beside the code's own write to the routed path");
+  add_mode("--interpose", c.interpose,
+           "checkpoint files through the LD_PRELOAD interposer beside the memory API and the code's own writes");
+  add_mode("--service", c.service,
+           "the checkpoint service (cairnd on 127.0.0.1) beside the embedded flusher and a synchronous write: the "
+           "blocking time per checkpoint, the agents' drain bandwidth for 1, 2 and 4 agents beside the raw write, "
+           "the compute slowdown while versions drain");
+  add_mode("--placement", c.placement,
+           "with --service: three synthetic applications on two checkpoint nodes under each placement policy "
+           "(stacking, bandwidth, interval), then interval with dynamic agents: agents and drain time per version "
+           "beside the interval, each node's bandwidth use");
+  add_mode("--migrate", c.migrate,
+           "emptying a node of a running job three ways -- cairn migrate between the caches, over the fabric, "
+           "halt + restart from L3 -- beside the machine's limit for each");
+  app.add_flag("--migrate-app", c.migrate_app)->group("");
+
+  app.add_option("--ranks", c.ranks,
+                 "MPI ranks, each its own simulated node (default 2; --migrate 4)")
+      ->check(CLI::Range(1, 4096))->type_name("N");
+  app.add_option("--size", c.size,
+                 "bytes of state per rank, e.g. 64M (default 256M; --service, --migrate 64M); with --snapshot a "
+                 "list (256M,2G)")
+      ->type_name("SIZE");
+  app.add_option("--reps", c.reps, "timed repetitions per figure, the median reported (default 5; --service, "
+                                   "--migrate 3)")
+      ->check(CLI::Range(1, 1000))->type_name("N");
+  app.add_option("--prefix", c.prefix,
+                 "directory in which a fresh work directory (holding the L3 prefix) is made, removed at the end")
+      ->capture_default_str()->type_name("DIR");
+  app.add_option("--cache-dir", c.cache_dir, "base of the L1 cache (cache_dir)")->capture_default_str()->type_name("DIR");
+  app.add_flag("--json", c.json, "print one JSON object instead of a table");
+  app.add_flag("-v,--verbose", c.verbose, "show the launch command, the library's info log, the daemons' log on failure");
+
+  app.add_option("--only", c.only, "levels: a comma-separated subset of l1,l2,l3,restart,codec (memcpy always runs)")
+      ->group("Levels and --redistribute")->type_name("LIST");
+  app.add_option("--to", c.to, "--redistribute: ranks of the N -> M restart (default N + 1)")
+      ->check(CLI::Range(1, 4096))->group("Levels and --redistribute")->type_name("M");
+  app.add_option("--interpose-lib", c.interpose_lib, "--interpose: libcairn_interpose.so (default: found)")
+      ->group("--scr, --file-api, --interpose")->type_name("FILE");
+  const char* svc = "--service, --placement";
+  app.add_option("--cairnd", c.cairnd, "the cairnd executable (default: beside cairn-bench, else PATH)")
+      ->group(svc)->type_name("FILE");
+  app.add_option("--provider", c.provider, "the libfabric provider (service_provider)")
+      ->capture_default_str()->group(svc)->type_name("NAME");
+  app.add_option("--versions", c.versions, "--placement: versions per application")
+      ->check(CLI::Range(2, 1000))->capture_default_str()->group(svc)->type_name("N");
+  app.add_option("--agent-bandwidth", c.agent_mbs,
+                 "--placement: each agent's limit in MB/s (cairnd manager --agent-bandwidth), so that drains take "
+                 "the time a busy file system gives them")
+      ->check(CLI::Range(1.0, 1e6))->capture_default_str()->group(svc)->type_name("MB/S");
+  app.add_option("--nodes", c.nodes, "simulated nodes (node 1 is emptied; one spare more)")
+      ->check(CLI::Range(2, 4096))->capture_default_str()->group("--migrate")->type_name("K");
+  app.add_option("--buffers", c.buffers, "the migration's pool: buffers")
+      ->check(CLI::Range(2, 1024))->capture_default_str()->group("--migrate")->type_name("N");
+  app.add_option("--buffer-size", c.buffer_size, "the migration's pool: bytes per buffer")
+      ->capture_default_str()->group("--migrate")->type_name("SIZE");
+  app.add_option("--cairn", c.cairn, "the cairn tool (default: beside cairn-bench, or in the build tree)")
+      ->group("--migrate")->type_name("FILE");
+
+  app.add_option("--child-dir", c.child_dir)->group("");
+  app.add_option("--child-stage", c.child_stage)->group("");
+  app.add_option("--child-job", c.child_job)->group("");
+  app.add_option("--child-service", c.child_service)->group("");
+  app.add_option("--child-app", c.child_app)->group("");
+}
+
+int usage(const char* what) {
+  fprintf(stderr, "cairn-bench: %s (see 'cairn-bench --help')\n", what);
+  return 2;
+}
+
+int run_migrate_mode(const CommandLine& c, int argc, char** argv) {
   cairn::bench::MigrateBenchOptions o;
-  std::string size_text = "64M", buffer_size_text = "8M";
-  bool migrate = false, app_mode = false;
-  CLI::App app{"cairn-bench --migrate: emptying a node of a running job three ways -- cairn migrate between the "
-               "caches, cairn migrate over the fabric, halt + restart from L3 -- beside the machine's limits for "
-               "each (a copy on the cache's file system, TCP over the loopback, the prefix's write and read). "
-               "See docs/performance.md."};
-  app.add_flag("--migrate", migrate, "this mode");
-  app.add_flag("--migrate-app", app_mode)->group("");
-  app.add_option("--ranks", o.ranks, "MPI ranks of the job")->check(CLI::Range(2, 4096))->capture_default_str();
-  app.add_option("--nodes", o.nodes, "simulated nodes (node 1 is emptied; one spare more)")
-      ->check(CLI::Range(2, 4096))->capture_default_str();
-  app.add_option("--size", size_text, "bytes of state per rank; K, M, G suffixes")->capture_default_str();
-  app.add_option("--reps", o.reps, "runs of each path (the median is reported)")->check(CLI::Range(1, 100))
-      ->capture_default_str();
-  app.add_option("--buffers", o.buffers, "the migration's pool: buffers")->check(CLI::Range(2, 1024))->capture_default_str();
-  app.add_option("--buffer-size", buffer_size_text, "the migration's pool: bytes per buffer")->capture_default_str();
-  app.add_option("--prefix", o.prefix_base, "where the work directory (the jobs' prefixes: L3) goes")->capture_default_str();
-  app.add_option("--cache-dir", o.cache_dir, "base of the L1 cache (cache_dir)")->capture_default_str();
-  app.add_option("--cairn", o.cairn, "the cairn tool (default: beside cairn-bench, or in the build tree)");
-  app.add_flag("--json", o.json, "print one JSON object instead of a table");
-  app.add_flag("-v,--verbose", o.verbose, "each migration's report and the library's info log");
-  CLI11_PARSE(app, argc, argv);
+  if (c.ranks) o.ranks = c.ranks;
+  if (c.reps) o.reps = c.reps;
+  if (o.ranks < 2) return usage("--migrate: --ranks must be at least 2");
+  if (c.reps > 100) return usage("--migrate: --reps at most 100");
+  o.nodes = c.nodes;
+  o.buffers = c.buffers;
+  o.prefix_base = c.prefix;
+  o.cache_dir = c.cache_dir;
+  o.cairn = c.cairn;
+  o.json = c.json;
+  o.verbose = c.verbose;
+  const std::string size_text = c.size.empty() ? "64M" : c.size;
   if (!parse_size(size_text, &o.size) || o.size < 4096) {
     fprintf(stderr, "cairn-bench: --size %s: expected a size of at least 4K, e.g. 64M\n", size_text.c_str());
     return 2;
   }
-  if (!parse_size(buffer_size_text, &o.buffer_size) || o.buffer_size < 4096) {
-    fprintf(stderr, "cairn-bench: --buffer-size %s: expected a size of at least 4K\n", buffer_size_text.c_str());
+  if (!parse_size(c.buffer_size, &o.buffer_size) || o.buffer_size < 4096) {
+    fprintf(stderr, "cairn-bench: --buffer-size %s: expected a size of at least 4K\n", c.buffer_size.c_str());
     return 2;
   }
-  if (app_mode) return cairn::bench::run_migrate_app(argc, argv, o.size);
+  if (c.migrate_app) return cairn::bench::run_migrate_app(argc, argv, o.size);
   return cairn::bench::run_migrate_bench(o);
+}
+
+int run_service_mode(const CommandLine& c, int argc, char** argv) {
+  cairn_bench_service::Options o;
+  if (c.ranks) o.ranks = c.ranks;
+  if (c.reps) o.reps = c.reps;
+  if (c.reps > 100) return usage("--service: --reps at most 100");
+  if (!c.size.empty()) o.size_text = c.size;
+  o.prefix_base = c.prefix;
+  o.cache_dir = c.cache_dir;
+  o.cairnd = c.cairnd;
+  o.provider = c.provider;
+  o.json = c.json;
+  o.verbose = c.verbose;
+  o.versions = c.versions;
+  o.agent_mbs = c.agent_mbs;
+  o.child_app = c.child_app;
+  o.child_dir = c.child_dir;
+  o.child_service = c.child_service;
+  return cairn_bench_service::run(o, c.placement, argc, argv);
 }
 
 }  // namespace
@@ -89,43 +208,44 @@ int run_migrate_main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace bench;
-  for (int i = 1; i < argc; ++i) {  // the service and migration modes have options of their own
-    if (strcmp(argv[i], "--service") == 0) return cairn_bench_service::main(argc, argv);
-    if (strcmp(argv[i], "--migrate") == 0 || strcmp(argv[i], "--migrate-app") == 0) return run_migrate_main(argc, argv);
-  }
-  Options o;
-  CLI::App app{"cairn-bench: the speed of every cairn level beside the machine's own limits "
-               "(memcpy, ISA-L encode, write+fsync), measured in one MPI run. See docs/performance.md."};
-  app.add_option("--ranks", o.ranks, "MPI ranks, each its own simulated node (node0, node1, ...)")
-      ->check(CLI::Range(1, 4096));
-  app.add_option("--size", o.size_text, "bytes of state per rank; K, M, G suffixes (binary); with --snapshot a list");
-  app.add_option("--reps", o.reps, "timed repetitions per figure (the median is reported)")->check(CLI::Range(1, 1000));
-  app.add_option("--prefix", o.prefix_base,
-                 "directory in which a fresh work directory (holding the L3 prefix) is made and removed "
-                 "at the end");
-  app.add_option("--cache-dir", o.cache_dir, "base of the L1 cache (cache_dir)");
-  app.add_flag("--json", o.json, "print one JSON object instead of a table");
-  app.add_option("--only", o.only_text, "comma-separated subset of l1,l2,l3,restart,codec (memcpy always runs)");
-  app.add_flag("-v,--verbose", o.verbose, "show the launch command and the library's info log");
-  app.add_flag("--redistribute", o.redistribute,
-               "restart a block-distributed version written by --ranks N ranks on --to M ranks, beside the same "
-               "version restarted on N ranks, from L1, L2 and L3 (three MPI jobs)");
-  app.add_flag("--snapshot", o.snapshot,
-               "what a checkpoint costs the application with snapshot = copy and = cow (L1 only), beside memcpy, "
-               "and a loop writing the state while the snapshot is in flight; --size may list sizes (256M,2G)");
-  app.add_option("--to", o.to, "--redistribute: ranks of the N -> M restart (default N + 1)")->check(CLI::Range(1, 4096));
-  cairn::bench::FileModeOptions files;  // --scr / --interpose: file_modes.cpp
-  app.add_flag("--scr", files.scr, "checkpoints through the SCR-compatible library beside the code's own writes");
-  app.add_flag("--file-api", files.file_api,
-               "cairn's file API: cairn_complete_output's blocking time beside the code's own write to the routed path");
-  app.add_flag("--interpose", files.interpose,
-               "checkpoint files through the LD_PRELOAD interposer beside the memory API and the code's own writes");
-  app.add_option("--interpose-lib", files.interpose_lib, "--interpose: libcairn_interpose.so (default: found)");
-  app.add_option("--child-dir", o.child_dir)->group("");
-  app.add_option("--child-stage", o.child_stage)->group("");
-  app.add_option("--child-job", o.child_job)->group("");
-  CLI11_PARSE(app, argc, argv);
+  CommandLine c;
+  CLI::App app{"cairn-bench: the speed of every cairn level beside the machine's own limits (memcpy, ISA-L encode, "
+               "write+fsync), measured in one MPI run; one mode at a time, the levels by default. See "
+               "docs/performance.md.",
+               "cairn-bench"};
+  cairn::cli::use_help_style(app);
+  define(app, c);
+  if (int rc = cairn::cli::parse_command_line(app, argc, argv, "cairn-bench"); rc >= 0) return rc;
+  const int modes = c.redistribute + c.snapshot + c.scr + c.file_api + c.interpose + c.service + c.migrate +
+                    c.migrate_app;
+  if (modes > 1 && !(c.scr + c.file_api + c.interpose == modes))  // the file modes may go together
+    return usage("one mode at a time (--redistribute, --snapshot, --service, --migrate; --scr, --file-api and "
+                 "--interpose may go together)");
+  if (c.placement && !c.service) return usage("--placement goes with --service");
+  if (c.migrate || c.migrate_app) return run_migrate_mode(c, argc, argv);
+  if (c.service) return run_service_mode(c, argc, argv);
+  if (!c.only.empty() && !(c.redistribute || modes == 0)) return usage("--only goes with the levels or --redistribute");
 
+  Options o;
+  if (c.ranks) o.ranks = c.ranks;
+  if (c.reps) o.reps = c.reps;
+  if (!c.size.empty()) o.size_text = c.size;
+  o.prefix_base = c.prefix;
+  o.cache_dir = c.cache_dir;
+  o.json = c.json;
+  o.verbose = c.verbose;
+  o.only_text = c.only;
+  o.redistribute = c.redistribute;
+  o.snapshot = c.snapshot;
+  o.to = c.to;
+  o.child_dir = c.child_dir;
+  o.child_stage = c.child_stage;
+  o.child_job = c.child_job;
+  cairn::bench::FileModeOptions files;  // --scr / --file-api / --interpose: file_modes.cpp
+  files.scr = c.scr;
+  files.file_api = c.file_api;
+  files.interpose = c.interpose;
+  files.interpose_lib = c.interpose_lib;
   {
     std::stringstream ss(o.size_text);
     for (std::string w; std::getline(ss, w, ',');) {

@@ -21,6 +21,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench.hpp"
+
 namespace stdfs = std::filesystem;
 
 namespace cairn_bench_service {
@@ -82,18 +84,6 @@ std::string find_cairn(const std::string& cairnd) {
 
 namespace {
 
-bool parse_size(const std::string& text, uint64_t* out) {
-  char* end = nullptr;
-  double v = strtod(text.c_str(), &end);
-  if (end == text.c_str() || !(v > 0)) return false;
-  std::string u(end);
-  double m = u.empty() ? 1 : u == "K" || u == "k" ? 1024.0 : u == "M" || u == "m" ? 1048576.0
-                                : u == "G" || u == "g" ? 1073741824.0 : 0;
-  if (m == 0) return false;
-  *out = static_cast<uint64_t>(v * m);
-  return true;
-}
-
 int run_parent(const Options& o, int argc, char** argv) {
   std::error_code ec;
   std::string tmpl = stdfs::absolute(o.prefix_base, ec).string() + "/cairn-bench-service.XXXXXX";
@@ -154,37 +144,9 @@ int run_parent(const Options& o, int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  Options o;
-  bool service = false, placement = false;
-  CLI::App app{"cairn-bench --service: the checkpoint service (cairnd on 127.0.0.1) beside the embedded flusher and "
-               "a synchronous write of the same data: the application's blocking time per checkpoint, the agents' "
-               "drain bandwidth for 1, 2 and 4 agents beside the raw write, and the compute slowdown while versions "
-               "drain. See docs/performance.md."};
-  app.add_flag("--service", service, "this mode")->required();
-  app.add_flag("--placement", placement,
-               "instead: three synthetic applications of different sizes and intervals on two checkpoint nodes, "
-               "under each placement policy (stacking, bandwidth, interval) with one agent each, then under "
-               "interval with dynamic agents (--scale-agents): each one's agents and drain time per version "
-               "beside its interval, and each node's bandwidth use (service_placement.cpp)");
-  app.add_option("--versions", o.versions, "--placement: versions per application")->check(CLI::Range(2, 1000));
-  app.add_option("--agent-bandwidth", o.agent_mbs, "--placement: each agent's limit in MB/s (cairnd manager "
-                 "--agent-bandwidth), so that drains take the time a busy file system gives them")
-      ->check(CLI::Range(1.0, 1e6));
-  app.add_option("--child-app", o.child_app)->group("");
-  app.add_option("--ranks", o.ranks, "MPI ranks")->check(CLI::Range(1, 4096));
-  app.add_option("--size", o.size_text, "bytes of state per rank; K, M, G suffixes");
-  app.add_option("--reps", o.reps, "timed repetitions per figure (the median is reported)")->check(CLI::Range(1, 100));
-  app.add_option("--prefix", o.prefix_base, "directory for the work directory (the prefix), removed at the end");
-  app.add_option("--cache-dir", o.cache_dir, "base of the L1 cache");
-  app.add_option("--cairnd", o.cairnd, "the cairnd executable (default: beside cairn-bench, else PATH)");
-  app.add_option("--provider", o.provider, "the libfabric provider (service_provider)");
-  app.add_flag("--json", o.json, "print one JSON object instead of a table");
-  app.add_flag("-v,--verbose", o.verbose, "show the launch command and the daemons' log on failure");
-  app.add_option("--child-dir", o.child_dir)->group("");
-  app.add_option("--child-service", o.child_service)->group("");
-  CLI11_PARSE(app, argc, argv);
-  if (!parse_size(o.size_text, &o.size) || o.size < 65536) {
+// --service (and --placement): the command line is bench/main.cpp's, which fills `o`.
+int run(Options& o, bool placement, int argc, char** argv) {
+  if (!bench::parse_size(o.size_text, &o.size) || o.size < 65536) {
     fprintf(stderr, "cairn-bench: --size %s: expected at least 64K, e.g. 64M\n", o.size_text.c_str());
     return 2;
   }

@@ -46,7 +46,8 @@ int run_placement(const Options& o, int argc, char** argv);
 int run_placement_child(const Options& o, int argc, char** argv);
 
 // The whole of `cairn-bench --service ...` (parent or child); the exit status.
-int main(int argc, char** argv);
+// --service, or with placement --service --placement; the parent, or under CAIRN_BENCH_CHILD=1 one rank.
+int run(Options& o, bool placement, int argc, char** argv);
 
 // The measuring MPI job (service_bench_child.cpp).
 int run_child(const Options& o, int argc, char** argv);

@@ -98,7 +98,15 @@ Sources process_sources(std::vector<Setting> app, std::vector<std::string>* file
 
 // For cairn's tools (`cairn run`, `list`, `halt`, ...): SCR's parameters from the environment and the
 // user config file, set as the CAIRN_* variables they map to where those are unset, so the tools and
-// the jobs they start find the same prefix and cache as an SCR code's SCR_Init does.
-void export_cairn_variables();
+// the jobs they start find the same prefix and cache as an SCR code's SCR_Init does. What it did, so
+// that a tool reports a value under the SCR name the user wrote (`origin`), and says what SCR_Init would
+// say of the parameters (`warnings`: unknown parameters, values cairn does not accept, which are
+// ignored as SCR_Init ignores them, and lines of the user config file that do not parse). The first call
+// exports; later ones return the same.
+struct Exported {
+  std::map<std::string, std::string> origin;  // CAIRN_* variable set -> the SCR parameter it came from
+  std::vector<std::string> warnings;
+};
+const Exported& export_cairn_variables();
 
 }  // namespace cairn::scr

@@ -34,12 +34,21 @@ Sources process_sources(std::vector<Setting> app, std::vector<std::string>* file
   return s;
 }
 
-void export_cairn_variables() {
-  std::vector<std::string> errors;
-  std::string file;
-  Sources s = process_sources({}, &errors, &file);
-  if (s.env_scr_names.empty() && file.empty()) return;
-  for (const auto& [env, value] : map_parameters(s).cairn_env) setenv(env.c_str(), value.c_str(), 0);
+const Exported& export_cairn_variables() {
+  static const Exported exported = [] {
+    Exported out;
+    std::string file;
+    Sources s = process_sources({}, &out.warnings, &file);
+    if (s.env_scr_names.empty() && file.empty()) return out;
+    Mapping m = map_parameters(s);
+    for (const auto& [env, value] : m.cairn_env) {
+      setenv(env.c_str(), value.c_str(), 0);
+      out.origin[env] = m.origin[env];
+    }
+    out.warnings.insert(out.warnings.end(), m.warnings.begin(), m.warnings.end());
+    return out;
+  }();
+  return exported;
 }
 
 }  // namespace cairn::scr

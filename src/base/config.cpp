@@ -17,6 +17,7 @@
 #include <toml++/toml.h>
 
 #include "base/knob_table.hpp"
+#include "base/units.hpp"
 
 extern char** environ;
 
@@ -58,6 +59,14 @@ std::variant<Value, std::string> from_toml(const Knob& k, const toml::node& node
         return std::string("not a size");
       }
       return std::string("not a size (bytes as an integer, or a string such as \"1M\")");
+    case Kind::duration:
+      if (auto d = node.as_floating_point()) return Value(d->get());
+      if (auto i = node.as_integer()) return Value(static_cast<double>(i->get()));
+      if (auto s = node.as_string()) {
+        if (auto d = units::parse_duration(s->get())) return Value(*d);
+        return std::string("not a duration");
+      }
+      return std::string("not a duration (seconds as a number, or a string such as \"15m\")");
   }
   return std::string("unsupported");
 }

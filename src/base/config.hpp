@@ -41,6 +41,7 @@ struct Config {
   int set_size = 4;           // failure groups per redundancy set (xor, rs, partner ring)
   int rs_parity = 2;          // parity shards per set for rs
   int flush_every = 10;       // flush every N-th version to L3 (0: never, only at finalize)
+  int l2_every = 1;           // protect every N-th version at L2 (0: never); the others stay L1-only
   int keep_flushed = 2;       // versions kept in L3
   int files_per_node = 0;       // L3: 0 = a file per rank, N = N files per node
   int turnstile_width = 0;      // L3: writers per node at a time (0 = no limit)
@@ -60,6 +61,7 @@ struct Config {
   std::string job;              // job name in the cache path; default derived from prefix
   std::string app_name;         // the application in the prefix's identity; default: the executable's name
   bool adopt = false;           // take over a prefix of another identity
+  uint64_t restart_version = 0;  // restart from this version or an older one; 0: the newest
   double lease_seconds = 60;    // the hold on the prefix without renewal
   // Service mode (docs/service.md): L3 through cairnd's agents instead of the embedded flusher.
   std::string service;                     // the controller's HOST:PORT; empty: the embedded flusher
@@ -79,7 +81,7 @@ struct Config {
 struct KnobInfo {
   std::string name;         // "cache_versions"
   std::string env;          // "CAIRN_CACHE_VERSIONS"
-  std::string type;         // "int", "float", "bool", "string", "enum", "size", "level"
+  std::string type;         // "int", "float", "bool", "string", "enum", "size", "duration", "level"
   std::string default_text; // as shown in docs
   std::string bounds;       // "1..64", "single|partner|xor|rs", ""
   std::string description;
@@ -111,6 +113,9 @@ Result<LoadedConfig> load_config(const char* path, const EnvLookup& env,
 // when `origins` (in knob_table() order, as in LoadedConfig) is given.
 std::string render_knob_list(const Config& effective, const std::vector<std::string>& origins = {});
 std::string render_knob_list(const LoadedConfig& loaded);
+// Each knob's effective value as a TOML literal (what --list shows), in knob_table() order: 42, 0.5,
+// true, "1M", "xor" (also valid JSON: `cairn config --json`).
+std::vector<std::string> knob_values_toml(const Config& effective);
 std::string render_knob_markdown();                     // docs/config.md table
 std::string render_sample_toml();                       // commented sample config
 

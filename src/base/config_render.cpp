@@ -39,6 +39,12 @@ std::string render_knob_list(const Config& effective, const std::vector<std::str
   return out;
 }
 
+std::vector<std::string> knob_values_toml(const Config& effective) {
+  std::vector<std::string> out;
+  for (const Knob& k : knobs()) out.push_back(format_toml(k, load(effective, k)));
+  return out;
+}
+
 std::string render_knob_list(const LoadedConfig& loaded) {
   return render_knob_list(loaded.config, loaded.origins);
 }

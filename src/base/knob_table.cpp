@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/signal_names.hpp"
+#include "base/units.hpp"
 
 namespace cairn::knob {
 
@@ -57,6 +58,13 @@ const std::vector<Knob>& knobs() {
        .description = "Parity shards per set for redundancy = rs: how many nodes of one set may be "
                       "lost together and still be rebuilt from level 2. Costs rs_parity/(set_size - "
                       "rs_parity) extra memory. Must be less than set_size when redundancy = rs."},
+      {.name = "l2_every", .kind = Kind::integer, .member = &Config::l2_every,
+       .default_text = "1", .min = 0, .max = 1000000,
+       .description = "Protect every N-th checkpoint version at level 2 (redundancy across nodes); the "
+                      "others stay in level 1 only, and a node lost before the next protected one "
+                      "restarts from an older protected version or from level 3. 0: never (level 1 and "
+                      "3 only). FTI's per-level intervals: with flush_every, how often each level is "
+                      "written; `cairn interval --levels` computes both (docs/intervals.md)."},
       {.name = "flush_every", .kind = Kind::integer, .member = &Config::flush_every,
        .default_text = "10", .min = 0, .max = 1000000,
        .description = "Copy every N-th checkpoint version to level 3 in the background. 0: only at "
@@ -99,19 +107,19 @@ const std::vector<Knob>& knobs() {
                       "measured cost of this run's checkpoints (the mean time the last 8 blocked "
                       "the application), recomputed after each checkpoint; see docs/intervals.md. "
                       "Halts, signals and the end time ask for checkpoints in both modes."},
-      {.name = "interval_seconds", .kind = Kind::floating, .member = &Config::interval_seconds,
+      {.name = "interval_seconds", .kind = Kind::duration, .member = &Config::interval_seconds,
        .default_text = "0", .min = 0,
        .description = "Seconds of computation after which cairn_need_checkpoint() says a checkpoint "
                       "is due (interval = fixed). 0 turns the timer off: checkpoints are then taken "
                       "when the application decides, or before a halt. `cairn interval` computes a "
                       "good value. With interval = auto: the interval until a checkpoint has been "
                       "measured (0: mtbf_seconds / 10)."},
-      {.name = "mtbf_seconds", .kind = Kind::floating, .member = &Config::mtbf_seconds,
+      {.name = "mtbf_seconds", .kind = Kind::duration, .member = &Config::mtbf_seconds,
        .default_text = "0", .min = 0,
        .description = "Mean time between failures of the whole job (a node's MTBF divided by the "
                       "number of nodes), in seconds. Needed (> 0) by interval = auto; 0: unknown. "
                       "Count the failures the job restarts from: lost nodes and interrupts."},
-      {.name = "halt_seconds", .kind = Kind::floating, .member = &Config::halt_seconds,
+      {.name = "halt_seconds", .kind = Kind::duration, .member = &Config::halt_seconds,
        .default_text = "0", .min = 0,
        .description = "Seconds before end_time at which the application is told to take a last "
                       "checkpoint and exit (cairn_should_exit()). Give it more than a checkpoint and "
@@ -163,8 +171,15 @@ const std::vector<Knob>& knobs() {
       {.name = "adopt", .kind = Kind::boolean, .member = &Config::adopt, .default_text = "false",
        .description = "Take over a prefix whose checkpoints were written under another identity (a new "
                       "build of the same code, a renamed job): its versions become this job's, to "
-                      "restart from and to prune. Leave it off otherwise."},
-      {.name = "lease_seconds", .kind = Kind::floating, .member = &Config::lease_seconds,
+                      "restart from and to prune; likewise a cache that outlived its removed prefix, "
+                      "otherwise refused (cairn clean --cache removes it). Leave it off otherwise."},
+      {.name = "restart_version", .kind = Kind::integer, .member = &Config::restart_version,
+       .default_text = "0", .min = 0, .max = 99999999,
+       .description = "Restart from this version, or from the newest older one that can be rebuilt; "
+                      "newer versions stay where they are and are passed over. 0: the newest (the "
+                      "default). For a one-off restart from a chosen version; `cairn index --current` "
+                      "records the same choice in the prefix for every later launch (docs/tools.md)."},
+      {.name = "lease_seconds", .kind = Kind::duration, .member = &Config::lease_seconds,
        .default_text = "60", .min = 5,
        .description = "How long the job's hold on its prefix lasts without renewal (rank 0 renews it "
                       "every third of this). A second job on the prefix is refused while the lease "
@@ -203,7 +218,7 @@ const std::vector<Knob>& knobs() {
        .description = "The libfabric provider for the transfers: tcp;ofi_rxm everywhere (and on one "
                       "machine), verbs;ofi_rxm on InfiniBand, efa on AWS, cxi on Slingshot (fi_info -l "
                       "lists a node's). Ranks and agents use the same one."},
-      {.name = "service_timeout", .kind = Kind::floating, .member = &Config::service_timeout,
+      {.name = "service_timeout", .kind = Kind::duration, .member = &Config::service_timeout,
        .default_text = "30", .min = 1,
        .description = "Seconds the job waits on the service at most: for an agent at cairn_init, for a "
                       "version to be written once the pipeline waits for it, and for any sign of "
@@ -265,18 +280,14 @@ const char* type_name(Kind kind) {
     case Kind::choice: return "enum";
     case Kind::level: return "level";
     case Kind::size: return "size";
+    case Kind::duration: return "duration";
   }
   return "?";
 }
 
 // ---- values -------------------------------------------------------------------------------------
 
-std::string format_size(int64_t bytes) {
-  if (bytes != 0 && bytes % GiB == 0) return std::to_string(bytes / GiB) + "G";
-  if (bytes != 0 && bytes % MiB == 0) return std::to_string(bytes / MiB) + "M";
-  if (bytes != 0 && bytes % KiB == 0) return std::to_string(bytes / KiB) + "K";
-  return std::to_string(bytes);
-}
+std::string format_size(int64_t bytes) { return units::format_size(static_cast<uint64_t>(bytes)); }
 
 // Shortest text that reads back to the same double; a TOML float literal when `toml` ("0.0").
 std::string format_float(double v, bool toml) {
@@ -300,7 +311,8 @@ std::string quoted(const std::string& s) {
 std::string format_toml(const Knob& k, const Value& v) {
   switch (k.kind) {
     case Kind::integer: return std::to_string(std::get<int64_t>(v));
-    case Kind::floating: return format_float(std::get<double>(v), true);
+    case Kind::floating:
+    case Kind::duration: return format_float(std::get<double>(v), true);  // seconds: a number is a duration
     case Kind::boolean: return std::get<bool>(v) ? "true" : "false";
     case Kind::string: return quoted(std::get<std::string>(v));
     case Kind::choice:
@@ -359,6 +371,9 @@ std::string accepted(const Knob& k, bool markdown) {
       return s;
     }
     case Kind::floating: return ">= " + std::to_string(k.min);
+    case Kind::duration:
+      return markdown ? ">= " + std::to_string(k.min) + " s; `90s`, `15m`, `2h`"
+                      : ">= " + std::to_string(k.min) + " seconds (or 90s, 15m, 2h)";
     case Kind::boolean: return "true, false";
     case Kind::choice:
     case Kind::level: {
@@ -385,7 +400,7 @@ std::string check(const Knob& k, const Value& v) {
     int64_t i = std::get<int64_t>(v);
     if (i < k.min || i > k.max) return "out of range";
     if (k.rule == Rule::multiple_of_64 && i % 64 != 0) return "not a multiple of 64";
-  } else if (k.kind == Kind::floating) {
+  } else if (k.kind == Kind::floating || k.kind == Kind::duration) {
     double d = std::get<double>(v);
     if (!std::isfinite(d)) return "not a finite number";
     if (d < static_cast<double>(k.min)) return "out of range";
@@ -418,21 +433,14 @@ std::optional<int64_t> parse_int(const std::string& text) {
   return v;
 }
 
-// "1M", "64KiB", "4096" -> bytes; nullopt when malformed. Values past int64 saturate (then fail bounds).
 std::optional<int64_t> parse_size(const std::string& text) {
-  uint64_t n = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (end == text.data() || (ec != std::errc() && ec != std::errc::result_out_of_range))
+  auto bytes = units::parse_size(text);
+  if (!bytes) {
+    // Well formed but past 64 bits: saturate, so that the bounds say "out of range".
+    if (bytes.status().message().find("too large") != std::string::npos) return kNoMax;
     return std::nullopt;
-  std::string unit = lower(std::string(end, text.data() + text.size()));
-  int64_t mult = unit.empty()                     ? 1
-                 : unit == "k" || unit == "kib" ? KiB
-                 : unit == "m" || unit == "mib" ? MiB
-                 : unit == "g" || unit == "gib" ? GiB
-                                                  : 0;
-  if (mult == 0) return std::nullopt;
-  if (ec != std::errc() || n > static_cast<uint64_t>(kNoMax / mult)) return kNoMax;
-  return static_cast<int64_t>(n) * mult;
+  }
+  return *bytes > static_cast<uint64_t>(kNoMax) ? kNoMax : static_cast<int64_t>(*bytes);
 }
 
 std::optional<int64_t> parse_choice(const Knob& k, const std::string& text) {
@@ -469,6 +477,9 @@ std::variant<Value, std::string> from_text(const Knob& k, const std::string& raw
     case Kind::size:
       if (auto i = parse_size(text)) return Value(*i);
       return std::string("not a size");
+    case Kind::duration:
+      if (auto d = units::parse_duration(text)) return Value(*d);
+      return std::string("not a duration");
   }
   return std::string("unsupported");
 }

@@ -15,7 +15,9 @@
 
 namespace cairn::knob {
 
-enum class Kind { integer, floating, boolean, string, choice, level, size };
+// size and duration: written as base/units.hpp parses them ("64K", "15m"); a duration is stored as
+// seconds in a double.
+enum class Kind { integer, floating, boolean, string, choice, level, size, duration };
 // Checks beyond type and bounds.
 enum class Rule { none, not_empty, not_empty_text, path_component, multiple_of_64, signal_name, host_port };
 
@@ -34,7 +36,7 @@ struct Knob {
   // The default, written as in an environment variable and parsed by the same code. For node and job
   // "" means derived at load time (the hostname; a name from the prefix).
   const char* default_text;
-  int64_t min = 0;  // integer, size: inclusive bounds; floating: lower bound only
+  int64_t min = 0;  // integer, size: inclusive bounds; floating, duration: lower bound only (seconds)
   int64_t max = kNoMax;
   std::vector<const char*> choices = {};  // choice, level: in the order of the C++ enum
   Rule rule = Rule::none;
@@ -66,7 +68,8 @@ std::string trim(const std::string& s);
 std::string accepted(const Knob& k, bool markdown = false);
 // "" when the value is acceptable, else the reason.
 std::string check(const Knob& k, const Value& v);
-// "1M", "64KiB", "4096" -> bytes; nullopt when malformed. Values past int64 saturate (then fail bounds).
+// "1M", "64KiB", "4096" -> bytes (units::parse_size); nullopt when malformed. Values past int64 saturate
+// (then fail bounds).
 std::optional<int64_t> parse_size(const std::string& text);
 std::optional<int64_t> parse_choice(const Knob& k, const std::string& text);
 // An environment value (or a table default) to a Value; a reason when malformed.

@@ -21,6 +21,8 @@ struct Layout {
   // Prefix ownership (base/prefix_owner.hpp): the job holding the prefix, and whose checkpoints it holds.
   std::string owner_file() const { return control + "/owner"; }
   std::string identity_file() const { return control + "/identity"; }
+  // Which versions a restart may use (base/version_index.hpp, `cairn index`).
+  std::string index_file() const { return control + "/index"; }
   // Process migration (docs/migration.md): `cairn run`'s launcher file, `cairn migrate`'s request,
   // and the launcher's answer to it.
   std::string launcher_file() const { return control + "/launcher"; }

@@ -129,7 +129,19 @@ ClaimDecision decide_claim(const std::optional<PrefixHolder>& current, const Pre
 }
 
 IdentityDecision decide_identity(const std::optional<PrefixIdentity>& recorded, const PrefixIdentity& me,
-                                 bool has_versions, bool adopt, const std::string& prefix) {
+                                 bool has_versions, bool adopt, const std::string& prefix,
+                                 const std::string& orphan_cache) {
+  if (!recorded && !orphan_cache.empty()) {
+    if (adopt)
+      return {IdentityCheck::adopt, "restarting from the cache " + orphan_cache + " although " + prefix +
+                                        " has no record of its checkpoints (adopt)"};
+    return {IdentityCheck::refuse,
+            "the cache " + orphan_cache + " holds checkpoints, but " + prefix +
+                " has no record of them (the prefix was removed or emptied since they were written): restarting "
+                "from them could hand this job an earlier run's data. To start afresh, remove them: cairn clean "
+                "--cache " + prefix + " (on every node that ran the job); to restart from them, set adopt = true "
+                "(CAIRN_ADOPT=1)"};
+  }
   if (!recorded) return {IdentityCheck::first, ""};
   if (*recorded == me) return {IdentityCheck::same, ""};
   const std::string theirs = "job '" + recorded->job + "' (" + recorded->app + ")";
@@ -163,7 +175,7 @@ int64_t unix_ns() {
 
 Status PrefixLease::acquire(const std::string& owner_path, const std::string& identity_path, const PrefixHolder& me,
                             const PrefixIdentity& id, bool has_versions, bool adopt, const std::string& prefix,
-                            std::vector<std::string>* notes) {
+                            const std::string& orphan_cache, std::vector<std::string>* notes) {
   stop();
   // The identity first: a job of another identity is refused whether or not the other job runs.
   std::optional<PrefixIdentity> recorded;
@@ -173,7 +185,7 @@ Status PrefixLease::acquire(const std::string& owner_path, const std::string& id
     if (dec) recorded = *dec;
     else notes->push_back("ignoring an unreadable " + identity_path + " (" + dec.status().message() + "); it is rewritten");
   }
-  IdentityDecision idd = decide_identity(recorded, id, has_versions, adopt, prefix);
+  IdentityDecision idd = decide_identity(recorded, id, has_versions, adopt, prefix, orphan_cache);
   if (idd.check == IdentityCheck::refuse) return Status(Code::ERR_PREFIX_IN_USE, idd.why);
   // Then the hold: created exclusively when there is none, so that of two jobs starting together one wins.
   PrefixHolder mine = me;

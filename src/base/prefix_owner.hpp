@@ -69,9 +69,14 @@ struct IdentityDecision {
   std::string why;
 };
 // recorded: the prefix's identity (none: first launch); has_versions: the prefix or the job's cache holds
-// checkpoints (a prefix of another identity without any is simply taken).
+// checkpoints (a prefix of another identity without any is simply taken). orphan_cache: the job's L1
+// cache directory when it holds versions, empty otherwise. A cache with versions under a prefix that
+// records no identity belongs to an earlier job whose prefix was removed or emptied (the cache's name
+// comes from the prefix path, so it outlives the prefix on its node): it is refused, with how to remove
+// it (`cairn clean --cache`) or to restart from it (adopt), never restarted from without a word.
 IdentityDecision decide_identity(const std::optional<PrefixIdentity>& recorded, const PrefixIdentity& me,
-                                 bool has_versions, bool adopt, const std::string& prefix);
+                                 bool has_versions, bool adopt, const std::string& prefix,
+                                 const std::string& orphan_cache = "");
 
 // Whether process `pid` runs on this host.
 bool process_alive(int64_t pid);
@@ -88,9 +93,10 @@ class PrefixLease {
   // Claim the prefix (owner_path) for `me` and check its identity (identity_path); ERR_PREFIX_IN_USE with
   // what decide_claim / decide_identity say when refused. `notes` receives what a user should read (a
   // stale holder taken over, checkpoints adopted). Starts the renewal.
+  // orphan_cache as for decide_identity.
   Status acquire(const std::string& owner_path, const std::string& identity_path, const PrefixHolder& me,
                  const PrefixIdentity& id, bool has_versions, bool adopt, const std::string& prefix,
-                 std::vector<std::string>* notes);
+                 const std::string& orphan_cache, std::vector<std::string>* notes);
   bool held() const { return !path_.empty(); }
   // Stop renewing and remove the owner record if it is still this job's (the job ends).
   void release();

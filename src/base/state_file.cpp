@@ -82,7 +82,11 @@ Result<std::optional<State>> read_state(const std::string& path) {
   if (!fs::exists(path)) return std::optional<State>();
   auto text = fs::read_file(path);
   if (!text) return text.status();
-  return std::optional<State>(decode_state(*text));
+  State s = decode_state(*text);
+  // Every state the library writes has a phase; a file without one is not a job state (a stray file).
+  if (!s.values.count("phase"))
+    return make_error(Code::ERR_FORMAT, "%s: not a cairn job state (no phase= line)", path.c_str());
+  return std::optional<State>(std::move(s));
 }
 
 }  // namespace cairn::state_file

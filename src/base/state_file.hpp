@@ -46,7 +46,8 @@ struct State {
 };
 State decode_state(std::string_view text);
 
-// The state file at `path`; std::nullopt when it does not exist.
+// The state file at `path`; std::nullopt when it does not exist; ERR_FORMAT for a file without a
+// phase= line (every state the library writes has one).
 Result<std::optional<State>> read_state(const std::string& path);
 
 }  // namespace cairn::state_file

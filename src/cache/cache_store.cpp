@@ -103,6 +103,24 @@ std::vector<uint64_t> recorded_versions(const std::string& dir) {
   return out;
 }
 
+bool cache_holds_versions(const Layout& layout, const std::string& node) {
+  std::vector<std::string> nodes{node};
+  if (node.empty()) {
+    auto names = fs::list_dir(layout.cache_job);
+    if (!names) return false;
+    nodes = *names;
+  }
+  for (const auto& n : nodes) {
+    auto ranks = fs::list_dir(layout.node_cache(n));
+    if (!ranks) continue;
+    for (const auto& r : *ranks) {
+      uint32_t rank;
+      if (parse_rank_dir_name(r, &rank) && !recorded_versions(rank_dir(layout, n, rank)).empty()) return true;
+    }
+  }
+  return false;
+}
+
 Result<std::shared_ptr<VersionView>> map_verified_slot(const std::string& dir, const L1Record& rec) {
   const Manifest& m = rec.manifest;
   const std::string path = dir + "/" + slot_file_name(rec.slot, SlotFile::data);

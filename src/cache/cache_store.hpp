@@ -56,6 +56,9 @@ Result<L1Record> decode_l1_record(std::string_view bytes);
 
 // Versions with a record in the rank directory `dir`, ascending; none when there is no directory.
 std::vector<uint64_t> recorded_versions(const std::string& dir);
+// Whether any rank directory of the node directory <cache_job>/<node> (or, with node empty, of any node
+// of the job's cache) holds a recorded version.
+bool cache_holds_versions(const Layout& layout, const std::string& node);
 
 // The version a record names, in the rank directory `dir`, as one read-only stream of the manifest's
 // total_size bytes: its slot, and for a version of the file API its routed files (v<N>.files/<name>) at

@@ -18,6 +18,7 @@
 #include "base/fsutil.hpp"
 #include "base/log.hpp"
 #include "base/stream_reader.hpp"
+#include "base/version_index.hpp"
 #include "cache/version_view.hpp"
 #include "core/restart_inventory.hpp"
 #include "core/runtime.hpp"
@@ -71,7 +72,42 @@ Status Runtime::gather_inventory(RestartInventory* inv) {
   // A version counts as a candidate where some rank holds it for this job's rank count.
   for (size_t i = 0; i < inv->all.size(); i += 2)
     if (inv->all[i] && (inv->all[i + 1] & kHasL1)) inv->candidates.insert(inv->all[i]);
+  CAIRN_TRY(pass_over_versions(*inv));
   for (uint64_t r : rejected_) inv->candidates.erase(r);
+  return Status::ok();
+}
+
+// The user's choice (`cairn index --current/--drop`, the restart_version knob): the versions a restart
+// passes over join the rejected ones, for this search and for the reshaper's. Rank 0 reads the index and
+// lists every version it knows of (its L1 inventory, every rank's, and L3 of any rank count); all agree.
+Status Runtime::pass_over_versions(const RestartInventory& inv) {
+  std::vector<uint64_t> over;
+  Status read = Status::ok();
+  if (rank_ == 0) {
+    auto index = read_index(layout_.index_file());
+    if (!index) {
+      read = index.status().prefixed("cannot tell which versions to restart from");
+    } else {
+      std::set<uint64_t> known(inv.candidates.begin(), inv.candidates.end());
+      for (size_t i = 0; i < inv.all.size(); i += 2)
+        if (inv.all[i]) known.insert(inv.all[i]);
+      for (const auto& c : l3::list_committed(layout_)) known.insert(c.version);
+      for (uint64_t v : known)
+        if (restart_passes_over(*index, v, cfg_.restart_version)) over.push_back(v);
+      if (!over.empty())
+        LOG_INFO("restart: passing over version%s %s (%s)", over.size() > 1 ? "s" : "",
+                 format_version_ranges(std::set<uint64_t>(over.begin(), over.end())).c_str(),
+                 cfg_.restart_version ? ("restart_version = " + std::to_string(cfg_.restart_version)).c_str()
+                                      : ("cairn index: " + layout_.index_file()).c_str());
+    }
+  }
+  CAIRN_TRY(agree(app_comm_, read));
+  int n = static_cast<int>(over.size());
+  CAIRN_MPI(MPI_Bcast(&n, 1, MPI_INT, 0, app_comm_));
+  over.resize(static_cast<size_t>(n));
+  if (n) CAIRN_MPI(MPI_Bcast(over.data(), n, MPI_UINT64_T, 0, app_comm_));
+  for (uint64_t v : over)
+    if (std::find(rejected_.begin(), rejected_.end(), v) == rejected_.end()) rejected_.push_back(v);
   return Status::ok();
 }
 

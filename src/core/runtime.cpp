@@ -16,6 +16,7 @@
 
 #include "base/fsutil.hpp"
 #include "base/log.hpp"
+#include "cache/cache_store.hpp"
 #include "cache/snapshot_mode.hpp"
 #include "mpi/mpi_util.hpp"
 #include "pfs/l3_store.hpp"
@@ -202,10 +203,14 @@ Status Runtime::claim_prefix() {
     LOG_DEBUG("spawned alone on its communicator: joins the job that spawned it, claims no prefix");
     return Status::ok();
   }
-  return agree(app_comm_, rank_ == 0 ? hold_prefix() : Status::ok());
+  // Whether the job's cache already holds versions, on any node (a cache that outlived its prefix is
+  // refused at the claim: base/prefix_owner.hpp).
+  int mine = cache_holds_versions(layout_, cfg_.node) ? 1 : 0, any = 0;
+  CAIRN_MPI(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, app_comm_));
+  return agree(app_comm_, rank_ == 0 ? hold_prefix(any != 0) : Status::ok());
 }
 
-Status Runtime::hold_prefix() {
+Status Runtime::hold_prefix(bool cache_has_versions) {
   CAIRN_TRY(fs::make_dirs(layout_.control));
   PrefixHolder me;
   me.job = job_name(cfg_);
@@ -217,7 +222,8 @@ Status Runtime::hold_prefix() {
   me.lease_seconds = cfg_.lease_seconds;
   std::vector<std::string> notes;
   Status st = lease_.acquire(layout_.owner_file(), layout_.identity_file(), me, PrefixIdentity{me.job, me.app},
-                             l3::max_version_present(layout_) > 0, cfg_.adopt, layout_.prefix, &notes);
+                             l3::max_version_present(layout_) > 0, cfg_.adopt, layout_.prefix,
+                             cache_has_versions ? layout_.cache_job : std::string(), &notes);
   for (const auto& n : notes) LOG_WARN("%s", n.c_str());
   return st;
 }
@@ -263,6 +269,7 @@ void Runtime::start_pipeline() {
   pipeline::PipelineConfig pc;
   pc.layout = layout_;
   pc.keep_flushed = cfg_.keep_flushed;
+  pc.l2_every = cfg_.l2_every;
   pc.mpi_in_worker = mpi_in_worker_;
   pc.l3 = l3_base_;
   pc.inject = &inject_;

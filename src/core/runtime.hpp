@@ -119,7 +119,8 @@ class Runtime {
   // A spawned process alone on its communicator joins the job that spawned it (cairn_redistribute):
   // it claims nothing; after the redistribution the new rank 0 holds the job's claim.
   Status claim_prefix();
-  Status hold_prefix();  // rank 0: acquire for launch_id_
+  // rank 0: acquire for launch_id_; cache_has_versions: some rank's node cache holds versions already.
+  Status hold_prefix(bool cache_has_versions = false);
   // The pipeline and its levels for the current communicator (bind_comm); torn down by release_comms.
   void start_pipeline();
   void stop_pipeline();
@@ -150,6 +151,7 @@ class Runtime {
   void finish_write_back();  // before anything else uses the cache
   // restart: the full search (restart_search.cpp)
   Status gather_inventory(RestartInventory* inv);
+  Status pass_over_versions(const RestartInventory& inv);  // the index and restart_version: into rejected_
   Status l2_can_rebuild(const std::vector<int>& good, const std::vector<uint64_t>& flags, const std::string& l1_text,
                         bool* my_set_lost) const;
   Status find_restart(RestartChoice* out);

@@ -167,6 +167,7 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
   v->number = number;
   v->slot = slot;
   v->flush = flush;
+  v->protect = cfg_.l2_every > 0 && number % static_cast<uint64_t>(cfg_.l2_every) == 0;
   *blocking_seconds = 0;
   Status local = [&]() -> Status {
     CAIRN_TRY(failed);

@@ -43,6 +43,7 @@ struct Marks {
 struct PipelineConfig {
   Layout layout;
   int keep_flushed = 2;                // L3 versions rank 0 keeps after a commit
+  int l2_every = 1;                    // every N-th version is protected at L2 (0: none); the others L1 only
   bool mpi_in_worker = true;           // the worker runs the team's stages too
   l3::WriteOptions l3;                 // this rank's L3 layout (clean_below is filled per request)
   const FaultInjector* inject = nullptr;  // failure injection points (checkpoint, compute, flush)

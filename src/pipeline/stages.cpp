@@ -66,7 +66,7 @@ void Pipeline::flush(Version& v, bool report_start) {
 
 Status Pipeline::run_team_stages(Version& v) {
   Status st = agree_local(v);
-  if (st.is_ok() && v.local_ok) st = protect(v);
+  if (st.is_ok() && v.local_ok && v.protect) st = protect(v);  // l2_every: the others stay L1-only
   set_flag(v.l2_decided);
   if (st.is_ok() && v.local_ok && cfg_.inject) cfg_.inject->point("compute", v.number);
   if (st.is_ok() && v.flush) {
@@ -176,7 +176,9 @@ void Pipeline::log_summary(const Version& v) const {
   double mib = static_cast<double>(v.manifest.total_size) / (1 << 20);
   auto bw = [&](double t) { return t > 0 ? static_cast<double>(v.manifest.total_size) / t / 1e9 : 0.0; };
   char l2[128] = "L2 off", l3[160] = "L3 -";
-  if (protector_)
+  if (protector_ && !v.protect)
+    snprintf(l2, sizeof l2, "L2 - (l2_every)");
+  else if (protector_)
     snprintf(l2, sizeof l2, "L2 %s %.1f ms (%.2f GB/s)%s", protector_->scheme(), v.t_l2 * 1e3, bw(v.t_l2),
              v.protected_ok ? "" : " FAILED");
   if (v.flush)

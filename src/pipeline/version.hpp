@@ -28,6 +28,7 @@ struct Version {
   uint64_t number = 0;
   int slot = 0;
   bool flush = false;       // goes to L3
+  bool protect = true;      // gets L2 redundancy (PipelineConfig::l2_every)
   Manifest manifest;        // chunk hashes filled by seal
   const uint8_t* data = nullptr;  // the stream: the slot's bytes, or the view's
   std::shared_ptr<VersionView> view;  // a version with files: the slot and the files as one stream

@@ -16,6 +16,7 @@
 #include <ctime>
 
 #include "base/fsutil.hpp"
+#include "base/units.hpp"
 
 extern char** environ;
 
@@ -303,41 +304,7 @@ std::optional<int64_t> parse_iso(std::string_view s) {
 
 }  // namespace
 
-Result<int64_t> parse_duration(std::string_view text) {
-  std::string_view s = trim(text);
-  auto malformed = [&] {
-    return make_error(Code::ERR_INVALID_ARG, "'%.*s' is not a duration (e.g. 300, 90s, 5m, 2h, 1d, 1h30m)",
-                      static_cast<int>(s.size()), s.data());
-  };
-  if (s.empty()) return make_error(Code::ERR_INVALID_ARG, "empty duration");
-  if (auto n = parse_int(s)) {  // plain seconds
-    if (*n < 0) return malformed();
-    return *n;
-  }
-  int64_t total = 0;
-  size_t pos = 0;
-  while (pos < s.size()) {  // NUMBER UNIT, repeated: "1h30m"
-    size_t start = pos;
-    while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) ++pos;
-    auto n = parse_int(s.substr(start, pos - start));
-    if (!n || pos == s.size()) return malformed();
-    int64_t unit = 0;
-    switch (std::tolower(static_cast<unsigned char>(s[pos]))) {
-      case 's': unit = 1; break;
-      case 'm': unit = 60; break;
-      case 'h': unit = 3600; break;
-      case 'd': unit = 86400; break;
-      default:
-        return make_error(Code::ERR_INVALID_ARG, "'%.*s': unknown unit '%c' (s, m, h or d)",
-                          static_cast<int>(s.size()), s.data(), s[pos]);
-    }
-    ++pos;
-    if (*n > (int64_t{1} << 40) / unit) return make_error(Code::ERR_INVALID_ARG, "'%.*s' is too long a duration",
-                                                          static_cast<int>(s.size()), s.data());
-    total += *n * unit;
-  }
-  return total;
-}
+Result<int64_t> parse_duration(std::string_view text) { return units::parse_whole_seconds(text); }
 
 Result<int64_t> parse_time_spec(std::string_view text, int64_t now) {
   std::string_view s = trim(text);

@@ -99,7 +99,8 @@ class HaltWatcher {
 // ("2026-11-22T18:00", "2026-11-22 18:00:30", "2026-11-22") or with a zone ("...Z", "...+01:00"),
 // or relative to `now` ("+2h", "+30m", "+1h30m", "+90s", "+1d"). ERR_INVALID_ARG says what is wrong.
 Result<int64_t> parse_time_spec(std::string_view text, int64_t now);
-// A duration: "300" (seconds), "90s", "5m", "2h", "1d", "1h30m". ERR_INVALID_ARG when malformed.
+// A duration in whole seconds: "300", "90s", "5m", "2h", "1d", "1h30m" (units::parse_whole_seconds).
+// ERR_INVALID_ARG when malformed.
 Result<int64_t> parse_duration(std::string_view text);
 // "2026-11-22T18:00:00+01:00" in local time.
 std::string format_time(int64_t unix_seconds);

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "base/units.hpp"
+
 namespace cairn::policy {
 namespace {
 
@@ -245,32 +247,7 @@ double auto_interval(double measured_cost, double mtbf, double first_interval) {
 
 // ---- text --------------------------------------------------------------------------------------
 
-Result<double> parse_duration(const std::string& raw) {
-  std::string text = trim(raw);
-  auto bad = [&] {
-    return make_error(Code::ERR_INVALID_ARG,
-                      "'%s' is not a duration (a number of seconds, or with a unit: ms, s, m or min, h, d, w; "
-                      "e.g. 90s, 15m, 24h)",
-                      raw.c_str());
-  };
-  double value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end == text.data()) return bad();
-  std::string unit = trim(std::string(end, static_cast<size_t>(text.data() + text.size() - end)));
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  double scale = unit.empty() || unit == "s"     ? 1
-                 : unit == "ms"                  ? 1e-3
-                 : unit == "m" || unit == "min"  ? 60
-                 : unit == "h"                   ? 3600
-                 : unit == "d"                   ? 86400
-                 : unit == "w"                   ? 604800
-                                                 : 0;
-  if (scale == 0) return bad();
-  double seconds = value * scale;
-  if (!std::isfinite(seconds) || seconds < 0)
-    return make_error(Code::ERR_INVALID_ARG, "'%s': a duration must be finite and not negative", raw.c_str());
-  return seconds;
-}
+Result<double> parse_duration(const std::string& raw) { return units::parse_duration(raw); }
 
 Result<std::vector<LevelCost>> parse_levels(const std::string& text) {
   std::vector<LevelCost> out;

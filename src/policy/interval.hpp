@@ -135,7 +135,8 @@ double auto_interval(double measured_cost, double mtbf, double first_interval);
 
 // ---- text --------------------------------------------------------------------------------------
 
-// "90", "90s", "250ms", "15m", "15min", "1.5h", "2d", "1w" -> seconds (>= 0, finite).
+// "90", "90s", "250ms", "15m", "15min", "1.5h", "2d", "1w", "1h30m" -> seconds (>= 0, finite):
+// units::parse_duration.
 Result<double> parse_duration(const std::string& text);
 // "C1:M1,C2:M2,..." (durations as above, C and M > 0) -> one LevelCost per level, cheapest first.
 Result<std::vector<LevelCost>> parse_levels(const std::string& text);

@@ -69,6 +69,87 @@ expect_in "the message names the variable" "$WORK/err" "CAIRN_CACHE_VERSIONS"
 printf 'cache_versions = 3\n' >"$WORK/good.toml"
 expect_rc "config --list --config FILE" 0 "$CAIRN" config --list --config "$WORK/good.toml"
 expect_in "the file's value is shown" "$WORK/out" "3"
+# SCR's parameters are reported under their own names, and a value cairn does not accept is said, not
+# dropped (it is ignored, as SCR_Init ignores it).
+expect_rc "SCR_PREFIX: config --list" 0 env -u CAIRN_PREFIX SCR_PREFIX="$WORK/scr-prefix" "$CAIRN" config --list
+expect_in "SCR_PREFIX: its value" "$WORK/out" "= \"$WORK/scr-prefix\""
+expect_in "SCR_PREFIX: reported under its name" "$WORK/out" "SCR parameter SCR_PREFIX (as CAIRN_PREFIX)"
+expect_rc "SCR_COPY_TYPE=BOGUS: config --list" 0 env SCR_COPY_TYPE=BOGUS "$CAIRN" config --list
+expect_in "SCR_COPY_TYPE=BOGUS: a warning names it" "$WORK/err" "cairn config: warning: SCR: SCR_COPY_TYPE=BOGUS"
+expect_in "SCR_COPY_TYPE=BOGUS: and says it is ignored" "$WORK/err" "ignored"
+expect_rc "SCR_SET_SIZE=1: refused" 2 env SCR_SET_SIZE=1 "$CAIRN" config --list
+expect_in "SCR_SET_SIZE=1: the error names the SCR parameter" "$WORK/err" "SCR parameter SCR_SET_SIZE (as CAIRN_SET_SIZE)"
+
+# ---- interval --levels --write: the plan as cairn's knobs, in a config file the job loads ----------
+expect_rc "interval --levels (2) --write" 0 "$CAIRN" interval --levels "3s:8h,2m:1w" --write "$WORK/plan2.toml"
+expect_in "interval: prints the knobs it writes" "$WORK/out" "flush_every = 29"
+expect_rc "interval: the written file is a valid config" 0 "$CAIRN" config --list --config "$WORK/plan2.toml"
+expect_in "interval: flush_every from the plan" "$WORK/out" "flush_every"
+grep -q '^flush_every *= 29 ' "$WORK/out" && pass "interval: flush_every = 29 loaded" || { fail "interval: flush_every not 29"; cat "$WORK/out"; }
+grep -q '^l2_every *= 1 ' "$WORK/out" && pass "interval: l2_every = 1 for two levels" || fail "interval: l2_every not 1"
+grep -q '^interval_seconds *= 407.9 ' "$WORK/out" && pass "interval: interval_seconds from the plan" || fail "interval: interval_seconds"
+expect_rc "interval: --write never overwrites" 1 "$CAIRN" interval --levels "3s:8h,2m:1w" --write "$WORK/plan2.toml"
+expect_in "interval: and says so" "$WORK/err" "the file exists"
+expect_rc "interval --levels (3) --write" 0 "$CAIRN" interval --levels "2s:6h,20s:2d,5m:1w" --write "$WORK/plan3.toml" --json
+python3 -c "
+import json, sys, tomllib
+j = json.load(open(sys.argv[1])); t = tomllib.load(open(sys.argv[2], 'rb'))
+lv = j['multilevel']['levels']
+assert t['l2_every'] == lv[1]['every'] == j['config']['l2_every'] > 1, (t, lv)
+assert t['flush_every'] == lv[1]['every'] * lv[2]['every'] == j['config']['flush_every'], (t, lv)
+" "$WORK/out" "$WORK/plan3.toml" 2>"$WORK/pyerr" && pass "interval: 3 levels give l2_every and flush_every" \
+  || { fail "interval: 3 levels"; cat "$WORK/pyerr" "$WORK/plan3.toml"; }
+expect_rc "interval: --write without --levels" 2 "$CAIRN" interval --mtbf 1d --checkpoint-cost 10s --write "$WORK/x.toml"
+expect_rc "interval: --write with 4 levels" 2 "$CAIRN" interval --levels "1s:1h,2s:2h,3s:3h,4s:4h" --write "$WORK/x.toml"
+
+# ---- sizes and durations: one syntax for the knobs and every option (base/units.hpp) ------------
+expect_rc "CAIRN_HALT_SECONDS=5m" 0 env CAIRN_HALT_SECONDS=5m "$CAIRN" config --list
+grep -q '^halt_seconds *= 300.0 ' "$WORK/out" && pass "CAIRN_HALT_SECONDS=5m is 300 s" || fail "CAIRN_HALT_SECONDS=5m"
+expect_rc "CAIRN_CHUNK_SIZE=64KiB" 0 env CAIRN_CHUNK_SIZE=64KiB "$CAIRN" config --list
+expect_rc "CAIRN_HALT_SECONDS=5 parsecs is refused" 2 env CAIRN_HALT_SECONDS="5 parsecs" "$CAIRN" config --list
+expect_in "and says what a duration is" "$WORK/err" "not a duration"
+expect_rc "watch --stall 10m --interval 250ms is accepted" 3 "$CAIRN" watch --once --stall 10m --interval 250ms
+expect_rc "watch --stall 10 parsecs is refused" 2 "$CAIRN" watch --once --stall "10 parsecs"
+expect_rc "migrate --buffer-size 2G is refused (at most 1G)" 2 "$CAIRN" migrate --node node0 --buffer-size 2G
+
+# ---- help texts and bad options: no CLI11 internals, exit status 2 everywhere (cairn, cairnd, bench) --
+for cmd in "run" "migrate" "watch" "clean" "index" "interval" "config"; do
+  # shellcheck disable=SC2086
+  "$CAIRN" $cmd --help >"$WORK/out" 2>&1
+  if grep -Eq '\{false\}|\{true\}|:UINT|:INT|:SIZE|:POSITIVE|:NONNEGATIVE| in \[|kb\(=1024b\)' "$WORK/out"; then
+    fail "cairn $cmd --help shows CLI11's internals"; grep -E '\{false\}|:UINT|:INT|:SIZE| in \[' "$WORK/out" | sed 's/^/    | /'
+  else pass "cairn $cmd --help is clean"; fi
+done
+"$CAIRN" run --help >"$WORK/out" 2>&1
+expect_in "run --help: a negated flag by its two names" "$WORK/out" "--scavenge, --no-scavenge"
+"$CAIRN" migrate --help >"$WORK/out" 2>&1
+expect_in "migrate --help: a size option says SIZE" "$WORK/out" "--buffer-size SIZE"
+CAIRND=${TEST_BUILD_DIR:-}/tools/cairnd
+if [ -x "$CAIRND" ]; then
+  expect_rc "cairnd --bogus exits 2" 2 "$CAIRND" --bogus
+  expect_rc "cairnd controller without --listen exits 2" 2 "$CAIRND" controller
+  expect_rc "cairnd manager --agents x exits 2" 2 "$CAIRND" manager --controller 127.0.0.1:1 --agents x
+  expect_in "cairnd: one line naming itself" "$WORK/err" "cairnd: "
+  expect_rc "cairnd agent --stall-timeout 2m --help" 0 "$CAIRND" agent --stall-timeout 2m --help
+  for sub in controller manager agent migrate-source migrate-sink; do
+    "$CAIRND" $sub --help >"$WORK/out" 2>&1
+    if grep -Eq '\{false\}|:UINT|:INT|:SIZE|:POSITIVE| in \[|kb\(=1024b\)' "$WORK/out"; then
+      fail "cairnd $sub --help shows CLI11's internals"; grep -E '\{false\}|:UINT|:INT|:SIZE|:POSITIVE| in \[' "$WORK/out" | sed 's/^/    | /'
+    else pass "cairnd $sub --help is clean"; fi
+  done
+fi
+BENCH=${TEST_BUILD_DIR:-}/bench/cairn-bench
+if [ -x "$BENCH" ]; then
+  expect_rc "cairn-bench --bogus exits 2" 2 "$BENCH" --bogus
+  expect_rc "cairn-bench --ranks x exits 2" 2 "$BENCH" --ranks x
+  expect_rc "cairn-bench --size 1Q exits 2" 2 "$BENCH" --size 1Q --ranks 1 --only l1
+  expect_rc "cairn-bench --placement without --service exits 2" 2 "$BENCH" --placement
+  expect_rc "cairn-bench --help" 0 "$BENCH" --help
+  for word in --redistribute --snapshot --scr --file-api --interpose --service --placement --migrate --nodes \
+              --versions --agent-bandwidth --buffers --buffer-size --only --to --cairnd --provider "default 256M"; do
+    expect_in "cairn-bench --help lists $word" "$WORK/out" "$word"
+  done
+fi
 
 # ---- run: bad arguments are one line and exit status 2 -------------------------------------------
 expect_rc "run without -n" 2 "$CAIRN" run -- true

@@ -130,21 +130,21 @@ print(d + '/slot-%d.data' % struct.unpack('<I', open(d + '/v' + sys.argv[2] + '.
 # ---- an empty prefix ----------------------------------------------------------------------------
 use empty
 expect_rc "empty: list" 0 "$CAIRN" list
-expect_in "empty: list says so" "$WORK/out" "no checkpoints in $CAIRN_PREFIX"
+expect_in "empty: list says so, on stderr" "$WORK/err" "cairn list: no checkpoints in $CAIRN_PREFIX"
 expect_rc "empty: list --json" 0 "$CAIRN" list --json
 expect_py "empty: list --json has no version" 'j["versions"] == [] and j["prefix"] == "'"$CAIRN_PREFIX"'"'
 expect_rc "empty: show 1" 3 "$CAIRN" show 1
 expect_in "empty: show says so" "$WORK/err" "no checkpoints"
 expect_rc "empty: verify" 3 "$CAIRN" verify
-expect_in "empty: verify says so" "$WORK/out" "nothing to verify: no checkpoints"
+expect_in "empty: verify says so, on stderr" "$WORK/err" "cairn verify: nothing to verify: no checkpoints"
 expect_rc "empty: verify --json" 3 "$CAIRN" verify --json
 expect_py "empty: verify --json" 'j["results"] == [] and j["exit_status"] == 3'
 expect_rc "empty: flush" 3 "$CAIRN" flush
 expect_in "empty: flush says so" "$WORK/err" "nothing to flush"
 expect_rc "empty: clean" 0 "$CAIRN" clean
-expect_in "empty: clean says so" "$WORK/out" "nothing to clean: no checkpoints"
+expect_in "empty: clean says so, on stderr" "$WORK/err" "cairn clean: nothing to clean: no checkpoints"
 expect_rc "empty: watch --once" 3 "$CAIRN" watch --once
-expect_in "empty: watch says so" "$WORK/out" "no job state"
+expect_in "empty: watch says so, on stderr" "$WORK/err" "cairn watch: no job state"
 expect_rc "empty: plot" 3 "$CAIRN" plot --out "$WORK/empty.png"
 [ ! -e "$WORK/empty.png" ] && pass "empty: plot wrote nothing" || fail "empty: plot wrote a file"
 expect_rc "usage: verify --level l2" 2 "$CAIRN" verify --level l2
@@ -173,6 +173,7 @@ expect_py "good: list --json newest first" '[v["version"] for v in j["versions"]
 expect_py "good: list --json levels of 9" 'j["versions"][0]["l1"]["complete"] and j["versions"][0]["l2"]["complete"] and j["versions"][0]["l3"]["state"] == "absent" and j["versions"][0]["l1"]["nodes"] == ["node0", "node1"]'
 expect_py "good: list --json size of 9" 'j["versions"][0]["size_bytes"] > 128*128*8 and j["versions"][0]["nranks"] == 4'
 # (CAIRN_JOB names the job, so the cache stays the job's: only the prefix changes.)
+mkdir -p "$WORK/empty/prefix"
 expect_rc "good: list PREFIX argument" 0 "$CAIRN" list --json "$WORK/empty/prefix"
 expect_py "good: the PREFIX argument overrides" 'j["prefix"] == "'"$WORK/empty/prefix"'" and [v["version"] for v in j["versions"]] == [9, 8]'
 
@@ -269,7 +270,7 @@ expect_rc "clean: list" 0 "$CAIRN" list --json
 expect_py "clean: what is left" '[(v["version"], v["l1"]["ranks"], v["l3"]["state"]) for v in j["versions"]] == [(10, 0, "incomplete"), (9, 4, "committed"), (8, 4, "committed")]'
 expect_rc "clean: the newest good version still verifies" 0 "$CAIRN" verify 8
 expect_rc "clean again: nothing to remove" 0 "$CAIRN" clean
-expect_in "clean again: nothing to remove" "$WORK/out" "nothing to remove"
+expect_in "clean again: nothing to remove" "$WORK/err" "cairn clean: nothing to remove"
 
 # ---- job h: the history of a job that lost a node -----------------------------------------------
 # Node 1 is killed after checkpoint 6 and the relaunch restarts from L2. Only 2 versions stay at each

@@ -163,6 +163,7 @@ snapshot = "cow"
 redundancy = "rs"
 set_size = 8
 rs_parity = 3
+l2_every = 2
 flush_every = 0
 keep_flushed = 5
 files_per_node = 2
@@ -183,6 +184,7 @@ exchange_chunk = 8388608
 job = "heat2d"
 app_name = "heat2d-v2"
 adopt = true
+restart_version = 7
 lease_seconds = 30
 service = "ckpt0-ib:7700"
 service_mode = "push"
@@ -204,6 +206,7 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.redundancy, Redundancy::rs);
   EXPECT_EQ(c.set_size, 8);
   EXPECT_EQ(c.rs_parity, 3);
+  EXPECT_EQ(c.l2_every, 2);
   EXPECT_EQ(c.flush_every, 0);
   EXPECT_EQ(c.keep_flushed, 5);
   EXPECT_EQ(c.files_per_node, 2);
@@ -224,6 +227,7 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.job, "heat2d");
   EXPECT_EQ(c.app_name, "heat2d-v2");
   EXPECT_TRUE(c.adopt);
+  EXPECT_EQ(c.restart_version, 7u);
   EXPECT_EQ(c.lease_seconds, 30.0);
   EXPECT_EQ(c.service, "ckpt0-ib:7700");
   EXPECT_EQ(c.service_mode, ServiceMode::push);
@@ -416,11 +420,15 @@ TEST_F(ConfigValues, Integers) {
   EXPECT_NE(error_of(r).find("out of range"), std::string::npos);
 }
 
-TEST_F(ConfigValues, Floats) {
+// The *_seconds knobs are durations (base/units.hpp): seconds, or with units.
+TEST_F(ConfigValues, Durations) {
   EXPECT_EQ(env_only("CAIRN_INTERVAL_SECONDS", "90").interval_seconds, 90.0);
   EXPECT_EQ(env_only("CAIRN_INTERVAL_SECONDS", "0.25").interval_seconds, 0.25);
   EXPECT_EQ(env_only("CAIRN_HALT_SECONDS", "1e3").halt_seconds, 1000.0);
-  for (const char* bad : {"-1", "-0.5", "soon", "nan", "inf", "1.5s", "1,5"})
+  EXPECT_EQ(env_only("CAIRN_INTERVAL_SECONDS", "1.5s").interval_seconds, 1.5);
+  EXPECT_EQ(env_only("CAIRN_HALT_SECONDS", "5m").halt_seconds, 300.0);
+  EXPECT_EQ(env_only("CAIRN_MTBF_SECONDS", "1d12h").mtbf_seconds, 129600.0);
+  for (const char* bad : {"-1", "-0.5", "soon", "nan", "inf", "1,5", "5 parsecs"})
     EXPECT_NE(env_error("CAIRN_INTERVAL_SECONDS", bad).find(">= 0"), std::string::npos) << bad;
 
   auto r = load_text("interval_seconds = 60\nhalt_seconds = 2.5\n");  // integers are fine for floats
@@ -429,7 +437,11 @@ TEST_F(ConfigValues, Floats) {
   EXPECT_EQ(r->config.halt_seconds, 2.5);
   EXPECT_NE(error_of(load_text("halt_seconds = -2.0\n")).find("out of range"), std::string::npos);
   EXPECT_NE(error_of(load_text("halt_seconds = inf\n")).find("finite"), std::string::npos);
-  EXPECT_NE(error_of(load_text("halt_seconds = \"5\"\n")).find("without quotes"), std::string::npos);
+  auto quoted = load_text("halt_seconds = \"5m\"\nlease_seconds = \"90\"\n");  // a duration may be a string
+  ASSERT_TRUE(quoted.is_ok()) << quoted.status().message();
+  EXPECT_EQ(quoted->config.halt_seconds, 300.0);
+  EXPECT_EQ(quoted->config.lease_seconds, 90.0);
+  EXPECT_NE(error_of(load_text("halt_seconds = \"soon\"\n")).find("not a duration"), std::string::npos);
 }
 
 TEST_F(ConfigValues, Bools) {
@@ -481,7 +493,11 @@ TEST_F(ConfigValues, Sizes) {
     EXPECT_NE(env_error("CAIRN_CHUNK_SIZE", bad).find("4K..1G, a multiple of 64"), std::string::npos)
         << bad;
   EXPECT_NE(env_error("CAIRN_CHUNK_SIZE", "4100").find("multiple of 64"), std::string::npos);
-  for (const char* bad : {"1.5M", "1MB", "M", "-4K", "1 M", "4T", "99999999999999999999G"})
+  // One size syntax (base/units.hpp): KB and fractions that make whole bytes are sizes too.
+  EXPECT_EQ(env_only("CAIRN_CHUNK_SIZE", "1.5M").chunk_size, 3u << 19);
+  EXPECT_EQ(env_only("CAIRN_CHUNK_SIZE", "1MB").chunk_size, 1u << 20);
+  EXPECT_EQ(env_only("CAIRN_CHUNK_SIZE", "1 M").chunk_size, 1u << 20);
+  for (const char* bad : {"M", "-4K", "4T", "99999999999999999999G", "0.3K", "1X"})
     EXPECT_NE(env_error("CAIRN_CHUNK_SIZE", bad).find("chunk_size"), std::string::npos) << bad;
   EXPECT_NE(env_error("CAIRN_EXCHANGE_CHUNK", "32K").find("64K..1G"), std::string::npos);
 

@@ -94,6 +94,20 @@ TEST(PrefixOwner, IdentityRules) {
   EXPECT_EQ(decide_identity(other, me, false, false, "/p").check, IdentityCheck::first) << "nothing to protect";
 }
 
+// A cache with versions under a prefix without an identity: an earlier job's, whose prefix was removed.
+TEST(PrefixOwner, OrphanCacheIsRefusedUnlessAdopted) {
+  PrefixIdentity me{"heat", "heat2d"};
+  auto refused = decide_identity(std::nullopt, me, false, false, "/p", "/dev/shm/cairn-p-1234");
+  EXPECT_EQ(refused.check, IdentityCheck::refuse);
+  EXPECT_NE(refused.why.find("cairn clean --cache /p"), std::string::npos) << refused.why;
+  EXPECT_NE(refused.why.find("/dev/shm/cairn-p-1234"), std::string::npos) << refused.why;
+  EXPECT_NE(refused.why.find("CAIRN_ADOPT"), std::string::npos) << refused.why;
+  EXPECT_EQ(decide_identity(std::nullopt, me, false, true, "/p", "/dev/shm/c").check, IdentityCheck::adopt);
+  EXPECT_EQ(decide_identity(me, me, true, false, "/p", "/dev/shm/c").check, IdentityCheck::same)
+      << "the prefix records this job: its cache is its own";
+  EXPECT_EQ(decide_identity(std::nullopt, me, false, false, "/p", "").check, IdentityCheck::first);
+}
+
 TEST(PrefixOwner, LeaseOnRealFiles) {
   std::string dir = "/tmp/cairn-unit-lease-" + std::to_string(getpid());
   fs::remove_tree(dir).ignore();
@@ -102,23 +116,23 @@ TEST(PrefixOwner, LeaseOnRealFiles) {
   std::vector<std::string> notes;
   PrefixHolder a = holder("thishost", getpid(), "launch-a");
   PrefixLease la;
-  ASSERT_TRUE(la.acquire(owner, identity, a, {"heat", "heat2d"}, false, false, dir, &notes).is_ok());
+  ASSERT_TRUE(la.acquire(owner, identity, a, {"heat", "heat2d"}, false, false, dir, "", &notes).is_ok());
   // A second job while the first holds it (its pid runs here): refused.
   PrefixHolder b = holder("thishost", getpid() + 1, "launch-b");
   b.pid = getppid();  // a live process that is not the holder
   b.launch = "launch-b";
   PrefixLease lb;
-  Status refused = lb.acquire(owner, identity, b, {"heat", "heat2d"}, true, false, dir, &notes);
+  Status refused = lb.acquire(owner, identity, b, {"heat", "heat2d"}, true, false, dir, "", &notes);
   EXPECT_EQ(refused.code(), Code::ERR_PREFIX_IN_USE) << refused.message();
   // Released at the end: the next job takes it.
   la.release();
   EXPECT_FALSE(fs::exists(owner));
-  ASSERT_TRUE(lb.acquire(owner, identity, b, {"heat", "heat2d"}, true, false, dir, &notes).is_ok());
+  ASSERT_TRUE(lb.acquire(owner, identity, b, {"heat", "heat2d"}, true, false, dir, "", &notes).is_ok());
   // A job of another identity on a prefix with versions: refused even with no holder.
   lb.release();
   PrefixLease lc;
   Status other = lc.acquire(owner, identity, holder("thishost", getpid(), "launch-c"), {"heat", "other"}, true, false,
-                            dir, &notes);
+                            dir, "", &notes);
   EXPECT_EQ(other.code(), Code::ERR_PREFIX_IN_USE) << other.message();
   fs::remove_tree(dir).ignore();
 }

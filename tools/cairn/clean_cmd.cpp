@@ -1,4 +1,4 @@
-// `cairn clean [PREFIX] [--keep N] [--level l1|l3|all] [--dry-run] [--config FILE]`: removes older
+// `cairn clean [PREFIX] [--keep N] [--level l1|l3|all] [--cache] [--dry-run] [--config FILE]`: removes older
 // versions, level by level, but never the newest good one (complete at that level and verified by
 // reading it back) nor anything newer than it; removes L3 directories without COMMIT that are older
 // than the newest committed version. Prints what it removes.
@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "base/fsutil.hpp"
+#include "base/version_index.hpp"
 #include "inventory.hpp"
 
 namespace cairn::tool {
@@ -24,22 +27,51 @@ namespace {
 struct CleanOptions {
   std::string prefix, config_path, level = "all";
   int keep = 1;
-  bool dry_run = false;
+  bool dry_run = false, cache = false, json = false;
 };
+
+// What clean says: its lines for people on stdout, or with --json on stderr and, with what it removed,
+// in one JSON document on stdout at the end.
+struct CleanReport {
+  bool json = false;
+  nlohmann::json removed = nlohmann::json::array(), notes = nlohmann::json::array(),
+                 errors = nlohmann::json::array();
+  void line(const std::string& text) {
+    fprintf(json ? stderr : stdout, "cairn clean: %s\n", text.c_str());
+    notes.push_back(text);
+  }
+  void error(const std::string& text) {
+    print_error("clean", text);
+    errors.push_back(text);
+  }
+};
+
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* f, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, f);
+  vsnprintf(buf, sizeof buf, f, ap);
+  va_end(ap);
+  return buf;
+}
 
 struct Cleaner {
   const CleanOptions& o;
   const Inventory& inv;
+  CleanReport& report;
+  const VersionIndex& index;  // skipped versions (cairn index) are neither a good version nor removed
   bool failed = false;
   int removed = 0;
 
   void say(const std::string& what) {
-    printf("cairn clean: %s%s\n", o.dry_run ? "would remove " : "removed ", what.c_str());
+    fprintf(o.json ? stderr : stdout, "cairn clean: %s%s\n", o.dry_run ? "would remove " : "removed ", what.c_str());
+    report.removed.push_back(what);
     ++removed;
   }
   void check(const Status& st) {
     if (!st.is_ok()) {
-      print_error("clean", st.message());
+      report.error(st.message());
       failed = true;
     }
   }
@@ -51,8 +83,8 @@ struct Cleaner {
     for (const VersionInfo* v : complete) {
       LevelCheck c = check(*v);
       if (c.state == LevelCheck::State::good) return v->version;
-      printf("cairn clean: %s version %llu is not good (%s); looking at older ones\n", level,
-             static_cast<unsigned long long>(v->version), c.error.c_str());
+      report.line(fmt("%s version %llu is not good (%s); looking at older ones", level,
+                      static_cast<unsigned long long>(v->version), c.error.c_str()));
     }
     return 0;
   }
@@ -60,7 +92,7 @@ struct Cleaner {
   void clean_l1() {
     std::vector<const VersionInfo*> present, complete;
     for (const auto& [ver, v] : inv.versions) {
-      if (v.l1.empty()) continue;
+      if (v.l1.empty() || index.skip.count(ver)) continue;
       present.push_back(&v);
       if (v.l1_complete()) complete.push_back(&v);
     }
@@ -73,13 +105,13 @@ struct Cleaner {
       good = newest_good(complete, "L1", [&](const VersionInfo& v) { return check_l1(v, &progress); });
     }
     if (!good) {
-      printf("cairn clean: L1: no version is complete and good in the cache visible here; L1 left alone\n");
+      report.line("L1: no version is complete and good in the cache visible here; L1 left alone");
       return;
     }
     std::set<uint64_t> keep{good};
     for (size_t i = 0; i < complete.size() && i < static_cast<size_t>(o.keep); ++i) keep.insert(complete[i]->version);
-    printf("cairn clean: L1: newest good version %llu; keeping %s\n", static_cast<unsigned long long>(good),
-           join(keep).c_str());
+    report.line(fmt("L1: newest good version %llu; keeping %s", static_cast<unsigned long long>(good),
+                    join(keep).c_str()));
     std::set<std::string> touched;
     std::set<uint64_t> dropped;
     for (const VersionInfo* v : present) {
@@ -106,8 +138,8 @@ struct Cleaner {
   void release_slots(const std::set<std::string>& dirs, const std::set<uint64_t>& dropped) {
     if (dirs.empty()) return;
     if (!job_not_running(inv.layout)) {
-      printf("cairn clean: slots kept: the job state (%s) says the job has not finished\n",
-             inv.layout.state_file().c_str());
+      report.line(fmt("slots kept: the job state (%s) says the job has not finished",
+                      inv.layout.state_file().c_str()));
       return;
     }
     for (const auto& dir : dirs) {
@@ -163,7 +195,7 @@ struct Cleaner {
     std::vector<const VersionInfo*> committed;
     size_t dirs = 0;
     for (const auto& [ver, v] : inv.versions) {
-      if (!v.l3.present) continue;
+      if (!v.l3.present || index.skip.count(ver)) continue;
       ++dirs;
       if (v.l3.committed) committed.push_back(&v);
     }
@@ -186,17 +218,17 @@ struct Cleaner {
         Progress progress("clean: verifying L3", total);
         good = newest_good(committed, "L3", [&](const VersionInfo& v) { return check_l3(inv.layout, v, &progress); });
       }
-      if (!good) printf("cairn clean: L3: no committed version is good; committed versions left alone\n");
+      if (!good) report.line("L3: no committed version is good; committed versions left alone");
     }
     if (good) {
       keep.insert(good);
       for (size_t i = 0; i < committed.size() && i < static_cast<size_t>(o.keep); ++i)
         keep.insert(committed[i]->version);
-      printf("cairn clean: L3: newest good version %llu; keeping %s\n", static_cast<unsigned long long>(good),
-             join(keep).c_str());
+      report.line(fmt("L3: newest good version %llu; keeping %s", static_cast<unsigned long long>(good),
+                      join(keep).c_str()));
     }
     for (const auto& [ver, v] : inv.versions) {
-      if (!v.l3.present) continue;
+      if (!v.l3.present || index.skip.count(ver)) continue;
       if (!v.l3.committed) {
         if (ver < newest_committed) remove_dir(v, "incomplete");
       } else if (good && ver < good && !keep.count(ver)) {
@@ -212,27 +244,93 @@ struct Cleaner {
   }
 };
 
+// --cache: the job's whole L1 cache as this machine sees it goes, every version of every node directory
+// here. Refused while the job runs, and while the prefix records the job and its cache holds a version
+// newer than the newest committed at L3 (the only copy of it: flush it first, or use --level l1). A cache
+// whose prefix holds no record of it (the prefix was removed: base/prefix_owner.hpp) is not this
+// prefix's checkpoint and may go.
+int clean_cache(const CleanOptions& o, const Inventory& inv, CleanReport& report) {
+  const Layout& l = inv.layout;
+  if (!fs::exists(l.cache_job)) {
+    fprintf(stderr, "cairn clean: nothing to clean: no cache %s on this node\n", l.cache_job.c_str());
+    return kExitOk;
+  }
+  if (!job_not_running(l)) {
+    report.error("--cache: the job state (" + l.state_file() + ") says the job has not finished; its cache is in use");
+    return kExitFailure;
+  }
+  if (fs::exists(l.identity_file())) {
+    uint64_t newest_l1 = 0, newest_l3 = 0;
+    for (const auto& [ver, v] : inv.versions) {
+      if (v.l1_complete()) newest_l1 = std::max(newest_l1, ver);
+      if (v.l3.committed) newest_l3 = std::max(newest_l3, ver);
+    }
+    if (newest_l1 > newest_l3) {
+      report.error("--cache: the cache holds version " + std::to_string(newest_l1) +
+                   ", newer than anything committed in " + l.prefix +
+                   " (the job's last good checkpoint): flush it first (cairn flush), or remove older versions only "
+                   "(--level l1)");
+      return kExitFailure;
+    }
+  }
+  if (!o.dry_run) {
+    Status st = fs::remove_tree(l.cache_job);
+    if (!st.is_ok()) {
+      report.error(st.message());
+      return kExitFailure;
+    }
+  }
+  fprintf(o.json ? stderr : stdout, "cairn clean: %s the cache %s\n", o.dry_run ? "would remove" : "removed",
+          l.cache_job.c_str());
+  report.removed.push_back("the cache " + l.cache_job);
+  return kExitOk;
+}
+
+int clean(const CleanOptions& o, const Inventory& inv, CleanReport& report) {
+  if (o.cache) return clean_cache(o, inv, report);
+  if (inv.versions.empty()) {
+    fprintf(stderr, "cairn clean: nothing to clean: no checkpoints in %s or in the cache %s\n",
+            inv.layout.prefix.c_str(), inv.layout.cache_job.c_str());
+    return kExitOk;
+  }
+  auto index = read_index(inv.layout.index_file());
+  if (!index) {
+    report.error(index.status().message() + "; nothing removed");
+    return kExitFailure;
+  }
+  Cleaner cleaner{o, inv, report, *index};
+  if (o.level != "l3") cleaner.clean_l1();
+  if (o.level != "l1") cleaner.clean_l3();
+  if (cleaner.removed == 0 && !cleaner.failed) fprintf(stderr, "cairn clean: nothing to remove\n");
+  return cleaner.failed ? kExitFailure : kExitOk;
+}
+
 int run_clean(const CleanOptions& o) {
   if (o.keep < 1) {
     print_error("clean", "--keep must be at least 1 (the newest good version is never removed)");
     return kExitUsage;
   }
-  auto ctx = load_tool_context("clean", o.config_path, o.prefix);
+  auto ctx = load_tool_context("clean", o.config_path, o.prefix, /*prefix_must_exist=*/!o.cache);
   if (!ctx) {
     print_error("clean", ctx.status().message());
     return kExitUsage;
   }
   Inventory inv = scan_inventory(ctx->layout);
-  if (inv.versions.empty()) {
-    printf("cairn clean: nothing to clean: no checkpoints in %s or in the cache %s\n", inv.layout.prefix.c_str(),
-           inv.layout.cache_job.c_str());
-    return kExitOk;
-  }
-  Cleaner cleaner{o, inv};
-  if (o.level != "l3") cleaner.clean_l1();
-  if (o.level != "l1") cleaner.clean_l3();
-  if (cleaner.removed == 0 && !cleaner.failed) printf("cairn clean: nothing to remove\n");
-  return cleaner.failed ? kExitFailure : kExitOk;
+  CleanReport report;
+  report.json = o.json;
+  const int status = clean(o, inv, report);
+  if (o.json)
+    printf("%s\n", nlohmann::json{{"prefix", inv.layout.prefix},
+                                   {"cache", inv.layout.cache_job},
+                                   {"level", o.cache ? "cache" : o.level},
+                                   {"dry_run", o.dry_run},
+                                   {"removed", report.removed},
+                                   {"notes", report.notes},
+                                   {"errors", report.errors},
+                                   {"exit_status", status}}
+                        .dump(2)
+                        .c_str());
+  return status;
 }
 
 }  // namespace
@@ -246,15 +344,21 @@ Command add_clean_command(CLI::App& root) {
   app->add_option("--level", o->level, "Levels to clean: l1 (the cache visible here), l3 (the prefix) or all")
       ->check(CLI::IsMember({"l1", "l3", "all"}))
       ->type_name("LEVEL");
+  app->add_flag("--cache", o->cache,
+                "Remove the job's whole L1 cache on this node (every version; refused while the job runs or "
+                "when it holds a version not yet flushed to the prefix)");
   app->add_flag("--dry-run", o->dry_run, "Print what would be removed, remove nothing");
+  app->add_flag("--json", o->json, "Print JSON: what was removed, notes, errors, exit status (the lines go to stderr)");
   app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")
       ->type_name("FILE");
   app->footer(
       "At each level the newest good version (complete there, and every chunk verified) and every newer\n"
       "version are kept, with the N newest complete ones; older versions are removed (at L1 with their L2\n"
       "data). L3 directories without COMMIT older than the newest committed version are removed too.\n"
-      "Exit status: 0 (also when there is nothing to remove), 1 a removal failed, 2 bad options.");
-  set_usage(app, "cairn clean [PREFIX] [--keep N] [--level l1|l3|all] [--dry-run] [--config FILE]");
+      "--cache removes the job's cache directory on this node (run it on every node that ran the job):\n"
+      "how to start afresh after removing a prefix, whose cache is otherwise refused at the next launch.\n"
+      "Exit status: 0 (also when there is nothing to remove), 1 a removal failed or was refused, 2 bad options.");
+  set_usage(app, "cairn clean [PREFIX] [--keep N] [--level l1|l3|all] [--cache] [--dry-run] [--json] [--config FILE]");
   Command cmd;
   cmd.app = app;
   cmd.run = [o](const Invocation&) { return run_clean(*o); };

@@ -35,6 +35,7 @@ Command add_show_command(CLI::App& root);
 Command add_verify_command(CLI::App& root);
 Command add_flush_command(CLI::App& root);
 Command add_clean_command(CLI::App& root);
+Command add_index_command(CLI::App& root);
 Command add_watch_command(CLI::App& root);
 Command add_plot_command(CLI::App& root);
 Command add_migrate_command(CLI::App& root);

@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
 #include "base/fsutil.hpp"
+#include "cli_style.hpp"
 #include "scr_params.hpp"
 
 namespace cairn::tool {
@@ -35,15 +37,33 @@ std::string executable_dir() {
 Result<LoadedConfig> load_job_config(const std::string& config_path, const std::string& who) {
   // SCR's parameters (SCR_PREFIX, SCR_CACHE_BASE, ...) name an SCR code's prefix and cache: the tools and
   // the jobs they start see them as CAIRN_* variables, below the user's own (docs/scr.md).
-  scr::export_cairn_variables();
+  // A value that came from SCR is reported under the SCR name the user wrote, and SCR's warnings (an
+  // unknown parameter, a value cairn does not accept: ignored, as SCR_Init ignores them) are printed as
+  // SCR_Init prints them, never dropped.
+  const scr::Exported& scr = scr::export_cairn_variables();
+  for (const auto& w : scr.warnings) fprintf(stderr, "cairn %s: warning: SCR: %s\n", who.c_str(), w.c_str());
+  auto scr_names = [&](std::string text) {
+    for (const auto& [env, param] : scr.origin) {
+      const std::string from = "environment variable " + env;
+      for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + 1)) {
+        const size_t end = at + from.size();
+        if (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) continue;
+        const std::string as = "SCR parameter " + param + " (as " + env + ")";
+        text.replace(at, from.size(), as);
+        at += as.size() - 1;
+      }
+    }
+    return text;
+  };
   std::vector<std::string> names = process_env_cairn_names();
   const auto& ours = tool_variables();
   std::erase_if(names, [&](const std::string& n) {
     return std::find(ours.begin(), ours.end(), n) != ours.end();
   });
   auto loaded = load_config(config_path.empty() ? nullptr : config_path.c_str(), process_env(), names);
-  if (loaded)
-    for (const auto& w : loaded->warnings) fprintf(stderr, "cairn %s: warning: %s\n", who.c_str(), w.c_str());
+  if (!loaded) return Status(loaded.status().code(), scr_names(loaded.status().message()));
+  for (auto& o : loaded->origins) o = scr_names(o);
+  for (const auto& w : loaded->warnings) fprintf(stderr, "cairn %s: warning: %s\n", who.c_str(), scr_names(w).c_str());
   return loaded;
 }
 
@@ -93,7 +113,7 @@ std::string join_quoted(const std::vector<std::string>& words) {
 }
 
 namespace {
-class FixedUsageFormatter : public CLI::Formatter {
+class FixedUsageFormatter : public cli::HelpFormatter {
  public:
   explicit FixedUsageFormatter(std::string usage) : usage_(std::move(usage)) {}
   std::string make_usage(const CLI::App*, std::string) const override { return "Usage: " + usage_ + "\n"; }

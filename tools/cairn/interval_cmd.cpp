@@ -1,5 +1,7 @@
 // `cairn interval --mtbf T --checkpoint-cost C [--restart-cost R] [--work W] [--levels C1:M1,...]
-// [--json]`: how often to checkpoint, from Young's and Daly's formulas (src/policy/interval.hpp).
+// [--write FILE] [--json]`: how often to checkpoint, from Young's and Daly's formulas (src/policy/interval.hpp).
+#include <fcntl.h>
+
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -11,6 +13,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "base/fsutil.hpp"
 #include "policy/interval.hpp"
 
 namespace cairn::tool {
@@ -19,9 +22,44 @@ namespace {
 using policy::format_duration;
 
 struct IntervalOptions {
-  std::string mtbf, checkpoint_cost, restart_cost, work, levels;
+  std::string mtbf, checkpoint_cost, restart_cost, work, levels, write;
   bool json = false;
 };
+
+// The multilevel plan in cairn's knobs: two levels are the cache with its redundancy and the flush
+// (l2_every = 1); three are the cache, the redundancy and the flush. flush_every counts versions, so it
+// is the product of the ratios up to level 3.
+struct PlanKnobs {
+  double interval_seconds = 0;
+  uint64_t l2_every = 1, flush_every = 1;
+};
+Result<PlanKnobs> plan_knobs(const policy::MultilevelPlan& plan) {
+  const size_t n = plan.levels.size();
+  if (n < 2 || n > 3)
+    return make_error(Code::ERR_INVALID_ARG,
+                      "--levels gives %zu level(s): cairn's knobs take a plan of 2 (cache with redundancy, file "
+                      "system) or 3 (cache, redundancy, file system)",
+                      n);
+  PlanKnobs k;
+  k.interval_seconds = std::round(plan.levels[0].period * 10) / 10;
+  if (n == 2) {
+    k.flush_every = plan.levels[1].every;
+  } else {
+    k.l2_every = plan.levels[1].every;
+    k.flush_every = plan.levels[1].every * plan.levels[2].every;
+  }
+  return k;
+}
+
+std::string knobs_toml(const PlanKnobs& k, const std::string& levels) {
+  char buf[512];
+  snprintf(buf, sizeof buf,
+           "# cairn interval --levels \"%s\" (docs/intervals.md)\ninterval = \"fixed\"\ninterval_seconds = %.1f\n"
+           "l2_every = %llu\nflush_every = %llu\n",
+           levels.c_str(), k.interval_seconds, static_cast<unsigned long long>(k.l2_every),
+           static_cast<unsigned long long>(k.flush_every));
+  return buf;
+}
 
 // What was asked, parsed and checked.
 struct Inputs {
@@ -229,6 +267,10 @@ Command add_interval_command(CLI::App& root) {
                   "Per-level checkpoint cost and MTBF of the failures needing that level or higher, cheapest "
                   "level first: the multilevel plan")
       ->type_name("C1:M1,C2:M2,...");
+  app->add_option("--write", opts->write,
+                  "With --levels: write the plan's knobs (interval_seconds, l2_every, flush_every) to FILE, a\n"
+                  "new config file (TOML; an existing file is not overwritten)")
+      ->type_name("FILE");
   app->add_flag("--json", opts->json, "Print one JSON object (times in seconds)");
   app->footer("Durations: a number of seconds or with a unit, e.g. 250ms, 90s, 15m, 1.5h, 2d, 1w.\n"
               "Formulas and assumptions: docs/intervals.md. Exit status: 0, or 2 for bad input.");
@@ -261,10 +303,49 @@ Command add_interval_command(CLI::App& root) {
       }
       plan = p.value();
     }
-    if (opts->json)
-      printf("%s\n", to_json(in.value(), est, work, plan).dump(2).c_str());
-    else
+    std::optional<PlanKnobs> knobs;
+    if (plan) {
+      auto k = plan_knobs(*plan);
+      if (k) knobs = *k;
+      else if (!opts->write.empty()) {
+        print_error("interval", k.status().message());
+        return kExitUsage;
+      }
+    } else if (!opts->write.empty()) {
+      print_error("interval", "--write needs --levels: it writes the multilevel plan's knobs");
+      return kExitUsage;
+    }
+    if (!opts->write.empty()) {
+      // Never over a user's config: a new file, created exclusively.
+      if (fs::exists(opts->write)) {
+        print_error("interval", "--write " + opts->write + ": the file exists; give a new one");
+        return kExitFailure;
+      }
+      auto fd = fs::open_file(opts->write, O_WRONLY | O_CREAT | O_EXCL, 0644);
+      if (!fd) {
+        print_error("interval", "--write " + opts->write + ": " + fd.status().message());
+        return kExitFailure;
+      }
+      const std::string text = knobs_toml(*knobs, opts->levels);
+      Status st = fs::pwrite_all(fd->get(), text.data(), text.size(), 0, opts->write);
+      if (!st.is_ok()) {
+        print_error("interval", st.message());
+        return kExitFailure;
+      }
+    }
+    if (opts->json) {
+      nlohmann::json j = to_json(in.value(), est, work, plan);
+      if (knobs)
+        j["config"] = {{"interval_seconds", knobs->interval_seconds},
+                       {"l2_every", knobs->l2_every},
+                       {"flush_every", knobs->flush_every}};
+      printf("%s\n", j.dump(2).c_str());
+    } else {
       print_text(in.value(), est, work, plan);
+      if (knobs)
+        printf("\nAs cairn's knobs%s:\n%s", opts->write.empty() ? " (--write FILE writes them)" : (" (written to " + opts->write + ")").c_str(),
+               knobs_toml(*knobs, opts->levels).c_str());
+    }
     return kExitOk;
   };
   return cmd;

@@ -155,12 +155,19 @@ void scan_l3(Inventory& inv) {
 }  // namespace
 
 Result<ToolContext> load_tool_context(const std::string& who, const std::string& config_path,
-                                      const std::string& prefix) {
+                                      const std::string& prefix, bool prefix_must_exist) {
   auto loaded = load_job_config(config_path.empty() ? std::string() : fs::absolute(config_path), who);
   if (!loaded) return loaded.status();
   ToolContext ctx;
   ctx.config = loaded->config;
-  if (!prefix.empty()) ctx.config.prefix = prefix;
+  if (!prefix.empty()) {
+    // A prefix named on the command line must be there: a typo is not an empty prefix. (The configured
+    // one may not exist yet: no job has run.)
+    if (prefix_must_exist && !is_dir(prefix))
+      return make_error(Code::ERR_INVALID_ARG, "%s: %s", prefix.c_str(),
+                        fs::exists(prefix) ? "not a directory" : "no such directory (PREFIX names a job's prefix)");
+    ctx.config.prefix = prefix;
+  }
   ctx.layout = make_layout(ctx.config);
   return ctx;
 }
@@ -381,6 +388,39 @@ void note_bad(LevelCheck* out, const std::string& message) {
 
 }  // namespace
 
+LevelVerdict l1_verdict(const VersionInfo& v) {
+  if (v.l1.empty()) return {};
+  for (const auto& c : v.l1)
+    if (!c.record_error.empty())
+      return {LevelVerdict::State::damaged, "rank " + std::to_string(c.rank) + " (" + node_rank(c) + "): " + c.record_error};
+  if (!v.l1_complete()) {
+    std::vector<uint32_t> missing;
+    for (uint32_t r = 0; r < v.nranks(); ++r)
+      if (!v.l1_copy(r)) missing.push_back(r);
+    return {LevelVerdict::State::incomplete,
+            "no record here for rank" + std::string(missing.size() > 1 ? "s " : " ") + rank_ranges(missing)};
+  }
+  return {LevelVerdict::State::complete, ""};
+}
+
+LevelVerdict l3_verdict(const VersionInfo& v) {
+  if (!v.l3.present) return {};
+  if (!v.l3.commit_error.empty()) return {LevelVerdict::State::damaged, "unreadable COMMIT: " + v.l3.commit_error};
+  if (!v.l3.committed) return {LevelVerdict::State::incomplete, "no COMMIT: never read by a restart"};
+  if (!v.l3.errors.empty()) return {LevelVerdict::State::damaged, "unreadable manifest: " + v.l3.errors.front()};
+  return {LevelVerdict::State::complete, ""};
+}
+
+const char* verdict_name(const LevelVerdict& v, bool l3) {
+  switch (v.state) {
+    case LevelVerdict::State::absent: return "absent";
+    case LevelVerdict::State::incomplete: return "incomplete";
+    case LevelVerdict::State::damaged: return "damaged";
+    case LevelVerdict::State::complete: return l3 ? "committed" : "complete";
+  }
+  return "?";
+}
+
 LevelCheck check_l1(const VersionInfo& v, Progress* progress) {
   LevelCheck out;
   out.nranks = v.nranks();
@@ -422,10 +462,11 @@ LevelCheck check_l1(const VersionInfo& v, Progress* progress) {
 LevelCheck check_l3(const Layout& layout, const VersionInfo& v, Progress* progress) {
   LevelCheck out;
   out.nranks = v.nranks();
-  if (!v.l3.present) return out;
-  if (!v.l3.committed) {
-    out.state = LevelCheck::State::incomplete;
-    out.error = v.l3.commit_error.empty() ? "not committed (no COMMIT): never read by a restart" : v.l3.commit_error;
+  LevelVerdict verdict = l3_verdict(v);
+  if (verdict.state == LevelVerdict::State::absent) return out;
+  if (!v.l3.committed) {  // a damaged COMMIT is bad; no COMMIT, incomplete (the inventory's one verdict)
+    out.state = verdict.state == LevelVerdict::State::damaged ? LevelCheck::State::bad : LevelCheck::State::incomplete;
+    out.error = verdict.why;
     return out;
   }
   out.nranks = v.l3.commit.nranks;

@@ -25,13 +25,15 @@ constexpr int kExitStall = 4;    // `cairn watch --stall S`: no new checkpoint f
 
 // The job's configuration and layout as `cairn run` and the library derive them: defaults, the config
 // file (`config_path`, else CAIRN_CONFIG), CAIRN_* variables; a non-empty `prefix` overrides the
-// configured one (and with it the derived job name, as it would for the job). Errors: ERR_CONFIG.
+// configured one (and with it the derived job name, as it would for the job). Errors: ERR_CONFIG;
+// ERR_INVALID_ARG for a `prefix` that is not a directory, unless !prefix_must_exist (`cairn watch` waits
+// for a job to create it, `cairn clean --cache` cleans after a removed one).
 struct ToolContext {
   Config config;
   Layout layout;
 };
 Result<ToolContext> load_tool_context(const std::string& who, const std::string& config_path,
-                                      const std::string& prefix);
+                                      const std::string& prefix, bool prefix_must_exist = true);
 
 // One rank directory of the cache that holds a file of a version (record, marker or set record).
 struct L1Copy {
@@ -95,6 +97,22 @@ struct Inventory {
   std::vector<std::string> nodes;                                    // node directories under layout.cache_job
   std::map<uint64_t, VersionInfo, std::greater<uint64_t>> versions;  // newest first
 };
+
+// What the inventory alone (records, COMMIT, manifests; no data read) says of a version at a level: the
+// one verdict that list, show, index and verify give (verify then reads the data of what is complete).
+struct LevelVerdict {
+  enum class State { absent, incomplete, damaged, complete };
+  State state = State::absent;
+  std::string why;  // incomplete or damaged: why, in one line
+};
+// L1 (the cache visible here): damaged when a rank's record cannot be read, incomplete when ranks are
+// missing here, complete when every rank has a readable record.
+LevelVerdict l1_verdict(const VersionInfo& v);
+// L3: damaged when COMMIT or a manifest of a committed version cannot be read, incomplete without COMMIT
+// (never read by a restart), complete (committed) otherwise.
+LevelVerdict l3_verdict(const VersionInfo& v);
+// "absent", "incomplete", "damaged", and "complete" (L1) or "committed" (L3).
+const char* verdict_name(const LevelVerdict& v, bool l3);
 
 // Reads every record, marker, set record, COMMIT and L3 manifest (not the data). Never fails: what
 // cannot be read is recorded in the VersionInfo (record_error, l2_errors, l3.errors).

@@ -20,6 +20,7 @@ struct ListOptions {
 
 std::string l1_text(const VersionInfo& v) {
   uint32_t have = v.l1_ranks(), n = v.nranks();
+  if (l1_verdict(v).state == LevelVerdict::State::damaged) return "damaged";
   if (have == 0) return "-";
   return std::to_string(have) + "/" + std::to_string(n);
 }
@@ -33,9 +34,8 @@ std::string l2_text(const VersionInfo& v) {
 }
 
 std::string l3_text(const VersionInfo& v) {
-  if (!v.l3.present) return "-";
-  if (v.l3.committed) return "committed";
-  return v.l3.commit_error.empty() ? "incomplete" : "bad COMMIT";
+  LevelVerdict d = l3_verdict(v);
+  return d.state == LevelVerdict::State::absent ? "-" : verdict_name(d, true);
 }
 
 std::string size_text(const VersionInfo& v) {
@@ -53,10 +53,15 @@ nlohmann::json version_json(const VersionInfo& v, int64_t now) {
   int64_t created = v.created_unix_ns();
   j["created_unix_ns"] = created;
   j["age_seconds"] = created ? nlohmann::json(static_cast<double>(now - created) / 1e9) : nlohmann::json();
-  j["l1"] = {{"ranks", v.l1_ranks()}, {"complete", v.l1_complete()}, {"nodes", v.l1_nodes()}};
+  LevelVerdict d1 = l1_verdict(v), d3 = l3_verdict(v);
+  j["l1"] = {{"ranks", v.l1_ranks()},
+             {"complete", v.l1_complete()},
+             {"nodes", v.l1_nodes()},
+             {"state", verdict_name(d1, false)},
+             {"why", d1.why}};
   j["l2"] = {{"protected_ranks", v.l2_ranks()}, {"complete", v.l2_complete()}, {"scheme", v.scheme()}};
-  std::string l3 = !v.l3.present ? "absent" : v.l3.committed ? "committed" : "incomplete";
-  j["l3"] = {{"state", l3},
+  j["l3"] = {{"state", verdict_name(d3, true)},
+             {"why", d3.why},
              {"manifests", v.l3.manifests.size()},
              {"data_files", v.l3.data_files},
              {"dir", v.l3.present ? v.l3.dir : std::string()}};
@@ -82,7 +87,8 @@ int run_list(const ListOptions& o) {
     return kExitOk;
   }
   if (inv.versions.empty()) {
-    printf("no checkpoints in %s or in the cache %s\n", inv.layout.prefix.c_str(), inv.layout.cache_job.c_str());
+    fprintf(stderr, "cairn list: no checkpoints in %s or in the cache %s\n", inv.layout.prefix.c_str(),
+            inv.layout.cache_job.c_str());
     return kExitOk;
   }
   std::string nodes;
@@ -114,8 +120,10 @@ Command add_list_command(CLI::App& root) {
   app->footer(
       "L1: ranks whose record is in the cache directories visible from this machine, of the job's ranks.\n"
       "L2: 'protected' when every rank has its protected marker (else how many), with the scheme.\n"
-      "L3: committed, incomplete (no COMMIT: never read), or '-'. Size: snapshot bytes over all ranks.\n"
-      "Exit status: 0 (also when there is no checkpoint), 2 for bad options or configuration.");
+      "L3: committed, incomplete (no COMMIT: never read), damaged (an unreadable COMMIT or manifest), or '-'.\n"
+      "Size: snapshot bytes over all ranks. 'cairn show VERSION' says why a version is damaged.\n"
+      "Exit status: 0 (also when there is no checkpoint: said on stderr), 2 for bad options or configuration\n"
+      "(a PREFIX that is not a directory).");
   set_usage(app, "cairn list [PREFIX] [--json] [--config FILE]");
   Command cmd;
   cmd.app = app;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cairn/cairn_version.h"
+#include "cli_style.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 
@@ -25,6 +26,7 @@ constexpr AddCommand kCommands[] = {
     cairn::tool::add_verify_command,
     cairn::tool::add_flush_command,
     cairn::tool::add_clean_command,
+    cairn::tool::add_index_command,
     cairn::tool::add_watch_command,
     cairn::tool::add_plot_command,
     cairn::tool::add_migrate_command,
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"cairn: multilevel checkpoint/restart for MPI applications: the launcher and the tools.",
                "cairn"};
+  cairn::cli::use_help_style(app);  // before the subcommands: they copy it
   app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
   app.footer("Run 'cairn COMMAND --help' for the options of one command.");

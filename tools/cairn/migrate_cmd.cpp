@@ -18,6 +18,7 @@
 #include "base/layout.hpp"
 #include "inventory.hpp"
 #include "migration.hpp"
+#include "cli_units.hpp"
 
 namespace cairn::tool {
 namespace {
@@ -192,9 +193,8 @@ Command add_migrate_command(CLI::App& root) {
       ->check(CLI::Range(2, 1024))
       ->capture_default_str()
       ->type_name("N");
-  app->add_option("--buffer-size", o->buffer_size, "Bytes per buffer, with K/M/G suffixes (default 8M)")
-      ->transform(CLI::AsSizeValue(false))
-      ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 30))
+  app->add_option("--buffer-size", o->buffer_size, "Bytes per buffer, 4K..1G (default 8M)")
+      ->transform(cli::size_value(4096, uint64_t{1} << 30))
       ->type_name("SIZE");
   app->add_option("--transport", o->transport,
                   "How the snapshots travel: local (cairn run copies between the two caches of its machine), fabric "
@@ -203,9 +203,10 @@ Command add_migrate_command(CLI::App& root) {
       ->check(CLI::IsMember({"auto", "local", "fabric"}))
       ->capture_default_str()
       ->type_name("T");
-  app->add_option("--timeout", o->timeout, "Seconds to wait for the migration to finish")
+  app->add_option("--timeout", o->timeout, "How long to wait for the migration to finish")
       ->capture_default_str()
-      ->type_name("S");
+      ->transform(cli::duration_value())
+      ->type_name("DURATION");
   app->add_flag("--no-wait", o->no_wait, "Only place the request");
   app->add_flag("--json", o->json, "Print the outcome as JSON");
   app->footer(

@@ -18,12 +18,14 @@
 #include "base/fsutil.hpp"
 #include "base/log.hpp"
 #include "base/prefix_owner.hpp"
+#include "cache/cache_store.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "launcher.hpp"
 #include "process.hpp"
 #include "run_job.hpp"
 #include "run_migration.hpp"
+#include "cli_units.hpp"
 
 namespace cairn::tool {
 namespace {
@@ -39,7 +41,13 @@ std::string this_run_id() {
 
 // The prefix must not be held by another live job (base/prefix_owner.hpp); the job checks again at
 // cairn_init, this says so before anything is launched.
-Status check_prefix_free(const Layout& layout, const std::string& run_id) {
+// A cache that outlived its prefix (the prefix removed, the cache's name taken from its path) is
+// refused here too, before any rank starts: the job would refuse it at cairn_init.
+Status check_prefix_free(const Layout& layout, const std::string& run_id, bool adopt) {
+  if (!fs::exists(layout.identity_file()) && cache_holds_versions(layout, "")) {
+    IdentityDecision d = decide_identity(std::nullopt, {}, false, adopt, layout.prefix, layout.cache_job);
+    if (d.check == IdentityCheck::refuse) return Status(Code::ERR_PREFIX_IN_USE, "cairn run: " + d.why);
+  }
   if (!fs::exists(layout.owner_file())) return Status::ok();
   auto text = fs::read_file(layout.owner_file());
   auto holder = text ? decode_holder(*text) : Result<PrefixHolder>(text.status());
@@ -115,7 +123,7 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
   // ranks of every attempt carry this run's id, so a relaunch takes the prefix over from its earlier one.
   const std::string run_id = this_run_id();
   setenv("CAIRN_RUN_ID", run_id.c_str(), 1);  // mpirun and srun pass it on to every rank
-  CAIRN_TRY(check_prefix_free(ctx.layout, run_id));
+  CAIRN_TRY(check_prefix_free(ctx.layout, run_id, loaded->config.adopt));
   if (log::level() >= log::Level::info)
     fprintf(stderr, "cairn run: launcher: %s (%s)\n", launcher_name(ctx.spec.launcher), launcher_reason->c_str());
 
@@ -236,7 +244,8 @@ int run_job(const RunContext& start) {
     desk.abandon();
     print_summary(ctx, attempts);
     if (!last_words.empty()) fprintf(stderr, "cairn run: %s\n", last_words.c_str());
-    if (o.scavenge) scavenge(ctx);
+    const std::string scavenged = o.scavenge ? scavenge(ctx) : std::string();
+    if (!o.json_path.empty()) write_summary_json(ctx, attempts, code, last_words, scavenged);
     return code;
   };
   int relaunches = 0;  // after failed attempts (bounded by --retries); migrations do not count
@@ -411,8 +420,10 @@ Command add_run_command(CLI::App& root) {
                 "there; --no-scavenge leaves the caches as they are");
   app->add_option("--stall", o->stall,
                   "End an attempt that has taken no checkpoint and made no progress (no state file or history\n"
-                  "update) for SECONDS, and relaunch it like a failed one (--retries; default 1 with --stall)")
-      ->type_name("SECONDS");
+                  "update) for DURATION (seconds, or 90s, 10m, 1h), and relaunch it like a failed one (--retries;\n"
+                  "default 1 with --stall)")
+      ->transform(cli::duration_value())
+      ->type_name("DURATION");
   app->add_option("--no-spare", o->no_spare,
                   "Once no spare is left: shrink (the default) relaunches on the surviving nodes' ranks only\n"
                   "(refused when the job has private state); oversubscribe keeps every rank and runs the lost\n"
@@ -421,6 +432,10 @@ Command add_run_command(CLI::App& root) {
       ->default_str("shrink")
       ->check(CLI::IsMember({"shrink", "oversubscribe"}))
       ->type_name("MODE");
+  app->add_option("--json", o->json_path,
+                  "Also write the summary as JSON to FILE ('-': stdout, after the job's output): every attempt,\n"
+                  "its restart and newest versions, the scavenge, the exit status")
+      ->type_name("FILE");
   app->add_option("--launcher", o->launcher,
                   "What starts the ranks: srun inside a Slurm allocation, else mpirun (auto, the default;\n"
                   "CAIRN_LAUNCHER sets another default), or mpirun or srun")

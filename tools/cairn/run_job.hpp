@@ -35,6 +35,7 @@ struct RunOptions {
                           // only) or "oversubscribe" (every rank, the lost nodes' on the survivors); "": neither
   double stall = 0;       // --stall: end an attempt without a checkpoint or progress for this long; 0: never
   std::string launcher;   // --launcher: auto, mpirun or srun; empty: CAIRN_LAUNCHER, else auto
+  std::string json_path;  // --json FILE: the summary as JSON there ("-": stdout); empty: none
   std::vector<std::string> stray;  // words before "--" that are no option: a forgotten "--"
 };
 
@@ -98,8 +99,13 @@ std::string why_job_cannot_shrink(const RunContext& ctx);
 
 // ---- the end of the run (run_summary.cpp) -------------------------------------------------------------
 
-// SCR's scavenge: the newest version complete in the surviving caches to L3, unless L3 holds it.
-void scavenge(const RunContext& ctx);
+// SCR's scavenge: the newest version complete in the surviving caches to L3, unless L3 holds it. Returns
+// what it said (its last line, without the tag).
+std::string scavenge(const RunContext& ctx);
 void print_summary(const RunContext& ctx, const std::vector<Attempt>& attempts);
+// --json FILE: the summary as one JSON document (docs/launcher.md), written to FILE ("-": stdout, after
+// the job's own output). `exit_status` is cairn run's; `last_words` why it stopped early, if it did.
+void write_summary_json(const RunContext& ctx, const std::vector<Attempt>& attempts, int exit_status,
+                        const std::string& last_words, const std::string& scavenge_text);
 
 }  // namespace cairn::tool

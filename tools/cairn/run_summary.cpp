@@ -1,6 +1,7 @@
 // The end of `cairn run`: the scavenge (the newest version complete in the surviving caches flushed to
 // L3) and the summary of the attempts (docs/launcher.md).
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "base/fsutil.hpp"
 #include "inventory.hpp"
@@ -61,7 +62,7 @@ Status flush_with_l2(const Layout& layout, const VersionInfo& v, const std::stri
 // already holds it (or a newer one), with the code of `cairn flush` (flush_to_l3). A version whose
 // ranks lost their copy with their node's cache is rebuilt from L2 first, as SCR's scavenge does. A
 // version that cannot be flushed or rebuilt makes it try the one before.
-void scavenge(const RunContext& ctx) {
+std::string scavenge(const RunContext& ctx) {
   Inventory inv = scan_inventory(ctx.layout);
   uint64_t committed = 0;
   for (const auto& [ver, v] : inv.versions)
@@ -75,10 +76,11 @@ void scavenge(const RunContext& ctx) {
     if (!whole && (v.sets.empty() || v.nranks() == 0)) continue;  // not in L1 everywhere and no L2 to rebuild it
     if (ver <= committed) {
       if (!whole) continue;
-      fprintf(stderr, "cairn run: scavenge: version %llu, the newest complete in cache, is %s; nothing to flush\n",
-              static_cast<unsigned long long>(ver),
-              ver == committed ? "already committed in L3" : "older than L3's newest");
-      return;
+      std::string said = "version " + std::to_string(ver) + ", the newest complete in cache, is " +
+                         (ver == committed ? "already committed in L3" : "older than L3's newest") +
+                         "; nothing to flush";
+      fprintf(stderr, "cairn run: scavenge: %s\n", said.c_str());
+      return said;
     }
     int64_t t0 = now_unix_ns();
     std::string rebuilt;
@@ -91,15 +93,17 @@ void scavenge(const RunContext& ctx) {
       continue;
     }
     double secs = static_cast<double>(now_unix_ns() - t0) / 1e9;
-    fprintf(stderr, "cairn run: scavenge: flushed version %llu to L3%s: committed in %s (%s in %s)\n",
-            static_cast<unsigned long long>(ver), whole ? "" : (" (ranks " + rebuilt + " rebuilt from L2)").c_str(),
-            ctx.layout.l3_version_dir(ver).c_str(), format_bytes(v.total_bytes()).c_str(), format_duration(secs).c_str());
-    return;
+    std::string said = "flushed version " + std::to_string(ver) + " to L3" +
+                       (whole ? "" : " (ranks " + rebuilt + " rebuilt from L2)") + ": committed in " +
+                       ctx.layout.l3_version_dir(ver) + " (" + format_bytes(v.total_bytes()) + " in " +
+                       format_duration(secs) + ")";
+    fprintf(stderr, "cairn run: scavenge: %s\n", said.c_str());
+    return said;
   }
-  fprintf(stderr,
-          "cairn run: scavenge: no version newer than L3's newest (%llu) is complete in the surviving caches or "
-          "can be rebuilt from L2\n",
-          static_cast<unsigned long long>(committed));
+  std::string said = "no version newer than L3's newest (" + std::to_string(committed) +
+                     ") is complete in the surviving caches or can be rebuilt from L2";
+  fprintf(stderr, "cairn run: scavenge: %s\n", said.c_str());
+  return said;
 }
 
 void print_summary(const RunContext& ctx, const std::vector<Attempt>& attempts) {
@@ -119,6 +123,56 @@ void print_summary(const RunContext& ctx, const std::vector<Attempt>& attempts) 
               static_cast<unsigned long long>(it->state->l2), static_cast<unsigned long long>(it->state->l3));
       break;
     }
+}
+
+void write_summary_json(const RunContext& ctx, const std::vector<Attempt>& attempts, int exit_status,
+                        const std::string& last_words, const std::string& scavenge_text) {
+  nlohmann::json list = nlohmann::json::array();
+  int failures = 0;
+  double lost = 0;
+  for (const auto& a : attempts) {
+    const bool failed = attempt_failed(a);
+    if (failed) ++failures, lost += a.wall_seconds;
+    nlohmann::json j{{"number", a.number},
+                     {"failed", failed},
+                     {"ended", describe_wait_status(a.wait_status)},
+                     {"wall_seconds", a.wall_seconds},
+                     {"killed", a.reached ? nlohmann::json(a.killed_text) : nlohmann::json()},
+                     {"at_checkpoint", a.reached ? nlohmann::json(a.at_checkpoint) : nlohmann::json()},
+                     {"stalled", a.stalled ? nlohmann::json(a.stalled_text) : nlohmann::json()},
+                     {"migrated", a.migrated_text.empty() ? nlohmann::json() : nlohmann::json(a.migrated_text)},
+                     {"description", describe_attempt(a)}};
+    if (a.state) {
+      const state_file::State& s = *a.state;
+      const bool restarted = !(s.restart_level.empty() || s.restart_level == "none" || s.restart_version == 0);
+      j["restart"] = restarted ? nlohmann::json{{"version", s.restart_version},
+                                                {"level", s.restart_level},
+                                                {"after_seconds", a.restarted_after >= 0 ? nlohmann::json(a.restarted_after)
+                                                                                         : nlohmann::json()}}
+                               : nlohmann::json();
+      j["newest"] = {{"version", s.version}, {"l1", s.l1}, {"l2", s.l2}, {"l3", s.l3}};
+    } else {
+      j["restart"] = nullptr;
+      j["newest"] = nullptr;
+    }
+    list.push_back(j);
+  }
+  nlohmann::json out{{"launcher", launcher_name(ctx.spec.launcher)},
+                     {"prefix", ctx.layout.prefix},
+                     {"attempts", list},
+                     {"failed_attempts", failures},
+                     {"time_lost_seconds", lost},
+                     {"stopped_because", last_words.empty() ? nlohmann::json() : nlohmann::json(last_words)},
+                     {"scavenge", scavenge_text.empty() ? nlohmann::json() : nlohmann::json(scavenge_text)},
+                     {"exit_status", exit_status}};
+  const std::string text = out.dump(2) + "\n";
+  if (ctx.options.json_path == "-") {
+    fputs(text.c_str(), stdout);
+    fflush(stdout);
+    return;
+  }
+  Status st = fs::write_file_atomic(ctx.options.json_path, text, false);
+  if (!st.is_ok()) fprintf(stderr, "cairn run: --json: %s\n", st.message().c_str());
 }
 
 }  // namespace cairn::tool

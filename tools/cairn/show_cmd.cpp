@@ -131,6 +131,7 @@ nlohmann::json region_json(const RegionEntry& e) {
 nlohmann::json show_json(const Inventory& inv, const VersionInfo& v) {
   nlohmann::json j;
   j["version"] = v.version;
+  j["found"] = true;
   j["label"] = v.label();
   j["nranks"] = v.nranks();
   j["created_unix_ns"] = v.created_unix_ns();
@@ -190,9 +191,11 @@ nlohmann::json show_json(const Inventory& inv, const VersionInfo& v) {
       data.push_back(
           {{"rank", r}, {"file", w->file}, {"offset", w->offset}, {"stored_bytes", w->stored}, {"zstd", w->zstd}});
   }
-  j["l3"] = {{"state", !v.l3.present    ? "absent"
-                       : v.l3.committed ? "committed"
-                                        : "incomplete"},
+  LevelVerdict d1 = l1_verdict(v), d3 = l3_verdict(v);
+  j["l1"]["state"] = verdict_name(d1, false);
+  j["l1"]["why"] = d1.why;
+  j["l3"] = {{"state", verdict_name(d3, true)},
+             {"why", d3.why},
              {"dir", v.l3.present ? v.l3.dir : std::string()},
              {"files", files},
              {"data", data},
@@ -237,16 +240,16 @@ void show_text(const Layout& layout, const VersionInfo& v) {
     printf("  L2  -\n");
   }
   for (const auto& e : v.l2_errors) printf("        unreadable set record: %s\n", e.c_str());
-  if (!v.l3.present)
+  LevelVerdict d3 = l3_verdict(v);
+  if (d3.state == LevelVerdict::State::absent)
     printf("  L3  -\n");
-  else if (v.l3.committed)
-    printf("  L3  committed: %s\n", v.l3.dir.c_str());
+  else if (d3.why.empty())
+    printf("  L3  %s: %s\n", verdict_name(d3, true), v.l3.dir.c_str());
   else
-    printf("  L3  incomplete (no COMMIT, never read): %s\n", v.l3.dir.c_str());
+    printf("  L3  %s (%s): %s\n", verdict_name(d3, true), d3.why.c_str(), v.l3.dir.c_str());
   for (const auto& c : v.l1)
     if (!c.record_error.empty()) printf("  unreadable L1 record: %s\n", c.record_error.c_str());
   for (const auto& e : v.l3.errors) printf("  unreadable L3 manifest: %s\n", e.c_str());
-  if (!v.l3.commit_error.empty()) printf("  unreadable COMMIT: %s\n", v.l3.commit_error.c_str());
 
   printf("\nranks\n  %5s  %-10s  %10s  %7s  %-16s  %s\n", "rank", "node", "size", "chunks", "L1", "L3");
   for (uint32_t r = 0; r < n; ++r) {
@@ -326,13 +329,24 @@ int run_show(const ShowOptions& o) {
       print_error("show", "no version " + std::to_string(version) + " in " + inv.layout.prefix + " or in the cache " +
                               inv.layout.cache_job + " (newest: " + std::to_string(inv.versions.begin()->first) +
                               "; see 'cairn list')");
+    if (o.json)  // still one JSON document: what was asked, and that nothing holds it
+      printf("%s\n", nlohmann::json{{"version", version},
+                                     {"found", false},
+                                     {"prefix", inv.layout.prefix},
+                                     {"cache", inv.layout.cache_job},
+                                     {"exit_status", kExitNothing}}
+                          .dump(2)
+                          .c_str());
     return kExitNothing;
   }
   if (o.json)
     printf("%s\n", show_json(inv, it->second).dump(2).c_str());
   else
     show_text(inv.layout, it->second);
-  return kExitOk;
+  // The same verdict as list and verify: a version damaged at a level is something bad.
+  const bool damaged = l1_verdict(it->second).state == LevelVerdict::State::damaged ||
+                       l3_verdict(it->second).state == LevelVerdict::State::damaged;
+  return damaged ? kExitFailure : kExitOk;
 }
 
 }  // namespace
@@ -348,7 +362,9 @@ Command add_show_command(CLI::App& root) {
   app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")
       ->type_name("FILE");
   app->add_flag("--json", o->json, "Print JSON");
-  app->footer("Exit status: 0 shown, 2 bad options or configuration, 3 no such version.");
+  app->footer(
+      "Exit status: 0 shown, 1 shown and damaged at some level (an unreadable record, COMMIT or manifest),\n"
+      "2 bad options or configuration, 3 no such version.");
   set_usage(app, "cairn show VERSION [PREFIX] [--json] [--config FILE]");
   Command cmd;
   cmd.app = app;

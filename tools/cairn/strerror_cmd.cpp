@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cairn/cairn_errors.h"
@@ -57,10 +58,15 @@ std::string markdown_table() {
   return out;
 }
 
+nlohmann::json entry_json(const ErrorEntry& e) {
+  return {{"code", e.value}, {"name", "CAIRN_" + std::string(e.name)}, {"message", e.text}};
+}
+
 struct StrerrorOptions {
   std::string code;
   bool list = false;
   bool markdown = false;
+  bool json = false;
 };
 
 }  // namespace
@@ -71,7 +77,10 @@ Command add_strerror_command(CLI::App& root) {
   app->add_option("code", opts->code, "The code: its number (-5) or its name (ERR_IO, CAIRN_ERR_IO)");
   auto* list = app->add_flag("--list", opts->list, "Print every code, one per line");
   auto* md = app->add_flag("--markdown", opts->markdown, "Print every code as a Markdown table (docs/errors.md)");
+  auto* json = app->add_flag("--json", opts->json,
+                             "Print JSON: {\"code\", \"name\", \"message\"}, or with --list an array of them");
   list->excludes(md);
+  json->excludes(md);
   app->footer("Output: NAME (VALUE): DESCRIPTION, e.g. 'CAIRN_ERR_IO (-5): I/O error'.\n"
               "Exit status: 0, or 2 for an unknown code.");
 
@@ -85,6 +94,10 @@ Command add_strerror_command(CLI::App& root) {
       }
       if (opts->markdown) {
         fputs(markdown_table().c_str(), stdout);
+      } else if (opts->json) {
+        nlohmann::json all = nlohmann::json::array();
+        for (const auto& e : kErrors) all.push_back(entry_json(e));
+        printf("%s\n", all.dump(2).c_str());
       } else {
         for (const auto& e : kErrors) printf("%s\n", describe(e).c_str());
       }
@@ -103,7 +116,10 @@ Command add_strerror_command(CLI::App& root) {
       print_error("strerror", "unknown error code '" + opts->code + "' (" + hint + ")");
       return kExitUsage;
     }
-    printf("%s\n", describe(*e).c_str());
+    if (opts->json)
+      printf("%s\n", entry_json(*e).dump(2).c_str());
+    else
+      printf("%s\n", describe(*e).c_str());
     return kExitOk;
   };
   return cmd;

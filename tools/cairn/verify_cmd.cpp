@@ -108,7 +108,7 @@ int run_verify(const VerifyOptions& o) {
   }
   int width = 1;
   for (const auto& r : rows) width = std::max(width, static_cast<int>(std::to_string(r.version).size()));
-  if (rows.empty() || !checked_any) {
+  if (rows.empty() || (!checked_any && !bad)) {
     for (const auto& r : rows)
       printf("version %*llu  %s  %-10s  %s\n", width, static_cast<unsigned long long>(r.version), r.level,
              state_name(r.check.state), detail(r.check).c_str());
@@ -116,7 +116,7 @@ int run_verify(const VerifyOptions& o) {
     std::string where = o.level == "l1"   ? "in the cache " + inv.layout.cache_job
                         : o.level == "l3" ? "in " + inv.layout.prefix
                                           : "in " + inv.layout.prefix + " or in the cache " + inv.layout.cache_job;
-    printf("nothing to verify: no %s %s\n", what.c_str(), where.c_str());
+    fprintf(stderr, "cairn verify: nothing to verify: no %s %s\n", what.c_str(), where.c_str());
     return status;
   }
   for (const auto& r : rows)
@@ -144,7 +144,8 @@ Command add_verify_command(CLI::App& root) {
   app->add_flag("--json", o->json, "Print JSON");
   app->footer(
       "Per version and level: good, BAD (with the first bad rank and chunk), or incomplete (L1: ranks\n"
-      "missing here, the others checked; L3: no COMMIT, not read). A progress bar is drawn on stderr when\n"
+      "missing here, the others checked; L3: no COMMIT, not read); an unreadable record or COMMIT is BAD.\n"
+      "A progress bar is drawn on stderr when\n"
       "it is a terminal.\n"
       "Exit status: 0 everything checked is good, 1 something is bad, 2 bad options or configuration,\n"
       "3 nothing to verify.");

@@ -22,6 +22,7 @@
 #include "history_summary.hpp"
 #include "inventory.hpp"
 #include "base/state_file.hpp"
+#include "cli_units.hpp"
 
 namespace cairn::tool {
 namespace {
@@ -275,7 +276,7 @@ int run_watch(const WatchOptions& o) {
     print_error("watch", "--interval must be positive and --stall not negative");
     return kExitUsage;
   }
-  auto ctx = load_tool_context("watch", o.config_path, o.prefix);
+  auto ctx = load_tool_context("watch", o.config_path, o.prefix, /*prefix_must_exist=*/false);
   if (!ctx) {
     print_error("watch", ctx.status().message());
     return kExitUsage;
@@ -301,7 +302,7 @@ int run_watch(const WatchOptions& o) {
         if (o.json)
           printf("%s\n", nlohmann::json{{"state", nullptr}, {"path", path}}.dump().c_str());
         else
-          printf("no job state at %s (no job has run with this prefix)\n", path.c_str());
+          fprintf(stderr, "cairn watch: no job state at %s (no job has run with this prefix)\n", path.c_str());
         return kExitNothing;
       }
       if (!waiting_said) {
@@ -359,9 +360,12 @@ Command add_watch_command(CLI::App& root) {
   CLI::App* app =
       root.add_subcommand("watch", "Follow a running job: last checkpoint, levels, bandwidth, stall alarm.");
   app->add_option("prefix", o->prefix, "L3 directory (default: the configured prefix)")->type_name("PREFIX");
-  app->add_option("--stall", o->stall, "Alarm and exit 4 after this many seconds without a new checkpoint")
-      ->type_name("SECONDS");
-  app->add_option("--interval", o->interval, "Seconds between looks at the state file (default 2)")->type_name("S");
+  app->add_option("--stall", o->stall, "Alarm and exit 4 after this long without a new checkpoint (90s, 10m, 1h)")
+      ->transform(cli::duration_value())
+      ->type_name("DURATION");
+  app->add_option("--interval", o->interval, "Time between looks at the state file (default 2s)")
+      ->transform(cli::duration_value())
+      ->type_name("DURATION");
   app->add_flag("--once", o->once, "Print the job's state once and exit");
   app->add_flag("--json", o->json, "Print JSON (with --once: one object; else one object per line per change)");
   app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")

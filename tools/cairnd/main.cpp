@@ -22,6 +22,8 @@
 #include "service/manager.hpp"
 #include "service/migrate.hpp"
 #include "service/stage_chain.hpp"
+#include "cli_style.hpp"
+#include "cli_units.hpp"
 
 namespace {
 
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
                "the controller; agents on checkpoint nodes move their versions from the nodes' L1 caches to the "
                "parallel file system over libfabric RMA while they compute. See docs/service.md.",
                "cairnd"};
+  cli::use_help_style(app);  // before the subcommands: they copy it
   app.set_version_flag("--version", "cairnd " + std::to_string(CAIRN_VERSION_MAJOR) + "." +
                                         std::to_string(CAIRN_VERSION_MINOR) + "." + std::to_string(CAIRN_VERSION_PATCH));
   app.require_subcommand(1);
@@ -94,9 +97,9 @@ int main(int argc, char** argv) {
   ctl->add_option("--scale-up-command", scale_up_command,
                   "Run this (sh -c, with CAIRN_CONTROLLER=HOST:PORT) when a new agent finds every checkpoint node "
                   "full, to ask for one more (e.g. an srun that starts a cairnd manager)");
-  ctl->add_option("--scale-up-interval", scale_up_interval, "Run the scale-up command at most once per this many seconds")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  ctl->add_option("--log", log_path, "Log file (appended; default '-': stderr)");
+  ctl->add_option("--scale-up-interval", scale_up_interval, "Run the scale-up command at most once per this long")
+      ->capture_default_str()->transform(cli::duration_value())->type_name("DURATION");
+  ctl->add_option("--log", log_path, "Log file (appended; '-': stderr)")->capture_default_str();
   ctl->add_option("--log-level", log_level, "error, warn, info or debug")->capture_default_str();
   ctl->footer("Stops cleanly on SIGTERM or SIGINT. Logs to stderr unless --log names a file.");
 
@@ -128,8 +131,8 @@ int main(int argc, char** argv) {
   agt->add_option("--listen", agent_listen, "The address ranks connect to")->capture_default_str();
   agt->add_option("--work-dir", agent_work, "Directory for turnstiles of this node");
   agt->add_option("--bandwidth", agent_bw, "At most this many MB/s (0: no limit)")->capture_default_str();
-  agt->add_option("--stall-timeout", stall, "Give a transfer up after this many seconds without progress")
-      ->capture_default_str();
+  agt->add_option("--stall-timeout", stall, "Give a transfer up after this long without progress")
+      ->capture_default_str()->transform(cli::duration_value())->type_name("DURATION");
   agt->add_option("--log", log_path, "Log file (appended; '-': stderr)");
   agt->add_option("--log-level", log_level, "error, warn, info or debug")->capture_default_str();
   agt->footer("Reads one start_agent message on stdin, reports on stdout; stops on SIGTERM or when stdin closes.");
@@ -143,8 +146,8 @@ int main(int argc, char** argv) {
   msrc->add_option("--listen", mso.listen, "An address of this node that the spare reaches, or iface:NAME")
       ->capture_default_str();
   msrc->add_option("--provider", mso.provider, "The libfabric provider")->capture_default_str();
-  msrc->add_option("--timeout", mso.timeout_s, "Seconds for the writer to come and finish")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+  msrc->add_option("--timeout", mso.timeout_s, "How long the writer has to come and finish")
+      ->capture_default_str()->transform(cli::duration_value())->check(CLI::PositiveNumber)->type_name("DURATION");
   msrc->add_flag("--wait-go", mso.wait_go,
                  "After the key, ready libfabric and wait for a line 'go' on stdin before reading the cache");
   msrc->add_option("--log", log_path, "Log file (appended; default '-': stderr)");
@@ -160,17 +163,18 @@ int main(int argc, char** argv) {
       ->required();
   msink->add_option("--provider", mko.provider, "The libfabric provider")->capture_default_str();
   msink->add_option("--buffers", mko.buffers, "Buffers in the pool")->capture_default_str()->check(CLI::Range(2u, 1024u));
-  msink->add_option("--buffer-size", mko.buffer_size, "Bytes per buffer, K/M/G suffixes, rounded up to whole chunks (default 8M)")
-      ->transform(CLI::AsSizeValue(false))->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 30))->type_name("SIZE");
-  msink->add_option("--rma-size", mko.rma_size, "Bytes per fi_read, K/M/G suffixes (default 1M)")
-      ->transform(CLI::AsSizeValue(false))->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 30))->type_name("SIZE");
-  msink->add_option("--stall-timeout", mko.stall_timeout_s, "Give up when no read completes for this many seconds")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+  msink->add_option("--buffer-size", mko.buffer_size, "Bytes per buffer, 4K..1G, rounded up to whole chunks (default 8M)")
+      ->transform(cli::size_value(4096, uint64_t{1} << 30))->type_name("SIZE");
+  msink->add_option("--rma-size", mko.rma_size, "Bytes per fi_read, 4K..1G (default 1M)")
+      ->transform(cli::size_value(4096, uint64_t{1} << 30))->type_name("SIZE");
+  msink->add_option("--stall-timeout", mko.stall_timeout_s, "Give up when no read completes for this long")
+      ->capture_default_str()->transform(cli::duration_value())->check(CLI::PositiveNumber)->type_name("DURATION");
   msink->add_option("--log", log_path, "Log file (appended; default '-': stderr)");
   msink->add_option("--log-level", log_level, "error, warn, info or debug")->capture_default_str();
   msink->footer(std::string(migrate_footer) + " Prints 'progress DONE TOTAL' lines and one JSON line with the outcome.");
 
-  CLI11_PARSE(app, argc, argv);
+  // A bad command line exits 2, as documented (CLI11's own statuses are 105, 106, 109, ...).
+  if (int rc = cli::parse_command_line(app, argc, argv, "cairnd"); rc >= 0) return rc;
 
   if (msrc->parsed()) {
     Status st = service::open_daemon_log(log_path.empty() ? "-" : log_path, "cairnd migrate-source " + mso.node, log_level);
