@@ -3,6 +3,7 @@
 // failed attempt the hosts that are down are found (Slurm's node state, a probe step on each host),
 // left out, and replaced by spares.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -144,6 +145,11 @@ Status prepare_cluster(RunContext& ctx, const AllocationHosts& given) {
                       "no host is left to run them",
                       up.size(), nh, join_hosts(ctx.cluster.lost).c_str(), needed, o.nranks);
   ctx.spec.real_hosts = true;
+  // The job's steps are named, so that the launcher can wait until a failed one has left every host.
+  const bool named = std::any_of(words.begin(), words.end(), [](const std::string& w) {
+    return w == "-J" || w.rfind("--job-name", 0) == 0 || (w.rfind("-J", 0) == 0 && w.size() > 2);
+  });
+  if (!named) ctx.spec.srun_args.push_back("--job-name=cairn-run");
   ctx.spec.host_file = ctx.layout.control + "/srun-hosts";
   ctx.spec.exclude = ctx.cluster.lost;
   ctx.spec.node_names.assign(up.begin(), up.begin() + needed);
@@ -173,6 +179,26 @@ Status prepare_cluster(RunContext& ctx, const AllocationHosts& given) {
   fprintf(stderr, "cairn run: %d hosts (%s): ranks on %s; spare%s: %s\n", nh, alloc.source.c_str(), placed.c_str(),
           ctx.cluster.spares.size() == 1 ? "" : "s", ctx.cluster.spares.empty() ? "none" : join_hosts(ctx.cluster.spares).c_str());
   return Status::ok();
+}
+
+void wait_for_step_end(const RunContext& ctx) {
+  const char* job = getenv("SLURM_JOB_ID");
+  if (ctx.spec.launcher != LauncherKind::srun || !job || ctx.cluster.sinfo.empty()) return;
+  const std::string squeue = ctx.cluster.sinfo.substr(0, ctx.cluster.sinfo.rfind('/') + 1) + "squeue";
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string left;
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < slurm_timeout()) {
+    BoundedRun run = run_bounded({squeue, "-h", "-s", "-j", job, "-o", "%i %j"}, {}, slurm_timeout());
+    if (run.timed_out || exit_code_of(run.wait_status) != 0) return;  // cannot tell: go on
+    left.clear();
+    std::stringstream lines(run.output);
+    for (std::string id, name; lines >> id >> name;)
+      if (name == "cairn-run") left += (left.empty() ? "" : " ") + id;
+    if (left.empty()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  fprintf(stderr, "cairn run: warning: step %s of the failed attempt is still there after %g s; going on\n", left.c_str(),
+          slurm_timeout());
 }
 
 std::vector<std::string> find_down_hosts(const RunContext& ctx, std::string* how) {

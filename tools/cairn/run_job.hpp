@@ -124,6 +124,9 @@ Status prepare_cluster(RunContext& ctx, const AllocationHosts& hosts);
 // After a failed attempt: which of the job's hosts and free spares are down (sinfo's state, then a
 // bounded probe step on each host sinfo calls up); `how` gets one reason per host ("n2 (sinfo: down*)").
 std::vector<std::string> find_down_hosts(const RunContext& ctx, std::string* how);
+// Waits (bounded) until the failed attempt's step (named cairn-run) has left every host: a relaunch while
+// its step still tears down on some host can hang the new step's PMIx exchange.
+void wait_for_step_end(const RunContext& ctx);
 // Leaves the down hosts out for good and puts spares in their place (shrinks with --no-spare=shrink
 // when none is left, down to --min-hosts); "" when the job can go on, else why not.
 std::string replace_lost_hosts(RunContext& ctx, const std::vector<std::string>& down, Attempt& attempt);

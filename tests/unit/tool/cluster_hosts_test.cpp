@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "launch_plan.hpp"
@@ -80,7 +81,8 @@ TEST(ClusterHosts, SrunPutsEveryRankOnItsHost) {
                                  "/p/.cairn/srun-multi-prog.conf"}));
   s.exclude = {"n2", "n3"};
   auto argv = srun_argv(s);
-  EXPECT_NE(std::search(argv.begin(), argv.end(), Words{"-x", "n2,n3"}.begin(), Words{"-x", "n2,n3"}.end()), argv.end());
+  const Words exclude{"-x", "n2,n3"};
+  EXPECT_NE(std::search(argv.begin(), argv.end(), exclude.begin(), exclude.end()), argv.end());
   // No CAIRN_NODE: the library names the host itself, so the failure groups are the hosts.
   EXPECT_EQ(*multi_prog_text(s, false),
             "# srun --multi-prog file written by `cairn run` for this attempt: ranks, then the words.\n"
