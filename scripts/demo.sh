@@ -142,9 +142,8 @@ else
     sed 's/^/   | /' "$work/cluster-start.log" | grep 'up:'
     echo "== cluster: salloc --no-kill -N5: cairn run -n $np --spares 1 --kill-node 1 --at-checkpoint 5 --phase compute" \
          "-- heat2d --n $grid --iters $iters --checkpoint-every $every --sleep-ms $sleep_ms"
-    cd "$cluster"  # the ranks start where srun does: a directory every host sees
     SLURM_CONF="$cluster/etc/slurm.conf" OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl=self,vader,tcp \
-      OMPI_MCA_pml=ob1 OMPI_MCA_mtl=^psm,psm2,ofi \
+      OMPI_MCA_pml=ob1 \
       CAIRN_KILL_HOST_EXEC="bash $cluster_sh kill-host $cluster {host}" \
       timeout "$run_timeout" bash "$cluster_sh" exec "$cluster" salloc --no-kill --exclusive -N5 \
       env CAIRN_PREFIX="$cluster/pfs/heat" CAIRN_JOB="$job_base-cluster" \

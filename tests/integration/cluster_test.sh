@@ -56,8 +56,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # srun starts the ranks, so Open MPI does not know 8 ranks share 2 cores: without this they busy-wait.
 export OMPI_MCA_mpi_yield_when_idle=1
 # Between hosts the ranks talk TCP over the veths, within a host through shared memory.
-# ob1 over those transports: no MTL (cm with libfabric's or PSM's) is opened.
-export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_pml=ob1 OMPI_MCA_mtl=^psm,psm2,ofi
+# ob1 over those transports (not cm with libfabric's or PSM's MTL).
+export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_pml=ob1
 # A lost host is DOWN after 4 s without an answer (SlurmdTimeout).
 export CAIRN_SLURM_DOWN_AFTER=4
 HEAT_ARGS=(--n 256 --iters 400 --checkpoint-every 20)
@@ -118,7 +118,6 @@ if ! bash "$CLUSTER_SH" start "$CLUSTER" --hosts 6 "${share[@]}" >"$WORK/start.o
 fi
 pass "cluster of 6 hosts up in $(($(date +%s) - t0)) s: $(grep -o 'up: .* idle' "$WORK/start.out")"
 export SLURM_CONF=$CLUSTER/etc/slurm.conf
-cd "$CLUSTER"  # the ranks start where srun does: a directory every host sees
 export CAIRN_KILL_HOST_EXEC="bash $CLUSTER_SH kill-host $CLUSTER {host}"
 mkdir -p "$PFS"
 seen=$(bash "$CLUSTER_SH" on "$CLUSTER" n3 sh -c 'hostname; ip -brief addr show eth0; touch /dev/shm/mark-n3; ls /dev/shm')

@@ -184,17 +184,26 @@ Status prepare_cluster(RunContext& ctx, const AllocationHosts& given) {
 void wait_for_step_end(const RunContext& ctx) {
   const char* job = getenv("SLURM_JOB_ID");
   if (ctx.spec.launcher != LauncherKind::srun || !job || ctx.cluster.sinfo.empty()) return;
-  const std::string squeue = ctx.cluster.sinfo.substr(0, ctx.cluster.sinfo.rfind('/') + 1) + "squeue";
+  const std::string dir = ctx.cluster.sinfo.substr(0, ctx.cluster.sinfo.rfind('/') + 1);
   const auto t0 = std::chrono::steady_clock::now();
   std::string left;
-  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < slurm_timeout()) {
-    BoundedRun run = run_bounded({squeue, "-h", "-s", "-j", job, "-o", "%i %j"}, {}, slurm_timeout());
+  bool cancelled = false;
+  for (double waited = 0; waited < slurm_timeout();
+       waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) {
+    BoundedRun run = run_bounded({dir + "squeue", "-h", "-s", "-j", job, "-o", "%i %j"}, {}, slurm_timeout());
     if (run.timed_out || exit_code_of(run.wait_status) != 0) return;  // cannot tell: go on
     left.clear();
+    std::vector<std::string> ids;
     std::stringstream lines(run.output);
     for (std::string id, name; lines >> id >> name;)
-      if (name == "cairn-run") left += (left.empty() ? "" : " ") + id;
+      if (name == "cairn-run") ids.push_back(id), left += (left.empty() ? "" : " ") + id;
     if (left.empty()) return;
+    // Tasks of a step whose srun is gone (a stalled attempt, killed) or that a host's loss left behind keep
+    // running, and a new step's ranks would get their connections: after a grace, Slurm kills them.
+    if (!cancelled && waited > 3) {
+      for (const auto& id : ids) (void)run_bounded({dir + "scancel", "--signal=KILL", id}, {}, slurm_timeout());
+      cancelled = true;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   fprintf(stderr, "cairn run: warning: step %s of the failed attempt is still there after %g s; going on\n", left.c_str(),
