@@ -4,7 +4,8 @@
 # checkpoint. Then the same failure again with the checkpoint service: a cairnd controller and one
 # manager on 127.0.0.1 whose agents move every flushed version to L3 over libfabric (docs/service.md).
 # Prints the `result` lines, the level each restart came from, where the agents sat and what they
-# drained, and IDENTICAL or DIFFERENT. Exit status: 0 when every run succeeded, the failure runs
+# drained; then the failure once more on a Slurm cluster of 5 hosts made of namespaces (host n2 lost, the
+# spare n5 in its place; skipped without root or namespaces); and IDENTICAL or DIFFERENT. Exit status: 0 when every run succeeded, the failure runs
 # restarted, the agents drained versions, and the results match.
 #
 # Usage: scripts/demo.sh BUILD_DIR
@@ -119,6 +120,47 @@ else
   fi
 fi
 
+# Part 3: the same failure on a cluster of hosts made of namespaces (scripts/slurm-cluster.sh --hosts 5:
+# n1..n5, each its own network, hostname, /dev/shm and slurmd). cairn run inside a Slurm allocation of the
+# five hosts puts the ranks on n1-n4 and keeps n5 as a spare; at checkpoint 5 host n2 is lost (every
+# process in it killed, its /dev/shm gone); cairn run finds it down, puts n5 in its place, and the job
+# restarts from L2. Needs root and network namespaces; says so and skips otherwise.
+echo
+cluster_sh="$(cd "$(dirname "$0")" && pwd)/slurm-cluster.sh"
+cluster="$work/c"
+cluster_result="" cluster_restart=""
+if [ "$(id -u)" -ne 0 ] || ! ip netns add "cairn-demo-$$" 2>/dev/null; then
+  echo "== cluster: skipped: a cluster of hosts needs root and network namespaces"
+else
+  ip netns del "cairn-demo-$$"
+  echo "== cluster: 5 hosts made of namespaces (scripts/slurm-cluster.sh start --hosts 5)"
+  cleanup_cluster() { bash "$cluster_sh" stop "$cluster" >/dev/null 2>&1; }
+  trap 'cleanup_cluster; cleanup' EXIT
+  chmod 755 "$work"
+  if bash "$cluster_sh" start "$cluster" --hosts 5 --share "$build/tools" --share "$build/examples/heat2d" \
+      >"$work/cluster-start.log" 2>&1; then
+    sed 's/^/   | /' "$work/cluster-start.log" | grep 'up:'
+    echo "== cluster: salloc --no-kill -N5: cairn run -n $np --spares 1 --kill-node 1 --at-checkpoint 5 --phase compute" \
+         "-- heat2d --n $grid --iters $iters --checkpoint-every $every --sleep-ms $sleep_ms"
+    SLURM_CONF="$cluster/etc/slurm.conf" OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl=self,vader,tcp \
+      OMPI_MCA_pml=ob1 \
+      CAIRN_KILL_HOST_EXEC="bash $cluster_sh kill-host $cluster {host}" \
+      timeout "$run_timeout" bash "$cluster_sh" exec "$cluster" salloc --no-kill --exclusive -N5 \
+      env CAIRN_PREFIX="$cluster/pfs/heat" CAIRN_JOB="$job_base-cluster" \
+      "$cairn" run -n "$np" --spares 1 --kill-node 1 --at-checkpoint 5 --phase compute -- \
+      "$heat2d" --n "$grid" --iters "$iters" --checkpoint-every "$every" --sleep-ms "$sleep_ms" \
+      >"$work/cluster.log" 2>&1 || { echo "demo: the cluster run failed" >&2; failed=1; }
+    grep -v '^cairn\[' "$work/cluster.log" | sed 's/^/   | /'
+    cluster_result=$(last_result "$work/cluster.log")
+    cluster_restart=$(grep -E '^restart: version [0-9]+ from level ' "$work/cluster.log" | tail -n 1)
+  else
+    sed 's/^/   | /' "$work/cluster-start.log"
+    echo "demo: the namespace cluster did not start" >&2
+    failed=1
+  fi
+  cleanup_cluster
+fi
+
 clean_result=$(last_result "$work/clean.log")
 kill_result=$(last_result "$work/kill.log")
 service_result=$(last_result "$work/service.log")
@@ -129,7 +171,10 @@ echo
 echo "failure-free run:                   result ${clean_result:-(none)}"
 echo "run with node 2 killed:             result ${kill_result:-(none)}"
 echo "node 2 killed, with the service:    result ${service_result:-(none)}"
-for line in "$restart_line" "$service_restart"; do
+[ -d "$cluster" ] && echo "host n2 lost, spare n5 in its place: result ${cluster_result:-(none)}"
+[ -d "$cluster" ] || cluster_restart=skip
+for line in "$restart_line" "$service_restart" "$cluster_restart"; do
+  [ "$line" = skip ] && continue
   if [ -n "$line" ]; then
     echo "restart came from level:            ${line##* } (${line#restart: })"
   else
@@ -137,7 +182,8 @@ for line in "$restart_line" "$service_restart"; do
     failed=1
   fi
 done
-if [ -n "$clean_result" ] && [ "$clean_result" = "$kill_result" ] && [ "$clean_result" = "$service_result" ]; then
+if [ -n "$clean_result" ] && [ "$clean_result" = "$kill_result" ] && [ "$clean_result" = "$service_result" ] &&
+  { [ ! -d "$cluster" ] || [ "$clean_result" = "$cluster_result" ]; }; then
   echo "IDENTICAL"
 else
   echo "DIFFERENT"

@@ -256,6 +256,10 @@ const std::vector<const char*>& non_knob_variables() {
     "CAIRN_TEST_NO_SRUN",  // read at configure time by cmake/CairnMpiTest.cmake
     // read by scripts/slurm-cluster.sh (the one-host test cluster)
     "CAIRN_SLURM_CPUS", "CAIRN_SLURM_TIMEOUT", "CAIRN_SLURM_PORTS",
+    // ... and its cluster of hosts (--hosts N)
+    "CAIRN_SLURM_DOWN_AFTER", "CAIRN_SLURM_SHARE", "CAIRN_SLURM_LOGIN_NETNS",
+    // read by `cairn run` in a multi-host allocation (docs/launcher.md, "On a cluster")
+    "CAIRN_KILL_HOST_EXEC", "CAIRN_SLURM_COMMAND_TIMEOUT",
     // set by `cairn run` for its --between-attempts hook
     "CAIRN_ATTEMPT",   "CAIRN_CACHE_JOB",    "CAIRN_KILLED_NODES",
     // read by the LD_PRELOAD interposer (docs/interpose.md) and by cairn-bench --interpose

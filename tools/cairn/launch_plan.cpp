@@ -48,7 +48,8 @@ std::vector<std::pair<int, std::string>> contexts_of(const LaunchSpec& spec, siz
 
 // The words every rank of `node` runs on node `name`: env CAIRN_NODE=<name> [job_env] [inject_env] CMD ARGS.
 std::vector<std::string> node_words(const LaunchSpec& spec, size_t node, const std::string& name, bool with_injection) {
-  std::vector<std::string> words{"env", "CAIRN_NODE=" + name};
+  std::vector<std::string> words{"env"};
+  if (!spec.real_hosts) words.push_back("CAIRN_NODE=" + name);  // on real hosts the library names the host itself
   for (const auto& [name, value] : spec.job_env) words.push_back(name + "=" + value);
   bool killed = std::find(spec.inject_nodes.begin(), spec.inject_nodes.end(), static_cast<int>(node)) !=
                 spec.inject_nodes.end();
@@ -79,6 +80,7 @@ std::vector<std::string> mpirun_argv(const LaunchSpec& spec, bool with_injection
       if (!first) argv.push_back(":");
       first = false;
       argv.insert(argv.end(), {"-np", std::to_string(count)});
+      if (spec.real_hosts) argv.insert(argv.end(), {"--host", name + ":" + std::to_string(count)});
       auto words = node_words(spec, node, name, with_injection);
       argv.insert(argv.end(), words.begin(), words.end());
     }
@@ -100,8 +102,25 @@ std::vector<std::string> srun_options(const std::vector<std::string>& user_words
 std::vector<std::string> srun_argv(const LaunchSpec& spec) {
   std::vector<std::string> argv{spec.srun};
   argv.insert(argv.end(), spec.srun_args.begin(), spec.srun_args.end());
-  argv.insert(argv.end(), {"-n", std::to_string(total_ranks(spec)), "--multi-prog", spec.multi_prog_file});
+  argv.insert(argv.end(), {"-n", std::to_string(total_ranks(spec))});
+  if (spec.real_hosts) {
+    argv.insert(argv.end(), {"-m", "arbitrary", "-w", spec.host_file});
+    if (!spec.exclude.empty()) {
+      std::string list;
+      for (const auto& h : spec.exclude) list += (list.empty() ? "" : ",") + h;
+      argv.insert(argv.end(), {"-x", list});
+    }
+  }
+  argv.insert(argv.end(), {"--multi-prog", spec.multi_prog_file});
   return argv;
+}
+
+std::string host_file_text(const LaunchSpec& spec) {
+  std::string text;
+  for (size_t node = 0; node < spec.ranks_per_node.size(); ++node)
+    for (const auto& [count, name] : contexts_of(spec, node))
+      for (int k = 0; k < count; ++k) text += name + "\n";
+  return text;
 }
 
 std::string multi_prog_quote(const std::string& word) {
@@ -144,6 +163,8 @@ Result<std::vector<std::string>> launch_argv(const LaunchSpec& spec, bool with_i
   if (!text) return text.status();
   CAIRN_TRY(fs::make_dirs(fs::dirname(spec.multi_prog_file)).prefixed("srun --multi-prog file"));
   CAIRN_TRY(fs::write_file_atomic(spec.multi_prog_file, *text, /*sync=*/false).prefixed("srun --multi-prog file"));
+  if (spec.real_hosts)
+    CAIRN_TRY(fs::write_file_atomic(spec.host_file, host_file_text(spec), /*sync=*/false).prefixed("srun host file"));
   return srun_argv(spec);
 }
 

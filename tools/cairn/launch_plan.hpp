@@ -36,6 +36,11 @@ struct LaunchSpec {
                                          // replaces a killed one); empty: node0, node1, ...
   std::vector<std::vector<std::string>> spread;  // per entry, when not empty: its ranks run one by one
                                                  // on these nodes, cyclically (--no-spare=oversubscribe)
+  bool real_hosts = false;               // node_names are the allocation's hosts (cluster mode): no
+                                         // CAIRN_NODE; srun places every rank on its host from
+                                         // host_file (-m arbitrary), mpirun with --host per context
+  std::string host_file;                 // where launch_argv() writes one host per rank, for srun
+  std::vector<std::string> exclude;      // hosts srun must leave out (-x): found down
   std::vector<std::string> command;      // CMD ARGS
   EnvAssignments job_env;                // given to every rank (CAIRN_CONFIG)
   std::vector<int> inject_nodes;         // nodes whose ranks also get inject_env
@@ -46,6 +51,7 @@ struct LaunchSpec {
 int total_ranks(const LaunchSpec& spec);
 
 // MPIRUN ARGS -np c0 env CAIRN_NODE=node0 [job_env] [inject_env] CMD ARGS : -np c1 env ... : ...
+// (real hosts: -np c0 --host h0:c0 env [job_env] ... CMD ARGS : ...)
 std::vector<std::string> mpirun_argv(const LaunchSpec& spec, bool with_injection);
 
 // srun's options: the user's words (CAIRN_SRUN_ARGS) after the ones cairn needs, each of which is left
@@ -54,8 +60,10 @@ std::vector<std::string> mpirun_argv(const LaunchSpec& spec, bool with_injection
 // SIGINT ends the job, as under mpirun).
 std::vector<std::string> srun_options(const std::vector<std::string>& user_words);
 
-// SRUN SRUN_ARGS -n NP --multi-prog FILE
+// SRUN SRUN_ARGS -n NP --multi-prog FILE; with real hosts also -m arbitrary -w HOST_FILE [-x LOST].
 std::vector<std::string> srun_argv(const LaunchSpec& spec);
+// With real hosts: the host of every rank, one per line, in rank order (srun's arbitrary distribution).
+std::string host_file_text(const LaunchSpec& spec);
 
 // The --multi-prog file: one line per node with ranks, its rank range and the same words as the
 // node's mpirun app context, quoted for srun where needed:

@@ -183,7 +183,9 @@ int run_migrate(const MigrateOptions& o) {
 Command add_migrate_command(CLI::App& root) {
   auto o = std::make_shared<MigrateOptions>();
   CLI::App* app = root.add_subcommand("migrate", "Move the ranks of one node of a running job to a spare node.");
-  app->add_option("--node", o->node, "The node to leave: its number in the job (0..K-1) or its name")
+  app->add_option("--node,--host", o->node,
+                  "The node to leave: its number in the job (0..K-1) or its name (in a multi-host allocation,\n"
+                  "its host: --host n2)")
       ->required()
       ->type_name("I");
   app->add_option("prefix", o->prefix, "The job's L3 directory (default: the configured prefix)")->type_name("PREFIX");

@@ -19,6 +19,7 @@
 #include "base/log.hpp"
 #include "base/prefix_owner.hpp"
 #include "cache/cache_store.hpp"
+#include "cluster_hosts.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "launcher.hpp"
@@ -64,7 +65,7 @@ Status check_prefix_free(const Layout& layout, const std::string& run_id, bool a
   return Status::ok();
 }
 
-Status check_options(const RunOptions& o, const Invocation& inv) {
+Status check_options(const RunOptions& o, const Invocation& inv, bool cluster) {
   if (o.nranks < 1) return make_error(Code::ERR_INVALID_ARG, "-n %d: the job needs at least one rank", o.nranks);
   if (!o.stray.empty() || !inv.has_separator)
     return make_error(Code::ERR_INVALID_ARG, "missing '--' before the command%s (cairn run -n NP --nodes K -- CMD ARGS...)",
@@ -73,9 +74,11 @@ Status check_options(const RunOptions& o, const Invocation& inv) {
   if (o.nnodes < 1 || o.nnodes > o.nranks)
     return make_error(Code::ERR_INVALID_ARG, "--nodes %d: must be 1..%d (at most one simulated node per rank)",
                       o.nnodes, o.nranks);
+  if (o.ntasks_per_node < 0) return make_error(Code::ERR_INVALID_ARG, "--ntasks-per-node %d: must be 1 or more", o.ntasks_per_node);
+  if (o.min_hosts < 0) return make_error(Code::ERR_INVALID_ARG, "--min-hosts %d: must be 1 or more", o.min_hosts);
   std::set<int> seen;
   for (int node : o.kill_nodes) {
-    if (node < 0 || node >= o.nnodes)
+    if (node < 0 || (!cluster && node >= o.nnodes))  // in a multi-host allocation: checked against its hosts
       return make_error(Code::ERR_INVALID_ARG, "--kill-node %d: nodes are numbered 0..%d", node, o.nnodes - 1);
     if (!seen.insert(node).second)
       return make_error(Code::ERR_INVALID_ARG, "--kill-node %d: node given twice", node);
@@ -94,7 +97,7 @@ Status check_options(const RunOptions& o, const Invocation& inv) {
 
 // Resolves the launcher, the command, the configuration and the layout; any failure is a usage error.
 Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
-  CAIRN_TRY(check_options(o, inv));
+  CAIRN_TRY(check_options(o, inv, /*cluster=*/true));
   RunContext ctx;
   ctx.options = o;
   std::sort(ctx.options.kill_nodes.begin(), ctx.options.kill_nodes.end());
@@ -104,6 +107,17 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
   // mpirun, or srun inside a Slurm allocation (--launcher, CAIRN_LAUNCHER; launcher.hpp).
   auto launcher_reason = resolve_launcher(o.launcher, &ctx.spec);
   if (!launcher_reason) return launcher_reason.status();
+  // A multi-host allocation (Slurm's, or mpirun's hostfile): each host is a failure group (run_hosts.cpp).
+  auto alloc = allocation_hosts(ctx.spec.launcher == LauncherKind::srun, ctx.spec.mpirun_args);
+  if (!alloc) return alloc.status();
+  const bool cluster = alloc->hosts.size() > 1;
+  if (!cluster) CAIRN_TRY(check_options(o, inv, false));
+  if (cluster && ctx.spec.launcher == LauncherKind::mpirun && getenv("SLURM_JOB_ID") && o.launcher.empty() &&
+      !getenv("CAIRN_LAUNCHER"))
+    return make_error(Code::ERR_INVALID_ARG,
+                      "inside a multi-host Slurm allocation (%s) but srun was not found (set CAIRN_SRUN to it); "
+                      "--launcher mpirun uses mpirun on these hosts instead",
+                      alloc->source.c_str());
 
   // The job loads the same configuration (same environment, same file), so the layout agrees.
   std::string config_path;
@@ -127,13 +141,21 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
   if (log::level() >= log::Level::info)
     fprintf(stderr, "cairn run: launcher: %s (%s)\n", launcher_name(ctx.spec.launcher), launcher_reason->c_str());
 
-  ctx.spec.ranks_per_node = ranks_per_node(o.nranks, o.nnodes);
-  for (int i = 0; i < o.nnodes; ++i) ctx.spec.node_names.push_back(node_name(i));
-  ctx.next_spare = o.nnodes;
-  ctx.last_spare = o.nnodes + o.spares - 1;
+  if (cluster) {
+    CAIRN_TRY(prepare_cluster(ctx, *alloc));
+  } else {
+    if (o.ntasks_per_node > 0 || o.min_hosts > 0)
+      return make_error(Code::ERR_INVALID_ARG, "%s: only inside a multi-host allocation (Slurm's, or mpirun's --hostfile)",
+                        o.ntasks_per_node > 0 ? "--ntasks-per-node" : "--min-hosts");
+    ctx.spec.ranks_per_node = ranks_per_node(o.nranks, o.nnodes);
+    for (int i = 0; i < o.nnodes; ++i) ctx.spec.node_names.push_back(node_name(i));
+    ctx.next_spare = o.nnodes;
+    ctx.last_spare = o.nnodes + o.spares - 1;
+  }
   if (ctx.options.retries < 0) {
     ctx.options.retries = o.no_relaunch || o.kill_nodes.empty() ? 0 : static_cast<int>(o.at_checkpoints.size());
     if (o.stall > 0 && !o.no_relaunch) ctx.options.retries = std::max(ctx.options.retries, 1);  // a hang relaunches
+    if (cluster && !o.no_relaunch) ctx.options.retries = std::max(ctx.options.retries, o.spares);  // a lost host relaunches
   }
   ctx.spec.command = inv.trailing;
   ctx.spec.inject_nodes = ctx.options.kill_nodes;
@@ -243,6 +265,7 @@ int run_job(const RunContext& start) {
     (void)fs::remove_file(ctx.layout.launcher_file());
     desk.abandon();
     print_summary(ctx, attempts);
+    print_host_summary(ctx);
     if (!last_words.empty()) fprintf(stderr, "cairn run: %s\n", last_words.c_str());
     const std::string scavenged = o.scavenge ? scavenge(ctx) : std::string();
     if (!o.json_path.empty()) write_summary_json(ctx, attempts, code, last_words, scavenged);
@@ -291,13 +314,30 @@ int run_job(const RunContext& start) {
     }
     if (!attempt_failed(a) || a.interrupted) return finish(status);
     const bool killed = a.reached;
-    if (killed) delete_killed_caches(ctx);
+    if (killed && !ctx.cluster.active) delete_killed_caches(ctx);
+    std::vector<std::string> down;  // cluster mode: the hosts found down after this attempt
+    if (ctx.cluster.active) {
+      std::string how;
+      wait_for_step_end(ctx);
+      down = find_down_hosts(ctx, &how);
+      if (down.empty()) {
+        fprintf(stderr, "cairn run: attempt %d failed and every host of the job answers: the application failed, not a host\n", k);
+      } else {
+        fprintf(stderr, "cairn run: attempt %d failed; host%s down: %s\n", k, down.size() == 1 ? "" : "s", how.c_str());
+        a.hosts_text = "lost " + how;
+      }
+    }
     if (relaunches >= o.retries) {
+      if (!down.empty()) ctx.cluster.lost.insert(ctx.cluster.lost.end(), down.begin(), down.end());
       if (o.retries > 0) fprintf(stderr, "cairn run: attempt %d failed and no retry is left (--retries %d)\n", k, o.retries);
       return finish(status);
     }
     if (killed && !o.between_attempts.empty() && !run_between_attempts(ctx, k)) return finish(kExitFailure);
-    if (killed) {
+    if (ctx.cluster.active && !down.empty()) {
+      std::string why = replace_lost_hosts(ctx, down, a);
+      if (!why.empty()) return finish(kExitFailure, why);
+      write_launcher_file(ctx);
+    } else if (killed && !ctx.cluster.active) {
       std::string why = replace_killed_nodes(ctx);
       if (!why.empty()) return finish(kExitFailure, why);
       write_launcher_file(ctx);
@@ -326,6 +366,16 @@ Slurm (--launcher, CAIRN_LAUNCHER: auto, mpirun or srun):
   whitespace and replaces the default of an option it gives (e.g. --mpi=pmi2). --launcher srun
   outside an allocation is an error. With more ranks than cores, Open MPI started by srun needs
   OMPI_MCA_mpi_yield_when_idle=1, or its ranks busy-wait (under mpirun --oversubscribe they yield).
+
+On a cluster (a multi-host allocation: SLURM_JOB_NODELIST names several hosts, or mpirun's hostfile):
+  Every host is a failure group: no CAIRN_NODE is set and --nodes is refused. The ranks go on the
+  allocation's hosts in order, --ntasks-per-node T per host, else in blocks; --spares K keeps the last K
+  hosts back. srun gets -m arbitrary -w <prefix>/.cairn/srun-hosts (one host per rank). After a failed
+  attempt the hosts that are down (sinfo's state, then a probe step `srun -w HOST true` on the others,
+  each bounded by CAIRN_SLURM_COMMAND_TIMEOUT seconds, default 30) are left out (-x) for the rest of the
+  run and spares take their ranks; with none left, --no-spare=shrink goes on down to --min-hosts hosts.
+  --kill-node I loses the job's I-th host: CAIRN_KILL_HOST_EXEC runs with {host} replaced. The scavenge
+  runs one step per surviving host. Allocate with --no-kill, or Slurm ends the allocation with the host.
 
 Failure injection (--kill-node, --at-checkpoint, --phase):
   The ranks of the chosen nodes run with CAIRN_INJECT=<phase>:<C> and CAIRN_INJECT_DIR=<prefix>/.cairn/inject.
@@ -379,11 +429,20 @@ Command add_run_command(CLI::App& root) {
   set_usage(app, "cairn run -n NP [--nodes K] [--spares S] [--kill-node I[,J...] --at-checkpoint C[,C2...]\n"
                  "                 [--phase PHASE] [--kill-every-attempt]] [--retries R] [--config FILE]\n"
                  "                 [--between-attempts CMD] [--no-relaunch] [--no-spare[=MODE]] [--no-scavenge]\n"
-                 "                 [--stall SECONDS] [--launcher auto|mpirun|srun] -- CMD [ARGS...]");
+                 "                 [--stall SECONDS] [--launcher auto|mpirun|srun]\n"
+                 "                 [--ntasks-per-node T] [--min-hosts H] -- CMD [ARGS...]");
   app->add_option("-n,--np", o->nranks, "Number of MPI ranks")->required()->type_name("NP");
-  app->add_option("--nodes", o->nnodes, "Number of simulated nodes, 1..NP")
-      ->type_name("K")
-      ->capture_default_str();
+  CLI::Option* nodes = app->add_option("--nodes", o->nnodes, "Number of simulated nodes, 1..NP (one machine only)")
+                           ->type_name("K")
+                           ->capture_default_str();
+  app->add_option("--ntasks-per-node", o->ntasks_per_node,
+                  "In a multi-host allocation: ranks per host (default: the ranks in blocks over the hosts\n"
+                  "not kept as spares)")
+      ->type_name("T");
+  app->add_option("--min-hosts", o->min_hosts,
+                  "In a multi-host allocation: fewest hosts a relaunch may run on with --no-spare=shrink\n"
+                  "(default: as many as the first launch)")
+      ->type_name("H");
   auto* kill = app->add_option("--kill-node", o->kill_nodes, "Node(s) to kill, numbered from 0 (comma-separated)")
                    ->delimiter(',')
                    ->type_name("I[,J...]");
@@ -447,7 +506,8 @@ Command add_run_command(CLI::App& root) {
   Command cmd;
   cmd.app = app;
   cmd.takes_trailing_command = true;
-  cmd.run = [o](const Invocation& inv) {
+  cmd.run = [o, nodes](const Invocation& inv) {
+    o->nodes_given = nodes->count() > 0;
     auto ctx = prepare(*o, inv);
     if (!ctx) {
       print_error("run", ctx.status().message());

@@ -110,6 +110,12 @@ void kill_injected_ranks(const RunContext& ctx, const InjectionRendezvous& rende
     auto ranks = ranks_of_node(ctx.spec.ranks_per_node, node);
     expected.insert(expected.end(), ranks.begin(), ranks.end());
   }
+  if (ctx.cluster.active && !ctx.cluster.kill_exec.empty()) {  // lose the hosts themselves (run_hosts.cpp)
+    kill_injected_hosts(ctx);
+    fprintf(stderr, "cairn run: killed %s at %s (host lost with CAIRN_KILL_HOST_EXEC)\n", killed_nodes_text(ctx).c_str(),
+            injection_point_text(ctx).c_str());
+    return;
+  }
   auto report = rendezvous.kill_ranks(expected, grace);
   fprintf(stderr, "cairn run: killed %s at %s\n", killed_nodes_text(ctx).c_str(), injection_point_text(ctx).c_str());
   if (!report.missing.empty())
@@ -148,6 +154,7 @@ void write_launcher_file(const RunContext& ctx) {
         std::find(info.nodes.begin(), info.nodes.end(), ctx.spec.node_names[i]) == info.nodes.end())
       info.nodes.push_back(ctx.spec.node_names[i]);  // once: --no-spare=oversubscribe puts ranks on a node twice
   for (int s = ctx.next_spare; s <= ctx.last_spare; ++s) info.spares.push_back(node_name(s));
+  info.spares.insert(info.spares.end(), ctx.cluster.spares.begin(), ctx.cluster.spares.end());
   Status st = fs::make_dirs(ctx.layout.control);
   if (st) st = fs::write_file_atomic(ctx.layout.launcher_file(), format_launcher_info(info), false);
   if (!st) fprintf(stderr, "cairn run: warning: %s (cairn migrate will not find this job)\n", st.message().c_str());

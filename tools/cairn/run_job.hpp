@@ -36,6 +36,9 @@ struct RunOptions {
   double stall = 0;       // --stall: end an attempt without a checkpoint or progress for this long; 0: never
   std::string launcher;   // --launcher: auto, mpirun or srun; empty: CAIRN_LAUNCHER, else auto
   std::string json_path;  // --json FILE: the summary as JSON there ("-": stdout); empty: none
+  bool nodes_given = false;  // --nodes was given (refused in a multi-host allocation)
+  int ntasks_per_node = 0;   // --ntasks-per-node: ranks per host in a multi-host allocation; 0: blocks
+  int min_hosts = 0;         // --min-hosts: fewest hosts a relaunch may run on; 0: the first launch's
   std::vector<std::string> stray;  // words before "--" that are no option: a forgotten "--"
 };
 
@@ -53,6 +56,21 @@ struct Attempt {
   double restarted_after = -1;        // seconds from the launch until the job had restarted; -1: no restart seen
   std::string migrated_text;          // "node1 to node4 (...)" when the job exited for a migration
   std::optional<state_file::State> state;      // the job state file, when this attempt wrote it
+  std::string hosts_text;             // cluster mode: "lost n2 (sinfo: down*); spare n5 took its ranks 4-5"
+};
+
+// Cluster mode (docs/launcher.md, "On a cluster"): `cairn run` inside a multi-host allocation, where
+// each host is a failure group of its own.
+struct ClusterRun {
+  bool active = false;
+  std::string source;                  // "SLURM_JOB_NODELIST=n[1-6]"
+  std::vector<std::string> hosts;      // the allocation's, in its order
+  std::vector<std::string> spares;     // spare hosts not used yet, in the order they will be
+  std::vector<std::string> lost;       // hosts found down and left out, in order
+  std::vector<std::string> spares_used;  // "n5 for n2 (attempt 2)"
+  int min_hosts = 0;                   // fewest hosts a relaunch may run on
+  std::string sinfo;                   // sinfo's path (next to srun, else PATH); empty: not found
+  std::vector<std::string> kill_exec;  // CAIRN_KILL_HOST_EXEC split: how --kill-node loses a host
 };
 
 // Everything one invocation of `cairn run` works from, resolved and checked.
@@ -65,6 +83,7 @@ struct RunContext {
   int last_spare = -1;      // the number of the last spare node
   MigrationSettings migration;            // the job's migrate_* knobs, service and provider (migration.hpp)
   std::vector<std::string> migrate_exec;  // CAIRN_MIGRATE_EXEC, split on whitespace: how to start a process on a node
+  ClusterRun cluster;                     // cluster mode, when active
 };
 
 // "0,1,2"
@@ -97,11 +116,43 @@ void rebuild_moved_ranks(const RunContext& ctx, const std::map<int, std::string>
 // Why the job cannot go on with fewer ranks (its newest version holds per-rank state); "" when it can.
 std::string why_job_cannot_shrink(const RunContext& ctx);
 
+// ---- cluster mode (run_hosts.cpp) ----------------------------------------------------------------------
+
+struct AllocationHosts;
+// Inside a multi-host allocation: checks the options against it, leaves out hosts already down, places
+// the ranks on the first hosts (--ntasks-per-node, else blocks) and keeps --spares hosts back.
+Status prepare_cluster(RunContext& ctx, const AllocationHosts& hosts);
+// After a failed attempt: which of the job's hosts and free spares are down (sinfo's state, then a
+// bounded probe step on each host sinfo calls up); `how` gets one reason per host ("n2 (sinfo: down*)").
+std::vector<std::string> find_down_hosts(const RunContext& ctx, std::string* how);
+// Waits (bounded) until the failed attempt's step (named cairn-run) has left every host: a relaunch while
+// its step still tears down on some host can hang the new step's PMIx exchange.
+void wait_for_step_end(const RunContext& ctx);
+// Leaves the down hosts out for good and puts spares in their place (shrinks with --no-spare=shrink
+// when none is left, down to --min-hosts); "" when the job can go on, else why not.
+std::string replace_lost_hosts(RunContext& ctx, const std::vector<std::string>& down, Attempt& attempt);
+// --kill-node in cluster mode: the injected hosts lost (CAIRN_KILL_HOST_EXEC per host), else their ranks
+// SIGKILLed by pid where this machine sees them.
+void kill_injected_hosts(const RunContext& ctx);
+// The spare that takes the next node's or host's place ("" when none is left), and taking it (`for_what`:
+// "n2 (migration)", for the summary).
+std::string next_spare(const RunContext& ctx);
+void take_spare(RunContext& ctx, const std::string& for_what);
+// A step on `host` that removes its directory of the job's cache (a host that left the job by migration).
+Status remove_host_cache(const RunContext& ctx, const std::string& host);
+// The hosts lost and the spares used, for the summary.
+void print_host_summary(const RunContext& ctx);
+
 // ---- the end of the run (run_summary.cpp) -------------------------------------------------------------
 
-// SCR's scavenge: the newest version complete in the surviving caches to L3, unless L3 holds it. Returns
-// what it said (its last line, without the tag).
+// SCR's scavenge: the newest version complete in the surviving caches to L3, unless L3 holds it. Each
+// returns what it said (its last line, without the tag).
 std::string scavenge(const RunContext& ctx);
+// The same on the caches under ctx.layout.cache_job as this machine sees them.
+std::string scavenge_caches(const RunContext& ctx);
+// Cluster mode (run_hosts.cpp): one step per surviving host copies its cache into the prefix, where
+// scavenge_caches() flushes the newest version, rebuilding a lost host's ranks from L2.
+std::string scavenge_hosts(const RunContext& ctx);
 void print_summary(const RunContext& ctx, const std::vector<Attempt>& attempts);
 // --json FILE: the summary as one JSON document (docs/launcher.md), written to FILE ("-": stdout, after
 // the job's own output). `exit_status` is cairn run's; `last_words` why it stopped early, if it did.

@@ -51,8 +51,8 @@ TransferOptions transfer_options(const MigrateRequest& req) {
 // few tenths of a second, and waits). Whatever stops the migration later stops them too.
 void MigrationDesk::prestart(const RunContext& ctx) {
   auto transport = choose_transport(pending_->transport, ctx.migration);
-  if (!transport || !transport->fabric || ctx.next_spare > ctx.last_spare) return;
-  auto move = fabric_move(ctx, node_name(ctx.next_spare), transfer_options(*pending_));
+  if (!transport || !transport->fabric || next_spare(ctx).empty()) return;
+  auto move = fabric_move(ctx, next_spare(ctx), transfer_options(*pending_));
   if (move) prestarted_ = std::move(move).value();  // else the move is started (and fails, and says why) later
 }
 
@@ -63,6 +63,8 @@ Result<std::unique_ptr<FabricMove>> MigrationDesk::fabric_move(const RunContext&
   FabricTransfer how;
   how.cairnd = find_cairnd();
   how.exec = ctx.migrate_exec;
+  if (how.exec.empty() && ctx.cluster.active && ctx.spec.launcher == LauncherKind::srun)  // the ends on their hosts
+    how.exec = {ctx.spec.srun, "--overlap", "-N1", "-n1", "-w", "{node}", "-J", "cairn-migrate", "--mpi=none"};
   how.log_dir = ctx.layout.control;
   return FabricMove::start(ctx.layout, ctx.migration, how, pending_->node, spare, topt);
 }
@@ -88,14 +90,19 @@ bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
     fail(req.node + " is not a node of the job any more; the job goes on on its nodes");
     return true;
   }
-  if (ctx.next_spare > ctx.last_spare) {
+  if (next_spare(ctx).empty()) {
     fail("no spare node is left; the job goes on on its nodes");
     return true;
   }
-  const std::string spare = node_name(ctx.next_spare);
+  const std::string spare = next_spare(ctx);
   auto transport = choose_transport(req.transport, ctx.migration);
   if (!transport) {
     fail(transport.status().message() + "; the job goes on on its nodes");
+    return true;
+  }
+  if (ctx.cluster.active && !transport->fabric) {  // the caches are on the hosts, not here
+    fail("in a multi-host allocation a migration goes over the fabric (migrate_transport = fabric, and "
+         "migrate_listen an address the spare reaches, e.g. iface:eth0); the job goes on on its hosts");
     return true;
   }
   result_.transport = transport->fabric ? "fabric" : "local";
@@ -134,7 +141,7 @@ bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
     return true;  // relaunch as it was: the job only exited to migrate
   }
   const TransferStats& t = *moved;
-  ctx.next_spare++;
+  take_spare(ctx, req.node + " (migration)");
   ctx.spec.node_names[idx] = spare;
   result_.version = t.version;
   result_.bytes = t.bytes;
@@ -156,7 +163,7 @@ bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
   fprintf(stderr, "cairn run: migrated %s to %s: %s\n", req.node.c_str(), spare.c_str(), text);
   a.migrated_text = req.node + " to " + spare + " (" + format_bytes(t.bytes) + " in " + format_duration(t.seconds) + ")";
   // The node leaves the job: its cache goes (the spare holds the version, verified, and L2 still protects it).
-  Status st = fs::remove_tree(ctx.layout.node_cache(req.node));
+  Status st = ctx.cluster.active ? remove_host_cache(ctx, req.node) : fs::remove_tree(ctx.layout.node_cache(req.node));
   if (!st) fprintf(stderr, "cairn run: warning: removing the cache of %s: %s\n", req.node.c_str(), st.message().c_str());
   (void)fs::remove_file(layout_.migrate_file());
   result_.status = "relaunching";

@@ -32,6 +32,7 @@ std::string describe_attempt(const Attempt& a) {
   }
   if (a.reached) out += "; killed " + a.killed_text + " at checkpoint " + std::to_string(a.at_checkpoint);
   if (a.stalled) out += "; " + a.stalled_text;
+  if (!a.hosts_text.empty()) out += "; " + a.hosts_text;
   if (!a.migrated_text.empty()) out += "; exited to migrate: " + a.migrated_text;
   return out;
 }
@@ -63,6 +64,11 @@ Status flush_with_l2(const Layout& layout, const VersionInfo& v, const std::stri
 // ranks lost their copy with their node's cache is rebuilt from L2 first, as SCR's scavenge does. A
 // version that cannot be flushed or rebuilt makes it try the one before.
 std::string scavenge(const RunContext& ctx) {
+  // In cluster mode the caches are on the hosts: a step per host brings them here first.
+  return ctx.cluster.active ? scavenge_hosts(ctx) : scavenge_caches(ctx);
+}
+
+std::string scavenge_caches(const RunContext& ctx) {
   Inventory inv = scan_inventory(ctx.layout);
   uint64_t committed = 0;
   for (const auto& [ver, v] : inv.versions)
