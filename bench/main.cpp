@@ -20,6 +20,7 @@
 #include "bench.hpp"
 #include "file_modes.hpp"
 #include "migrate_bench.hpp"
+namespace bench_device { int main(int argc, char** argv); }  // device_bench.cpp: cairn-bench --device
 #include "service_bench.hpp"
 
 namespace bench {
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
   using namespace bench;
   for (int i = 1; i < argc; ++i) {  // the service and migration modes have options of their own
     if (strcmp(argv[i], "--service") == 0) return cairn_bench_service::main(argc, argv);
+    if (strcmp(argv[i], "--device") == 0) return bench_device::main(argc, argv);
     if (strcmp(argv[i], "--migrate") == 0 || strcmp(argv[i], "--migrate-app") == 0) return run_migrate_main(argc, argv);
   }
   Options o;

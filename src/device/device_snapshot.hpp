@@ -1,0 +1,112 @@
+// The snapshotter for versions with device (GPU) regions. It wraps the host snapshotter the snapshot knob
+// chose (copy or cow), which takes the host regions, and copies every device region into the version's
+// L1 slot itself:
+//
+//   - the slot's bytes for a device region are registered as pinned memory once (device/pinned.hpp);
+//   - the copy runs on a stream of cairn's own, in pieces of device_piece bytes (cuMemcpyDtoHAsync, an
+//     event after each), ordered after the application's stream when it named one (cairn_device_stream);
+//   - device_hash_threads threads hash each piece's checksum chunks on the host as soon as the piece's
+//     event fires, so hashing overlaps the copy, and the seal hashes only what is left (host regions,
+//     chunks that straddle a region's edge).
+//
+// Two modes (the device_copy knob; docs/gpu.md). wait: begin() returns once the last device byte is in
+// the slot -- the application may write its device buffers at once. return: begin() returns once the
+// copies are queued; the application orders its next write of a protected device buffer after
+// copied_event() (cairn_device_wait_copied). Either way complete() returns when every piece landed and
+// was hashed.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/snapshot.hpp"
+#include "device/driver.hpp"
+
+namespace cairn::device {
+
+enum class CopyMode { wait, return_at_once };
+
+struct CopyOptions {
+  CopyMode mode = CopyMode::wait;
+  uint64_t piece = 64ull << 20;  // bytes per copy piece (rounded to whole checksum chunks)
+  int hash_threads = 4;
+};
+
+class DeviceSnapshotter final : public Snapshotter {
+ public:
+  DeviceSnapshotter(std::unique_ptr<Snapshotter> host, CopyOptions options);
+  ~DeviceSnapshotter() override;
+
+  const char* name() const override { return host_->name(); }
+  Status begin(const std::vector<SnapshotRegion>& regions, uint8_t* slot) override;
+  Status complete() override;
+  SnapshotReport report() const override;
+  void wait_copied() override;
+  void set_chunking(uint32_t chunk_size, uint64_t stream_len) override;
+
+  // The driver of the device regions (set when the first one is protected).
+  void set_driver(const Driver* driver) { driver_ = driver; }
+  // The application's stream whose queued work a checkpoint's copy follows (nullptr: none; the
+  // application then finishes its device writes before cairn_checkpoint).
+  Status set_app_stream(CUstream stream);
+  CopyMode mode() const { return options_.mode; }
+  // The event recorded after the newest version's last device piece (nullptr before any).
+  CUevent copied_event() const { return copied_; }
+  // Make `stream` wait for the newest copy (cuStreamWaitEvent), or with nullptr block the calling
+  // thread until it is done.
+  Status wait_copied_on(CUstream stream);
+  // Copy `bytes` of host memory at src into device memory at dst (of context ctx) on cairn's stream, and
+  // wait for it: a restart's last step, once the version is verified.
+  Status copy_to_device(void* ctx, void* dst, const void* src, uint64_t bytes);
+  // Stream bytes [offset, offset + size) of a version whose stream lies at `stream` go to device memory dst.
+  struct DeviceExtent {
+    uint64_t offset = 0, size = 0;
+    void* dst = nullptr;
+  };
+  // The restart from L1 into device memory: the extents' checksum chunks are verified against `hashes` on
+  // device_hash_threads threads, piece by piece, and each piece is copied into the device once its chunks
+  // verified (from pinned memory when the slot was pinned by this process's checkpoints). ERR_CORRUPT names
+  // the first chunk that fails; the device buffers may then hold part of the version.
+  Status restore_verified(void* ctx, const uint8_t* stream, uint64_t total, uint32_t chunk_size,
+                          const std::vector<uint64_t>& hashes, const std::vector<DeviceExtent>& extents);
+
+ private:
+  struct Piece {
+    uint64_t begin = 0, end = 0;  // stream offsets
+    CUevent landed = nullptr;
+  };
+  Status setup(CUcontext ctx);  // the stream and the events, once
+  Status event(size_t i, CUevent* out);
+  void hash_worker();
+  Status finish_pieces();  // join the hashing, gather the first error
+
+  std::unique_ptr<Snapshotter> host_;
+  CopyOptions options_;
+  const Driver* driver_ = nullptr;
+  CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUstream app_stream_ = nullptr;
+  CUevent app_done_ = nullptr;
+  CUevent copied_ = nullptr;
+  std::vector<CUevent> events_;  // one per piece, reused by later versions
+
+  uint32_t chunk_size_ = 0;
+  uint64_t stream_len_ = 0;
+  uint8_t* slot_ = nullptr;
+  std::vector<Piece> pieces_;
+  std::atomic<size_t> next_piece_{0};
+  std::vector<std::thread> hashers_;
+  std::mutex mu_;
+  Status hash_error_;
+  bool in_flight_ = false;  // device pieces queued and not yet complete()d
+  double t_begin_ = 0;
+  std::atomic<double> t_landed_{0};
+  SnapshotReport report_;
+  std::string unpinned_why_;  // the last reason a slot could not be pinned (warned once)
+};
+
+}  // namespace cairn::device
