@@ -43,7 +43,7 @@ struct Config {
   std::string cuda_driver = "libcuda.so.1";  // the CUDA driver library dlopened for device memory; "off": none
   DeviceCopy device_copy = DeviceCopy::wait;
   uint64_t device_piece = 64ull << 20;  // bytes per device copy piece
-  int device_hash_threads = 4;          // threads hashing device pieces as they land
+  int device_hash_threads = 8;          // threads hashing device pieces as they land
   Redundancy redundancy = Redundancy::xor_set;
   int set_size = 4;           // failure groups per redundancy set (xor, rs, partner ring)
   int rs_parity = 2;          // parity shards per set for rs

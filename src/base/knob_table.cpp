@@ -55,13 +55,14 @@ const std::vector<Knob>& knobs() {
                       "device buffer after them with cairn_device_wait_copied (docs/gpu.md)."},
       {.name = "device_piece", .kind = Kind::size, .member = &Config::device_piece,
        .default_text = "64M", .min = MiB, .max = 4 * GiB,
-       .description = "Bytes per piece of a device region's copy (rounded to whole chunk_size chunks): each "
-                      "piece is hashed on the host as soon as it lands, while the next is copied; accepts "
-                      "K, M and G suffixes."},
+       .description = "Bytes per piece of a device region's copy (rounded to whole chunk_size chunks; larger "
+                      "when a version's device regions would make more than 64 pieces): each piece is hashed "
+                      "on the host as soon as it lands, while the next is copied; accepts K, M and G suffixes."},
       {.name = "device_hash_threads", .kind = Kind::integer, .member = &Config::device_hash_threads,
-       .default_text = "4", .min = 1, .max = 64,
+       .default_text = "8", .min = 1, .max = 64,
        .description = "Threads per rank that hash device pieces as they land (and verify them at a "
-                      "restart into device memory). One thread hashes 10-20 GB/s; a PCIe 5 link moves 50."},
+                      "restart into device memory). One thread hashes 10-20 GB/s out of memory; a PCIe 5 "
+                      "link moves 50. They wait on the copies' events, idle otherwise."},
       {.name = "redundancy", .kind = Kind::choice, .member = &Config::redundancy,
        .default_text = "xor", .choices = {"single", "partner", "xor", "rs"},
        .description = "Level-2 protection against lost nodes. single: none (a lost node means a "

@@ -110,6 +110,7 @@ class Runtime {
   Status should_exit(int* flag);
 
   int rank() const { return rank_; }
+  struct DeviceStage;  // a device region during a restart (restart_device.cpp)
 
  private:
   Runtime() = default;
@@ -163,7 +164,6 @@ class Runtime {
   Status try_l3(uint64_t v, RestartChoice* out);
   // restart into device regions (restart_device.cpp): the restart writes host staging buffers in their
   // place, copied into the device once the version is verified
-  struct DeviceStage;
   Status stage_device_regions(std::vector<std::unique_ptr<DeviceStage>>* stages);
   Status unstage_device_regions(std::vector<std::unique_ptr<DeviceStage>>* stages, const Status& restarted);
   Status restart_regions();  // cairn_restart's body, on host memory

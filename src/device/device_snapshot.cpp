@@ -17,6 +17,12 @@ DeviceSnapshotter::DeviceSnapshotter(std::unique_ptr<Snapshotter> host, CopyOpti
 
 DeviceSnapshotter::~DeviceSnapshotter() {
   if (in_flight_) (void)finish_pieces();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+    work_cv_.notify_all();
+  }
+  for (auto& t : pool_) t.join();
   if (!driver_ || !ctx_ || !make_current(*driver_, ctx_).is_ok()) return;
   const Api& a = driver_->api();
   if (stream_) (void)a.cuStreamSynchronize(stream_);
@@ -84,23 +90,33 @@ Status DeviceSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint
     if (!st.is_ok()) return fail(st);
   }
   std::sort(dev.begin(), dev.end(), [](const SnapshotRegion& x, const SnapshotRegion& y) { return x.offset < y.offset; });
-  uint64_t step = options_.piece;
-  if (chunk_size_) step = std::max<uint64_t>(chunk_size_, step / chunk_size_ * chunk_size_);
+  uint64_t device_total = 0;
+  for (const auto& r : dev) device_total += r.size;
+  uint64_t step = std::max(options_.piece, (device_total + CopyOptions::kMaxPieces - 1) / CopyOptions::kMaxPieces);
+  if (chunk_size_) step = std::max<uint64_t>(chunk_size_, (step + chunk_size_ - 1) / chunk_size_ * chunk_size_);
   pieces_.clear();
+  // One pinned range per slot over every device region's bytes (regions that share a page must not
+  // register it twice, which the driver refuses).
+  uint64_t lo = UINT64_MAX, hi = 0;
   for (const auto& r : dev) {
     if (r.device_context != dev.front().device_context)
       return fail(make_error(Code::ERR_NOT_SUPPORTED, "region '%s' lives on another device (CUDA context) than "
                              "region '%s': one per process", r.name.c_str(), dev.front().name.c_str()));
-    if (!r.size) continue;
+    if (r.size) lo = std::min(lo, r.offset), hi = std::max(hi, r.offset + r.size);
+  }
+  if (hi > lo) {
     bool pinned = true;
     std::string why;
-    st = pinned_ranges().ensure(*driver_, ctx_, slot + r.offset, r.size, &pinned, &why);
+    st = pinned_ranges().ensure(*driver_, ctx_, slot + lo, hi - lo, &pinned, &why);
     if (!st.is_ok()) return fail(st);
     if (!pinned && why != unpinned_why_) {
       unpinned_why_ = why;
-      LOG_WARN("the L1 slot of device region '%s' could not be pinned (%s): its copies run from pageable memory, "
-               "at a fraction of the bus's speed", r.name.c_str(), why.c_str());
+      LOG_WARN("the L1 slot of the device regions could not be pinned (%s): their copies run from pageable memory, "
+               "at a fraction of the bus's speed", why.c_str());
     }
+  }
+  for (const auto& r : dev) {
+    if (!r.size) continue;
     const auto src = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(r.src));
     for (uint64_t b = r.offset, end = r.offset + r.size; b < end;) {
       uint64_t e = std::min(end, (b / step + 1) * step);
@@ -130,8 +146,13 @@ Status DeviceSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint
     report_.chunk_known.assign(n, 0);
   }
   next_piece_ = 0;
-  size_t threads = std::min<size_t>(static_cast<size_t>(options_.hash_threads), pieces_.size());
-  for (size_t i = 0; i < threads; ++i) hashers_.emplace_back([this] { hash_worker(); });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (pool_.size() < static_cast<size_t>(options_.hash_threads)) pool_.emplace_back([this] { pool_loop(); });
+    hashing_ = pool_.size();
+    ++generation_;
+    work_cv_.notify_all();
+  }
   if (options_.mode == CopyMode::wait) {
     st = driver_->check(a.cuEventSynchronize(copied_), "cuEventSynchronize (the device copy)");
     if (!st.is_ok()) {
@@ -171,10 +192,23 @@ void DeviceSnapshotter::hash_worker() {
   }
 }
 
+void DeviceSnapshotter::pool_loop() {
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    work_cv_.wait(lock, [&] { return quit_ || generation_ != seen; });
+    if (quit_) return;
+    seen = generation_;
+    lock.unlock();
+    hash_worker();
+    lock.lock();
+    if (--hashing_ == 0) done_cv_.notify_all();
+  }
+}
+
 Status DeviceSnapshotter::finish_pieces() {
-  for (auto& t : hashers_) t.join();
-  hashers_.clear();
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  done_cv_.wait(lock, [&] { return hashing_ == 0; });
   return hash_error_;
 }
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,8 +33,10 @@ enum class CopyMode { wait, return_at_once };
 
 struct CopyOptions {
   CopyMode mode = CopyMode::wait;
-  uint64_t piece = 64ull << 20;  // bytes per copy piece (rounded to whole checksum chunks)
-  int hash_threads = 4;
+  uint64_t piece = 64ull << 20;  // bytes per copy piece (rounded to whole checksum chunks; larger when a
+                                 // version would have more than kMaxPieces)
+  int hash_threads = 8;
+  static constexpr uint64_t kMaxPieces = 64;  // queuing a copy costs microseconds: return mode stays fast
 };
 
 class DeviceSnapshotter final : public Snapshotter {
@@ -81,8 +84,9 @@ class DeviceSnapshotter final : public Snapshotter {
   };
   Status setup(CUcontext ctx);  // the stream and the events, once
   Status event(size_t i, CUevent* out);
-  void hash_worker();
-  Status finish_pieces();  // join the hashing, gather the first error
+  void hash_worker();      // hash the pieces of the version in flight, one after another
+  void pool_loop();        // a hashing thread: hash_worker() for every version begin() hands out
+  Status finish_pieces();  // wait for the hashing, gather the first error
 
   std::unique_ptr<Snapshotter> host_;
   CopyOptions options_;
@@ -99,10 +103,14 @@ class DeviceSnapshotter final : public Snapshotter {
   uint8_t* slot_ = nullptr;
   std::vector<Piece> pieces_;
   std::atomic<size_t> next_piece_{0};
-  std::vector<std::thread> hashers_;
+  std::vector<std::thread> pool_;  // started at the first device version, stopped by the destructor
   std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  uint64_t generation_ = 0;  // versions handed to the pool
+  size_t hashing_ = 0;       // pool threads still at work on the current version
+  bool quit_ = false;
   Status hash_error_;
-  bool in_flight_ = false;  // device pieces queued and not yet complete()d
+  std::atomic<bool> in_flight_{false};  // device pieces queued and not yet complete()d
   double t_begin_ = 0;
   std::atomic<double> t_landed_{0};
   SnapshotReport report_;
