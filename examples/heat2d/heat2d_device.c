@@ -18,10 +18,11 @@
 
 /* heat2d_sweep(double *next, const double *cur, long n, long rows, long first_row): one thread per cell;
  * blockIdx.y + 1 is the local row (1..rows), blockIdx.x * blockDim.x + threadIdx.x the column. Global edge
- * rows and the edge columns are never written. PTX ISA 7.0 for sm_52 and newer (the driver JIT-compiles it). */
-static const char kSweepPtx[] =
-    ".version 7.0\n"
-    ".target sm_52\n"
+ * rows and the edge columns are never written. PTX ISA 7.0; the driver JIT-compiles it for the GPU at hand.
+ * Its .target line is filled in at load: sm_52 (Maxwell and newer), else sm_75, for drivers whose compiler
+ * no longer takes the oldest targets (CUDA 13 dropped Maxwell to Volta). */
+static const char kSweepPtxTarget[] = ".target sm_52\n";
+static const char kSweepPtx[] = /* after ".version 7.0" and the .target line */
     ".address_size 64\n"
     "\n"
     ".visible .entry heat2d_sweep(\n"
@@ -113,6 +114,10 @@ int gpu_open(gpu_grid *g, int local_rank, long n, long rows, long first_row, con
   g->n = n;
   g->rows = rows;
   g->first_row = first_row;
+  if (rows > 65535) { /* one block row per grid row: gridDim.y is at most 65535 */
+    snprintf(err, len, "--device takes at most 65535 rows per rank, this rank has %ld", rows);
+    return -1;
+  }
   const char *path = getenv("CAIRN_CUDA_DRIVER");
   if (path == NULL || *path == '\0') path = "libcuda.so.1";
   g->library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -139,7 +144,19 @@ int gpu_open(gpu_grid *g, int local_rank, long n, long rows, long first_row, con
   CU(cu.cuDeviceGet(&dev, local_rank % devices));
   CU(cu.cuDevicePrimaryCtxRetain(&g->context, dev));
   CU(cu.cuCtxSetCurrent(g->context));
-  CU(cu.cuModuleLoadData(&g->module, kSweepPtx));
+  {
+    static char ptx[sizeof kSweepPtx + 64];
+    const char *targets[] = {kSweepPtxTarget, ".target sm_75\n"};
+    CUresult rc = CUDA_SUCCESS;
+    for (int i = 0; i < 2; i++) {
+      strcpy(ptx, ".version 7.0\n");
+      strcat(ptx, targets[i]);
+      strcat(ptx, kSweepPtx);
+      rc = cu.cuModuleLoadData(&g->module, ptx);
+      if (rc == CUDA_SUCCESS) break;
+    }
+    if (rc != CUDA_SUCCESS) return failed(rc, "cuModuleLoadData (the sweep's PTX)", err, len);
+  }
   CU(cu.cuModuleGetFunction(&g->sweep, g->module, "heat2d_sweep"));
   CU(cu.cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING));
   size_t bytes = (size_t)(rows + 2) * row_bytes(g);

@@ -168,9 +168,21 @@ reshape reshape_8_to_3_l3 3 3 L3
 read -r -a sizes <<< "$SIZES"
 size_args=()
 for s in "${sizes[@]}"; do size_args+=(--size "$s"); done
+# the L1 cache in memory (/dev/shm) when it holds two slots of the largest size, else /tmp
+cache=/dev/shm
+largest=0
+for s in "${sizes[@]}"; do
+  b=$(python3 -c "import sys; s=sys.argv[1]; m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(float(s[:-1])*m[s[-1].upper()]) if s[-1].upper() in m else int(s))" "$s")
+  [ "$b" -gt "$largest" ] && largest=$b
+done
+avail=$(df --output=avail -B1 /dev/shm 2>/dev/null | tail -1)
+if [ -z "$avail" ] || [ "$avail" -lt $((2 * largest + (1 << 30))) ]; then
+  cache=/tmp
+  echo "note: /dev/shm has ${avail:-no} bytes free, less than two slots of $largest: the bench's L1 cache is in /tmp"
+fi
 bench_json="$LOGS/bench.json"
 [ "$LOGS" = "$WORK" ] && bench_json="$WORK/bench.json"
-if timeout 300 mpirun -np 1 cairn-bench --device "${size_args[@]}" --reps 3 --cache-dir /dev/shm --prefix "$WORK" \
+if timeout 300 mpirun -np 1 cairn-bench --device "${size_args[@]}" --reps 3 --cache-dir "$cache" --prefix "$WORK" \
      ${CAIRN_CUDA_DRIVER:+--cuda-driver "$CAIRN_CUDA_DRIVER"} --json > "$bench_json" 2> "$WORK/bench.err"; then
   while read -r line; do
     name=${line%% *}
@@ -181,8 +193,8 @@ import json, sys
 text = open(sys.argv[1]).read()
 doc = json.loads(text[text.index("{"):])
 for d in doc["device"]:
-    gib = d["bytes"] / 2**30
-    tag = f"{gib:g}GiB"
+    b = d["bytes"]
+    tag = f"{b / 2**30:g}GiB" if b >= 2**30 else f"{b // 2**20}MiB"
     print(f"bench_checkpoint_wait_{tag} {int(d['checkpoint_wait_target_met'])} "
           f"{d['checkpoint_wait_gbps']:.1f} GB/s = {d['checkpoint_wait_ratio']:.2f} x pinned DtoH {d['pinned_dtoh_gbps']:.1f} GB/s (target >= 0.8)")
     print(f"bench_checkpoint_return_{tag} {int(d['checkpoint_return_target_met'])} "
