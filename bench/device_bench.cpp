@@ -12,12 +12,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +29,7 @@
 
 #include "cairn/cairn.h"
 #include "cairn/cairn_device.h"
+#include "base/xxh.hpp"
 #include "device/driver.hpp"
 
 namespace bench_device {
@@ -80,7 +85,8 @@ uint64_t parse_size(const std::string& s) {
   } while (0)
 
 // The bare copies: GB/s of `reps` copies each way between `dev` and pinned host memory.
-void bare_copies(const Driver& drv, CUdeviceptr dev, uint64_t bytes, int reps, double* dtoh, double* htod) {
+void bare_copies(const Driver& drv, CUdeviceptr dev, uint64_t bytes, int reps, double* dtoh, double* htod,
+                 double* hash, int* hash_threads) {
   const auto& a = drv.api();
   void* host = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (host == MAP_FAILED) {
@@ -103,6 +109,28 @@ void bare_copies(const Driver& drv, CUdeviceptr dev, uint64_t bytes, int reps, d
   }
   *dtoh = static_cast<double>(bytes) / median(d2h) / 1e9;
   *htod = static_cast<double>(bytes) / median(h2d) / 1e9;
+  // The verify limit: this process's threads (as many as device_hash_threads, 8, and its CPUs allow)
+  // hashing the same bytes in 1 MiB chunks, xxh3 as the library does.
+  {
+    cpu_set_t cpus;
+    int threads = 8;
+    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) threads = std::min(threads, CPU_COUNT(&cpus));
+    std::vector<double> hs;
+    for (int i = 0; i < 2; ++i) {
+      std::atomic<uint64_t> next{0};
+      auto t0 = Clock::now();
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&] {
+          for (uint64_t off; (off = next.fetch_add(1 << 20)) < bytes;)
+            (void)XXH3_64bits(static_cast<uint8_t*>(host) + off, std::min<uint64_t>(1 << 20, bytes - off));
+        });
+      for (auto& t : pool) t.join();
+      hs.push_back(seconds_since(t0));
+    }
+    *hash = static_cast<double>(bytes) / *std::min_element(hs.begin(), hs.end()) / 1e9;
+    *hash_threads = threads;
+  }
   CU(a.cuStreamDestroy(s));
   CU(a.cuMemHostUnregister(host));
   munmap(host, bytes);
@@ -230,8 +258,9 @@ int main(int argc, char** argv) {
         CU(a.cuMemcpyHtoDAsync(dev + off, fill.data(), std::min<uint64_t>(fill.size(), bytes - off), nullptr));
       CU(a.cuStreamSynchronize(nullptr));
     }
-    double dtoh = 0, htod = 0;
-    bare_copies(drv, dev, bytes, o.reps, &dtoh, &htod);
+    double dtoh = 0, htod = 0, hash = 0;
+    int hash_threads = 0;
+    bare_copies(drv, dev, bytes, o.reps, &dtoh, &htod, &hash, &hash_threads);
     ModeResult w = run_mode(drv, dev, bytes, o, "wait", work);
     ModeResult r = run_mode(drv, dev, bytes, o, "return", work);
     CU(a.cuMemFree(dev));
@@ -242,6 +271,8 @@ int main(int argc, char** argv) {
     nlohmann::json j = {{"bytes", bytes},
                         {"pinned_dtoh_gbps", dtoh},
                         {"pinned_htod_gbps", htod},
+                        {"hash_gbps", hash},
+                        {"hash_threads", hash_threads},
                         {"checkpoint_wait_s", w.checkpoint_s},
                         {"checkpoint_wait_gbps", ck_gbps},
                         {"checkpoint_wait_ratio", ck_gbps / dtoh},
@@ -256,7 +287,8 @@ int main(int argc, char** argv) {
                         {"restart_bit_exact", w.restored_ok}};
     out.push_back(j);
     if (!o.json) {
-      printf("%s per rank: pinned DtoH %.1f GB/s, HtoD %.1f GB/s\n", text.c_str(), dtoh, htod);
+      printf("%s per rank: pinned DtoH %.1f GB/s, HtoD %.1f GB/s; xxh3 on %d threads %.1f GB/s\n", text.c_str(), dtoh,
+             htod, hash_threads, hash);
       printf("  checkpoint (wait)   %8.2f ms  %6.1f GB/s  %.2f x DtoH  (target >= 0.8) %s\n", w.checkpoint_s * 1e3,
              ck_gbps, ck_gbps / dtoh, ck_met ? "met" : "MISSED");
       printf("  checkpoint (return) %8.3f ms  (target <= 1 ms) %s; its copy done after %.2f ms (%.1f GB/s)\n",

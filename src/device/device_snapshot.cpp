@@ -1,5 +1,7 @@
 #include "device/device_snapshot.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 
 #include "base/clock.hpp"
@@ -11,6 +13,10 @@ namespace cairn::device {
 
 DeviceSnapshotter::DeviceSnapshotter(std::unique_ptr<Snapshotter> host, CopyOptions options)
     : host_(std::move(host)), options_(options) {
+  // No more hashing threads than the CPUs this process may run on (a rank bound to one core would
+  // otherwise time-share them, and the thread waiting for the copy with them).
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) options_.hash_threads = std::min(options_.hash_threads, CPU_COUNT(&cpus));
   options_.hash_threads = std::max(1, options_.hash_threads);
   options_.piece = std::max<uint64_t>(options_.piece, 1);
 }
