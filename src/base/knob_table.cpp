@@ -56,7 +56,7 @@ const std::vector<Knob>& knobs() {
       {.name = "device_piece", .kind = Kind::size, .member = &Config::device_piece,
        .default_text = "64M", .min = MiB, .max = 4 * GiB,
        .description = "Bytes per piece of a device region's copy (rounded to whole chunk_size chunks; larger "
-                      "when a version's device regions would make more than 64 pieces): each piece is hashed "
+                      "when a version's device regions would make more than 16 pieces): each piece is hashed "
                       "on the host as soon as it lands, while the next is copied; accepts K, M and G suffixes."},
       {.name = "device_hash_threads", .kind = Kind::integer, .member = &Config::device_hash_threads,
        .default_text = "8", .min = 1, .max = 64,

@@ -280,7 +280,7 @@ Status DeviceSnapshotter::restore_verified(void* ctx, const uint8_t* stream, uin
   CAIRN_TRY(setup(static_cast<CUcontext>(ctx)));
   if (chunk_size == 0 || hashes.size() != (total + chunk_size - 1) / chunk_size)
     return make_error(Code::ERR_CORRUPT, "the manifest's chunk table does not fit its stream");
-  uint64_t step = std::max<uint64_t>(chunk_size, options_.piece / chunk_size * chunk_size);
+  uint64_t step = std::max<uint64_t>(chunk_size, CopyOptions::kRestorePiece / chunk_size * chunk_size);
   struct Work {
     uint64_t begin, end;
     const DeviceExtent* ext;
