@@ -128,20 +128,25 @@ Status DeviceSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint
       uint64_t e = std::min(end, (b / step + 1) * step);
       CUevent ev = nullptr;
       st = event(pieces_.size(), &ev);
-      if (st.is_ok())
-        st = driver_->check(a.cuMemcpyDtoHAsync(slot + b, src + (b - r.offset), e - b, stream_),
-                            "cuMemcpyDtoHAsync");
-      if (st.is_ok()) st = driver_->check(a.cuEventRecord(ev, stream_), "cuEventRecord");
-      if (!st.is_ok())
-        return fail(st.prefixed("copying device region '" + r.name + "' into the L1 slot"));
-      pieces_.push_back({b, e, ev});
+      if (!st.is_ok()) return fail(st);
+      pieces_.push_back({b, e, ev, src + (b - r.offset)});
       b = e;
     }
     report_.device_bytes += r.size;
   }
-  st = driver_->check(a.cuEventRecord(copied_, stream_), "cuEventRecord");
-  if (!st.is_ok()) return fail(st);
   slot_ = slot;
+  names_.clear();
+  for (const auto& r : dev) names_ += (names_.empty() ? "'" : ", '") + r.name + "'";
+  const bool wait = options_.mode == CopyMode::wait;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    enqueued_ = false;
+    enqueue_claimed_ = wait;  // wait mode queues here; return mode leaves it to a pool thread
+  }
+  if (wait) {
+    st = enqueue();
+    if (!st.is_ok()) return fail(st);
+  }
   in_flight_ = true;
   t_begin_ = t0;
   t_landed_ = t0;
@@ -159,7 +164,7 @@ Status DeviceSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint
     ++generation_;
     work_cv_.notify_all();
   }
-  if (options_.mode == CopyMode::wait) {
+  if (wait) {
     st = driver_->check(a.cuEventSynchronize(copied_), "cuEventSynchronize (the device copy)");
     if (!st.is_ok()) {
       (void)finish_pieces();
@@ -171,8 +176,59 @@ Status DeviceSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint
   return Status::ok();
 }
 
+Status DeviceSnapshotter::enqueue() {
+  const Api& a = driver_->api();
+  Status st = Status::ok();
+  for (const Piece& p : pieces_) {
+    st = driver_->check(a.cuMemcpyDtoHAsync(slot_ + p.begin, p.src, p.end - p.begin, stream_), "cuMemcpyDtoHAsync");
+    if (st.is_ok()) st = driver_->check(a.cuEventRecord(p.landed, stream_), "cuEventRecord");
+    if (!st.is_ok()) break;
+  }
+  if (st.is_ok()) st = driver_->check(a.cuEventRecord(copied_, stream_), "cuEventRecord");
+  if (!st.is_ok()) {
+    (void)a.cuStreamSynchronize(stream_);  // what was queued lands before anyone reads the slot
+    st = st.prefixed("copying device region(s) " + names_ + " into the L1 slot");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!st.is_ok() && hash_error_.is_ok()) hash_error_ = st;
+  enqueued_ = true;
+  enqueued_cv_.notify_all();
+  return st;
+}
+
+void DeviceSnapshotter::wait_enqueued() {
+  std::unique_lock<std::mutex> lock(mu_);
+  enqueued_cv_.wait(lock, [&] { return enqueued_; });
+}
+
+CUevent DeviceSnapshotter::copied_event() {
+  wait_enqueued();
+  return copied_;
+}
+
 void DeviceSnapshotter::hash_worker() {
   bool current = false;
+  {
+    // Return mode: the first thread here queues the copies; every thread waits until they are queued
+    // (an event not yet recorded would "fire" at once).
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!enqueue_claimed_) {
+      enqueue_claimed_ = true;
+      lock.unlock();
+      Status st = make_current(*driver_, ctx_);
+      current = st.is_ok();
+      if (st.is_ok()) (void)enqueue();
+      else {
+        std::lock_guard<std::mutex> relock(mu_);
+        if (hash_error_.is_ok()) hash_error_ = st;
+        enqueued_ = true;
+        enqueued_cv_.notify_all();
+      }
+      lock.lock();
+    }
+    enqueued_cv_.wait(lock, [&] { return enqueued_; });
+    if (!hash_error_.is_ok()) return;  // nothing (more) will land
+  }
   for (size_t i; (i = next_piece_.fetch_add(1)) < pieces_.size();) {
     const Piece& p = pieces_[i];
     Status st = current ? Status::ok() : make_current(*driver_, ctx_);
@@ -246,10 +302,12 @@ SnapshotReport DeviceSnapshotter::report() const {
 
 void DeviceSnapshotter::wait_copied() {
   host_->wait_copied();
+  wait_enqueued();
   if (in_flight_ && driver_ && make_current(*driver_, ctx_).is_ok()) (void)driver_->api().cuEventSynchronize(copied_);
 }
 
 Status DeviceSnapshotter::wait_copied_on(CUstream stream) {
+  wait_enqueued();
   if (!copied_ || !driver_) return Status::ok();
   CAIRN_TRY(make_current(*driver_, ctx_));
   if (stream) return driver_->check(driver_->api().cuStreamWaitEvent(stream, copied_, 0), "cuStreamWaitEvent");

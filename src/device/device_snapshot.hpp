@@ -10,10 +10,11 @@
 //     chunks that straddle a region's edge).
 //
 // Two modes (the device_copy knob; docs/gpu.md). wait: begin() returns once the last device byte is in
-// the slot -- the application may write its device buffers at once. return: begin() returns once the
-// copies are queued; the application orders its next write of a protected device buffer after
-// copied_event() (cairn_device_wait_copied). Either way complete() returns when every piece landed and
-// was hashed.
+// the slot -- the application may write its device buffers at once. return: begin() returns at once (the
+// ordering after the application's stream is recorded; one of the hashing threads queues the copies, which
+// costs the driver 10-20 us a piece); the application orders its next write of a protected device buffer
+// after copied_event() (cairn_device_wait_copied, which first waits the microseconds until the copies are
+// queued). Either way complete() returns when every piece landed and was hashed.
 #pragma once
 
 #include <atomic>
@@ -60,8 +61,9 @@ class DeviceSnapshotter final : public Snapshotter {
   // application then finishes its device writes before cairn_checkpoint).
   Status set_app_stream(CUstream stream);
   CopyMode mode() const { return options_.mode; }
-  // The event recorded after the newest version's last device piece (nullptr before any).
-  CUevent copied_event() const { return copied_; }
+  // The event recorded after the newest version's last device piece (nullptr before any); once its
+  // copies are queued.
+  CUevent copied_event();
   // Make `stream` wait for the newest copy (cuStreamWaitEvent), or with nullptr block the calling
   // thread until it is done.
   Status wait_copied_on(CUstream stream);
@@ -84,7 +86,10 @@ class DeviceSnapshotter final : public Snapshotter {
   struct Piece {
     uint64_t begin = 0, end = 0;  // stream offsets
     CUevent landed = nullptr;
+    CUdeviceptr src = 0;          // its first device byte
   };
+  Status enqueue();          // queue every piece's copy and event, then copied_; sets enqueued_
+  void wait_enqueued();      // until enqueue() ran (at once when nothing is in flight)
   Status setup(CUcontext ctx);  // the stream and the events, once
   Status event(size_t i, CUevent* out);
   void hash_worker();      // hash the pieces of the version in flight, one after another
@@ -112,12 +117,16 @@ class DeviceSnapshotter final : public Snapshotter {
   uint64_t generation_ = 0;  // versions handed to the pool
   size_t hashing_ = 0;       // pool threads still at work on the current version
   bool quit_ = false;
+  bool enqueued_ = true;          // the copies of the version in flight are queued (under mu_)
+  bool enqueue_claimed_ = true;   // a pool thread took the queuing (return mode; under mu_)
+  std::condition_variable enqueued_cv_;
   Status hash_error_;
   std::atomic<bool> in_flight_{false};  // device pieces queued and not yet complete()d
   double t_begin_ = 0;
   std::atomic<double> t_landed_{0};
   SnapshotReport report_;
-  std::string unpinned_why_;  // the last reason a slot could not be pinned (warned once)
+  std::string unpinned_why_;
+  std::string names_;  // the device regions of the version in flight, for messages  // the last reason a slot could not be pinned (warned once)
 };
 
 }  // namespace cairn::device
