@@ -9,7 +9,8 @@
 #   3  the job killed with every cache intact: restart from L1 into device memory, same result
 #   4  two nodes killed under xor: restart from L3 into device memory, same result
 #   5  device_copy = return, a node killed: same result
-#   6  restart on another rank count (8 -> 5 from L1, 8 -> 3 from L3) of the BLOCK-distributed device grid
+#   6  restart on another rank count (8 -> 5 from L1, 8 -> 3 from L3) of the BLOCK-distributed device grid,
+#      and a device version restarted without a GPU (no driver) into host memory
 #   7  cairn-bench --device (DEVICE_SIZES, default "1G 8G"): checkpoint (wait) >= 0.8 x pinned DtoH,
 #      restart >= 0.8 x pinned HtoD, return mode <= 1 ms, restarts bit for bit
 #
@@ -163,6 +164,20 @@ reshape() {
 }
 reshape reshape_8_to_5_l1 5 4 L1
 reshape reshape_8_to_3_l3 3 3 L3
+
+# 6b. a version of device memory restarted where there is no device: heat2d without --device and with
+# no CUDA driver to load restores the grid into host memory
+JOBNAME=device_to_host
+job device_to_host-1 "$NP" "$NODES" xor -- --n 256 --iters 170 --checkpoint-every 20 --device
+job device_to_host-2 "$NP" "$NODES" xor CAIRN_CUDA_DRIVER=/nonexistent/libcuda.so.1 -- "${HEAT[@]}"
+got=$(result_of device_to_host-2)
+from=$(restart_of device_to_host-2)
+if [ "$got" = "$REF" ] && [ "$from" = "L1:8" ]; then
+  check device_to_host 1 "a device version restored from $from into host memory without a driver, result = the host run's"
+else
+  keep_log device_to_host-1; keep_log device_to_host-2
+  check device_to_host 0 "restarted from '${from:-nothing}' (expected L1:8), result '${got:-none}' (expected $REF)"
+fi
 
 # 7. the bench
 read -r -a sizes <<< "$SIZES"
