@@ -22,6 +22,7 @@
 #include "file_modes.hpp"
 #include "migrate_bench.hpp"
 #include "cli_style.hpp"
+namespace bench_device { int main(int argc, char** argv); }  // device_bench.cpp: cairn-bench --device
 #include "service_bench.hpp"
 
 namespace bench {
@@ -61,7 +62,7 @@ int run_child(const Options& o, int argc, char** argv) {
 struct CommandLine {
   // Modes (at most one; none: the levels).
   bool redistribute = false, snapshot = false, scr = false, file_api = false, interpose = false, service = false,
-       placement = false, migrate = false, migrate_app = false;
+       placement = false, migrate = false, migrate_app = false, device = false;
   // Common options; 0 or "": the mode's default.
   int ranks = 0, reps = 0;
   std::string size, prefix = "/tmp", cache_dir = "/dev/shm";
@@ -71,6 +72,7 @@ struct CommandLine {
   int to = 0, versions = 12, nodes = 2, buffers = 8;
   double agent_mbs = 200;
   std::string buffer_size = "8M";
+  std::string cuda_driver = "libcuda.so.1";
   // Children (hidden).
   std::string child_dir, child_stage, child_job, child_service;
   int child_app = -1;
@@ -100,6 +102,10 @@ void define(CLI::App& app, CommandLine& c) {
   add_mode("--migrate", c.migrate,
            "emptying a node of a running job three ways -- cairn migrate between the caches, over the fabric, "
            "halt + restart from L3 -- beside the machine's limit for each");
+  add_mode("--device", c.device,
+           "GPU memory (CUDA): checkpoint and restart of device buffers beside the bare pinned device-to-host and "
+           "host-to-device copies of the same bytes, and the return mode's blocking time; --size may list sizes "
+           "(default 1G,8G); one process, no MPI launch (docs/gpu.md)");
   app.add_flag("--migrate-app", c.migrate_app)->group("");
 
   app.add_option("--ranks", c.ranks,
@@ -144,6 +150,9 @@ void define(CLI::App& app, CommandLine& c) {
       ->capture_default_str()->group("--migrate")->type_name("SIZE");
   app.add_option("--cairn", c.cairn, "the cairn tool (default: beside cairn-bench, or in the build tree)")
       ->group("--migrate")->type_name("FILE");
+
+  app.add_option("--cuda-driver", c.cuda_driver, "--device: the CUDA driver library")
+      ->capture_default_str()->group("--device")->type_name("FILE");
 
   app.add_option("--child-dir", c.child_dir)->group("");
   app.add_option("--child-stage", c.child_stage)->group("");
@@ -217,11 +226,12 @@ int main(int argc, char** argv) {
   define(app, c);
   if (int rc = cairn::cli::parse_command_line(app, argc, argv, "cairn-bench"); rc >= 0) return rc;
   const int modes = c.redistribute + c.snapshot + c.scr + c.file_api + c.interpose + c.service + c.migrate +
-                    c.migrate_app;
+                    c.migrate_app + c.device;
   if (modes > 1 && !(c.scr + c.file_api + c.interpose == modes))  // the file modes may go together
-    return usage("one mode at a time (--redistribute, --snapshot, --service, --migrate; --scr, --file-api and "
+    return usage("one mode at a time (--redistribute, --snapshot, --service, --migrate, --device; --scr, --file-api and "
                  "--interpose may go together)");
   if (c.placement && !c.service) return usage("--placement goes with --service");
+  if (c.device) return bench_device::main(argc, argv);  // device_bench.cpp reads its options from argv
   if (c.migrate || c.migrate_app) return run_migrate_mode(c, argc, argv);
   if (c.service) return run_service_mode(c, argc, argv);
   if (!c.only.empty() && !(c.redistribute || modes == 0)) return usage("--only goes with the levels or --redistribute");

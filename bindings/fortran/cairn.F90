@@ -55,6 +55,7 @@ module cairn
 
   public :: cairn_init, cairn_finalize
   public :: cairn_protect, cairn_protect_distributed, cairn_unprotect, cairn_checkpoint, cairn_wait
+  public :: cairn_protect_device, cairn_device_stream, cairn_device_wait_copied
   public :: cairn_restart_available, cairn_restart, cairn_restart_level
   public :: cairn_local_count, cairn_set_resize, cairn_redistribute
   public :: cairn_route_file, cairn_start_output, cairn_complete_output
@@ -101,6 +102,21 @@ module cairn
     end subroutine
     integer(c_int) function c_finalize() bind(C, name='cairn_finalize')
       import :: c_int
+    end function
+    integer(c_int) function c_protect_bytes(name, ptr, count, type) bind(C, name='cairn_protect')
+      import :: c_int, c_char, c_ptr, c_size_t
+      character(kind=c_char), intent(in) :: name(*)
+      type(c_ptr), value :: ptr
+      integer(c_size_t), value :: count
+      integer(c_int), value :: type
+    end function
+    integer(c_int) function c_device_stream(stream) bind(C, name='cairn_device_stream')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: stream
+    end function
+    integer(c_int) function c_device_wait_copied(stream) bind(C, name='cairn_device_wait_copied')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: stream
     end function
     integer(c_int) function c_unprotect(name) bind(C, name='cairn_unprotect')
       import :: c_int, c_char
@@ -236,6 +252,33 @@ contains
     integer, intent(out), optional :: ierror
     call finish(f_protect(c_str(name), array, dist), 'cairn_protect_distributed', ierror, shim=.true.)
   end subroutine cairn_protect_distributed
+
+  !> Registers (or updates) the region `name`: `bytes` bytes at `ptr`, device (GPU) memory or host memory
+  !> (a CUDA Fortran device array's c_loc, an OpenACC/OpenMP device address, cuMemAlloc's pointer). Its
+  !> contract is cairn_protect's for device memory (include/cairn/cairn_device.h, docs/gpu.md).
+  subroutine cairn_protect_device(name, ptr, bytes, ierror)
+    character(len=*), intent(in) :: name
+    type(c_ptr), intent(in) :: ptr
+    integer(c_size_t), intent(in) :: bytes
+    integer, intent(out), optional :: ierror
+    call finish(c_protect_bytes(c_str(name), ptr, bytes, 0_c_int), 'cairn_protect_device', ierror)
+  end subroutine cairn_protect_device
+
+  !> The application's CUDA stream (c_null_ptr: none) whose queued work every later checkpoint's device
+  !> copy follows (cairn_device_stream).
+  subroutine cairn_device_stream(stream, ierror)
+    type(c_ptr), intent(in) :: stream
+    integer, intent(out), optional :: ierror
+    call finish(c_device_stream(stream), 'cairn_device_stream', ierror)
+  end subroutine cairn_device_stream
+
+  !> Orders `stream`'s next work after the newest checkpoint's device copy, or with c_null_ptr waits for
+  !> it here (cairn_device_wait_copied; needed before writing protected device memory with device_copy = return).
+  subroutine cairn_device_wait_copied(stream, ierror)
+    type(c_ptr), intent(in) :: stream
+    integer, intent(out), optional :: ierror
+    call finish(c_device_wait_copied(stream), 'cairn_device_wait_copied', ierror)
+  end subroutine cairn_device_wait_copied
 
   subroutine cairn_unprotect(name, ierror)
     character(len=*), intent(in) :: name

@@ -13,7 +13,10 @@
  * ranks, so the final grid, and the `result` line (FNV-1a 64 of the global grid's bytes, row-major,
  * no halos), is identical bit for bit for any rank count and across restarts.
  *
- * Usage: heat2d [--n N] [--iters I] [--checkpoint-every K] [--sleep-ms S] [--no-restart]
+ * With --device the grid lives in GPU memory between steps and cairn protects the device buffer itself
+ * (heat2d_device.c: the sweep is a PTX kernel loaded through the CUDA driver API); the result is the same.
+ *
+ * Usage: heat2d [--n N] [--iters I] [--checkpoint-every K] [--sleep-ms S] [--no-restart] [--device]
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -29,6 +32,8 @@
 #include <mpi.h>
 
 #include "cairn/cairn.h"
+#include "cairn/cairn_device.h"
+#include "heat2d_device.h"
 
 #define TOP_EDGE_VALUE 100.0
 #define OTHER_EDGE_VALUE 0.0
@@ -39,6 +44,7 @@ typedef struct options {
   long checkpoint_every;
   long sleep_ms;
   int no_restart;
+  int device;
 } options;
 
 typedef struct domain {
@@ -48,6 +54,7 @@ typedef struct domain {
   long first_row;  /* global index of the first owned row */
   double *cur;     /* (rows + 2) x n: halo, owned rows, halo */
   double *next;
+  gpu_grid *gpu;   /* --device: the grid lives there; cur is then the host's copy for halos and the result */
 } domain;
 
 static int world_rank = 0;
@@ -79,7 +86,8 @@ static void usage(FILE *out) {
           "  --iters I             Jacobi iterations (default 1000)\n"
           "  --checkpoint-every K  cairn_checkpoint every K iterations (default 100; 0 = never)\n"
           "  --sleep-ms S          sleep S ms per iteration, to slow the run down (default 0)\n"
-          "  --no-restart          start from scratch even if a checkpoint exists\n");
+          "  --no-restart          start from scratch even if a checkpoint exists\n"
+          "  --device              keep the grid in GPU memory (CUDA driver loaded at run time)\n");
 }
 
 /* Parses a non-negative decimal integer; returns 0 on success. */
@@ -99,12 +107,17 @@ static int parse_options(int argc, char **argv, options *opt) {
   opt->checkpoint_every = 100;
   opt->sleep_ms = 0;
   opt->no_restart = 0;
+  opt->device = 0;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     long *target = NULL;
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) return 1;
     if (strcmp(arg, "--no-restart") == 0) {
       opt->no_restart = 1;
+      continue;
+    }
+    if (strcmp(arg, "--device") == 0) {
+      opt->device = 1;
       continue;
     }
     if (strcmp(arg, "--n") == 0) target = &opt->n;
@@ -156,7 +169,17 @@ static void initialize(domain *d) {
   }
 }
 
+static void check_gpu(int rc, const char *what, const char *err) {
+  if (rc != 0) {
+    fprintf(stderr, "heat2d: %s failed on rank %d: %s\n", what, world_rank, err);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
 static void exchange_halos(domain *d) {
+  char err[512];
+  if (d->gpu) check_gpu(gpu_rows_out(d->gpu, d->cur, err, sizeof err), "copying rows out of the GPU", err);
   int up = d->rank > 0 ? d->rank - 1 : MPI_PROC_NULL;
   int down = d->rank < d->nprocs - 1 ? d->rank + 1 : MPI_PROC_NULL;
   int count = (int)d->n;
@@ -170,9 +193,15 @@ static void exchange_halos(domain *d) {
                          cell(d, d->cur, 0, 0), count, MPI_DOUBLE, up, 2, MPI_COMM_WORLD,
                          MPI_STATUS_IGNORE),
             "MPI_Sendrecv");
+  if (d->gpu) check_gpu(gpu_halos_in(d->gpu, d->cur, err, sizeof err), "copying halos into the GPU", err);
 }
 
 static void sweep(domain *d) {
+  if (d->gpu) {
+    char err[512];
+    check_gpu(gpu_sweep(d->gpu, err, sizeof err), "the sweep kernel", err);
+    return;
+  }
   for (long r = 1; r <= d->rows; r++) {
     long global_row = d->first_row + r - 1;
     if (global_row == 0 || global_row == d->n - 1) continue;
@@ -193,7 +222,8 @@ static void sweep(domain *d) {
 static void protect_state(domain *d, int64_t *iter) {
   cairn_distribution rows = {CAIRN_DIST_BLOCK_ROWS, 0, 0, (size_t)d->n, (size_t)d->n};
   cairn_distribution same = {CAIRN_DIST_REPLICATED, 1, 0, 0, 0};
-  check(cairn_protect_distributed("grid", cell(d, d->cur, 1, 0), (size_t)d->rows * (size_t)d->n, CAIRN_DOUBLE,
+  void *grid = d->gpu ? gpu_owned_rows(d->gpu) : (void *)cell(d, d->cur, 1, 0);
+  check(cairn_protect_distributed("grid", grid, (size_t)d->rows * (size_t)d->n, CAIRN_DOUBLE,
                                   &rows),
         "cairn_protect_distributed(grid)");
   check(cairn_protect_distributed("iter", iter, 1, CAIRN_INT64, &same), "cairn_protect_distributed(iter)");
@@ -202,6 +232,9 @@ static void protect_state(domain *d, int64_t *iter) {
 static void take_checkpoint(domain *d, int64_t *iter) {
   protect_state(d, iter); /* the current buffer changes with every sweep */
   check(cairn_checkpoint(), "cairn_checkpoint");
+  /* device_copy = return: the next sweeps queued on the example's stream wait for cairn's copy (with
+   * device_copy = wait, the copy is done already and this costs nothing) */
+  if (d->gpu) check(cairn_device_wait_copied(d->gpu->stream), "cairn_device_wait_copied");
 }
 
 static void sleep_ms(long ms) {
@@ -297,6 +330,7 @@ int main(int argc, char **argv) {
   d.rows = base_rows + (d.rank < extra ? 1 : 0);
   d.first_row = d.rank * base_rows + (d.rank < extra ? d.rank : extra);
   size_t cells = (size_t)(d.rows + 2) * (size_t)d.n;
+  d.gpu = NULL;
   d.cur = malloc(cells * sizeof(double));
   d.next = malloc(cells * sizeof(double));
   if (d.cur == NULL || d.next == NULL) {
@@ -304,15 +338,29 @@ int main(int argc, char **argv) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   initialize(&d);
+  gpu_grid gpu;
+  if (opt.device) {
+    char err[512];
+    MPI_Comm node;
+    int local_rank = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local_rank);
+    MPI_Comm_free(&node);
+    check_gpu(gpu_open(&gpu, local_rank, d.n, d.rows, d.first_row, d.cur, d.next, err, sizeof err),
+              "opening the GPU", err);
+    d.gpu = &gpu;
+  }
 
   check(cairn_init(MPI_COMM_WORLD, NULL), "cairn_init");
+  /* cairn's copy of the device grid follows the sweeps queued on this stream */
+  if (d.gpu) check(cairn_device_stream(d.gpu->stream), "cairn_device_stream");
   int64_t iter = 0;
   protect_state(&d, &iter);
 
   if (world_rank == 0) {
-    printf("heat2d: n=%ld ranks=%d iters=%ld checkpoint-every=%ld thread-level=%s\n", d.n,
+    printf("heat2d: n=%ld ranks=%d iters=%ld checkpoint-every=%ld thread-level=%s%s\n", d.n,
            d.nprocs, opt.iters, opt.checkpoint_every,
-           provided >= MPI_THREAD_MULTIPLE ? "multiple" : "below-multiple");
+           provided >= MPI_THREAD_MULTIPLE ? "multiple" : "below-multiple", d.gpu ? " grid=device" : "");
     fflush(stdout);
   }
 
@@ -358,6 +406,7 @@ int main(int argc, char **argv) {
         fflush(stdout);
       }
       check(cairn_finalize(), "cairn_finalize");
+      if (d.gpu) gpu_close(d.gpu);
       free(d.cur);
       free(d.next);
       MPI_Finalize();
@@ -365,6 +414,10 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (d.gpu) {
+    char err[512];
+    check_gpu(gpu_grid_out(d.gpu, d.cur, err, sizeof err), "copying the grid out of the GPU", err);
+  }
   uint64_t hash = hash_global_grid(&d, max_rows);
   /* finalize before printing, so `result` stays the last line whatever cairn logs */
   check(cairn_finalize(), "cairn_finalize");
@@ -372,6 +425,7 @@ int main(int argc, char **argv) {
     printf("result %016" PRIx64 "\n", hash);
     fflush(stdout);
   }
+  if (d.gpu) gpu_close(d.gpu);
   free(d.cur);
   free(d.next);
   MPI_Finalize();

@@ -23,6 +23,9 @@ enum class IntervalMode { fixed, automatic };
 // application waits only for the write-protection), or cow where the kernel and the node allow it
 // (docs/architecture.md, "Snapshots").
 enum class SnapshotMode { copy, cow, automatic };
+// What cairn_checkpoint waits for of a device (GPU) region's copy (docs/gpu.md): the copy itself (wait), or
+// nothing (return: the application orders its next write after cairn's copy, cairn_device_wait_copied).
+enum class DeviceCopy { wait, return_at_once };
 
 // Service mode's transfers (docs/service.md): agents fi_read the ranks' slots, or ranks fi_write into
 // the agents' buffers.
@@ -37,6 +40,10 @@ struct Config {
   std::string cache_dir;      // base of the node-local L1 cache; default "/dev/shm"
   int cache_versions = 2;     // versions kept in L1
   SnapshotMode snapshot = SnapshotMode::automatic;
+  std::string cuda_driver = "libcuda.so.1";  // the CUDA driver library dlopened for device memory; "off": none
+  DeviceCopy device_copy = DeviceCopy::wait;
+  uint64_t device_piece = 64ull << 20;  // bytes per device copy piece
+  int device_hash_threads = 8;          // threads hashing device pieces as they land
   Redundancy redundancy = Redundancy::xor_set;
   int set_size = 4;           // failure groups per redundancy set (xor, rs, partner ring)
   int rs_parity = 2;          // parity shards per set for rs

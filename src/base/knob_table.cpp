@@ -41,6 +41,29 @@ const std::vector<Knob>& knobs() {
                       "by DMA is not seen); the checkpoint service (service) does not change the choice: "
                       "it reads the level-1 slots, never the protected memory, and only once a snapshot "
                       "is complete. cairn_init logs the choice and why (docs/architecture.md)."},
+      {.name = "cuda_driver", .kind = Kind::string, .member = &Config::cuda_driver,
+       .default_text = "libcuda.so.1",
+       .description = "The CUDA driver library cairn loads (dlopen) at the first cairn_protect, to tell device "
+                      "(GPU) memory from host memory and to copy it; cairn needs no CUDA at build time. A "
+                      "path, a library name, or off: no device memory support (a device pointer is then "
+                      "refused with CAIRN_ERR_NOT_SUPPORTED). docs/gpu.md."},
+      {.name = "device_copy", .kind = Kind::choice, .member = &Config::device_copy,
+       .default_text = "wait", .choices = {"wait", "return"},
+       .description = "What cairn_checkpoint waits for of the copy of device (GPU) regions into the "
+                      "level-1 cache. wait: the copy (at the bus's speed into pinned memory); the "
+                      "application may then write its device buffers. return: nothing; the copies run "
+                      "on cairn's stream and the application orders its next write of a protected "
+                      "device buffer after them with cairn_device_wait_copied (docs/gpu.md)."},
+      {.name = "device_piece", .kind = Kind::size, .member = &Config::device_piece,
+       .default_text = "64M", .min = MiB, .max = 4 * GiB,
+       .description = "Bytes per piece of a device region's copy (rounded to whole chunk_size chunks; larger "
+                      "when a version's device regions would make more than 16 pieces): each piece is hashed "
+                      "on the host as soon as it lands, while the next is copied; accepts K, M and G suffixes."},
+      {.name = "device_hash_threads", .kind = Kind::integer, .member = &Config::device_hash_threads,
+       .default_text = "8", .min = 1, .max = 64,
+       .description = "Threads per rank that hash device pieces as they land (and verify them at a "
+                      "restart into device memory). One thread hashes 10-20 GB/s out of memory; a PCIe 5 "
+                      "link moves 50. They wait on the copies' events, idle otherwise."},
       {.name = "redundancy", .kind = Kind::choice, .member = &Config::redundancy,
        .default_text = "xor", .choices = {"single", "partner", "xor", "rs"},
        .description = "Level-2 protection against lost nodes. single: none (a lost node means a "

@@ -28,6 +28,8 @@ struct SnapshotRegion {
   const void* src = nullptr;
   uint64_t size = 0;
   uint64_t offset = 0;
+  bool device = false;              // src is device (GPU) memory: only a device snapshotter copies it
+  void* device_context = nullptr;   // its CUDA context (device/driver.hpp)
 };
 
 // A region that the cow snapshotter copied in begin() instead, and why ("shared memory", ...).
@@ -45,6 +47,13 @@ struct SnapshotReport {
   uint64_t faults = 0;           // cow: writes that waited for their page's copy
   uint64_t fault_bytes = 0;      // cow: bytes copied for them, ahead of the copier
   std::vector<SnapshotFallback> fallbacks;  // cow: regions that could not be write-protected
+  uint64_t device_bytes = 0;       // device: bytes copied from device memory
+  double device_copy_seconds = 0;  // device: from begin() to the last device byte in the slot
+  // Checksums already computed while the bytes landed (device pieces are hashed as they arrive), for
+  // the stream described by set_chunking(): chunk_known[i] says chunk_hashes[i] holds chunk i's xxh3.
+  // Empty when nothing was hashed ahead; the seal hashes the rest.
+  std::vector<uint64_t> chunk_hashes;
+  std::vector<uint8_t> chunk_known;
 };
 
 class Snapshotter {
@@ -57,6 +66,13 @@ class Snapshotter {
   // Blocks until the snapshot in flight no longer reads or protects the regions (at once for copy): a
   // region may then be unmapped or resized, before complete() too. Any thread.
   virtual void wait_copied() {}
+  // The next begin()'s slot holds a stream of stream_len bytes checksummed in chunks of chunk_size:
+  // a snapshotter that can hash chunks while they land reports them (SnapshotReport::chunk_hashes).
+  // chunk_size 0: the slot holds more than the regions (files): hash nothing ahead.
+  virtual void set_chunking(uint32_t chunk_size, uint64_t stream_len) {
+    (void)chunk_size;
+    (void)stream_len;
+  }
 };
 
 // The plain one: memcpy on the blocking path.

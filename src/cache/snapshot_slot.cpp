@@ -1,4 +1,5 @@
 #include "cache/snapshot_slot.hpp"
+#include "cache/unmap_hook.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,6 +12,14 @@
 #include <utility>
 
 namespace cairn {
+namespace {
+std::atomic<UnmapHook> g_unmap_hook{nullptr};
+void unmapping(const void* base, uint64_t len) {
+  if (UnmapHook h = g_unmap_hook.load(std::memory_order_acquire)) h(base, len);
+}
+}  // namespace
+
+void set_unmap_hook(UnmapHook hook) { g_unmap_hook.store(hook, std::memory_order_release); }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept { *this = std::move(o); }
 
@@ -29,7 +38,10 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
 MappedFile::~MappedFile() { reset(); }
 
 void MappedFile::reset() {
-  if (data_) munmap(data_, size_);
+  if (data_) {
+    unmapping(data_, size_);
+    munmap(data_, size_);
+  }
   if (fd_ >= 0) close(fd_);
   data_ = nullptr;
   size_ = 0;
@@ -110,7 +122,10 @@ Status MappedFile::reserve(uint64_t size, bool prefault, const std::atomic<bool>
     if (rc != 0 && ftruncate(fd_, static_cast<off_t>(size)) != 0)
       return posix_error("ftruncate", path_, errno);
   }
-  if (data_) munmap(data_, size_);
+  if (data_) {
+    unmapping(data_, size_);
+    munmap(data_, size_);
+  }
   data_ = nullptr;
   // Stoppable: map, then populate piece by piece (MADV_POPULATE_WRITE, Linux 5.14); where the kernel
   // lacks it, one MAP_POPULATE as without a stop.

@@ -1,6 +1,7 @@
 // The C API edge: the only place C error codes are made from Status values, and where the per-thread
 // detailed message is set.
 #include "cairn/cairn.h"
+#include "cairn/cairn_device.h"
 #include "base/history.hpp"
 #include "base/last_error.hpp"
 #include "core/runtime.hpp"
@@ -86,6 +87,15 @@ int cairn_redistribute(MPI_Comm new_comm) {
 }
 int cairn_unprotect(const char* name) {
   return call("cairn_unprotect", [&](Runtime& rt) { return rt.unprotect(name); });
+}
+int cairn_device_stream(void* stream) {
+  return call("cairn_device_stream", [&](Runtime& rt) { return rt.device_stream(stream); });
+}
+int cairn_device_wait_copied(void* stream) {
+  return call("cairn_device_wait_copied", [&](Runtime& rt) { return rt.device_wait_copied(stream); });
+}
+int cairn_device_copied_event(void** event) {
+  return call("cairn_device_copied_event", [&](Runtime& rt) { return rt.device_copied_event(event); });
 }
 int cairn_checkpoint(void) {
   return call("cairn_checkpoint", [&](Runtime& rt) { return rt.checkpoint(); });

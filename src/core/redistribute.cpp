@@ -14,6 +14,10 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
   *left = false;
   if (in_output_ || in_restart_)
     return make_error(Code::ERR_SEQUENCE, "cairn_redistribute: an output or restart is open (complete it first)");
+  for (const auto& [name, context] : device_regions_)
+      return make_error(Code::ERR_NOT_SUPPORTED, "cairn_redistribute: region '%s' is device (GPU) memory: a live "
+                        "redistribution moves host memory only (a restart on the new rank count restores device "
+                        "regions)", name.c_str());
   // The collective runs over whichever communicator contains the other (checked locally: does every
   // process of the current communicator appear in new_comm?).
   bool grow = false;

@@ -131,7 +131,7 @@ Status Runtime::restart_available(int* available, int* version) {
 
 const std::string& Runtime::pending_label() const { return pending_ ? pending_->manifest.label : plan_->label; }
 
-Status Runtime::restart() {
+Status Runtime::restart_regions() {
   if (in_output_) return make_error(Code::ERR_SEQUENCE, "cairn_restart: an output is open (call cairn_complete_output first)");
   restart_in_place_ = true;  // the application asked for its regions to be written
   struct Reset {

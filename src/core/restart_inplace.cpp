@@ -206,6 +206,7 @@ Status Runtime::restore_through_agents(const RestartPlan& plan, bool* done) {
 // This rank's slot of version v into its regions, verified, in one pass (pread on 4 KiB pages, where
 // mapping a 256 MiB tmpfs file costs about a memcpy of it in page tables; mapped on huge pages).
 Status Runtime::read_slot_into_regions(const L1Record& rec, double* seconds) {
+  if (staged_ && !staged_->empty()) return read_slot_into_device(rec, seconds);
   const Manifest& m = rec.manifest;
   std::string path = cache_.slot_path(static_cast<int>(rec.slot));
   CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_RDONLY));

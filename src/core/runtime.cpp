@@ -150,7 +150,14 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
 // differ from it (nodes may differ in kernel or devices); every rank's reason is at debug level.
 Status Runtime::choose_snapshot() {
   SnapshotChoice snap = choose_snapshotter(cfg_.snapshot, !cfg_.service.empty());
-  snapshot_ = std::move(snap.snapshotter);
+  // Device regions are copied by the device snapshotter, host regions by the one chosen (docs/gpu.md).
+  device::CopyOptions dev;
+  dev.mode = cfg_.device_copy == DeviceCopy::wait ? device::CopyMode::wait : device::CopyMode::return_at_once;
+  dev.piece = cfg_.device_piece;
+  dev.hash_threads = cfg_.device_hash_threads;
+  auto wrapped = std::make_unique<device::DeviceSnapshotter>(std::move(snap.snapshotter), dev);
+  device_snapshot_ = wrapped.get();
+  snapshot_ = std::move(wrapped);
   int cow = std::strcmp(snapshot_->name(), "cow") == 0 ? 1 : 0, cow_ranks = 0, nranks = 1;
   CAIRN_MPI(MPI_Allreduce(&cow, &cow_ranks, 1, MPI_INT, MPI_SUM, app_comm_));
   MPI_Comm_size(app_comm_, &nranks);
@@ -390,6 +397,9 @@ Status Runtime::protect(const char* name, void* ptr, size_t count, int type) {
   if (!ptr && count > 0)
     return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): NULL pointer with count %zu", name, count);
   if (count > (UINT64_MAX / elem)) return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): count overflows", name);
+  bool device = false;
+  void* context = nullptr;
+  CAIRN_TRY(classify_region(name, ptr, static_cast<uint64_t>(count) * elem, &device, &context));
   // Protecting a name again (a resized buffer): the old one may be freed next, so a copy-on-write
   // snapshot in flight must be done reading it.
   if (regions_.count(name)) snapshot_->wait_copied();
@@ -400,6 +410,8 @@ Status Runtime::protect(const char* name, void* ptr, size_t count, int type) {
   r.type = type;
   r.elem_size = elem;
   r.dist_kind = 0;  // cairn_protect means private; cairn_protect_distributed sets it after
+  if (device) device_regions_[name] = context;
+  else device_regions_.erase(name);
   r.dist_params.clear();
   prepare_slots();
   return Status::ok();
@@ -468,6 +480,7 @@ Status Runtime::unprotect(const char* name) {
   // done reading it.
   snapshot_->wait_copied();
   regions_.erase(name);
+  device_regions_.erase(name);
   return Status::ok();
 }
 
@@ -526,7 +539,12 @@ Status Runtime::take_version(const std::string& label, bool have_files, const St
     m.created_unix_ns = static_cast<int64_t>(now_seconds() * 1e9);
     m.chunk_size = static_cast<uint32_t>(cfg_.chunk_size);
     uint64_t off = memory_region_entries(&m.regions);
-    for (const auto& e : m.regions) memory.push_back({e.name, regions_[e.name].ptr, e.size, e.offset});
+    for (const auto& e : m.regions) {
+      const Region& r = regions_[e.name];
+      auto dev = device_regions_.find(e.name);
+      bool on_device = dev != device_regions_.end();
+      memory.push_back({e.name, r.ptr, e.size, e.offset, on_device, on_device ? dev->second : nullptr});
+    }
     if (have_files) {
       for (const auto& [name, path] : routed_) {
         struct stat st;

@@ -24,6 +24,7 @@
 #include "base/prefix_owner.hpp"
 #include "base/status.hpp"
 #include "cache/snapshot.hpp"
+#include "device/device_snapshot.hpp"
 #include "pfs/l3_placement.hpp"
 #include "pipeline/embedded_flusher.hpp"
 #include "pipeline/job_events.hpp"
@@ -87,6 +88,11 @@ class Runtime {
   Status restart();
   void restart_level(int* version, int* level) const;
 
+  // Device memory (docs/gpu.md; restart_device.cpp)
+  Status device_stream(void* stream);
+  Status device_copied_event(void** event);
+  Status device_wait_copied(void* stream);
+
   // File API
   Status route_file(const char* name, char* out, size_t len);
   Status start_output(const char* label, int flags);
@@ -104,6 +110,7 @@ class Runtime {
   Status should_exit(int* flag);
 
   int rank() const { return rank_; }
+  struct DeviceStage;  // a device region during a restart (restart_device.cpp)
 
  private:
   Runtime() = default;
@@ -157,6 +164,16 @@ class Runtime {
   Status find_restart(RestartChoice* out);
   Status try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, RestartChoice* out, bool* handled);
   Status try_l3(uint64_t v, RestartChoice* out);
+  // restart into device regions (restart_device.cpp): the restart writes host staging buffers in their
+  // place, copied into the device once the version is verified
+  Status stage_device_regions(std::vector<std::unique_ptr<DeviceStage>>* stages);
+  Status unstage_device_regions(std::vector<std::unique_ptr<DeviceStage>>* stages, const Status& restarted);
+  Status restart_regions();  // cairn_restart's body, on host memory
+  // The L1 read with device regions staged: host regions as read_slot_into_regions, device regions verified
+  // piece by piece and copied into the device straight from the slot (no staging).
+  Status read_slot_into_device(const L1Record& rec, double* seconds);
+  // where a region's pointer lives: host or device (cairn_protect)
+  Status classify_region(const char* name, void* ptr, uint64_t bytes, bool* device, void** context);
   // restoring (restart.cpp)
   Status apply_restart(const RestartChoice& c);
   void restored(uint64_t v, int level, const std::string& label, bool in_l3);
@@ -192,6 +209,11 @@ class Runtime {
 
   // the pipeline and its levels (start_pipeline)
   std::unique_ptr<Snapshotter> snapshot_;
+  device::DeviceSnapshotter* device_snapshot_ = nullptr;  // snapshot_ itself: device regions and the host's
+  const device::Driver* driver_ = nullptr;                  // loaded at the first device region
+  std::map<std::string, void*> device_regions_;  // the regions in device memory: name -> CUDA context
+  std::vector<std::unique_ptr<DeviceStage>>* staged_ = nullptr;  // during cairn_restart with device regions
+  uint64_t device_direct_version_ = 0;  // the version read_slot_into_device put into the device buffers
   std::unique_ptr<pipeline::MpiTeam> team_;
   std::unique_ptr<pipeline::SetProtector> protector_;
   std::unique_ptr<pipeline::Flusher> flusher_;  // embedded, or service mode's (core/flusher_choice)

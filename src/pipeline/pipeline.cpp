@@ -182,6 +182,8 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
     const uint64_t slot_bytes = files.empty() ? manifest.total_size : file_region_offset(memory_bytes);
     CAIRN_ASSIGN_OR_RETURN(mapped, cache_->slot(slot, slot_bytes));
     v->data = mapped->data();
+    // Chunks that land whole from device memory are hashed as they arrive (device/device_snapshot.hpp).
+    snapshot_->set_chunking(files.empty() ? manifest.chunk_size : 0, manifest.total_size);
     CAIRN_TRY(snapshot_->begin(regions, mapped->data()));
     v->snapshot_begun = true;
     if (!files.empty()) {

@@ -5,10 +5,25 @@
 
 #include "base/clock.hpp"
 #include "base/log.hpp"
+#include "base/xxh.hpp"
 #include "pfs/l3_store.hpp"
 #include "pipeline/pipeline.hpp"
 
 namespace cairn::pipeline {
+
+// Every chunk's xxh3: those the snapshotter hashed while they landed (device pieces) taken from its
+// report, the rest hashed here.
+std::vector<uint64_t> hashes_of_slot(const uint8_t* data, uint64_t len, uint32_t chunk_size, const SnapshotReport& r) {
+  if (chunk_size == 0 || len == 0) return {};
+  const uint64_t n = (len + chunk_size - 1) / chunk_size;
+  if (r.chunk_known.size() != n || r.chunk_hashes.size() != n) return chunk_hashes(data, len, chunk_size);
+  std::vector<uint64_t> out(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t off = i * chunk_size;
+    out[i] = r.chunk_known[i] ? r.chunk_hashes[i] : XXH3_64bits(data + off, std::min<uint64_t>(chunk_size, len - off));
+  }
+  return out;
+}
 
 void Pipeline::fail(const Version& v, int level, const Status& why) {
   events_->failed(v.number, level, why.message());
@@ -25,7 +40,7 @@ void Pipeline::seal(Version& v) {
     if (v.local_status.is_ok()) v.local_status = done;
   }
   if (v.local_status.is_ok()) {
-    v.manifest.chunk_hashes = chunk_hashes(v.data, v.manifest.total_size, v.manifest.chunk_size);
+    v.manifest.chunk_hashes = hashes_of_slot(v.data, v.manifest.total_size, v.manifest.chunk_size, v.snapshot);
     v.local_status = cache_->write_record(v.number, L1Record{static_cast<uint32_t>(v.slot), v.manifest});
   }
   v.t_seal = now_seconds() - t0;

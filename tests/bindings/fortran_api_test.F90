@@ -198,7 +198,9 @@ contains
     logical(c_bool), target :: lb(3)
     character(len=3), target :: ch(2)
     type(point), target :: pts(2)
+    real(real64), target :: raw(5)  ! by address and size (cairn_protect_device: host memory here)
     call new_job('kinds')
+    raw = [(real(i, real64) * 3 + rank, i = 1, 5)]
     allocate(r8(3, 0:4))
     i1 = [(int(i + rank, int8), i = 1, 5)]
     i2 = reshape([1_int16, 2_int16, 3_int16, int(rank, int16)], [2, 2])
@@ -226,9 +228,13 @@ contains
     call cairn_protect('lb', lb)
     call cairn_protect('ch', ch)
     call cairn_protect('pts', pts)
+    call cairn_protect_device('raw', c_loc(raw), int(storage_size(raw) / 8 * size(raw), c_size_t))
+    call cairn_device_stream(c_null_ptr)
     call cairn_checkpoint()
+    call cairn_device_wait_copied(c_null_ptr)  ! no device region: returns at once
     i1 = 0; i2 = 0; i4 = 0; i8 = 0; r4 = 0; r8 = 0; c4 = 0; c8 = 0; l4 = .false.; lb = .false.; ch = ''
     pts = point(0, 0)
+    raw = 0
     call cairn_restart_available(flag, version)
     call expect(flag .and. version == 1, 'version 1 is available')
     call cairn_restart()
@@ -247,6 +253,7 @@ contains
     call expect(logical(all(lb .eqv. logical([.true., .false., .true.], c_bool))), 'logical(c_bool) restored')
     call expect(all(ch == ['ab' // achar(48 + rank), 'xyz']), 'character(len=3) restored')
     call expect(all(pts%x == 1.5_real64) .and. all(pts%n == rank), 'derived type restored')
+    call expect(all(raw == [(real(i, real64) * 3 + rank, i = 1, 5)]), 'cairn_protect_device (c_ptr, bytes) restored')
     call cairn_unprotect('ch', ierr)
     call expect_code(ierr, CAIRN_SUCCESS, 'cairn_unprotect')
     call cairn_unprotect('ch', ierr)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cairn/cairn.h"
+#include "cairn/cairn_device.h"
 
 int main(void) {
   int failures = 0;
@@ -14,6 +15,12 @@ int main(void) {
   if (cairn_checkpoint() != CAIRN_ERR_NOT_INITIALIZED) failures++;
   if (strstr(cairn_last_error(), "cairn_init") == NULL) failures++;
   if (cairn_protect(NULL, NULL, 0, CAIRN_BYTE) != CAIRN_ERR_NOT_INITIALIZED) failures++;
+  {
+    void *event = NULL;
+    if (cairn_device_stream(NULL) != CAIRN_ERR_NOT_INITIALIZED) failures++;
+    if (cairn_device_wait_copied(NULL) != CAIRN_ERR_NOT_INITIALIZED) failures++;
+    if (cairn_device_copied_event(&event) != CAIRN_ERR_NOT_INITIALIZED) failures++;
+  }
   printf("c_api_test: %d failures\n", failures);
   return failures ? 1 : 0;
 }

@@ -130,6 +130,69 @@ def _layout(view: memoryview) -> _Layout:
     return _Layout(_cairn.TYPES[name], view.nbytes // elem, elem, True)
 
 
+class _DeviceView:
+    """Stands in for a memoryview of a device (GPU) buffer: its address, element format and size, and
+    whatever keeps the memory alive (the object; a DLPack capsule). release() lets go of the capsule."""
+
+    def __init__(self, address: int, format: str, itemsize: int, nbytes: int, keep: Any) -> None:
+        self.address, self.format, self.itemsize, self.nbytes, self._keep = address, format, itemsize, nbytes, keep
+
+    def release(self) -> None:
+        self._keep = None
+
+
+# (kind, bytes) of __cuda_array_interface__'s typestr, or DLPack's (code, bits): the struct format _layout reads
+_DEVICE_FORMATS = {("f", 8): "d", ("f", 4): "f", ("f", 2): "e", ("i", 1): "b", ("i", 2): "h", ("i", 4): "i",
+                   ("i", 8): "q", ("u", 1): "B", ("u", 2): "H", ("u", 4): "I", ("u", 8): "Q", ("c", 8): "Zf",
+                   ("c", 16): "Zd", ("b", 1): "?"}
+_DLPACK_KINDS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b", 4: "V"}
+_DLPACK_CUDA = 2
+
+
+def _contiguous(shape: Any, strides: Any, itemsize: int, in_bytes: bool) -> bool:
+    if strides is None:
+        return True
+    expect = itemsize if in_bytes else 1
+    for n, s in zip(reversed(list(shape)), reversed(list(strides))):
+        if n != 1 and s != expect:
+            return False
+        expect *= n
+    return True
+
+
+def _device_view(obj: Any, call: str, name: str) -> Optional[_DeviceView]:
+    """A device object's view (None for anything else): __cuda_array_interface__ (CuPy, Numba, PyTorch),
+    else DLPack on a CUDA device. Never a copy: cairn protects the device memory itself."""
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        address, readonly = cai["data"]
+        typestr = cai["typestr"]
+        kind, size = typestr[1], int(typestr[2:])
+        count = 1
+        for n in cai["shape"]:
+            count *= n
+        if readonly:
+            _refuse(InvalidArgError, call, f"region '{name}' is read-only: a restart writes into it")
+        if not _contiguous(cai["shape"], cai.get("strides"), size, True):
+            _refuse(InvalidArgError, call, f"region '{name}' is not contiguous: protect a contiguous array")
+        return _DeviceView(address, _DEVICE_FORMATS.get((kind, size), "V"), size, count * size, obj)
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        device_type, _ = obj.__dlpack_device__()
+        if int(device_type) != _DLPACK_CUDA:
+            return None
+        capsule = obj.__dlpack__()
+        address, _, _, code, bits, lanes, shape, strides = _cairn.dlpack_info(capsule)
+        size = bits * lanes // 8
+        count = 1
+        for n in shape:
+            count *= n
+        if not _contiguous(shape, strides, size, False):
+            _refuse(InvalidArgError, call, f"region '{name}' is not contiguous: protect a contiguous tensor")
+        kind = _DLPACK_KINDS.get(code, "V") if lanes == 1 else "V"
+        return _DeviceView(address, _DEVICE_FORMATS.get((kind, size), "V"), size, count * size, (obj, capsule))
+    return None
+
+
 @dataclass
 class _Region:
     obj: Any
@@ -301,7 +364,8 @@ class Session:
         (None: private). resize: see set_resize(). Local.
         """
         call = "cairn_protect" if dist is None else "cairn_protect_distributed"
-        view = _writable_view(buffer, call, name)
+        device = _device_view(buffer, call, name)
+        view = device if device is not None else _writable_view(buffer, call, name)
         layout = _layout(view)
         if dist is not None and not layout.splittable and dist.kind not in (DistKind.PRIVATE, DistKind.REPLICATED):
             fmt = view.format
@@ -310,7 +374,9 @@ class Session:
                     f"region '{name}': elements of format '{fmt}' have no cairn type, so a "
                     f"{dist.kind.name} distribution cannot count them; use a PRIVATE or REPLICATED region")
         try:
-            rc = _cairn.protect(name, view, layout.count, layout.type, None if dist is None else dist.as_tuple())
+            d = None if dist is None else dist.as_tuple()
+            rc = (_cairn.protect_address(name, device.address, layout.count, layout.type, d) if device is not None
+                  else _cairn.protect(name, view, layout.count, layout.type, d))
         except BaseException:
             view.release()
             raise
@@ -339,6 +405,34 @@ class Session:
             return self._regions[name].obj
         except KeyError:
             raise KeyError(f"no region named '{name}' is protected") from None
+
+    # ---- device (GPU) memory: docs/gpu.md ----
+    @staticmethod
+    def _stream_handle(stream: Any) -> int:
+        """A CUDA stream as its handle: an int, a torch.cuda.Stream (cuda_stream), a cupy Stream (ptr), None."""
+        if stream is None:
+            return 0
+        for attr in ("cuda_stream", "ptr", "handle"):
+            if hasattr(stream, attr):
+                return int(getattr(stream, attr))
+        return int(stream)
+
+    def device_stream(self, stream: Any) -> None:
+        """The application's CUDA stream whose queued work every later checkpoint's device copy follows
+        (cairn_device_stream). Local."""
+        _check(_cairn.device_stream(self._stream_handle(stream)), "cairn_device_stream")
+
+    def device_wait_copied(self, stream: Any = None) -> None:
+        """Orders the application after the newest checkpoint's device copy: the work queued on `stream`
+        from now on waits for it, or with None this thread waits (cairn_device_wait_copied). With
+        device_copy = return, call it before the next write of a protected device buffer. Local."""
+        _check(_cairn.device_wait_copied(self._stream_handle(stream)), "cairn_device_wait_copied")
+
+    def device_copied_event(self) -> int:
+        """The CUevent recorded after the newest checkpoint's device copy, as an int (0: none yet). Local."""
+        rc, event = _cairn.device_copied_event()
+        _check(rc, "cairn_device_copied_event")
+        return event
 
     def checkpoint(self) -> None:
         """Takes a new version of every protected region; returns after the node-local copy. Collective."""

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cairn/cairn.h"
+#include "cairn/cairn_device.h"
 
 namespace py = pybind11;
 
@@ -58,6 +59,50 @@ void* address_of(const py::buffer& b) {
   void* ptr = view.buf;
   PyBuffer_Release(&view);
   return ptr;
+}
+
+// ---- DLPack (the struct layout of dlpack.h, stable since its version 0.5) --------------------------------
+struct DLDevice {
+  int32_t device_type;  // 1 CPU, 2 CUDA, 3 CUDA host, 13 CUDA managed, ...
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;  // 0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;  // in elements; NULL: compact row-major
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+
+// What a "dltensor" capsule describes, without consuming it (its owner frees it with the capsule):
+// (address, device_type, device_id, dtype code, bits, lanes, shape, strides or None).
+py::tuple dlpack_info(const py::capsule& capsule) {
+  if (std::string(capsule.name() ? capsule.name() : "") != "dltensor")
+    throw py::type_error("expected an unused DLPack capsule named 'dltensor'");
+  auto* t = static_cast<DLManagedTensor*>(capsule.get_pointer());
+  const DLTensor& d = t->dl_tensor;
+  py::list shape, strides;
+  for (int i = 0; i < d.ndim; ++i) shape.append(d.shape[i]);
+  py::object st = py::none();
+  if (d.strides) {
+    for (int i = 0; i < d.ndim; ++i) strides.append(d.strides[i]);
+    st = strides;
+  }
+  auto address = reinterpret_cast<uintptr_t>(static_cast<char*>(d.data) + d.byte_offset);
+  return py::make_tuple(address, d.device.device_type, d.device.device_id, d.dtype.code, d.dtype.bits, d.dtype.lanes,
+                        shape, st);
 }
 
 // ---- the resize callback ---------------------------------------------------------------------------
@@ -144,6 +189,25 @@ PYBIND11_MODULE(_cairn, m) {
     cairn_distribution d = to_c(*dist);
     return cairn_protect_distributed(name.c_str(), ptr, count, static_cast<cairn_type>(type), &d);
   }, py::arg("name"), py::arg("buffer"), py::arg("count"), py::arg("type"), py::arg("dist") = py::none());
+  // Device memory (cairn_device.h): the address of a __cuda_array_interface__ or DLPack object.
+  m.def("protect_address", [](const std::string& name, uintptr_t address, size_t count, int type,
+                              std::optional<DistTuple> dist) {
+    void* ptr = reinterpret_cast<void*>(address);
+    if (!dist) return cairn_protect(name.c_str(), ptr, count, static_cast<cairn_type>(type));
+    cairn_distribution d = to_c(*dist);
+    return cairn_protect_distributed(name.c_str(), ptr, count, static_cast<cairn_type>(type), &d);
+  }, py::arg("name"), py::arg("address"), py::arg("count"), py::arg("type"), py::arg("dist") = py::none());
+  m.def("dlpack_info", &dlpack_info, py::arg("capsule"));
+  m.def("device_stream", [](uintptr_t stream) { return cairn_device_stream(reinterpret_cast<void*>(stream)); },
+        py::arg("stream"));
+  m.def("device_wait_copied", [](uintptr_t stream) {
+    return cairn_device_wait_copied(reinterpret_cast<void*>(stream));
+  }, py::arg("stream"), py::call_guard<py::gil_scoped_release>());
+  m.def("device_copied_event", [] {
+    void* e = nullptr;
+    int rc = cairn_device_copied_event(&e);
+    return py::make_tuple(rc, reinterpret_cast<uintptr_t>(e));
+  });
   m.def("unprotect", [](const std::string& name) { return cairn_unprotect(name.c_str()); }, py::arg("name"));
   m.def("checkpoint", [] { return cairn_checkpoint(); }, py::call_guard<py::gil_scoped_release>());
   m.def("wait", [] { return cairn_wait(); }, py::call_guard<py::gil_scoped_release>());

@@ -1,0 +1,317 @@
+// cairn-bench --device: checkpoint and restart of device (GPU) memory beside the bus's own limits, measured
+// in the same run on the same bytes: the bare pinned device-to-host copy (cuMemcpyDtoHAsync into registered
+// memory) and the bare host-to-device copy from pinned memory. One MPI process per GPU; run it under mpirun
+// (-np 1) or alone. The CUDA driver is loaded at run time, as the library does.
+//
+//   checkpoint (device_copy = wait)   cairn_checkpoint's time; target >= 0.8 x the pinned DtoH copy
+//   checkpoint (device_copy = return) cairn_checkpoint's time; target <= 1 ms (and the copy's own time)
+//   restart                           cairn_restart from L1 into the device buffer, verified; target >= 0.8
+//                                     x the pinned HtoD copy
+// The first checkpoints of each mode pin their slots (once per slot) and are not timed.
+#include <mpi.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cairn/cairn.h"
+#include "cairn/cairn_device.h"
+#include "base/xxh.hpp"
+#include "device/driver.hpp"
+
+namespace bench_device {
+namespace {
+using cairn::device::Driver;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct Options {
+  std::vector<std::string> sizes{"1G", "8G"};
+  int reps = 3;
+  std::string cache_dir = "/dev/shm";
+  std::string prefix = "/tmp";
+  std::string driver = "libcuda.so.1";
+  bool json = false;
+};
+
+uint64_t parse_size(const std::string& s) {
+  char* end = nullptr;
+  double v = strtod(s.c_str(), &end);
+  uint64_t mul = 1;
+  if (end && *end) {
+    switch (*end) {
+      case 'K': case 'k': mul = 1ull << 10; break;
+      case 'M': case 'm': mul = 1ull << 20; break;
+      case 'G': case 'g': mul = 1ull << 30; break;
+      default: return 0;
+    }
+  }
+  return static_cast<uint64_t>(v * static_cast<double>(mul));
+}
+
+#define CU(call)                                                                       \
+  do {                                                                                 \
+    CUresult rc_ = (call);                                                             \
+    if (rc_ != CUDA_SUCCESS) {                                                         \
+      fprintf(stderr, "cairn-bench --device: %s: %s\n", #call, drv.error_text(rc_).c_str()); \
+      exit(1);                                                                         \
+    }                                                                                  \
+  } while (0)
+#define CAIRN(call)                                                                                    \
+  do {                                                                                                 \
+    int rc_ = (call);                                                                                  \
+    if (rc_ != CAIRN_SUCCESS) {                                                                        \
+      fprintf(stderr, "cairn-bench --device: %s: %s: %s\n", #call, cairn_strerror(rc_), cairn_last_error()); \
+      exit(1);                                                                                         \
+    }                                                                                                  \
+  } while (0)
+
+// The bare copies: GB/s of `reps` copies each way between `dev` and pinned host memory.
+void bare_copies(const Driver& drv, CUdeviceptr dev, uint64_t bytes, int reps, double* dtoh, double* htod,
+                 double* hash, int* hash_threads) {
+  const auto& a = drv.api();
+  void* host = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (host == MAP_FAILED) {
+    perror("cairn-bench --device: mmap");
+    exit(1);
+  }
+  CU(a.cuMemHostRegister(host, bytes, CU_MEMHOSTREGISTER_PORTABLE));
+  CUstream s = nullptr;
+  CU(a.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  std::vector<double> d2h, h2d;
+  for (int i = 0; i <= reps; ++i) {  // the first of each is a warm-up
+    auto t0 = Clock::now();
+    CU(a.cuMemcpyDtoHAsync(host, dev, bytes, s));
+    CU(a.cuStreamSynchronize(s));
+    if (i) d2h.push_back(seconds_since(t0));
+    t0 = Clock::now();
+    CU(a.cuMemcpyHtoDAsync(dev, host, bytes, s));
+    CU(a.cuStreamSynchronize(s));
+    if (i) h2d.push_back(seconds_since(t0));
+  }
+  *dtoh = static_cast<double>(bytes) / median(d2h) / 1e9;
+  *htod = static_cast<double>(bytes) / median(h2d) / 1e9;
+  // The verify limit: this process's threads (as many as device_hash_threads, 8, and its CPUs allow)
+  // hashing the same bytes in 1 MiB chunks, xxh3 as the library does.
+  {
+    cpu_set_t cpus;
+    int threads = 8;
+    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) threads = std::min(threads, CPU_COUNT(&cpus));
+    std::vector<double> hs;
+    for (int i = 0; i < 2; ++i) {
+      std::atomic<uint64_t> next{0};
+      auto t0 = Clock::now();
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&] {
+          for (uint64_t off; (off = next.fetch_add(1 << 20)) < bytes;)
+            (void)XXH3_64bits(static_cast<uint8_t*>(host) + off, std::min<uint64_t>(1 << 20, bytes - off));
+        });
+      for (auto& t : pool) t.join();
+      hs.push_back(seconds_since(t0));
+    }
+    *hash = static_cast<double>(bytes) / *std::min_element(hs.begin(), hs.end()) / 1e9;
+    *hash_threads = threads;
+  }
+  CU(a.cuStreamDestroy(s));
+  CU(a.cuMemHostUnregister(host));
+  munmap(host, bytes);
+}
+
+struct ModeResult {
+  double checkpoint_s = 0;    // median cairn_checkpoint
+  double copied_s = 0;        // median until the device copy is done (return mode: after checkpoint)
+  double restart_s = 0;       // median cairn_restart (wait mode only)
+  bool restored_ok = false;   // the device buffer after restart equals the checkpoint's bytes
+};
+
+// cairn_init with device_copy = mode, `reps` timed checkpoints after two warm-ups (one per slot), and in wait
+// mode `reps` restarts from L1 into the device buffer, each checked against the bytes checkpointed.
+ModeResult run_mode(const Driver& drv, CUdeviceptr dev, uint64_t bytes, const Options& o, const char* mode,
+                    const std::string& work) {
+  const auto& a = drv.api();
+  setenv("CAIRN_DEVICE_COPY", mode, 1);
+  setenv("CAIRN_PREFIX", (work + "/prefix").c_str(), 1);
+  setenv("CAIRN_CACHE_DIR", o.cache_dir.c_str(), 1);
+  setenv("CAIRN_JOB", ("bench-device-" + std::to_string(getpid())).c_str(), 1);
+  setenv("CAIRN_REDUNDANCY", "single", 1);
+  setenv("CAIRN_FLUSH_EVERY", "0", 1);
+  setenv("CAIRN_FLUSH_ON_FINALIZE", "0", 1);
+  setenv("CAIRN_CUDA_DRIVER", o.driver.c_str(), 1);
+  setenv("CAIRN_SNAPSHOT", "copy", 1);
+  ModeResult r;
+  CAIRN(cairn_init(MPI_COMM_SELF, nullptr));
+  CAIRN(cairn_protect("state", reinterpret_cast<void*>(static_cast<uintptr_t>(dev)), bytes, CAIRN_BYTE));
+  const bool wait = strcmp(mode, "wait") == 0;
+  std::vector<double> ck, copied, rs;
+  for (int i = 0; i < o.reps + 2; ++i) {
+    auto t0 = Clock::now();
+    CAIRN(cairn_checkpoint());
+    double t = seconds_since(t0);
+    CAIRN(cairn_device_wait_copied(nullptr));
+    double c = seconds_since(t0);
+    CAIRN(cairn_wait());
+    if (i >= 2) {
+      ck.push_back(t);
+      copied.push_back(c);
+    }
+  }
+  r.checkpoint_s = median(ck);
+  r.copied_s = median(copied);
+  if (wait) {
+    // What the newest version holds, to check each restart against.
+    std::vector<uint8_t> expect(bytes), got(bytes);
+    CU(a.cuMemcpyDtoHAsync(expect.data(), dev, bytes, nullptr));
+    CU(a.cuStreamSynchronize(nullptr));
+    r.restored_ok = true;
+    for (int i = 0; i < o.reps; ++i) {
+      // Overwrite the device buffer first, so that the restart has to bring every byte back.
+      std::vector<uint8_t> junk(1 << 20, static_cast<uint8_t>(0xA5 + i));
+      for (uint64_t off = 0; off < bytes; off += junk.size())
+        CU(a.cuMemcpyHtoDAsync(dev + off, junk.data(), std::min<uint64_t>(junk.size(), bytes - off), nullptr));
+      CU(a.cuStreamSynchronize(nullptr));
+      int available = 0;
+      auto t0 = Clock::now();
+      CAIRN(cairn_restart_available(&available, nullptr));
+      CAIRN(cairn_restart());
+      rs.push_back(seconds_since(t0));
+      CU(a.cuMemcpyDtoHAsync(got.data(), dev, bytes, nullptr));
+      CU(a.cuStreamSynchronize(nullptr));
+      r.restored_ok = r.restored_ok && available == 1 && memcmp(got.data(), expect.data(), bytes) == 0;
+    }
+    r.restart_s = median(rs);
+  }
+  CAIRN(cairn_finalize());
+  std::string cmd = "rm -rf '" + work + "/prefix' '" + o.cache_dir + "/cairn-bench-device-" + std::to_string(getpid()) + "'";
+  if (system(cmd.c_str()) != 0) fprintf(stderr, "cairn-bench --device: could not remove %s\n", work.c_str());
+  return r;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  bool device = false;
+  CLI::App app{"cairn-bench --device: checkpoint and restart of GPU memory beside the bare pinned DtoH and HtoD "
+               "copies of the same bytes (docs/performance.md, docs/gpu.md)"};
+  app.add_flag("--device", device, "this mode");
+  app.add_option("--size", o.sizes, "bytes of device memory per rank; K, M, G suffixes; a list (1G,8G)")
+      ->capture_default_str();
+  app.add_option("--reps", o.reps, "timed repetitions (the median is reported)")->check(CLI::Range(1, 100));
+  app.add_option("--cache-dir", o.cache_dir, "base of the L1 cache (cache_dir)")->capture_default_str();
+  app.add_option("--prefix", o.prefix, "where the work directory goes")->capture_default_str();
+  app.add_option("--cuda-driver", o.driver, "the CUDA driver library")->capture_default_str();
+  app.add_flag("--json", o.json, "print one JSON object instead of lines");
+  CLI11_PARSE(app, argc, argv);
+  {  // --size 1G,8G as the other modes write lists (cairn-bench's one command line takes one --size)
+    std::vector<std::string> split;
+    for (const auto& text : o.sizes) {
+      std::stringstream ss(text);
+      for (std::string w; std::getline(ss, w, ',');)
+        if (!w.empty()) split.push_back(w);
+    }
+    o.sizes = split;
+  }
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  auto loaded = cairn::device::process_driver(o.driver);
+  if (!loaded.is_ok()) {
+    fprintf(stderr, "cairn-bench --device: %s\n", loaded.status().message().c_str());
+    MPI_Finalize();
+    return 2;
+  }
+  const Driver& drv = **loaded;
+  if (drv.devices() == 0) {
+    fprintf(stderr, "cairn-bench --device: the CUDA driver %s sees no GPU\n", o.driver.c_str());
+    MPI_Finalize();
+    return 2;
+  }
+  const auto& a = drv.api();
+  CUdevice dev0 = 0;
+  CUcontext ctx = nullptr;
+  CU(a.cuDeviceGet(&dev0, 0));
+  CU(a.cuDevicePrimaryCtxRetain(&ctx, dev0));
+  CU(a.cuCtxSetCurrent(ctx));
+  std::string work = o.prefix + "/cairn-bench-device-" + std::to_string(getpid());
+  nlohmann::json out = nlohmann::json::array();
+  bool all_met = true;
+  for (const auto& text : o.sizes) {
+    uint64_t bytes = parse_size(text);
+    if (bytes < 4096) {
+      fprintf(stderr, "cairn-bench --device: --size %s: expected a size of at least 4K\n", text.c_str());
+      return 2;
+    }
+    CUdeviceptr dev = 0;
+    CU(a.cuMemAlloc(&dev, bytes));
+    {  // a pattern, so that nothing is zero pages anywhere
+      std::vector<uint8_t> fill(16 << 20);
+      for (size_t i = 0; i < fill.size(); ++i) fill[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+      for (uint64_t off = 0; off < bytes; off += fill.size())
+        CU(a.cuMemcpyHtoDAsync(dev + off, fill.data(), std::min<uint64_t>(fill.size(), bytes - off), nullptr));
+      CU(a.cuStreamSynchronize(nullptr));
+    }
+    double dtoh = 0, htod = 0, hash = 0;
+    int hash_threads = 0;
+    bare_copies(drv, dev, bytes, o.reps, &dtoh, &htod, &hash, &hash_threads);
+    ModeResult w = run_mode(drv, dev, bytes, o, "wait", work);
+    ModeResult r = run_mode(drv, dev, bytes, o, "return", work);
+    CU(a.cuMemFree(dev));
+    const double gb = static_cast<double>(bytes) / 1e9;
+    double ck_gbps = gb / w.checkpoint_s, rs_gbps = gb / w.restart_s;
+    bool ck_met = ck_gbps >= 0.8 * dtoh, rs_met = rs_gbps >= 0.8 * htod, ret_met = r.checkpoint_s <= 1e-3;
+    all_met = all_met && ck_met && rs_met && ret_met && w.restored_ok;
+    nlohmann::json j = {{"bytes", bytes},
+                        {"pinned_dtoh_gbps", dtoh},
+                        {"pinned_htod_gbps", htod},
+                        {"hash_gbps", hash},
+                        {"hash_threads", hash_threads},
+                        {"checkpoint_wait_s", w.checkpoint_s},
+                        {"checkpoint_wait_gbps", ck_gbps},
+                        {"checkpoint_wait_ratio", ck_gbps / dtoh},
+                        {"checkpoint_wait_target_met", ck_met},
+                        {"checkpoint_return_ms", r.checkpoint_s * 1e3},
+                        {"checkpoint_return_copied_gbps", gb / r.copied_s},
+                        {"checkpoint_return_target_met", ret_met},
+                        {"restart_s", w.restart_s},
+                        {"restart_gbps", rs_gbps},
+                        {"restart_ratio", rs_gbps / htod},
+                        {"restart_target_met", rs_met},
+                        {"restart_bit_exact", w.restored_ok}};
+    out.push_back(j);
+    if (!o.json) {
+      printf("%s per rank: pinned DtoH %.1f GB/s, HtoD %.1f GB/s; xxh3 on %d threads %.1f GB/s\n", text.c_str(), dtoh,
+             htod, hash_threads, hash);
+      printf("  checkpoint (wait)   %8.2f ms  %6.1f GB/s  %.2f x DtoH  (target >= 0.8) %s\n", w.checkpoint_s * 1e3,
+             ck_gbps, ck_gbps / dtoh, ck_met ? "met" : "MISSED");
+      printf("  checkpoint (return) %8.3f ms  (target <= 1 ms) %s; its copy done after %.2f ms (%.1f GB/s)\n",
+             r.checkpoint_s * 1e3, ret_met ? "met" : "MISSED", r.copied_s * 1e3, gb / r.copied_s);
+      printf("  restart from L1     %8.2f ms  %6.1f GB/s  %.2f x HtoD  (target >= 0.8) %s; bit for bit: %s\n",
+             w.restart_s * 1e3, rs_gbps, rs_gbps / htod, rs_met ? "met" : "MISSED", w.restored_ok ? "yes" : "NO");
+      fflush(stdout);
+    }
+  }
+  if (o.json) printf("%s\n", nlohmann::json{{"device", out}, {"targets_met", all_met}}.dump(2).c_str());
+  rmdir(work.c_str());
+  MPI_Finalize();
+  return 0;
+}
+
+}  // namespace bench_device
