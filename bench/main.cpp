@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench.hpp"
+#include "campaign.hpp"
 #include "file_modes.hpp"
 #include "migrate_bench.hpp"
 #include "service_bench.hpp"
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {  // the service and migration modes have options of their own
     if (strcmp(argv[i], "--service") == 0) return cairn_bench_service::main(argc, argv);
     if (strcmp(argv[i], "--migrate") == 0 || strcmp(argv[i], "--migrate-app") == 0) return run_migrate_main(argc, argv);
+    if (strcmp(argv[i], "--campaign") == 0) return cairn::bench::run_campaign_main(argc, argv);
   }
   Options o;
   CLI::App app{"cairn-bench: the speed of every cairn level beside the machine's own limits "
