@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench.hpp"
+#include "campaign.hpp"
 #include "file_modes.hpp"
 #include "migrate_bench.hpp"
 #include "cli_style.hpp"
@@ -62,7 +63,7 @@ int run_child(const Options& o, int argc, char** argv) {
 struct CommandLine {
   // Modes (at most one; none: the levels).
   bool redistribute = false, snapshot = false, scr = false, file_api = false, interpose = false, service = false,
-       placement = false, migrate = false, migrate_app = false, device = false;
+       placement = false, migrate = false, migrate_app = false, device = false, campaign = false;
   // Common options; 0 or "": the mode's default.
   int ranks = 0, reps = 0;
   std::string size, prefix = "/tmp", cache_dir = "/dev/shm";
@@ -106,6 +107,10 @@ void define(CLI::App& app, CommandLine& c) {
            "GPU memory (CUDA): checkpoint and restart of device buffers beside the bare pinned device-to-host and "
            "host-to-device copies of the same bytes, and the return mode's blocking time; --size may list sizes "
            "(default 1G,8G); one process, no MPI launch (docs/gpu.md)");
+  add_mode("--campaign", c.campaign,  // dispatched before this parser: campaign.cpp has its own options
+           "efficiency under failures: a synthetic job of a set amount of work under cairn run with failures at a "
+           "set MTBF, under each checkpoint policy (interval = auto, fixed multiples of Daly's optimum, L3 only), "
+           "its useful fraction beside Daly's model; its options: cairn-bench --campaign --help");
   app.add_flag("--migrate-app", c.migrate_app)->group("");
 
   app.add_option("--ranks", c.ranks,
@@ -217,6 +222,8 @@ int run_service_mode(const CommandLine& c, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace bench;
+  for (int i = 1; i < argc; ++i)  // the campaign has a command line of its own (campaign.cpp; --campaign --help)
+    if (strcmp(argv[i], "--campaign") == 0) return cairn::bench::run_campaign_main(argc, argv);
   CommandLine c;
   CLI::App app{"cairn-bench: the speed of every cairn level beside the machine's own limits (memcpy, ISA-L encode, "
                "write+fsync), measured in one MPI run; one mode at a time, the levels by default. See "

@@ -9,7 +9,14 @@
  * without.
  *
  * Usage: synthetic [--size BYTES[K|M|G]] [--iters N] [--checkpoint-every K] [--work W] [--sleep-ms S]
- *                  [--burst FROM:TO:MS] [--probe-agents] [--no-restart]
+ *                  [--burst FROM:TO:MS] [--probe-agents] [--need-checkpoint] [--print-checkpoints]
+ *                  [--no-restart]
+ *
+ * --need-checkpoint leaves the choice to the library: it checkpoints whenever cairn_need_checkpoint says
+ * one is due (the interval, interval_seconds and mtbf_seconds knobs: a fixed interval or Daly's optimum
+ * from the measured cost), as cairn-bench --campaign runs it; --print-checkpoints has rank 0 print a line
+ * per checkpoint ("synthetic: checkpoint at iteration I blocked B after A": the seconds cairn_checkpoint
+ * blocked, the seconds since the previous one returned, -1 for the first of a launch), which it reads.
  *
  * --burst changes how often it checkpoints mid-run (iterations FROM to TO sleep MS ms instead of S), so
  * that the checkpoint traffic rises and falls: the service's dynamic agents follow it. --probe-agents
@@ -33,7 +40,7 @@ typedef struct options {
   long long size;
   long iters, checkpoint_every, work, sleep_ms;
   long burst_from, burst_to, burst_ms;
-  int no_restart, probe_agents;
+  int no_restart, probe_agents, need_checkpoint, print_checkpoints;
 } options;
 
 static int world_rank = 0;
@@ -56,6 +63,9 @@ static void usage(FILE *out) {
           "  --sleep-ms S          sleep S ms per iteration (default 0)\n"
           "  --burst FROM:TO:MS    iterations FROM to TO sleep MS ms instead (checkpoints come faster or slower)\n"
           "  --probe-agents        call cairn_probe_agents every iteration; print each change of a rank's agent\n"
+          "  --need-checkpoint     checkpoint when cairn_need_checkpoint says so (the interval knobs), not every K\n"
+          "  --print-checkpoints   rank 0 prints each checkpoint: its iteration, the seconds it blocked, and the\n"
+          "                        seconds since the previous one returned (-1 for the first of a launch)\n"
           "  --no-restart          start from scratch even if a checkpoint exists\n");
 }
 
@@ -85,7 +95,8 @@ static int parse_bytes(const char *text, long long *out) {
 /* 0: parsed; 1: --help; -1: bad input (message printed on rank 0). */
 static int parse_options(int argc, char **argv, options *o) {
   o->size = 4LL << 20, o->iters = 100, o->checkpoint_every = 10, o->work = 1, o->sleep_ms = 0, o->no_restart = 0;
-  o->burst_from = o->burst_to = o->burst_ms = 0, o->probe_agents = 0;
+  o->burst_from = o->burst_to = o->burst_ms = 0, o->probe_agents = 0, o->need_checkpoint = 0;
+  o->print_checkpoints = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     long *target = NULL;
@@ -96,6 +107,14 @@ static int parse_options(int argc, char **argv, options *o) {
     }
     if (!strcmp(a, "--probe-agents")) {
       o->probe_agents = 1;
+      continue;
+    }
+    if (!strcmp(a, "--need-checkpoint")) {
+      o->need_checkpoint = 1;
+      continue;
+    }
+    if (!strcmp(a, "--print-checkpoints")) {
+      o->print_checkpoints = 1;
       continue;
     }
     if (!strcmp(a, "--burst")) {
@@ -183,8 +202,12 @@ int main(int argc, char **argv) {
   check(cairn_protect("data", a, n, CAIRN_FLOAT), "cairn_protect(data)");
   check(cairn_protect("iter", &iter, 1, CAIRN_INT64), "cairn_protect(iter)");
   if (world_rank == 0) {
-    printf("synthetic: %d ranks x %lld bytes, %ld iterations, checkpoint every %ld\n", nprocs, o.size, o.iters,
-           o.checkpoint_every);
+    if (o.need_checkpoint)
+      printf("synthetic: %d ranks x %lld bytes, %ld iterations, checkpoint when cairn_need_checkpoint says\n", nprocs,
+             o.size, o.iters);
+    else
+      printf("synthetic: %d ranks x %lld bytes, %ld iterations, checkpoint every %ld\n", nprocs, o.size, o.iters,
+             o.checkpoint_every);
     fflush(stdout);
   }
   if (!o.no_restart) {
@@ -202,7 +225,7 @@ int main(int argc, char **argv) {
     }
   }
 
-  double compute = 0, blocked = 0;
+  double compute = 0, blocked = 0, last_return = 0;
   long computed = 0, checkpoints = 0;
   while (iter < o.iters) {
     double t0 = now();
@@ -219,11 +242,21 @@ int main(int argc, char **argv) {
         fflush(stdout);
       }
     }
-    if (o.checkpoint_every > 0 && iter % o.checkpoint_every == 0 && iter < o.iters) {
+    int due = 0;
+    if (o.need_checkpoint) check(cairn_need_checkpoint(&due), "cairn_need_checkpoint");
+    else due = o.checkpoint_every > 0 && iter % o.checkpoint_every == 0;
+    if (due && iter < o.iters) {
       double t1 = now();
       check(cairn_checkpoint(), "cairn_checkpoint");
-      blocked += now() - t1;
+      double t2 = now();
+      blocked += t2 - t1;
       checkpoints++;
+      if (o.print_checkpoints && world_rank == 0) {
+        printf("synthetic: checkpoint at iteration %" PRId64 " blocked %.6f after %.6f\n", iter, t2 - t1,
+               last_return > 0 ? t1 - last_return : -1.0);
+        fflush(stdout);
+      }
+      last_return = t2;
     }
     int flag = 0;
     check(cairn_should_exit(&flag), "cairn_should_exit");

@@ -126,6 +126,26 @@ class FigureTest(unittest.TestCase):
         self.assertEqual([len(g[f"versions-{lv}"].get_paths()) for lv in plot.LEVELS], [2, 1, 1])
         self.assertEqual([len(g[f"bandwidth-{lv}"].get_xdata()) for lv in plot.LEVELS], [2, 1, 1])
 
+    def test_campaign_figure(self):
+        def policy(name, useful, model, redone):
+            return {"name": name, "useful_fraction": useful, "model": {"fraction": model}, "checkpoint_time_s": 1.0,
+                    "other_s": -0.5, "lost_breakdown_s": {"redone_s": redone, "teardown_s": 1, "startup_s": 2,
+                                                          "restart_s": 0.5}}
+        report = {"campaign": {"ranks": 4, "nodes": 4, "work_s": 60, "mtbf_s": 10, "mix": "node:1", "seed": 1},
+                  "failure_free": {"wall_s": 61.0},
+                  "policies": [policy("auto", 0.8, 0.82, 3), policy("fixed 1x", 0.79, None, 4),
+                               policy("L3 only", 0.6, 0.65, 9)]}
+        fig = plot.campaign_figure(report, "t", plot.campaign_footer(report), width=800)
+        top, bottom = fig.axes[0], fig.axes[1]
+        useful = [a for a in top.get_children() if a.get_gid() == "useful"]
+        model = [a for a in top.get_children() if a.get_gid() == "model"]
+        self.assertEqual([round(b.get_height(), 3) for b in useful], [0.8, 0.79, 0.6])
+        self.assertEqual([round(b.get_height(), 3) for b in model], [0.82, 0, 0.65])  # no model: an empty bar
+        redone = [a for a in bottom.get_children() if a.get_gid() == "spent-redone"]
+        self.assertEqual([b.get_height() for b in redone], [3, 4, 9])
+        other = [a for a in bottom.get_children() if a.get_gid() == "spent-other"]
+        self.assertEqual([b.get_height() for b in other], [0, 0, 0])  # a negative remainder is not drawn
+
 
 class CommandTest(unittest.TestCase):
     def setUp(self):
@@ -176,6 +196,15 @@ class CommandTest(unittest.TestCase):
         with open(path, "w") as f:
             json.dump({"prefix": self.prefix, "versions": []}, f)
         self.assertEqual(self.run_main("--summary", path, "--out", "a.svg")[0], plot.EXIT_NOTHING)
+
+    def test_campaign_input(self):
+        path = os.path.join(self.prefix, "c.json")
+        with open(path, "w") as f:
+            json.dump({"policies": []}, f)
+        self.assertEqual(self.run_main("--campaign", path, "--out", "a.svg")[0], plot.EXIT_NOTHING)
+        with open(path, "w") as f:
+            f.write("{not json")
+        self.assertEqual(self.run_main("--campaign", path, "--out", "a.svg")[0], plot.EXIT_WRITE)
 
 
 if __name__ == "__main__":

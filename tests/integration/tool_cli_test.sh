@@ -161,6 +161,11 @@ expect_rc "run --nodes 0" 2 "$CAIRN" run -n 2 --nodes 0 -- true
 expect_rc "run --kill-node without --at-checkpoint" 2 "$CAIRN" run -n 4 --nodes 2 --kill-node 1 -- true
 expect_rc "run --kill-node out of range" 2 "$CAIRN" run -n 4 --nodes 2 --kill-node 2 --at-checkpoint 1 -- true
 expect_rc "run --phase unknown" 2 "$CAIRN" run -n 4 --nodes 2 --kill-node 1 --at-checkpoint 1 --phase lunch -- true
+expect_rc "run --fail-at node out of range" 2 "$CAIRN" run -n 4 --nodes 2 --fail-at 1:node:2 -- true
+expect_rc "run --fail-at times going back" 2 "$CAIRN" run -n 4 --nodes 2 --fail-at 5:job,1:rank:0 -- true
+expect_rc "run --fail-at unknown kind" 2 "$CAIRN" run -n 4 --nodes 2 --fail-at 1:disk:0 -- true
+expect_rc "run --fail-at with --kill-node" 2 "$CAIRN" run -n 4 --nodes 2 --fail-at 1:job --kill-node 1 --at-checkpoint 1 -- true
+expect_rc "run --fail-at with --no-spare" 2 "$CAIRN" run -n 4 --nodes 2 --fail-at 1:job --no-spare -- true
 expect_rc "run command not found" 2 "$CAIRN" run -n 2 -- "$WORK/no-such-command"
 expect_in "command not found names it" "$WORK/err" "no-such-command"
 expect_rc "run MPI launcher not found" 2 env CAIRN_MPIRUN="$WORK/no-mpirun" "$CAIRN" run -n 2 -- true

@@ -78,6 +78,11 @@ bool InjectionRendezvous::reached() const {
                      [](const std::string& n) { return n.rfind("reached.", 0) == 0; });
 }
 
+bool InjectionRendezvous::pids_written(const std::vector<int>& ranks) const {
+  return std::all_of(ranks.begin(), ranks.end(),
+                     [&](int r) { return fs::exists(dir_ + "/pid." + std::to_string(r)); });
+}
+
 InjectionRendezvous::KillReport InjectionRendezvous::kill_ranks(const std::vector<int>& expected_ranks,
                                                                 double grace_seconds) const {
   KillReport report;

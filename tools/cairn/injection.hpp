@@ -20,6 +20,8 @@ class InjectionRendezvous {
   Status reset() const;
   // True once some rank has written reached.<rank>.
   bool reached() const;
+  // True when every rank of `ranks` has written pid.<rank> (it has passed cairn_init).
+  bool pids_written(const std::vector<int>& ranks) const;
 
   struct KillReport {
     std::vector<int> killed;   // ranks sent SIGKILL (or already gone)

@@ -29,7 +29,7 @@ namespace cairn::tool {
 namespace {
 
 struct PlotOptions {
-  std::string out, prefix, config_path;
+  std::string out, prefix, config_path, campaign;
   int width = 1000;
   bool json = false;
 };
@@ -167,7 +167,23 @@ int draw(const PlotOptions& o, const std::string& history_path, const nlohmann::
   return *status;
 }
 
+// --campaign FILE: the useful fraction per policy of a cairn-bench --campaign report, drawn by cairn.plot.
+int run_plot_campaign(const PlotOptions& o) {
+  if (o.out.empty() || o.json || !o.prefix.empty()) {
+    print_error("plot", "--campaign FILE goes with --out FILE only (no PREFIX, no --json)");
+    return kExitUsage;
+  }
+  auto status = run_python_module("cairn.plot", {"--out", o.out, "--width", std::to_string(o.width), "--campaign", o.campaign});
+  if (!status) {
+    print_error("plot", status.status().message() + "; cairn plot draws with the Python package cairn and matplotlib "
+                                                    "(docs/python.md)");
+    return kExitFailure;
+  }
+  return *status;
+}
+
 int run_plot(const PlotOptions& o) {
+  if (!o.campaign.empty()) return run_plot_campaign(o);
   if (o.out.empty() && !o.json) {
     print_error("plot", "--out FILE is required (FILE.png, .svg or .pdf; or --json to print the data only)");
     return kExitUsage;
@@ -246,6 +262,10 @@ Command add_plot_command(CLI::App& root) {
   app->add_option("--width", o->width, "Width in pixels at 100 dpi (default 1000; height is 0.64 of it, at least 400)")
       ->type_name("PIXELS");
   app->add_flag("--json", o->json, "Print the data plotted as JSON (without --out, draw nothing)");
+  app->add_option("--campaign", o->campaign,
+                  "Draw the useful fraction per policy of a campaign instead: the JSON cairn-bench --campaign --json\n"
+                  "prints (docs/performance.md)")
+      ->type_name("FILE");
   app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")
       ->type_name("FILE");
   app->footer(
@@ -254,7 +274,8 @@ Command add_plot_command(CLI::App& root) {
       "times from their manifests and files (docs/tools.md). Drawn by the Python package cairn with matplotlib\n"
       "(python3 -m cairn.plot).\n"
       "Exit status: 0 written, 1 the file could not be written, 2 bad options, 3 nothing to plot.");
-  set_usage(app, "cairn plot --out FILE [PREFIX] [--width PIXELS] [--json] [--config FILE]");
+  set_usage(app, "cairn plot --out FILE [PREFIX] [--width PIXELS] [--json] [--config FILE]\n"
+                 "       cairn plot --out FILE --campaign REPORT.json [--width PIXELS]");
   Command cmd;
   cmd.app = app;
   cmd.run = [o](const Invocation&) { return run_plot(*o); };

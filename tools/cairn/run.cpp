@@ -152,13 +152,17 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
     ctx.next_spare = o.nnodes;
     ctx.last_spare = o.nnodes + o.spares - 1;
   }
+  ctx.spec.command = inv.trailing;
+  ctx.spec.inject_nodes = ctx.options.kill_nodes;
+  if (cluster && !o.fail_at.empty())
+    return make_error(Code::ERR_INVALID_ARG, "--fail-at: only with simulated nodes on one machine (its targets are "
+                                             "simulated nodes and ranks); in a multi-host allocation use --kill-node");
+  CAIRN_TRY(prepare_timed_failures(ctx));  // --fail-at: before the default of --retries
   if (ctx.options.retries < 0) {
     ctx.options.retries = o.no_relaunch || o.kill_nodes.empty() ? 0 : static_cast<int>(o.at_checkpoints.size());
     if (o.stall > 0 && !o.no_relaunch) ctx.options.retries = std::max(ctx.options.retries, 1);  // a hang relaunches
     if (cluster && !o.no_relaunch) ctx.options.retries = std::max(ctx.options.retries, o.spares);  // a lost host relaunches
   }
-  ctx.spec.command = inv.trailing;
-  ctx.spec.inject_nodes = ctx.options.kill_nodes;
   if (ctx.spec.launcher == LauncherKind::srun) CAIRN_TRY(multi_prog_text(ctx.spec, false).status());
   return ctx;
 }
@@ -210,6 +214,8 @@ std::string place_on_survivors(RunContext& ctx, const std::vector<int>& lost) {
   return "";
 }
 
+}  // namespace
+
 // After killed nodes: a spare takes each killed node's ranks while there is one; then, with
 // --no-spare, the job continues on the survivors; else a fresh node of the same name. Empty: ok.
 std::string replace_killed_nodes(RunContext& ctx) {
@@ -248,6 +254,8 @@ std::string replace_killed_nodes(RunContext& ctx) {
   return "";
 }
 
+namespace {
+
 int run_job(const RunContext& start) {
   install_signal_relay();
   RunContext ctx = start;
@@ -272,6 +280,7 @@ int run_job(const RunContext& start) {
     return code;
   };
   int relaunches = 0;  // after failed attempts (bounded by --retries); migrations do not count
+  ctx.epoch = std::chrono::steady_clock::now();  // --fail-at's times count from the first launch
   for (int k = 1;; ++k) {
     // The n-th attempt that may fail is killed at the n-th --at-checkpoint entry.
     const uint64_t at = kill_point(o, relaunches + 1);
@@ -299,6 +308,7 @@ int run_job(const RunContext& start) {
     Attempt& a = attempts.back();
     a.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     a.at_checkpoint = inject ? at : 0;
+    if (a.failure) ++ctx.next_failure;
     if (a.reached) a.killed_text = killed_nodes_text(ctx);
     const int status = exit_code_of(a.wait_status);
 
@@ -315,6 +325,11 @@ int run_job(const RunContext& start) {
     if (!attempt_failed(a) || a.interrupted) return finish(status);
     const bool killed = a.reached;
     if (killed && !ctx.cluster.active) delete_killed_caches(ctx);
+    if (a.failure) {  // --fail-at: the failure's caches are gone whether or not the job goes on
+      std::string why = after_timed_failure(ctx, *a.failure);
+      if (!why.empty()) return finish(kExitFailure, why);
+      write_launcher_file(ctx);
+    }
     std::vector<std::string> down;  // cluster mode: the hosts found down after this attempt
     if (ctx.cluster.active) {
       std::string how;
@@ -395,6 +410,15 @@ Failure injection (--kill-node, --at-checkpoint, --phase):
   Phases: compute (after checkpoint C, while the job computes), checkpoint (during checkpoint C),
   flush (while version C is written to the file system).
 
+Failures at chosen times (--fail-at T1:KIND[:TARGET],T2:...):
+  Every rank runs with the injection variables and writes its pid file at cairn_init. When time Ti
+  (seconds from the first launch) has come and the ranks it strikes are up, they get SIGKILL: node:I
+  the ranks of the job's I-th node (its cache is deleted; the next spare, else a fresh node of the
+  same name, replaces it), rank:R one rank (its node's cache stays), job every rank (every node's
+  cache is deleted, so only L3 serves). One failure strikes an attempt; one due while the job is down
+  strikes the next attempt as soon as its ranks are up. Each is recorded in the job history (a
+  "failure" line). --retries defaults to the number of failures listed.
+
 Hung jobs (--stall SECONDS):
   An attempt that neither rewrites the job state file (cairn_init, every checkpoint, every change of
   phase) nor appends to the job history for SECONDS is hung: every process under the MPI launcher
@@ -429,7 +453,7 @@ Command add_run_command(CLI::App& root) {
   set_usage(app, "cairn run -n NP [--nodes K] [--spares S] [--kill-node I[,J...] --at-checkpoint C[,C2...]\n"
                  "                 [--phase PHASE] [--kill-every-attempt]] [--retries R] [--config FILE]\n"
                  "                 [--between-attempts CMD] [--no-relaunch] [--no-spare[=MODE]] [--no-scavenge]\n"
-                 "                 [--stall SECONDS] [--launcher auto|mpirun|srun]\n"
+                 "                 [--stall SECONDS] [--fail-at LIST] [--launcher auto|mpirun|srun]\n"
                  "                 [--ntasks-per-node T] [--min-hosts H] -- CMD [ARGS...]");
   app->add_option("-n,--np", o->nranks, "Number of MPI ranks")->required()->type_name("NP");
   CLI::Option* nodes = app->add_option("--nodes", o->nnodes, "Number of simulated nodes, 1..NP (one machine only)")
@@ -500,6 +524,12 @@ Command add_run_command(CLI::App& root) {
                   "CAIRN_LAUNCHER sets another default), or mpirun or srun")
       ->check(CLI::IsMember({"auto", "mpirun", "srun"}))
       ->type_name("LAUNCHER");
+  app->add_option("--fail-at", o->fail_at,
+                  "Failures at times from the first launch: TIME:node:I (node I lost: its ranks killed, its cache\n"
+                  "deleted), TIME:rank:R (rank R killed), TIME:job (every rank killed, every cache deleted),\n"
+                  "comma-separated; cairn-bench --campaign draws them at a chosen MTBF")
+      ->type_name("LIST")
+      ->excludes(kill);
   app->add_option("stray", o->stray)->group("");  // a command given without "--": reported clearly
   app->footer(kFooter);
 

@@ -165,11 +165,12 @@ Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDes
   attempt.number = number;
   attempt.injected = inject;
   InjectionRendezvous rendezvous(ctx.layout.inject_dir());
-  if (inject) {
+  const bool timed = !ctx.failures.empty();  // --fail-at: every rank writes its pid file
+  if (inject || timed) {
     Status st = rendezvous.reset();
     if (!st) fprintf(stderr, "cairn run: warning: failure-injection directory: %s\n", st.message().c_str());
   }
-  auto launch = launch_argv(ctx.spec, inject);  // srun: also writes the --multi-prog file
+  auto launch = launch_argv(ctx.spec, inject || timed);  // srun: also writes the --multi-prog file
   if (!launch) {
     fprintf(stderr, "cairn run: %s\n", launch.status().message().c_str());
     attempt.wait_status = 127 << 8;
@@ -178,13 +179,14 @@ Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDes
   std::vector<std::string> argv = std::move(launch).value();
   if (log::level() >= log::Level::info) {
     fprintf(stderr, "cairn run: attempt %d (%s): %s\n", number, launcher_name(ctx.spec.launcher), join_quoted(argv).c_str());
-    if (auto text = multi_prog_text(ctx.spec, inject); text && ctx.spec.launcher == LauncherKind::srun)
+    if (auto text = multi_prog_text(ctx.spec, inject || timed); text && ctx.spec.launcher == LauncherKind::srun)
       fprintf(stderr, "cairn run: %s:\n%s", ctx.spec.multi_prog_file.c_str(), text->c_str());
   }
 
   const FileStamp state_before = stamp_of(ctx.layout.state_file());
   FileStamp state_seen = state_before;
   const auto launched = std::chrono::steady_clock::now();
+  record_attempt_launch(ctx, number);
   auto child = spawn(argv, {}, /*own_group=*/true);
   if (!child) {
     fprintf(stderr, "cairn run: %s\n", child.status().message().c_str());
@@ -210,6 +212,9 @@ Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDes
       kill_injected_ranks(ctx, rendezvous, kPidFileGrace);
       killed_at = clock::now();
     }
+    if (timed && !killed_at && !term_sent_at && !attempt.interrupted &&
+        strike_due_failure(ctx, rendezvous, child->pid, attempt))
+      killed_at = clock::now();
     std::string why;
     if (!killed_at && !term_sent_at && !attempt.interrupted && stall.check(&why)) {
       // A hung job is killed outright (it cannot checkpoint any more): SIGKILL to every process under the
@@ -253,11 +258,13 @@ Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDes
     attempt.reached = true;
     kill_injected_ranks(ctx, rendezvous, 0);
   }
-  if (inject) rendezvous.remove();
+  if (inject || timed) rendezvous.remove();
   attempt.state = read_state_written_since(ctx.layout.state_file(), state_before);
   return attempt;
 }
 
-bool attempt_failed(const Attempt& a) { return a.reached || a.stalled || exit_code_of(a.wait_status) != 0; }
+bool attempt_failed(const Attempt& a) {
+  return a.reached || a.failure || a.stalled || exit_code_of(a.wait_status) != 0;
+}
 
 }  // namespace cairn::tool

@@ -4,6 +4,9 @@
 // process migration (run_migration.hpp).
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -14,6 +17,7 @@
 #include "base/state_file.hpp"
 #include "launch_plan.hpp"
 #include "migration.hpp"
+#include "policy/failure_schedule.hpp"
 
 namespace cairn::tool {
 
@@ -39,6 +43,7 @@ struct RunOptions {
   bool nodes_given = false;  // --nodes was given (refused in a multi-host allocation)
   int ntasks_per_node = 0;   // --ntasks-per-node: ranks per host in a multi-host allocation; 0: blocks
   int min_hosts = 0;         // --min-hosts: fewest hosts a relaunch may run on; 0: the first launch's
+  std::string fail_at;    // --fail-at: failures at times from the first launch (TIME:KIND[:TARGET],...)
   std::vector<std::string> stray;  // words before "--" that are no option: a forgotten "--"
 };
 
@@ -55,6 +60,9 @@ struct Attempt {
   double wall_seconds = 0;            // how long the attempt ran
   double restarted_after = -1;        // seconds from the launch until the job had restarted; -1: no restart seen
   std::string migrated_text;          // "node1 to node4 (...)" when the job exited for a migration
+  std::optional<policy::ScheduledFailure> failure;  // --fail-at: the failure that struck this attempt
+  double failure_s = -1;              // when it struck, seconds from the first launch
+  std::string failure_text;           // "node node1 (ranks 2,3) at 12.5 s (due 12.4 s)"
   std::optional<state_file::State> state;      // the job state file, when this attempt wrote it
   std::string hosts_text;             // cluster mode: "lost n2 (sinfo: down*); spare n5 took its ranks 4-5"
 };
@@ -84,6 +92,9 @@ struct RunContext {
   MigrationSettings migration;            // the job's migrate_* knobs, service and provider (migration.hpp)
   std::vector<std::string> migrate_exec;  // CAIRN_MIGRATE_EXEC, split on whitespace: how to start a process on a node
   ClusterRun cluster;                     // cluster mode, when active
+  std::vector<policy::ScheduledFailure> failures;  // --fail-at, checked against the job's shape
+  size_t next_failure = 0;                          // the first of `failures` not yet applied
+  std::chrono::steady_clock::time_point epoch;      // the first launch: --fail-at's times count from it
 };
 
 // "0,1,2"
@@ -102,6 +113,30 @@ void write_launcher_file(const RunContext& ctx);
 Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDesk& desk);
 // A failed attempt: killed, or a non-zero exit.
 bool attempt_failed(const Attempt& a);
+
+// ---- failures at chosen times (run_failures.cpp) --------------------------------------------------------
+
+class InjectionRendezvous;
+// <prefix>/.cairn/run-record: with --fail-at, a line per attempt launched and per failure struck
+// (docs/format.md, "The run record"). record_attempt_launch starts it afresh at attempt 1.
+std::string run_record_path(const Layout& layout);
+void record_attempt_launch(const RunContext& ctx, int attempt);
+// --fail-at: parses the list against the job's shape and has every rank write its pid file (the
+// injection variables, with a point no checkpoint reaches), so that any node can be struck.
+Status prepare_timed_failures(RunContext& ctx);
+// Within an attempt, polled: when the next failure is due and its ranks are up, kills them (a node's, one
+// rank, or every rank), records the failure in the job history and in `attempt`; true when it struck.
+bool strike_due_failure(const RunContext& ctx, const InjectionRendezvous& rendezvous, pid_t launcher_pid,
+                        Attempt& attempt);
+// After the attempt a failure struck: the lost caches deleted (the node's; every node's for a job
+// failure), a lost node replaced (the next spare, else a fresh node of the same name). Says why the job
+// cannot go on; empty: it can.
+std::string after_timed_failure(RunContext& ctx, const policy::ScheduledFailure& failure);
+
+// After killed nodes (ctx.options.kill_nodes): a spare takes each one's ranks while there is one; then,
+// with --no-spare, the job continues on the survivors; else a fresh node of the same name (run.cpp).
+// Empty: ok; else why the job cannot go on.
+std::string replace_killed_nodes(RunContext& ctx);
 
 // ---- between attempts (run_between.cpp) ---------------------------------------------------------------
 

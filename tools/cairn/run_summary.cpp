@@ -31,6 +31,7 @@ std::string describe_attempt(const Attempt& a) {
            std::to_string(s.l2) + ", L3 " + std::to_string(s.l3) + ")";
   }
   if (a.reached) out += "; killed " + a.killed_text + " at checkpoint " + std::to_string(a.at_checkpoint);
+  if (a.failure) out += "; failure: lost " + a.failure_text;
   if (a.stalled) out += "; " + a.stalled_text;
   if (!a.hosts_text.empty()) out += "; " + a.hosts_text;
   if (!a.migrated_text.empty()) out += "; exited to migrate: " + a.migrated_text;

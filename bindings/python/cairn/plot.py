@@ -1,7 +1,7 @@
 """cairn.plot: a job's checkpoint timeline, drawn with matplotlib (what `cairn plot --out FILE` runs).
 
-    python3 -m cairn.plot --out job.svg (--prefix PREFIX | --history FILE | --summary FILE.json)
-                          [--width PIXELS] [--title TEXT]
+    python3 -m cairn.plot --out job.svg (--prefix PREFIX | --history FILE | --summary FILE.json |
+                                         --campaign FILE.json) [--width PIXELS] [--title TEXT]
 
 From the job history (--prefix or --history; cairn.history reads it): every launch as a band labelled
 with its restart (a dashed line and a marker at the moment the restart completed), a lane per level
@@ -11,6 +11,10 @@ From --summary (what `cairn plot --json` prints when there is no history: the ve
 the same lanes, and the bandwidth per version and level (a line per level). The format follows the output's
 extension (png, svg, pdf, or any other matplotlib writes). Artists carry ids (gid: "lane-L1",
 "versions-L1", "bandwidth-L1", "launch-2", "restart-1", "failure-1"), kept in SVG output as element ids.
+From --campaign (the JSON `cairn-bench --campaign --json` prints): the useful fraction per policy, a bar
+each, with Daly's prediction beside it (gid "useful", "model"), and below where each policy's time went
+beyond the failure-free run (stacked: checkpoints, re-done work, teardown, start-up, restart, other; gid
+"spent-<part>").
 
 Exit status: 0 written, 1 the file could not be written, 2 bad options, 3 nothing to plot.
 """
@@ -218,6 +222,53 @@ def disk_figure(summary: Dict[str, Any], title: str, footer: str, width: int = 1
     return fig
 
 
+CAMPAIGN_PARTS = (("checkpoint_time_s", "checkpoints", "#1f77b4"), ("redone_s", "re-done work", "#d62728"),
+                  ("teardown_s", "teardown", "#9467bd"), ("startup_s", "start-up", "#ff7f0e"),
+                  ("restart_s", "restart", "#2ca02c"), ("other_s", "other", "#c7c7c7"))
+
+
+def campaign_figure(report: Dict[str, Any], title: str, footer: str, width: int = 1000):
+    """The useful fraction per policy beside Daly's model; below, where the time beyond the failure-free
+    run went (seconds, stacked per policy)."""
+    fig, top, bottom = _figure(width)
+    policies = report.get("policies", [])
+    names = [p.get("name", "?") for p in policies]
+    xs = list(range(len(policies)))
+    measured = [p.get("useful_fraction") or 0 for p in policies]
+    model = [(p.get("model") or {}).get("fraction") for p in policies]
+    top.bar([x - 0.2 for x in xs], measured, width=0.4, color=LEVEL_COLORS[0], label="measured", gid="useful")
+    top.bar([x + 0.2 for x in xs], [m or 0 for m in model], width=0.4, color="#aec7e8", label="Daly's model",
+            gid="model")
+    for x, v in zip(xs, measured):
+        top.text(x - 0.2, v + 0.01, f"{v:.3f}", ha="center", va="bottom", fontsize=7)
+    top.set_xticks(xs, names, fontsize=8)
+    low = min([v for v in measured + [m for m in model if m] if v > 0] or [0.5])
+    top.set_ylim(max(0.0, low - 0.1), 1.0)
+    top.set_ylabel("useful fraction")
+    top.grid(axis="y", color="#e1e1e1", linewidth=0.8)
+    base = [0.0] * len(policies)
+    for key, label, color in CAMPAIGN_PARTS:
+        if key == "checkpoint_time_s" or key == "other_s":
+            values = [max(p.get(key) or 0, 0) for p in policies]
+        else:
+            values = [(p.get("lost_breakdown_s") or {}).get(key) or 0 for p in policies]
+        bottom.bar(xs, values, bottom=base, width=0.6, color=color, label=label, gid=f"spent-{key[:-2]}")
+        base = [b + v for b, v in zip(base, values)]
+    bottom.set_xticks(xs, names, fontsize=8)
+    bottom.set_ylabel("seconds beyond the failure-free run")
+    bottom.grid(axis="y", color="#e1e1e1", linewidth=0.8)
+    _legend_and_titles(fig, top, title, footer)
+    bottom.legend(loc="upper left", fontsize=8, frameon=False, ncol=3)
+    return fig
+
+
+def campaign_footer(report: Dict[str, Any]) -> str:
+    c = report.get("campaign", {})
+    return (f"{c.get('ranks')} ranks on {c.get('nodes')} nodes, {c.get('work_s')} s of work; failures at MTBF "
+            f"{c.get('mtbf_s')} s ({c.get('mix')}), seed {c.get('seed')}; failure-free run "
+            f"{(report.get('failure_free') or {}).get('wall_s', 0):.1f} s; cairn-bench --campaign")
+
+
 def save(fig, path: str) -> str:
     """Writes the figure to path (to path.tmp, then renamed over it) in the format of its extension."""
     ext = os.path.splitext(path)[1].lower().lstrip(".")
@@ -245,6 +296,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     source.add_argument("--prefix", help="the job's L3 prefix: its history is PREFIX/.cairn/history")
     source.add_argument("--history", help="a job history file")
     source.add_argument("--summary", help="the JSON `cairn plot --json` prints (the versions on disk); - for stdin")
+    source.add_argument("--campaign", help="the JSON `cairn-bench --campaign --json` prints; - for stdin")
     p.add_argument("--width", type=int, default=1000, help="width in pixels at 100 dpi (default 1000)")
     p.add_argument("--title", help="the title (default: cairn checkpoints: PREFIX)")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors (no warnings, no summary line)")
@@ -259,7 +311,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("cairn plot: --width must be 400..8000 pixels", file=sys.stderr)
         return EXIT_USAGE
 
-    if args.summary:
+    if args.campaign:
+        try:
+            with (sys.stdin if args.campaign == "-" else open(args.campaign)) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"cairn plot: cannot read the campaign {args.campaign}: {e}", file=sys.stderr)
+            return EXIT_WRITE
+        if not isinstance(data, dict) or not data.get("policies"):
+            print("cairn plot: nothing to plot: the campaign holds no policy", file=sys.stderr)
+            return EXIT_NOTHING
+        what = f"from the campaign {args.campaign}: {len(data['policies'])} policies"
+        fig = campaign_figure(data, args.title or "cairn campaign: useful fraction per policy", campaign_footer(data),
+                              args.width)
+    elif args.summary:
         with (sys.stdin if args.summary == "-" else open(args.summary)) as f:
             data = json.load(f)
         versions = data.get("versions", [])
