@@ -2,13 +2,13 @@
 # Install cairn into a scratch prefix and use it from outside the tree as a user would: no
 # LD_LIBRARY_PATH (the installed programs and libraries find libcairn by their RUNPATHs), no network
 # (pip finds every package index out of reach), the installed `cairn run` with a node killed.
-#  - C: the quickstart example built with find_package(cairn) against the prefix and against the build
-#    tree, and with pkg-config; each run with node 1 killed at its 2nd checkpoint, printing the
+#  - C: the quickstart example built with find_package(cairn) against the prefix (run with node 1 killed
+#    at its 2nd checkpoint) and against the build tree, and with pkg-config, each printing the
 #    failure-free answer;
-#  - the installed heat2d, heat2d_f, synthetic and cairn-bench start without LD_LIBRARY_PATH;
+#  - every installed program and library (ELF) resolves its libraries without LD_LIBRARY_PATH (ldd);
 #  - Fortran (when built): heat2d_f built by a Fortran-only project with find_package(cairn COMPONENTS
-#    fortran) (against the prefix and the build tree) and with pkg-config cairn-fortran, each killed at a
-#    checkpoint and printing the installed heat2d's failure-free result;
+#    fortran) against the prefix and with pkg-config cairn-fortran, each killed at a checkpoint, and
+#    against the build tree and bin/heat2d_f, each printing the installed heat2d's failure-free result;
 #  - Python (when built): the package where `cmake --install` put it, run through the installed
 #    heat2d.py (its #! line the bindings' interpreter, no PYTHONPATH), and the one that
 #    `pip install --no-build-isolation --target DIR ./bindings/python` (docs/python.md) builds offline
@@ -76,8 +76,11 @@ cc -std=c99 -o "$work/quickstart-pc" "$src/examples/quickstart/quickstart.c" $(p
    -Wl,-rpath,"$(pkg-config --variable=libdir cairn)"
 run quickstart plain "$work/consumer/quickstart"
 want=$(grep '^quickstart: step 300' "$work/quickstart.out") || { cat "$work/quickstart.out"; exit 1; }
+# Killed and restarted: the find_package build; the other two only link differently, so one plain run each.
 for exe in "$work/consumer/quickstart" "$work/consumer-build-tree/quickstart" "$work/quickstart-pc"; do
-  run quickstart kill "$exe"
+  kill=plain
+  [ "$exe" = "$work/consumer/quickstart" ] && kill=kill
+  run quickstart $kill "$exe"
   same quickstart '^quickstart: ' "$want"
 done
 echo "install test: quickstart built with find_package (prefix and build tree) and pkg-config, restarted: $want"
@@ -96,8 +99,10 @@ if [ -n "${TEST_FORTRAN:-}" ]; then
   done
   "$TEST_FORTRAN" -o "$work/heat2d_f-pc" "$src/examples/heat2d_f/heat2d_f.F90" $(pkg-config --cflags --libs cairn-fortran) \
                   -Wl,-rpath,"$(pkg-config --variable=libdir cairn)"
-  for exe in "$work/fortran-prefix/heat2d_f" "$work/fortran-build-tree/heat2d_f" "$work/heat2d_f-pc" "$prefix/bin/heat2d_f"; do
-    run heat2d_f kill "$exe" "${heat_args[@]}"
+  for exe in "$work/fortran-prefix/heat2d_f" "$work/heat2d_f-pc" "$work/fortran-build-tree/heat2d_f" "$prefix/bin/heat2d_f"; do
+    kill=plain
+    case $exe in "$work/fortran-prefix/heat2d_f" | "$work/heat2d_f-pc") kill=kill ;; esac
+    run heat2d_f $kill "$exe" "${heat_args[@]}"
     same heat2d_f '^result ' "$want"
   done
   echo "install test: heat2d_f from a Fortran-only project (find_package against the prefix and the build tree), pkg-config and bin/, restarted: $want"
