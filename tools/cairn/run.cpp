@@ -379,7 +379,7 @@ Command add_run_command(CLI::App& root) {
   set_usage(app, "cairn run -n NP [--nodes K] [--spares S] [--kill-node I[,J...] --at-checkpoint C[,C2...]\n"
                  "                 [--phase PHASE] [--kill-every-attempt]] [--retries R] [--config FILE]\n"
                  "                 [--between-attempts CMD] [--no-relaunch] [--no-spare[=MODE]] [--no-scavenge]\n"
-                 "                 [--stall SECONDS] [--launcher auto|mpirun|srun] -- CMD [ARGS...]");
+                 "                 [--stall DURATION] [--json FILE] [--launcher auto|mpirun|srun] -- CMD [ARGS...]");
   app->add_option("-n,--np", o->nranks, "Number of MPI ranks")->required()->type_name("NP");
   app->add_option("--nodes", o->nnodes, "Number of simulated nodes, 1..NP")
       ->type_name("K")
