@@ -51,9 +51,6 @@ int run_child(const Options& o, int argc, char** argv) {
   return rc;
 }
 
-}  // namespace
-}  // namespace bench
-
 // ---- the command line: one definition of every mode and option --------------------------------------
 //
 // Adding a mode: a flag in the "Modes" group below (add_mode), its own options in a group named after it,

@@ -115,8 +115,10 @@ heat || { sed 's/^/    | /' "$WORK/run.out"; fail "orphan: the run after clean -
 expect_not_in "orphan: a fresh start, no restart" "$WORK/run.out" "restart: version"
 [ "$(grep '^result ' "$WORK/run.out")" = "$reference" ] && pass "orphan: the fresh run's result" \
   || fail "orphan: the fresh run's result differs"
-# The job's own cache, with its prefix intact and a version newer than L3: --cache is refused.
-CAIRN_FLUSH_EVERY=100 CAIRN_FLUSH_ON_FINALIZE=false heat --no-restart
+# The job's own cache, with its prefix intact and a version newer than L3 (no flush, no scavenge by
+# cairn run): --cache is refused.
+CAIRN_FLUSH_EVERY=100 CAIRN_FLUSH_ON_FINALIZE=false "$CAIRN" run --no-scavenge -n 4 --nodes 2 -- "$HEAT" --n 64 \
+  --iters 100 --checkpoint-every 10 --no-restart >"$WORK/run.out" 2>&1 || fail "orphan: the run without a flush"
 expect_rc "orphan: clean --cache refuses the only copy of the newest version" 1 "$CAIRN" clean --cache
 expect_in "orphan: and says why" "$WORK/err" "newer than anything committed"
 
@@ -161,23 +163,23 @@ export CAIRN_FLUSH_EVERY=1 CAIRN_KEEP_FLUSHED=100
 heat || { sed 's/^/    | /' "$WORK/run.out"; fail "index: first run"; }
 reference=$(grep '^result ' "$WORK/run.out")
 expect_rc "index: list" 0 "$CAIRN" index
-expect_in "index: a restart takes the newest" "$WORK/out" "a restart takes version 10"
+expect_in "index: a restart takes the newest" "$WORK/out" "a restart takes version 9"
 expect_rc "index --current 4" 0 "$CAIRN" index --current 4
 expect_in "index --current 4: says so" "$WORK/out" "a restart now takes version 4"
 expect_rc "index --json" 0 "$CAIRN" index --json
-expect_json "index --json: 4 is current, 5-10 skipped" "$WORK/out" \
-  'j["restart_from"] == 4 and j["current"] == 4 and [v["version"] for v in j["versions"] if v["skipped"]] == [10, 9, 8, 7, 6, 5]'
+expect_json "index --json: 4 is current, 5-9 skipped" "$WORK/out" \
+  'j["restart_from"] == 4 and j["current"] == 4 and [v["version"] for v in j["versions"] if v["skipped"]] == [9, 8, 7, 6, 5]'
 heat || { sed 's/^/    | /' "$WORK/run.out"; fail "index: the run from version 4"; }
 expect_in "index: the relaunch restarted from version 4" "$WORK/run.out" "restart: version 4 from level"
 [ "$(grep '^result ' "$WORK/run.out")" = "$reference" ] && pass "index: from version 4, the failure-free result bit for bit" \
   || fail "index: from version 4 the result differs ($(grep '^result ' "$WORK/run.out") vs $reference)"
-n=0; for v in 5 6 7 8 9 10; do [ -f "$CAIRN_PREFIX/$(printf v%08d "$v")/COMMIT" ] && n=$((n + 1)); done
-[ "$n" = 6 ] && pass "index: versions 5-10 are still there" || fail "index: only $n of versions 5-10 are left"
+n=0; for v in 5 6 7 8 9; do [ -f "$CAIRN_PREFIX/$(printf v%08d "$v")/COMMIT" ] && n=$((n + 1)); done
+[ "$n" = 5 ] && pass "index: versions 5-9 are still there" || fail "index: only $n of versions 5-9 are left"
 expect_rc "index: list after" 0 "$CAIRN" index
-expect_in "index: the new versions come after the skipped ones" "$WORK/out" "a restart takes version 16"
-expect_rc "index --drop 16" 0 "$CAIRN" index --drop 16
+expect_in "index: the new versions (10-14) come after the skipped ones" "$WORK/out" "a restart takes version 14"
+expect_rc "index --drop 14" 0 "$CAIRN" index --drop 14
 expect_rc "index: list after --drop" 0 "$CAIRN" index
-expect_in "index: a restart takes 15 now" "$WORK/out" "a restart takes version 15"
+expect_in "index: a restart takes 13 now" "$WORK/out" "a restart takes version 13"
 expect_rc "index --current 5 (skipped, but restartable)" 0 "$CAIRN" index --current 5
 expect_rc "index --current 99 (none)" 3 "$CAIRN" index --current 99
 expect_rc "index --current x" 2 "$CAIRN" index --current x
@@ -209,7 +211,7 @@ CAIRN_L2_EVERY=2 CAIRN_CACHE_VERSIONS=4 heat || { sed 's/^/    | /' "$WORK/run.o
 [ "$(grep '^result ' "$WORK/run.out")" = "$reference" ] && pass "l2_every: the failure-free result" || fail "l2_every: the result differs"
 expect_rc "l2_every: list --json" 0 "$CAIRN" list --json
 expect_json "l2_every = 2: the even versions are protected, the odd ones L1 only" "$WORK/out" \
-  'sorted((v["version"], v["l2"]["complete"]) for v in j["versions"] if v["l1"]["complete"]) == [(7, False), (8, True), (9, False), (10, True)]'
+  'all(v["l2"]["complete"] == (v["version"] % 2 == 0) for v in j["versions"] if v["l1"]["complete"]) and {8, 9} <= {v["version"] for v in j["versions"] if v["l1"]["complete"]}'
 
 # ---- --json on every tool that reports; "nothing here" on stderr (issue 22, 11) -----------------
 use json
@@ -217,7 +219,7 @@ use json
   "$HEAT" --n 64 --iters 100 --checkpoint-every 10 >"$WORK/run.out" 2>&1 \
   || { sed 's/^/    | /' "$WORK/run.out"; fail "json: the run"; }
 expect_json "json: run --json FILE" "$WORK/summary.json" \
-  'len(j["attempts"]) == 2 and j["attempts"][0]["failed"] and j["attempts"][1]["restart"]["version"] == 3 and j["exit_status"] == 0 and j["failed_attempts"] == 1'
+  'len(j["attempts"]) == 2 and j["attempts"][0]["failed"] and j["attempts"][0]["killed"] == "node1 (ranks 2,3)" and j["attempts"][1]["restart"]["version"] in (2, 3) and j["exit_status"] == 0 and j["failed_attempts"] == 1'
 expect_rc "json: run --json - after the job's output" 0 "$CAIRN" run --json - -n 2 -- "$HEAT" --n 64 --iters 10 --checkpoint-every 10 --no-restart
 python3 -c "import json,sys; t=open(sys.argv[1]).read(); i=t.index('{\n'); json.loads(t[i:]); assert 'result ' in t[:i]" "$WORK/out" \
   && pass "json: run --json - prints the job's output, then one JSON document" || { fail "json: run --json -"; sed 's/^/    | /' "$WORK/out"; }

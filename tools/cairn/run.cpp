@@ -453,7 +453,7 @@ Command add_run_command(CLI::App& root) {
   set_usage(app, "cairn run -n NP [--nodes K] [--spares S] [--kill-node I[,J...] --at-checkpoint C[,C2...]\n"
                  "                 [--phase PHASE] [--kill-every-attempt]] [--retries R] [--config FILE]\n"
                  "                 [--between-attempts CMD] [--no-relaunch] [--no-spare[=MODE]] [--no-scavenge]\n"
-                 "                 [--stall SECONDS] [--fail-at LIST] [--launcher auto|mpirun|srun]\n"
+                 "                 [--stall DURATION] [--fail-at LIST] [--json FILE] [--launcher auto|mpirun|srun]\n"
                  "                 [--ntasks-per-node T] [--min-hosts H] -- CMD [ARGS...]");
   app->add_option("-n,--np", o->nranks, "Number of MPI ranks")->required()->type_name("NP");
   CLI::Option* nodes = app->add_option("--nodes", o->nnodes, "Number of simulated nodes, 1..NP (one machine only)")

@@ -1,4 +1,4 @@
-// `cairn watch [PREFIX] [--stall SECONDS] [--interval S] [--once] [--json] [--config FILE]`: follows a
+// `cairn watch [PREFIX] [--stall DURATION] [--interval DURATION] [--once] [--json] [--config FILE]`: follows a
 // running job through its state file (<prefix>/.cairn/state) and its history (<prefix>/.cairn/history,
 // read as it grows): the last checkpoint, the newest version at each level and when it got there, the
 // bandwidth per level (the newest version's and the mean, from the history; else from the files' times
@@ -377,7 +377,7 @@ Command add_watch_command(CLI::App& root) {
       "from the files' times when the cache and prefix are visible from here ('?' otherwise).\n"
       "Exit status: 0 the job finalized (or --once printed a job that is not stalled), 1 the state file\n"
       "cannot be read, 2 bad options, 3 --once and no state file, 4 stall alarm.");
-  set_usage(app, "cairn watch [PREFIX] [--stall SECONDS] [--interval S] [--once] [--json] [--config FILE]");
+  set_usage(app, "cairn watch [PREFIX] [--stall DURATION] [--interval DURATION] [--once] [--json] [--config FILE]");
   Command cmd;
   cmd.app = app;
   cmd.run = [o](const Invocation&) { return run_watch(*o); };
