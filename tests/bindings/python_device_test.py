@@ -121,6 +121,7 @@ def main():
         # a device pointer while no CUDA driver can be loaded: a clear error, not a fault
         os.environ["CAIRN_CUDA_DRIVER"] = "/nonexistent/libcuda.so.1"
         os.environ["CAIRN_JOB"] = "pydev-nodriver"
+        os.environ["CAIRN_PREFIX"] = work + "/prefix-nodriver"
         with cairn.Session(comm) as c:
             try:
                 c.protect("a", CudaArray(a, n))

@@ -160,6 +160,10 @@ prefix = "/scratch/me/ckpt"
 cache_dir = "/tmp/cache"
 cache_versions = 3
 snapshot = "cow"
+cuda_driver = "/opt/cuda/lib64/libcuda.so.1"
+device_copy = "return"
+device_piece = "16M"
+device_hash_threads = 3
 redundancy = "rs"
 set_size = 8
 rs_parity = 3
@@ -203,6 +207,10 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.cache_dir, "/tmp/cache");
   EXPECT_EQ(c.cache_versions, 3);
   EXPECT_EQ(c.snapshot, SnapshotMode::cow);
+  EXPECT_EQ(c.cuda_driver, "/opt/cuda/lib64/libcuda.so.1");
+  EXPECT_EQ(c.device_copy, DeviceCopy::return_at_once);
+  EXPECT_EQ(c.device_piece, 16ull << 20);
+  EXPECT_EQ(c.device_hash_threads, 3);
   EXPECT_EQ(c.redundancy, Redundancy::rs);
   EXPECT_EQ(c.set_size, 8);
   EXPECT_EQ(c.rs_parity, 3);
