@@ -140,14 +140,15 @@ else
   if bash "$cluster_sh" start "$cluster" --hosts 5 --share "$build/tools" --share "$build/examples/heat2d" \
       >"$work/cluster-start.log" 2>&1; then
     sed 's/^/   | /' "$work/cluster-start.log" | grep 'up:'
-    echo "== cluster: salloc --no-kill -N5: cairn run -n $np --spares 1 --kill-node 1 --at-checkpoint 5 --phase compute" \
+    # --stall: a relaunched rank that blocks in PMIx_Get at its start (docs/launcher.md, Limits) is ended and relaunched.
+    echo "== cluster: salloc --no-kill -N5: cairn run -n $np --spares 1 --kill-node 1 --at-checkpoint 5 --phase compute --stall 60 --retries 3" \
          "-- heat2d --n $grid --iters $iters --checkpoint-every $every --sleep-ms $sleep_ms"
     SLURM_CONF="$cluster/etc/slurm.conf" OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl=self,vader,tcp \
       OMPI_MCA_pml=ob1 \
       CAIRN_KILL_HOST_EXEC="bash $cluster_sh kill-host $cluster {host}" \
       timeout "$run_timeout" bash "$cluster_sh" exec "$cluster" salloc --no-kill --exclusive -N5 \
       env CAIRN_PREFIX="$cluster/pfs/heat" CAIRN_JOB="$job_base-cluster" \
-      "$cairn" run -n "$np" --spares 1 --kill-node 1 --at-checkpoint 5 --phase compute -- \
+      "$cairn" run -n "$np" --spares 1 --kill-node 1 --at-checkpoint 5 --phase compute --stall 60 --retries 3 -- \
       "$heat2d" --n "$grid" --iters "$iters" --checkpoint-every "$every" --sleep-ms "$sleep_ms" \
       >"$work/cluster.log" 2>&1 || { echo "demo: the cluster run failed" >&2; failed=1; }
     grep -v '^cairn\[' "$work/cluster.log" | sed 's/^/   | /'

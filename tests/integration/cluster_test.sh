@@ -99,10 +99,23 @@ job() {
   shift
   while [ "$1" != -- ]; do alloc+=("$1"); shift; done
   shift
-  timeout 300 bash "$CLUSTER_SH" exec "$CLUSTER" salloc --no-kill --exclusive "${alloc[@]}" \
-    env CAIRN_PREFIX="$PFS/${PREFIX_NAME:-$name}" CAIRN_JOB="cl-${PREFIX_NAME:-$name}" CAIRN_LOG=info \
-    "$CAIRN" run "$@" >"$WORK/$name.out" 2>&1
-  local rc=$?
+  local try rc
+  for try in 1 2; do
+    timeout 300 bash "$CLUSTER_SH" exec "$CLUSTER" salloc --no-kill --exclusive "${alloc[@]}" \
+      env CAIRN_PREFIX="$PFS/${PREFIX_NAME:-$name}" CAIRN_JOB="cl-${PREFIX_NAME:-$name}" CAIRN_LOG=info \
+      "$CAIRN" run "$@" >"$WORK/$name.out" 2>&1
+    rc=$?
+    # A rank that died at its very start (before cairn_init wrote the state file) with SIGSEGV in the
+    # MPI/PMIx start-up -- seen now and then on this machine, outside cairn -- leaves the injection point
+    # unreached (status 3): the case runs once more, and says so.
+    if [ "$try" -eq 1 ] && [ "$rc" -eq 3 ] && grep -q '^cairn run: attempt 1: .*the job wrote no state file' "$WORK/$name.out" &&
+      grep -q 'terminated with signal 11' "$WORK/$name.out"; then
+      echo "note - $name: a rank crashed at start (SIGSEGV before cairn_init); running the case again"
+      rm -rf "${PFS:?}/${PREFIX_NAME:-$name}"
+      continue
+    fi
+    break
+  done
   grep -v '^cairn\[' "$WORK/$name.out" >"$WORK/$name.launcher"  # without the library's log lines
   return $rc
 }
@@ -331,6 +344,10 @@ rc=$?
 [ "$rc" -eq 2 ] && pass "--nodes in a multi-host allocation: exit status 2" || fail "--nodes: exit status $rc, expected 2"
 expect_in "... and says why" "$WORK/nodes.out" \
   "cairn run: --nodes 4: simulated nodes are for one machine, and this run is inside a multi-host allocation"
+CAIRN_SRUN=/nonexistent/srun job nosrun -N5 -- -n 8 -- "$HEAT" "${HEAT_ARGS[@]}"
+rc=$?
+[ "$rc" -eq 2 ] && pass "srun missing in a multi-host allocation: exit status 2" || fail "srun missing: exit status $rc, expected 2"
+expect_in "... and says why" "$WORK/nosrun.out" "but srun was not found (set CAIRN_SRUN to it)"
 # A host down before the first launch: the allocation is made first, then n4 is lost and Slurm sees it down.
 timeout 120 bash "$CLUSTER_SH" exec "$CLUSTER" salloc --no-kill --exclusive -N5 -w 'n[1-5]' --no-shell >"$WORK/down.salloc" 2>&1
 alloc=$(sed -n 's/^salloc: Granted job allocation \([0-9][0-9]*\)$/\1/p' "$WORK/down.salloc")
@@ -357,6 +374,13 @@ expect_in "... on n1-n3 and the spare n5" "$WORK/down1.out" \
 got=$(result_of "$WORK/down1.out")
 [ "$got" = "$reference" ] && pass "... with the failure-free result" || fail "down, one spare: result '$got'"
 [ -n "$alloc" ] && login scancel "$alloc"
+# The allocation ended under a running job (cancelled here; a lost host does that without --no-kill): said so,
+# no host blamed, no relaunch.
+in_alloc ended -n 8 --spares 1 -- /bin/false
+rc=$?
+[ "$rc" -ne 0 ] && pass "a job whose allocation ended: exit status $rc" || fail "ended allocation: exit status 0"
+expect_in "... says the allocation ended" "$WORK/ended.out" "cairn run: the allocation (Slurm job $alloc) has ended"
+if grep -q "hosts down:\|host down:\|relaunching" "$WORK/ended.out"; then fail "... but blamed a host or relaunched"; else pass "... blames no host and does not relaunch"; fi
 revive n4
 
 # ---- nothing left behind -----------------------------------------------------------------------------------

@@ -333,6 +333,7 @@ int run_job(const RunContext& start) {
     std::vector<std::string> down;  // cluster mode: the hosts found down after this attempt
     if (ctx.cluster.active) {
       std::string how;
+      if (std::string gone = allocation_gone(ctx); !gone.empty()) return finish(status, gone);
       wait_for_step_end(ctx);
       down = find_down_hosts(ctx, &how);
       if (down.empty()) {

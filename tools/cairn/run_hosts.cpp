@@ -181,6 +181,20 @@ Status prepare_cluster(RunContext& ctx, const AllocationHosts& given) {
   return Status::ok();
 }
 
+std::string allocation_gone(const RunContext& ctx) {
+  const char* job = getenv("SLURM_JOB_ID");
+  if (ctx.spec.launcher != LauncherKind::srun || !job || ctx.cluster.sinfo.empty()) return "";
+  const std::string squeue = ctx.cluster.sinfo.substr(0, ctx.cluster.sinfo.rfind('/') + 1) + "squeue";
+  BoundedRun run = run_bounded({squeue, "-h", "-j", job, "-o", "%T"}, {}, slurm_timeout());
+  if (run.timed_out) return "";  // cannot tell: the probes will
+  std::string state = last_line(run.output);
+  if (exit_code_of(run.wait_status) == 0 && (state == "RUNNING" || state == "SUSPENDED" || state == "CONFIGURING"))
+    return "";
+  return "the allocation (Slurm job " + std::string(job) + ") has ended" +
+         (state.empty() || exit_code_of(run.wait_status) != 0 ? "" : " (" + state + ")") +
+         ": no step can run any more (allocate with --no-kill so that a lost host does not end it)";
+}
+
 void wait_for_step_end(const RunContext& ctx) {
   const char* job = getenv("SLURM_JOB_ID");
   if (ctx.spec.launcher != LauncherKind::srun || !job || ctx.cluster.sinfo.empty()) return;
@@ -323,6 +337,10 @@ std::string scavenge_hosts(const RunContext& ctx) {
                              "run `cairn flush` on the hosts instead";
     fprintf(stderr, "cairn run: scavenge: %s\n", said.c_str());
     return said;
+  }
+  if (std::string gone = allocation_gone(ctx); !gone.empty()) {
+    fprintf(stderr, "cairn run: scavenge: not run: %s; the caches on the hosts are out of reach\n", gone.c_str());
+    return;
   }
   std::vector<std::string> hosts;
   for (const auto& h : job_hosts(ctx))

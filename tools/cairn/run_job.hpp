@@ -163,6 +163,9 @@ std::vector<std::string> find_down_hosts(const RunContext& ctx, std::string* how
 // Waits (bounded) until the failed attempt's step (named cairn-run) has left every host: a relaunch while
 // its step still tears down on some host can hang the new step's PMIx exchange.
 void wait_for_step_end(const RunContext& ctx);
+// Why the allocation cannot run steps any more (it ended: cancelled, timed out, or killed with a host
+// when allocated without --no-kill); "" while it runs.
+std::string allocation_gone(const RunContext& ctx);
 // Leaves the down hosts out for good and puts spares in their place (shrinks with --no-spare=shrink
 // when none is left, down to --min-hosts); "" when the job can go on, else why not.
 std::string replace_lost_hosts(RunContext& ctx, const std::vector<std::string>& down, Attempt& attempt);
