@@ -32,7 +32,7 @@ struct CampaignOptions {
   int spares = 1;
   uint64_t size = 16ull << 20;    // bytes of state per rank
   double step_ms = 20;            // compute time per step
-  double work = 60;               // seconds of failure-free computation
+  double work = 40;               // seconds of failure-free computation
   double mtbf = 10;               // mean time between failures of the whole job (s)
   std::string mix_text = "node:2,rank:1,job:1";
   policy::FailureMix mix;
