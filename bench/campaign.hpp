@@ -48,6 +48,7 @@ struct CampaignOptions {
   bool keep = false;              // keep the work directory (each run's prefix and log)
   bool json = false, verbose = false;
   bool schedule_only = false;     // print the failure schedule the seed gives and stop
+  std::string from;               // report again from a saved --json report (the figures recomputed)
 };
 
 int run_campaign_main(int argc, char** argv);
