@@ -215,6 +215,7 @@ int parse_and_check(int argc, char** argv, CampaignOptions& o) {
   app.add_option("--plot", o.plot, "draw the useful fraction per policy into FILE (.png, .svg, .pdf) with cairn plot");
   app.add_flag("--keep", o.keep, "keep the work directory: each run's prefix (history, run record) and log");
   app.add_flag("--schedule", o.schedule_only, "print the failure schedule the seed gives (as --fail-at takes it) and stop");
+  app.add_option("--from", o.from, "report again from a saved --json report: the derived figures recomputed, no run");
   app.add_flag("--json", o.json, "print one JSON object instead of a table");
   app.add_flag("-v,--verbose", o.verbose, "say what each run does");
   CLI11_PARSE(app, argc, argv);
@@ -256,6 +257,17 @@ int parse_and_check(int argc, char** argv, CampaignOptions& o) {
 int run_campaign_main(int argc, char** argv) {
   CampaignOptions o;
   if (int rc = parse_and_check(argc, argv, o); rc != 0) return rc;
+  if (!o.from.empty()) {
+    json report = json::parse(cairn_bench_service::slurp(o.from), nullptr, false);
+    if (!report.is_object() || report.value("mode", "") != "campaign" || !report.contains("policies")) {
+      fprintf(stderr, "cairn-bench --campaign: --from %s: not a campaign report (cairn-bench --campaign --json)\n", o.from.c_str());
+      return 2;
+    }
+    complete_report(report);
+    if (o.json) printf("%s\n", report.dump(1).c_str());
+    else print_table(report);
+    return 0;
+  }
   // Failures over far more than any run takes; a run meets those that come before it ends.
   auto schedule = policy::draw_failures(o.seed, o.mtbf, o.mix, 20 * o.work + 60, o.nodes, o.ranks);
   if (!schedule) {

@@ -32,7 +32,7 @@ struct CampaignOptions {
   int spares = 1;
   uint64_t size = 16ull << 20;    // bytes of state per rank
   double step_ms = 20;            // compute time per step
-  double work = 60;               // seconds of failure-free computation
+  double work = 40;               // seconds of failure-free computation
   double mtbf = 10;               // mean time between failures of the whole job (s)
   std::string mix_text = "node:2,rank:1,job:1";
   policy::FailureMix mix;
@@ -48,6 +48,7 @@ struct CampaignOptions {
   bool keep = false;              // keep the work directory (each run's prefix and log)
   bool json = false, verbose = false;
   bool schedule_only = false;     // print the failure schedule the seed gives and stop
+  std::string from;               // report again from a saved --json report (the figures recomputed)
 };
 
 int run_campaign_main(int argc, char** argv);

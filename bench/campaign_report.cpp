@@ -80,25 +80,33 @@ json model_of(json& p, double set_mtbf) {
   m["redone_beyond_model_points"] =
       (redone - static_cast<double>(n) * expected_redone(interval + cost, realized)) / wall * 100;
   m["outside_model_points"] = num(p, "other_s") / wall * 100;
+  // The model again with the loss per failure measured (R taken as the measured loss less the expected
+  // re-done work): when that closes the gap, the loss per failure is the cost the model misses.
+  const double with_loss = [&] {
+    if (!std::isfinite(realized)) return fraction;
+    auto e = policy::expected_efficiency(
+        interval, policy::FailureModel{cost, realized, std::max(per_failure - expected_redone(interval + cost, realized), 0.0)});
+    return e ? e.value() : 0.0;
+  }();
+  m["fraction_with_measured_loss_per_failure"] = with_loss;
   if (!m["within_2_points"].get<bool>()) {
-    struct Part {
-      const char* key;
-      const char* what;
-    };
-    const Part parts[] = {
-        {"failures_beyond_model_points", "failures beyond the model's expectation over its own run time (%.1f "
-                                         "expected, %zu met: the draw of a short campaign, and failures during "
-                                         "recovery)"},
-        {"loss_per_failure_beyond_model_points", "loss per failure beyond its restart cost + expected re-done work "
-                                                 "(re-done work past the newest checkpoint, lost with its level)"},
-        {"outside_model_points", "time outside checkpoints and failures (background checkpoint work slowing the "
-                                 "steps, noise)"}};
-    const Part* worst = &parts[0];
-    for (const Part& part : parts)
-      if (std::fabs(num(m, part.key)) > std::fabs(num(m, worst->key))) worst = &part;
-    char what[256], why[320];
-    snprintf(what, sizeof what, worst->what, expected_failures, n);
-    snprintf(why, sizeof why, "%s: %+.1f points", what, -num(m, worst->key));
+    int cut = 0;
+    for (const auto& f : fs) cut += f.value("cut_short", false) ? 1 : 0;
+    char why[512];
+    const double gap = std::fabs(measured - fraction), rest = std::fabs(measured - with_loss);
+    if (rest * 100 <= 2 || rest < gap / 2)
+      snprintf(why, sizeof why,
+               "the loss per failure: %.2f s measured against the model's R + expected re-done work %.2f s (re-done "
+               "%.2f s per failure against %.2f s; %d of %zu recoveries cut short by the next failure); with it the "
+               "model gives %.3f",
+               per_failure, model_per_failure, n ? redone / static_cast<double>(n) : 0.0,
+               expected_redone(interval + cost, realized), cut, n, with_loss);
+    else if (std::fabs(num(m, "outside_model_points")) * 2 >= gap * 100)
+      snprintf(why, sizeof why, "time outside checkpoints and failures: %.1f points (background checkpoint work "
+               "slowing the steps, noise)", num(m, "outside_model_points"));
+    else
+      snprintf(why, sizeof why, "the failures met: %zu against the %.1f the model expects over its own run time "
+               "(a short campaign's draw); with the measured loss per failure it gives %.3f", n, expected_failures, with_loss);
     m["misses"] = why;
   }
   return m;
