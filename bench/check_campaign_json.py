@@ -61,7 +61,10 @@ if schedule(other_seed) == first:
 
 plot = None
 if plot_python and subprocess.run([plot_python, "-c", "import matplotlib"], capture_output=True).returncode == 0:
+    import atexit
+    import shutil
     plot = os.path.join(tempfile.mkdtemp(prefix="cairn-campaign-plot."), "campaign.svg")
+    atexit.register(shutil.rmtree, os.path.dirname(plot), True)  # on every way out, a failure's too
 
 before = leftovers()
 cmd = [bench] + args + (["--plot", plot] if plot else [])
@@ -170,8 +173,6 @@ if t["model_within_2_points"]["within"] > t["model_within_2_points"]["policies"]
 if plot:
     if r.get("plot") != plot or not os.path.getsize(plot) or "useful" not in open(plot).read():
         fail(f"the plot {plot} was not drawn", out + p.stderr)
-    import shutil
-    shutil.rmtree(os.path.dirname(plot), ignore_errors=True)
 left = leftovers() - before
 if left:
     fail(f"left behind: {sorted(left)}", out)
