@@ -339,8 +339,9 @@ std::string scavenge_hosts(const RunContext& ctx) {
     return said;
   }
   if (std::string gone = allocation_gone(ctx); !gone.empty()) {
-    fprintf(stderr, "cairn run: scavenge: not run: %s; the caches on the hosts are out of reach\n", gone.c_str());
-    return;
+    const std::string said = "not run: " + gone + "; the caches on the hosts are out of reach";
+    fprintf(stderr, "cairn run: scavenge: %s\n", said.c_str());
+    return said;
   }
   std::vector<std::string> hosts;
   for (const auto& h : job_hosts(ctx))
