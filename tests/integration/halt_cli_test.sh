@@ -14,21 +14,7 @@ export CAIRN_PREFIX=$WORK/prefix
 mkdir -p "$CAIRN_PREFIX"
 HALT=$CAIRN_PREFIX/.cairn/halt
 
-failures=0
-pass() { echo "ok   - $1"; }
-fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
-# expect_rc NAME RC CMD... : runs CMD (stdout in $WORK/out, stderr in $WORK/err), checks its status.
-expect_rc() {
-  local name=$1 want=$2
-  shift 2
-  "$@" >"$WORK/out" 2>"$WORK/err"
-  local rc=$?
-  if [ "$rc" -eq "$want" ]; then pass "$name"; else
-    fail "$name: exit status $rc, expected $want"
-    sed 's/^/    out: /' "$WORK/out"
-    sed 's/^/    err: /' "$WORK/err"
-  fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/check.sh"  # failures, pass, fail, expect_rc, expect_in
 # json_is NAME PYTHON-EXPR : the JSON on stdout ($WORK/out) as `j` makes EXPR true.
 json_is() {
   if python3 -c "import json, sys; j = json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$WORK/out" 2>"$WORK/pyerr"; then

@@ -19,29 +19,7 @@ trap 'rm -rf "$WORK"' EXIT
 export CAIRN_PREFIX=$WORK/prefix CAIRN_CACHE_DIR=$WORK/cache CAIRN_JOB=tooltest
 unset CAIRN_CONFIG CAIRN_LOG
 
-failures=0
-pass() { echo "ok   - $1"; }
-fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
-
-# expect_rc NAME RC CMD... : runs CMD (stdout in $WORK/out, stderr in $WORK/err), checks its status.
-expect_rc() {
-  local name=$1 want=$2
-  shift 2
-  "$@" >"$WORK/out" 2>"$WORK/err"
-  local rc=$?
-  if [ "$rc" -eq "$want" ]; then pass "$name"; else
-    fail "$name: exit status $rc, expected $want"
-    sed 's/^/    out: /' "$WORK/out"
-    sed 's/^/    err: /' "$WORK/err"
-  fi
-}
-# expect_in NAME FILE TEXT : FILE contains TEXT (fixed string).
-expect_in() {
-  if grep -qF -- "$3" "$2"; then pass "$1"; else
-    fail "$1: '$3' not in $(basename "$2")"
-    sed 's/^/    | /' "$2"
-  fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/check.sh"  # failures, pass, fail, expect_rc, expect_in
 
 # ---- strerror -----------------------------------------------------------------------------------
 expect_rc "strerror -5" 0 "$CAIRN" strerror -5

@@ -15,29 +15,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/cairn-tools.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 unset CAIRN_CONFIG CAIRN_LOG CAIRN_FLUSH_EVERY CAIRN_FLUSH_ON_FINALIZE CAIRN_KEEP_FLUSHED CAIRN_CACHE_VERSIONS CAIRN_CHUNK_SIZE
 
-failures=0
-pass() { echo "ok   - $1"; }
-fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
-
-# expect_rc NAME RC CMD... : runs CMD (stdout in $WORK/out, stderr in $WORK/err), checks its status.
-expect_rc() {
-  local name=$1 want=$2
-  shift 2
-  "$@" >"$WORK/out" 2>"$WORK/err"
-  local rc=$?
-  if [ "$rc" -eq "$want" ]; then pass "$name"; else
-    fail "$name: exit status $rc, expected $want"
-    sed 's/^/    out: /' "$WORK/out"
-    sed 's/^/    err: /' "$WORK/err"
-  fi
-}
-# expect_in NAME FILE TEXT : FILE contains TEXT (fixed string).
-expect_in() {
-  if grep -qF -- "$3" "$2"; then pass "$1"; else
-    fail "$1: '$3' not in $(basename "$2")"
-    sed 's/^/    | /' "$2"
-  fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/check.sh"  # failures, pass, fail, expect_rc, expect_in
 expect_not_in() {
   if ! grep -qF -- "$3" "$2"; then pass "$1"; else
     fail "$1: '$3' unexpectedly in $(basename "$2")"

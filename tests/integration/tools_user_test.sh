@@ -23,22 +23,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/cairn-tools-user.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 unset CAIRN_CONFIG CAIRN_LOG CAIRN_FLUSH_EVERY CAIRN_FLUSH_ON_FINALIZE CAIRN_KEEP_FLUSHED CAIRN_CACHE_VERSIONS CAIRN_JOB CAIRN_ADOPT
 
-failures=0
-pass() { echo "ok   - $1"; }
-fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
-
-# expect_rc NAME RC CMD... : runs CMD (stdout in $WORK/out, stderr in $WORK/err), checks its status.
-expect_rc() {
-  local name=$1 want=$2
-  shift 2
-  "$@" >"$WORK/out" 2>"$WORK/err"
-  local rc=$?
-  if [ "$rc" -eq "$want" ]; then pass "$name"; else
-    fail "$name: exit status $rc, expected $want"
-    sed 's/^/    out: /' "$WORK/out"
-    sed 's/^/    err: /' "$WORK/err"
-  fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/check.sh"  # failures, pass, fail, expect_rc, expect_in
 # expect_fail NAME CMD... : as expect_rc, for any status but 0.
 expect_fail() {
   local name=$1
@@ -47,13 +32,6 @@ expect_fail() {
   if [ $? -ne 0 ]; then pass "$name"; else
     fail "$name: exit status 0"
     sed 's/^/    out: /' "$WORK/out"
-  fi
-}
-# expect_in NAME FILE TEXT : FILE contains TEXT (fixed string).
-expect_in() {
-  if grep -qF -- "$3" "$2"; then pass "$1"; else
-    fail "$1: '$3' not in $(basename "$2")"
-    sed 's/^/    | /' "$2"
   fi
 }
 expect_not_in() {
