@@ -2,11 +2,12 @@
 """The whole programs the documentation shows, run as the documentation writes them.
 
 Every fenced code block of README.md and docs/*.md that is a whole program -- C with `int main`, Fortran
-with `program`, Python with `cairn.Session(` -- is taken out of the markdown as it stands, built against
-cairn (the build tree, or an installed prefix: the compile and link flags are options), and run under
-`cairn run -n 2 --nodes 2` twice: once without failure, once with node 1 killed at its 3rd checkpoint and
-relaunched. `compute` is the test's (doc_samples_harness.c, or its numpy twin below): each step changes
-the answer, so a sample whose restart repeats or skips a step gives another answer. Both runs must print
+with `program`, Python with `cairn.Session(` (doc_blocks.py; doc_fragments_test.py checks every other
+block) -- is taken out of the markdown as it stands, built against cairn (the build tree, or an installed
+prefix: the compile and link flags are options), and run under `cairn run -n 2 --nodes 2` twice: once
+without failure, once with node 1 killed at its 3rd checkpoint and relaunched. `compute` is the test's
+(doc_samples_harness.c, or its numpy twin below): each step changes the answer, so a sample whose restart
+repeats or skips a step gives another answer. Both runs must print
 the same answer on every rank, and the second must have restarted from a checkpoint, without warnings
 about taking over its own prefix. The README's C, Fortran and Python samples must be among those found
 (a test that finds nothing passes nothing).
@@ -23,6 +24,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+import doc_blocks  # beside this file
 
 PY_PREAMBLE = '''\
 # doc_samples_test.py: the solver the sample calls, the numpy twin of doc_samples_harness.c.
@@ -45,40 +48,14 @@ from mpi4py import MPI as _MPI
 print(f"sample answer rank {_MPI.COMM_WORLD.Get_rank()} sum {_sample_sum[0]:.17g}", flush=True)
 '''
 
-KINDS = {  # fence language -> (kind, what marks a whole program)
-    "c": ("c", re.compile(r"\bint\s+main\s*\(")),
-    "fortran": ("fortran", re.compile(r"^\s*program\s+\w+", re.M | re.I)),
-    "python": ("python", re.compile(r"cairn\.Session\(")),
-}
-
-
 def fail(msg):
     print(f"FAIL: {msg}", flush=True)
     sys.exit(1)
 
 
 def samples(source, only):
-    """(file, line, kind, code) of every whole-program block."""
-    files = only or ["README.md"] + sorted(os.path.join("docs", f) for f in os.listdir(os.path.join(source, "docs"))
-                                           if f.endswith(".md"))
-    found = []
-    for rel in files:
-        lines = open(os.path.join(source, rel)).read().split("\n")
-        i = 0
-        while i < len(lines):
-            m = re.match(r"^```(\w+)\s*$", lines[i])
-            if not m:
-                i += 1
-                continue
-            start, lang = i + 1, m.group(1).lower()
-            i += 1
-            while i < len(lines) and lines[i].rstrip() != "```":
-                i += 1
-            code = "\n".join(lines[start:i]) + "\n"
-            i += 1
-            if lang in KINDS and KINDS[lang][1].search(code):
-                found.append((rel, start, KINDS[lang][0], code))
-    return found
+    """(file, line, kind, code) of every whole-program block (doc_fragments_test.py checks the others)."""
+    return [(b.rel, b.line, b.kind, b.code) for b in doc_blocks.blocks(source, only) if b.whole_program()]
 
 
 def build(args, work, name, kind, code):
