@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 
 #include "bench.hpp"
 #include "campaign.hpp"
@@ -181,45 +180,13 @@ struct Campaign {
   }
 };
 
-int parse_and_check(int argc, char** argv, CampaignOptions& o) {
-  std::string size_text = "16M", factors_text = "0.5,0.71,1,1.41,2";
-  bool campaign = false, no_l3 = false;
-  CLI::App app{"cairn-bench --campaign: a job of a set amount of work run under cairn run with failures struck at "
-               "exponentially distributed times (one schedule from --seed for every policy), once per checkpoint "
-               "policy -- interval = auto, fixed intervals around Daly's optimum, L3 only -- with the useful "
-               "fraction, the time lost per failure broken down, the checkpoint time and the levels restarted "
-               "from, beside Daly's model fed the costs measured in the same run. See docs/performance.md."};
-  app.add_flag("--campaign", campaign, "this mode");
-  app.add_option("--ranks", o.ranks, "MPI ranks")->check(CLI::Range(2, 4096))->capture_default_str();
-  app.add_option("--nodes", o.nodes, "simulated nodes (failure groups)")->check(CLI::Range(2, 4096))->capture_default_str();
-  app.add_option("--spares", o.spares, "spare nodes for the launcher to replace lost ones")->check(CLI::Range(0, 4096))
-      ->capture_default_str();
-  app.add_option("--size", size_text, "bytes of state per rank; K, M, G suffixes")->capture_default_str();
-  app.add_option("--step-ms", o.step_ms, "compute time per step, milliseconds")->check(CLI::Range(1.0, 60000.0))
-      ->capture_default_str();
-  app.add_option("--work", o.work, "seconds of failure-free computation")->check(CLI::Range(1.0, 1e6))->capture_default_str();
-  app.add_option("--mtbf", o.mtbf, "mean time between failures of the job, seconds (scaled down)")
-      ->check(CLI::Range(0.5, 1e9))->capture_default_str();
-  app.add_option("--mix", o.mix_text, "failure kinds and their weights: node (a node and its cache lost), rank (one "
-                 "rank killed), job (every rank, every cache: only L3 serves)")->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of the failure schedule (the same seed gives the same failures)")->capture_default_str();
-  app.add_option("--factors", factors_text, "fixed intervals to run, as multiples of Daly's optimum (empty: none)")
-      ->capture_default_str();
-  app.add_flag("--no-l3-only", no_l3, "leave out the one-level (L3 only) policy");
-  app.add_option("--flush-every", o.flush_every, "multilevel policies: every N-th version to L3")
-      ->check(CLI::Range(1, 1000000))->capture_default_str();
-  app.add_option("--prefix", o.prefix_base, "where the work directory (the runs' prefixes: L3) goes")->capture_default_str();
-  app.add_option("--cache-dir", o.cache_dir, "base of the L1 cache (cache_dir)")->capture_default_str();
-  app.add_option("--cairn", o.cairn, "the cairn tool (default: beside cairn-bench, or in the build tree)");
-  app.add_option("--app", o.app, "the synthetic application (default: beside cairn-bench, or in the build tree)");
-  app.add_option("--plot", o.plot, "draw the useful fraction per policy into FILE (.png, .svg, .pdf) with cairn plot");
-  app.add_flag("--keep", o.keep, "keep the work directory: each run's prefix (history, run record) and log");
-  app.add_flag("--schedule", o.schedule_only, "print the failure schedule the seed gives (as --fail-at takes it) and stop");
-  app.add_option("--from", o.from, "report again from a saved --json report: the derived figures recomputed, no run");
-  app.add_flag("--json", o.json, "print one JSON object instead of a table");
-  app.add_flag("-v,--verbose", o.verbose, "say what each run does");
-  CLI11_PARSE(app, argc, argv);
-  o.l3_only = !no_l3;
+}  // namespace
+
+int check_campaign_options(CampaignOptions& o, const std::string& size_text, const std::string& factors_text) {
+  if (o.ranks < 2) {
+    fprintf(stderr, "cairn-bench --campaign: --ranks %d: at least 2\n", o.ranks);
+    return 2;
+  }
   if (!::bench::parse_size(size_text, &o.size) || o.size < 4096) {
     fprintf(stderr, "cairn-bench --campaign: --size %s: expected a size of at least 4K, e.g. 16M\n", size_text.c_str());
     return 2;
@@ -252,11 +219,7 @@ int parse_and_check(int argc, char** argv, CampaignOptions& o) {
   return 0;
 }
 
-}  // namespace
-
-int run_campaign_main(int argc, char** argv) {
-  CampaignOptions o;
-  if (int rc = parse_and_check(argc, argv, o); rc != 0) return rc;
+int run_campaign(CampaignOptions o) {
   if (!o.from.empty()) {
     json report = json::parse(cairn_bench_service::slurp(o.from), nullptr, false);
     if (!report.is_object() || report.value("mode", "") != "campaign" || !report.contains("policies")) {

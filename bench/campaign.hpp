@@ -51,7 +51,12 @@ struct CampaignOptions {
   std::string from;               // report again from a saved --json report (the figures recomputed)
 };
 
-int run_campaign_main(int argc, char** argv);
+// The command line is cairn-bench's one (main.cpp), which fills `o` from its options. Checks `o` and
+// completes it from the texts of --size, --mix and --factors; 0, or 2 after a line on stderr that names
+// the option.
+int check_campaign_options(CampaignOptions& o, const std::string& size_text, const std::string& factors_text);
+// The campaign of a checked `o` (or its report again, with --from); the exit status.
+int run_campaign(CampaignOptions o);
 
 // ---- one policy's run, analysed (campaign_analysis.cpp) --------------------------------------------
 

@@ -20,18 +20,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cairn/cairn.h"
 #include "cairn/cairn_device.h"
 #include "base/xxh.hpp"
 #include "device/driver.hpp"
+
+#include "bench.hpp"
+#include "device_bench.hpp"
 
 namespace bench_device {
 namespace {
@@ -44,28 +45,9 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-struct Options {
-  std::vector<std::string> sizes{"1G", "8G"};
-  int reps = 3;
-  std::string cache_dir = "/dev/shm";
-  std::string prefix = "/tmp";
-  std::string driver = "libcuda.so.1";
-  bool json = false;
-};
-
 uint64_t parse_size(const std::string& s) {
-  char* end = nullptr;
-  double v = strtod(s.c_str(), &end);
-  uint64_t mul = 1;
-  if (end && *end) {
-    switch (*end) {
-      case 'K': case 'k': mul = 1ull << 10; break;
-      case 'M': case 'm': mul = 1ull << 20; break;
-      case 'G': case 'g': mul = 1ull << 30; break;
-      default: return 0;
-    }
-  }
-  return static_cast<uint64_t>(v * static_cast<double>(mul));
+  uint64_t bytes = 0;
+  return ::bench::parse_size(s, &bytes) ? bytes : 0;
 }
 
 #define CU(call)                                                                       \
@@ -207,31 +189,9 @@ ModeResult run_mode(const Driver& drv, CUdeviceptr dev, uint64_t bytes, const Op
 }
 }  // namespace
 
-int main(int argc, char** argv) {
-  Options o;
-  bool device = false;
-  CLI::App app{"cairn-bench --device: checkpoint and restart of GPU memory beside the bare pinned DtoH and HtoD "
-               "copies of the same bytes (docs/performance.md, docs/gpu.md)"};
-  app.add_flag("--device", device, "this mode");
-  app.add_option("--size", o.sizes, "bytes of device memory per rank; K, M, G suffixes; a list (1G,8G)")
-      ->capture_default_str();
-  app.add_option("--reps", o.reps, "timed repetitions (the median is reported)")->check(CLI::Range(1, 100));
-  app.add_option("--cache-dir", o.cache_dir, "base of the L1 cache (cache_dir)")->capture_default_str();
-  app.add_option("--prefix", o.prefix, "where the work directory goes")->capture_default_str();
-  app.add_option("--cuda-driver", o.driver, "the CUDA driver library")->capture_default_str();
-  app.add_flag("--json", o.json, "print one JSON object instead of lines");
-  CLI11_PARSE(app, argc, argv);
-  {  // --size 1G,8G as the other modes write lists (cairn-bench's one command line takes one --size)
-    std::vector<std::string> split;
-    for (const auto& text : o.sizes) {
-      std::stringstream ss(text);
-      for (std::string w; std::getline(ss, w, ',');)
-        if (!w.empty()) split.push_back(w);
-    }
-    o.sizes = split;
-  }
+int run(const Options& o) {
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   auto loaded = cairn::device::process_driver(o.driver);
   if (!loaded.is_ok()) {
     fprintf(stderr, "cairn-bench --device: %s\n", loaded.status().message().c_str());

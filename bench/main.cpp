@@ -6,8 +6,10 @@
 // mpirun; each rank of that job (CAIRN_BENCH_CHILD=1) runs one mode's measurements: levels.cpp (the
 // default), redistribute.cpp (--redistribute) or snapshot_bench.cpp (--snapshot); --service
 // (service_bench.cpp), --migrate (migrate_bench.cpp) and the file modes (file_modes.cpp) have parents of
-// their own; rank 0 prints one JSON object (or a table). This file holds the one command line of every
-// mode (`cairn-bench --help` lists them all, with their defaults) and dispatches.
+// their own; rank 0 prints one JSON object (or a table). --device (device_bench.cpp) runs in the process
+// itself, --campaign (campaign.cpp) runs jobs under cairn run. This file holds the one command line of every
+// mode (`cairn-bench --help` lists them all, with their defaults; `cairn-bench --campaign --help` the
+// campaign's) and dispatches.
 #include <sched.h>
 
 #include <algorithm>
@@ -20,10 +22,10 @@
 
 #include "bench.hpp"
 #include "campaign.hpp"
+#include "cli_style.hpp"
+#include "device_bench.hpp"
 #include "file_modes.hpp"
 #include "migrate_bench.hpp"
-#include "cli_style.hpp"
-namespace bench_device { int main(int argc, char** argv); }  // device_bench.cpp: cairn-bench --device
 #include "service_bench.hpp"
 
 namespace bench {
@@ -53,9 +55,10 @@ int run_child(const Options& o, int argc, char** argv) {
 
 // ---- the command line: one definition of every mode and option --------------------------------------
 //
-// Adding a mode: a flag in the "Modes" group below (add_mode), its own options in a group named after it,
-// its defaults in the descriptions of the common options it reads, and a line in dispatch() that fills
-// its options from CommandLine and runs it. Children re-run this parser with the parent's argv and
+// Adding a mode: a flag in the "Modes" group below (add_mode) and in modes_given(), its own options in a
+// group whose name mentions it (the group decides which options the mode accepts and its --help shows),
+// its defaults in the descriptions of the common options it reads, and a line in main() that fills its
+// options from CommandLine and runs it. Children re-run this parser with the parent's argv and
 // their hidden --child-* options.
 struct CommandLine {
   // Modes (at most one; none: the levels).
@@ -67,10 +70,13 @@ struct CommandLine {
   bool json = false, verbose = false;
   // Per mode.
   std::string only, interpose_lib, cairnd, provider = "tcp;ofi_rxm", cairn;
-  int to = 0, versions = 12, nodes = 2, buffers = 8;
+  int to = 0, versions = 12, nodes = 0, buffers = 8;
   double agent_mbs = 200;
   std::string buffer_size = "8M";
   std::string cuda_driver = "libcuda.so.1";
+  cairn::bench::CampaignOptions campaign_options;  // --campaign's own options, bound in place
+  std::string factors = "0.5,0.71,1,1.41,2";
+  bool no_l3_only = false;
   // Children (hidden).
   std::string child_dir, child_stage, child_job, child_service;
   int child_app = -1;
@@ -104,21 +110,22 @@ void define(CLI::App& app, CommandLine& c) {
            "GPU memory (CUDA): checkpoint and restart of device buffers beside the bare pinned device-to-host and "
            "host-to-device copies of the same bytes, and the return mode's blocking time; --size may list sizes "
            "(default 1G,8G); one process, no MPI launch (docs/gpu.md)");
-  add_mode("--campaign", c.campaign,  // dispatched before this parser: campaign.cpp has its own options
+  add_mode("--campaign", c.campaign,
            "efficiency under failures: a synthetic job of a set amount of work under cairn run with failures at a "
-           "set MTBF, under each checkpoint policy (interval = auto, fixed multiples of Daly's optimum, L3 only), "
-           "its useful fraction beside Daly's model; its options: cairn-bench --campaign --help");
+           "set MTBF (one schedule from --seed for every policy), under each checkpoint policy (interval = auto, "
+           "fixed multiples of Daly's optimum, L3 only): the useful fraction, the time lost per failure broken "
+           "down, the levels restarted from, beside Daly's model fed the costs measured in the same run");
   app.add_flag("--migrate-app", c.migrate_app)->group("");
 
   app.add_option("--ranks", c.ranks,
-                 "MPI ranks, each its own simulated node (default 2; --migrate 4)")
+                 "MPI ranks, each its own simulated node (default 2; --migrate, --campaign 4)")
       ->check(CLI::Range(1, 4096))->type_name("N");
   app.add_option("--size", c.size,
-                 "bytes of state per rank, e.g. 64M (default 256M; --service, --migrate 64M); with --snapshot a "
-                 "list (256M,2G)")
-      ->type_name("SIZE");
+                 "bytes of state per rank, e.g. 64M (default 256M; --service, --migrate 64M; --campaign 16M); with "
+                 "--snapshot and --device a list (256M,2G, or --size given again; --device 1G,8G)")
+      ->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::Join)->type_name("SIZE");
   app.add_option("--reps", c.reps, "timed repetitions per figure, the median reported (default 5; --service, "
-                                   "--migrate 3)")
+                                   "--migrate, --device 3)")
       ->check(CLI::Range(1, 1000))->type_name("N");
   app.add_option("--prefix", c.prefix,
                  "directory in which a fresh work directory (holding the L3 prefix) is made, removed at the end")
@@ -144,16 +151,47 @@ void define(CLI::App& app, CommandLine& c) {
                  "--placement: each agent's limit in MB/s (cairnd manager --agent-bandwidth), so that drains take "
                  "the time a busy file system gives them")
       ->check(CLI::Range(1.0, 1e6))->capture_default_str()->group(svc)->type_name("MB/S");
-  app.add_option("--nodes", c.nodes, "simulated nodes (node 1 is emptied; one spare more)")
-      ->check(CLI::Range(2, 4096))->capture_default_str()->group("--migrate")->type_name("K");
+  app.add_option("--nodes", c.nodes, "simulated nodes (default 2; --campaign 4); --migrate empties node 1 onto "
+                                     "one spare more")
+      ->check(CLI::Range(2, 4096))->group("--migrate, --campaign")->type_name("K");
   app.add_option("--buffers", c.buffers, "the migration's pool: buffers")
       ->check(CLI::Range(2, 1024))->capture_default_str()->group("--migrate")->type_name("N");
   app.add_option("--buffer-size", c.buffer_size, "the migration's pool: bytes per buffer")
       ->capture_default_str()->group("--migrate")->type_name("SIZE");
   app.add_option("--cairn", c.cairn, "the cairn tool (default: beside cairn-bench, or in the build tree)")
-      ->group("--migrate")->type_name("FILE");
+      ->group("--migrate, --campaign")->type_name("FILE");
 
-  app.add_option("--cuda-driver", c.cuda_driver, "--device: the CUDA driver library")
+  cairn::bench::CampaignOptions& k = c.campaign_options;
+  const char* cam = "--campaign";
+  app.add_option("--spares", k.spares, "spare nodes for the launcher to replace lost ones")
+      ->check(CLI::Range(0, 4096))->capture_default_str()->group(cam)->type_name("N");
+  app.add_option("--step-ms", k.step_ms, "compute time per step, milliseconds")
+      ->check(CLI::Range(1.0, 60000.0))->capture_default_str()->group(cam)->type_name("MS");
+  app.add_option("--work", k.work, "seconds of failure-free computation")
+      ->check(CLI::Range(1.0, 1e6))->capture_default_str()->group(cam)->type_name("SECONDS");
+  app.add_option("--mtbf", k.mtbf, "mean time between failures of the job, seconds (scaled down)")
+      ->check(CLI::Range(0.5, 1e9))->capture_default_str()->group(cam)->type_name("SECONDS");
+  app.add_option("--mix", k.mix_text, "failure kinds and their weights: node (a node and its cache lost), rank "
+                                      "(one rank killed), job (every rank, every cache: only L3 serves)")
+      ->capture_default_str()->group(cam)->type_name("MIX");
+  app.add_option("--seed", k.seed, "seed of the failure schedule (the same seed gives the same failures)")
+      ->capture_default_str()->group(cam)->type_name("N");
+  app.add_option("--factors", c.factors, "fixed intervals to run, as multiples of Daly's optimum (empty: none)")
+      ->capture_default_str()->group(cam)->type_name("LIST");
+  app.add_flag("--no-l3-only", c.no_l3_only, "leave out the one-level (L3 only) policy")->group(cam);
+  app.add_option("--flush-every", k.flush_every, "multilevel policies: every N-th version to L3")
+      ->check(CLI::Range(1, 1000000))->capture_default_str()->group(cam)->type_name("N");
+  app.add_option("--app", k.app, "the synthetic application (default: beside cairn-bench, or in the build tree)")
+      ->group(cam)->type_name("FILE");
+  app.add_option("--plot", k.plot, "draw the useful fraction per policy into FILE (.png, .svg, .pdf) with cairn plot")
+      ->group(cam)->type_name("FILE");
+  app.add_flag("--keep", k.keep, "keep the work directory: each run's prefix (history, run record) and log")->group(cam);
+  app.add_flag("--schedule", k.schedule_only, "print the failure schedule the seed gives (as cairn run --fail-at "
+                                              "takes it) and stop")->group(cam);
+  app.add_option("--from", k.from, "report again from a saved --json report: the derived figures recomputed, no run")
+      ->group(cam)->type_name("FILE");
+
+  app.add_option("--cuda-driver", c.cuda_driver, "the CUDA driver library (loaded at run time)")
       ->capture_default_str()->group("--device")->type_name("FILE");
 
   app.add_option("--child-dir", c.child_dir)->group("");
@@ -174,7 +212,7 @@ int run_migrate_mode(const CommandLine& c, int argc, char** argv) {
   if (c.reps) o.reps = c.reps;
   if (o.ranks < 2) return usage("--migrate: --ranks must be at least 2");
   if (c.reps > 100) return usage("--migrate: --reps at most 100");
-  o.nodes = c.nodes;
+  o.nodes = c.nodes ? c.nodes : 2;
   o.buffers = c.buffers;
   o.prefix_base = c.prefix;
   o.cache_dir = c.cache_dir;
@@ -214,13 +252,93 @@ int run_service_mode(const CommandLine& c, int argc, char** argv) {
   return cairn_bench_service::run(o, c.placement, argc, argv);
 }
 
+int run_device_mode(const CommandLine& c) {
+  bench_device::Options o;
+  if (c.reps) o.reps = c.reps;
+  if (c.reps > 100) return usage("--device: --reps at most 100");
+  if (!c.size.empty()) {
+    o.sizes.clear();
+    std::stringstream ss(c.size);
+    for (std::string w; std::getline(ss, w, ',');) {
+      uint64_t bytes = 0;
+      if (w.empty()) continue;
+      if (!parse_size(w, &bytes) || bytes < 4096) {
+        fprintf(stderr, "cairn-bench: --size %s: expected sizes of at least 4K, e.g. 1G,8G\n", c.size.c_str());
+        return 2;
+      }
+      o.sizes.push_back(w);
+    }
+  }
+  o.cache_dir = c.cache_dir;
+  o.prefix = c.prefix;
+  o.driver = c.cuda_driver;
+  o.json = c.json;
+  return bench_device::run(o);
+}
+
+int run_campaign_mode(const CommandLine& c) {
+  cairn::bench::CampaignOptions o = c.campaign_options;  // its own options; the common ones below
+  if (c.ranks) o.ranks = c.ranks;
+  if (c.nodes) o.nodes = c.nodes;
+  o.prefix_base = c.prefix;
+  o.cache_dir = c.cache_dir;
+  o.cairn = c.cairn;
+  o.json = c.json;
+  o.verbose = c.verbose;
+  o.l3_only = !c.no_l3_only;
+  if (int rc = cairn::bench::check_campaign_options(o, c.size.empty() ? "16M" : c.size, c.factors); rc != 0) return rc;
+  return cairn::bench::run_campaign(o);
+}
+
+// The options a mode reads are the common ones and those of the groups whose names mention the mode
+// ("Levels" when none is given). The modes given, by the names their groups use.
+std::vector<std::string> modes_given(const CommandLine& c) {
+  const std::pair<bool, const char*> modes[] = {
+      {c.redistribute, "--redistribute"}, {c.snapshot, "--snapshot"}, {c.scr, "--scr"}, {c.file_api, "--file-api"},
+      {c.interpose, "--interpose"},       {c.service, "--service"},   {c.placement, "--placement"},
+      {c.migrate || c.migrate_app, "--migrate"}, {c.device, "--device"}, {c.campaign, "--campaign"}};
+  std::vector<std::string> given;
+  for (const auto& [on, name] : modes)
+    if (on) given.emplace_back(name);
+  return given;
+}
+
+bool group_of_a_mode(const std::string& group) { return !group.empty() && group != "Modes" && group != "Options"; }
+
+bool group_serves(const std::string& group, const std::vector<std::string>& modes) {
+  if (modes.empty()) return group.find("Levels") != std::string::npos;
+  for (const std::string& m : modes)
+    if (group.find(m) != std::string::npos) return true;
+  return false;
+}
+
+// With a mode given, --help shows only its options (`cairn-bench --campaign --help`): the groups of the
+// other modes are hidden.
+void focus_help_on_mode(CLI::App& app, const CommandLine& c) {
+  const std::vector<std::string> given = modes_given(c);
+  if (given.empty()) return;
+  for (CLI::Option* opt : app.get_options())
+    if (group_of_a_mode(opt->get_group()) && !group_serves(opt->get_group(), given)) opt->group("");
+}
+
+// An option of another mode's group is refused, not ignored: "--spares goes with --campaign".
+int refuse_options_of_other_modes(const CLI::App& app, const CommandLine& c) {
+  const std::vector<std::string> given = modes_given(c);
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->count() == 0 || !group_of_a_mode(opt->get_group()) || group_serves(opt->get_group(), given)) continue;
+    const std::string what = opt->get_name() + " goes with " +
+                             (opt->get_group().rfind("Levels", 0) == 0 ? "the levels (no mode) or --redistribute"
+                                                                       : opt->get_group());
+    return usage(what.c_str());
+  }
+  return -1;
+}
+
 }  // namespace
 }  // namespace bench
 
 int main(int argc, char** argv) {
   using namespace bench;
-  for (int i = 1; i < argc; ++i)  // the campaign has a command line of its own (campaign.cpp; --campaign --help)
-    if (strcmp(argv[i], "--campaign") == 0) return cairn::bench::run_campaign_main(argc, argv);
   CommandLine c;
   CLI::App app{"cairn-bench: the speed of every cairn level beside the machine's own limits (memcpy, ISA-L encode, "
                "write+fsync), measured in one MPI run; one mode at a time, the levels by default. See "
@@ -228,17 +346,26 @@ int main(int argc, char** argv) {
                "cairn-bench"};
   cairn::cli::use_help_style(app);
   define(app, c);
+  bool help = false;  // after the parse, so that the help can show the options of the mode given with it
+  app.set_help_flag();
+  app.add_flag("-h,--help", help, "Print this help message and exit (with a mode: that mode's options)");
   if (int rc = cairn::cli::parse_command_line(app, argc, argv, "cairn-bench"); rc >= 0) return rc;
+  if (help) {
+    focus_help_on_mode(app, c);
+    printf("%s", app.help().c_str());
+    return 0;
+  }
   const int modes = c.redistribute + c.snapshot + c.scr + c.file_api + c.interpose + c.service + c.migrate +
-                    c.migrate_app + c.device;
+                    c.migrate_app + c.device + c.campaign;
   if (modes > 1 && !(c.scr + c.file_api + c.interpose == modes))  // the file modes may go together
-    return usage("one mode at a time (--redistribute, --snapshot, --service, --migrate, --device; --scr, --file-api and "
-                 "--interpose may go together)");
+    return usage("one mode at a time (--redistribute, --snapshot, --service, --migrate, --device, --campaign; --scr, "
+                 "--file-api and --interpose may go together)");
   if (c.placement && !c.service) return usage("--placement goes with --service");
-  if (c.device) return bench_device::main(argc, argv);  // device_bench.cpp reads its options from argv
+  if (int rc = refuse_options_of_other_modes(app, c); rc >= 0) return rc;
+  if (c.device) return run_device_mode(c);
+  if (c.campaign) return run_campaign_mode(c);
   if (c.migrate || c.migrate_app) return run_migrate_mode(c, argc, argv);
   if (c.service) return run_service_mode(c, argc, argv);
-  if (!c.only.empty() && !(c.redistribute || modes == 0)) return usage("--only goes with the levels or --redistribute");
 
   Options o;
   if (c.ranks) o.ranks = c.ranks;

@@ -124,9 +124,32 @@ if [ -x "$BENCH" ]; then
   expect_rc "cairn-bench --placement without --service exits 2" 2 "$BENCH" --placement
   expect_rc "cairn-bench --help" 0 "$BENCH" --help
   for word in --redistribute --snapshot --scr --file-api --interpose --service --placement --migrate --nodes \
-              --versions --agent-bandwidth --buffers --buffer-size --only --to --cairnd --provider "default 256M"; do
+              --versions --agent-bandwidth --buffers --buffer-size --only --to --cairnd --provider "default 256M" \
+              --device --cuda-driver --campaign --spares --mtbf --factors --schedule; do
     expect_in "cairn-bench --help lists $word" "$WORK/out" "$word"
   done
+  # --campaign and --device are modes of the one command line: their options, help and refusals are its own
+  expect_rc "cairn-bench --campaign --help" 0 "$BENCH" --campaign --help
+  for word in --spares --step-ms --work --mtbf --mix --seed --factors --no-l3-only --flush-every --app --plot \
+              --keep --schedule --from --nodes --cairn "default: 40" "--campaign 16M"; do
+    expect_in "cairn-bench --campaign --help lists $word" "$WORK/out" "$word"
+  done
+  if grep -qF -- "--cuda-driver" "$WORK/out"; then fail "cairn-bench --campaign --help shows --device's options"
+  else pass "cairn-bench --campaign --help shows its own options only"; fi
+  expect_rc "cairn-bench --device --help" 0 "$BENCH" --device --help
+  expect_in "cairn-bench --device --help lists --cuda-driver" "$WORK/out" "--cuda-driver"
+  expect_rc "cairn-bench --campaign --bogus exits 2" 2 "$BENCH" --campaign --bogus
+  expect_in "cairn-bench --campaign --bogus: one line" "$WORK/err" "cairn-bench: The following argument was not expected: --bogus"
+  expect_rc "cairn-bench --campaign --ranks 1 exits 2" 2 "$BENCH" --campaign --ranks 1
+  expect_rc "cairn-bench --campaign --mtbf 0 exits 2" 2 "$BENCH" --campaign --mtbf 0
+  expect_rc "cairn-bench --campaign --factors x exits 2" 2 "$BENCH" --campaign --factors x
+  expect_rc "cairn-bench --campaign --schedule --json" 0 "$BENCH" --campaign --schedule --json --seed 3
+  expect_in "cairn-bench --campaign --schedule --json: the schedule" "$WORK/out" '"schedule"'
+  expect_rc "cairn-bench --device --spares 2 exits 2" 2 "$BENCH" --device --spares 2
+  expect_in "cairn-bench --device --spares: says whose option" "$WORK/err" "--spares goes with --campaign"
+  expect_rc "cairn-bench --device --size 1Q exits 2" 2 "$BENCH" --device --size 1Q
+  expect_rc "cairn-bench --device --reps 500 exits 2" 2 "$BENCH" --device --reps 500
+  expect_rc "cairn-bench --campaign --device exits 2" 2 "$BENCH" --campaign --device
 fi
 
 # ---- run: bad arguments are one line and exit status 2 -------------------------------------------
