@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include "base/fsutil.hpp"
 #include "base/log.hpp"
@@ -32,8 +34,9 @@ void JobState::set(const std::map<std::string, std::string>& kv) {
   if (!st.is_ok()) LOG_WARN("cannot update the job state file: %s", st.message().c_str());
 }
 
-void FaultInjector::init(int rank) {
+void FaultInjector::init(int rank, std::string state_path) {
   rank_ = rank;
+  state_path_ = std::move(state_path);
   const char* spec = getenv("CAIRN_INJECT");
   const char* dir = getenv("CAIRN_INJECT_DIR");
   if (!spec || !dir || !*spec || !*dir) return;
@@ -51,8 +54,24 @@ void FaultInjector::init(int rank) {
   if (!st.is_ok()) LOG_WARN("failure injection: %s", st.message().c_str());
 }
 
-void FaultInjector::point(const char* phase, uint64_t v) const {
+// Until the state file says `key` >= v, for at most 10 s (a job without a state file, or whose rank 0
+// is stuck, is killed anyway: the injection must not hang a test).
+void FaultInjector::wait_settled(const char* key, uint64_t v) const {
+  for (int i = 0; i < 2000; ++i) {
+    auto st = state_file::read_state(state_path_);
+    if (!st.is_ok() || !st->has_value()) return;
+    const state_file::State& s = **st;
+    const uint64_t at = std::string_view(key) == "l2" ? s.l2 : s.l1;
+    if (at >= v) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  LOG_WARN("failure injection: rank 0 has not recorded version %llu at %s after 10 s; going on",
+           static_cast<unsigned long long>(v), key);
+}
+
+void FaultInjector::point(const char* phase, uint64_t v, const char* settled_key) const {
   if (!active_ || v != version_ || phase_ != phase) return;
+  if (settled_key) wait_settled(settled_key, v);
   LOG_INFO("failure injection: reached %s of checkpoint %llu, waiting to be killed", phase,
            static_cast<unsigned long long>(v));
   Status st = fs::write_file_atomic(dir_ + "/reached." + std::to_string(rank_), std::to_string(getpid()) + "\n", false);

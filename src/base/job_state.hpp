@@ -35,14 +35,21 @@ class JobState {
 // (by `cairn run` for the ranks of the node it kills).
 class FaultInjector {
  public:
-  void init(int rank);
-  // At phase `phase` of version v: if it matches, announce it and wait to be killed.
-  void point(const char* phase, uint64_t v) const;
+  // `state_path`: the job state file, read by point() to wait for rank 0's bookkeeping of a version.
+  void init(int rank, std::string state_path);
+  // At phase `phase` of version v: if it matches, announce it and wait to be killed. With `settled_key`
+  // ("l1" or "l2"), first wait (bounded) until rank 0 has recorded the version at that level in the
+  // state file, which it does after the history line: the other ranks leave the last collective of a
+  // version before rank 0 writes them, and a node killed in that gap would lose lines of a version that
+  // is complete, where "compute" promises a failure after the version's bookkeeping is done.
+  void point(const char* phase, uint64_t v, const char* settled_key = nullptr) const;
   bool active() const { return active_; }
 
  private:
+  void wait_settled(const char* key, uint64_t v) const;
+
   bool active_ = false;
-  std::string phase_, dir_;
+  std::string phase_, dir_, state_path_;
   uint64_t version_ = 0;
   int rank_ = 0;
 };

@@ -124,7 +124,7 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
   if (rank_ == 0)
     for (const auto& w : loaded->warnings) LOG_WARN("%s", w.c_str());
   layout_ = make_layout(cfg_);
-  inject_.init(rank_);
+  inject_.init(rank_, layout_.state_file());
   CAIRN_TRY(claim_prefix());
   CAIRN_TRY(choose_snapshot());
   CAIRN_TRY(bind_comm(app_comm_));

@@ -10,14 +10,15 @@ void JobEvents::sealed(const Version& v) {
 
 void JobEvents::local(const Version& v, uint64_t all_bytes) {
   if (!writer()) return;
-  state_->set("l1", std::to_string(v.number));
+  // The history line first: a reader that sees the level in the state file finds the line too.
   state_->history().l1(v.number, v.manifest.created_unix_ns, v.t_copy, v.t_seal, all_bytes, v.manifest.total_size);
+  state_->set("l1", std::to_string(v.number));
 }
 
 void JobEvents::protected_l2(const Version& v, double start_s, uint64_t all_redundancy_bytes, const char* scheme) {
   if (!writer()) return;
-  state_->set("l2", std::to_string(v.number));
   state_->history().l2(v.number, static_cast<int64_t>(start_s * 1e9), all_redundancy_bytes, scheme);
+  state_->set("l2", std::to_string(v.number));
 }
 
 void JobEvents::flush_began(uint64_t v, bool at_finalize) {
@@ -28,8 +29,8 @@ void JobEvents::flush_began(uint64_t v, bool at_finalize) {
 
 void JobEvents::flushed(const Version& v, const char* via) {
   if (!writer()) return;
-  state_->set("l3", std::to_string(v.number));
   state_->history().l3(v.number, v.t_l3, v.manifest.total_size, via);
+  state_->set("l3", std::to_string(v.number));
 }
 
 void JobEvents::failed(uint64_t v, int level, const std::string& why) {

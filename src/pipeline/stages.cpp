@@ -83,7 +83,7 @@ Status Pipeline::run_team_stages(Version& v) {
   Status st = agree_local(v);
   if (st.is_ok() && v.local_ok && v.protect) st = protect(v);  // l2_every: the others stay L1-only
   set_flag(v.l2_decided);
-  if (st.is_ok() && v.local_ok && cfg_.inject) cfg_.inject->point("compute", v.number);
+  if (st.is_ok() && v.local_ok && cfg_.inject) cfg_.inject->point("compute", v.number, v.protected_ok ? "l2" : "l1");
   if (st.is_ok() && v.flush) {
     if (cfg_.mpi_in_worker) {
       flush(v);
