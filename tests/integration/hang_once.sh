@@ -2,10 +2,10 @@
 # hang_once.sh MARKER RANK CHECKPOINTS CMD ARGS...: runs CMD ARGS in place of this shell (exec). In the
 # first attempt only (MARKER, a directory, does not exist yet), the process of rank RANK is stopped
 # (SIGSTOP) once the job state file shows CHECKPOINTS versions at L1: a hung node, which the other
-# ranks wait for forever. Used by scenario.py --hang-once for `cairn run --stall`.
+# ranks wait for forever. Used by scenario.py --hang-once and cluster_test.sh for `cairn run --stall`.
 marker=$1 rank=$2 after=$3
 shift 3
-me=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-}}
+me=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-${SLURM_PROCID:-}}}  # mpirun, MPICH, srun
 if [ "$me" = "$rank" ] && mkdir "$marker" 2>/dev/null; then
   target=$$  # this shell's pid, which becomes CMD's at the exec below
   state="$CAIRN_PREFIX/.cairn/state"
