@@ -9,6 +9,11 @@
 #     its place; the job restarts from L2 and prints the reference result bit for bit;
 #   - xor with the host lost during the flush of version 8;
 #   - xor with two hosts lost at once (beyond xor's tolerance of one per set), two spares: L3;
+#   - a rank on n2 hung (stopped) in the first attempt: --stall ends the attempt on every host, blames no
+#     host, relaunches, restarts from L1; `cairn halt --checkpoints 2`: the job exits at that version, the
+#     relaunch resumes from it at L1; both with the failure-free result;
+#   - mpirun --hostfile (no Slurm for the job): mpirun on the login node reaches the hosts through
+#     scripts/cluster-rsh.sh; n2 lost mid-compute, found down by a probe through that agent, n5 in its place;
 #   - bad input: more spares than the allocation has hosts, --nodes in a multi-host allocation, a host
 #     already down at the first launch (left out and replaced by the spare; refused without one).
 # Needs root, network namespaces and Slurm (installed with apt-get by slurm-cluster.sh when missing);
@@ -22,6 +27,7 @@ CAIRN=${1:?$USAGE}
 HEAT=${2:?$USAGE}
 CAIRND=${3:?$USAGE}
 CLUSTER_SH=$(cd "$(dirname "$0")/../../scripts" && pwd)/slurm-cluster.sh
+HANG_ONCE=$(cd "$(dirname "$0")" && pwd)/hang_once.sh
 if [ "$(id -u)" -ne 0 ]; then
   echo "skipped: a cluster of hosts needs root (network and mount namespaces, slurmd)"
   exit 77
@@ -327,6 +333,75 @@ rc=$?
   fail "USR1: exit status $rc"
 expect_re "USR1: heat2d exited on request" "$WORK/usr1.out" '^heat2d: exiting on request at iteration [0-9]+$'
 expect_in "USR1: one attempt, not relaunched" "$WORK/usr1.launcher" "cairn run: summary (srun): 1 attempt, 0 failed"
+
+# ---- a hung host: --stall ends the attempt on every host, the relaunch restarts ----------------------------
+# In the first attempt rank 2 (on n2) is stopped (SIGSTOP) after checkpoint 4 (hang_once.sh): the other ranks
+# wait for it, no checkpoint comes. cairn run --stall 12 kills the job (srun's step, the stopped rank with it),
+# finds every host up, relaunches on the same hosts, and the job restarts from L1.
+job stall -N5 -w 'n[1-5]' -- -n 8 --spares 1 --stall 12 --retries 3 -- \
+  sh "$HANG_ONCE" "$PFS/stall-hung" 2 4 env CAIRN_REDUNDANCY=xor CAIRN_FLUSH_EVERY=4 "$HEAT" "${HEAT_ARGS[@]}"
+rc=$?
+[ "$rc" -eq 0 ] && pass "stall: heat2d with rank 2 on n2 hung after checkpoint 4" || fail "stall: exit status $rc"
+expect_in "stall: rank 2 stopped" "$WORK/stall.launcher" "hang_once: stopped rank 2 "
+expect_re "stall: --stall ended the attempt" "$WORK/stall.launcher" '^cairn run: attempt 1 stalled: no checkpoint/progress for 12 s \(last: version [4-9]'
+expect_in "stall: no host blamed" "$WORK/stall.launcher" "cairn run: attempt 1 failed and every host of the job answers: the application failed, not a host"
+expect_re "stall: relaunched on the same hosts, restarted from L1" "$WORK/stall.launcher" '^cairn run: attempt [2-4]: restarted from version [4-9] at L1[ ;]'
+left=0  # the hosts share this machine's process IDs: the job's ranks are the heat2d with its prefix
+for p in $(pgrep -x heat2d); do grep -qsz "^CAIRN_PREFIX=$PFS/stall\$" "/proc/$p/environ" && left=$((left + 1)); done
+[ "$left" -eq 0 ] && pass "stall: no rank left on the hosts (the stopped one killed too)" || fail "stall: $left heat2d processes left"
+got=$(result_of "$WORK/stall.out")
+[ "$got" = "$reference" ] && pass "stall: the result equals the failure-free one" || fail "stall: result '$got', failure-free '$reference'"
+
+# ---- cairn halt: every rank on every host checkpoints and exits; the relaunch resumes -----------------------
+job halt -N5 -w 'n[1-5]' -- -n 8 --spares 1 "${NET[@]}" -- \
+  env CAIRN_REDUNDANCY=xor CAIRN_FLUSH_EVERY=4 "$HEAT" "${HEAT_ARGS[@]}" --sleep-ms 10 &
+halt_pid=$!
+for _ in $(seq 600); do grep -qs '^l2=[2-9]' "$PFS/halt/.cairn/state" && break; sleep 0.05; done
+"$CAIRN" halt "$PFS/halt" --checkpoints 2 >"$WORK/halt.set" 2>&1
+halt_at=$("$CAIRN" halt "$PFS/halt" --json | python3 -c 'import json, sys; c = json.load(sys.stdin)["conditions"]; print(c["checkpoints_from"] + 2)')
+wait "$halt_pid"
+rc=$?
+[ "$rc" -eq 0 ] && pass "cairn halt --checkpoints 2: the job exited, status 0" || { fail "halt: exit status $rc"; cat "$WORK/halt.set"; }
+expect_re "halt: heat2d exited on request" "$WORK/halt.out" '^heat2d: exiting on request at iteration [0-9]+$'
+expect_re "halt: at version $halt_at, not relaunched" "$WORK/halt.launcher" \
+  "^cairn run: attempt [1-4]: .*exit status 0; newest version $halt_at \(L1 $halt_at, "
+if grep -q '^result ' "$WORK/halt.out"; then fail "halt: the job ran to its end"; fi
+"$CAIRN" halt "$PFS/halt" --unset >/dev/null
+PREFIX_NAME=halt job halt2 -N5 -w 'n[1-5]' -- -n 8 --spares 1 "${NET[@]}" -- \
+  env CAIRN_REDUNDANCY=xor CAIRN_FLUSH_EVERY=4 "$HEAT" "${HEAT_ARGS[@]}"
+expect_re "halt: the relaunch resumed from version $halt_at at L1" "$WORK/halt2.launcher" \
+  "^cairn run: attempt [1-4]: restarted from version $halt_at at L1[ ;]"
+got=$(result_of "$WORK/halt2.out")
+[ "$got" = "$reference" ] && pass "halt: the result equals the failure-free one" || fail "halt: result '$got', failure-free '$reference'"
+
+# ---- mpirun --hostfile: Open MPI's own launcher across the hosts, no Slurm for the job ----------------------
+# mpirun runs on the login node (the hosts' daemons connect back to it at 10.213.0.1) and reaches each host
+# with scripts/cluster-rsh.sh, its rsh agent (nsenter into the host's namespaces, as ssh would log in). The
+# hostfile lists n1-n5, n5 the spare; n2 is lost mid-compute; cairn run probes every host through the agent,
+# finds n2 down, puts n5 in its place, and the job restarts from L2.
+printf 'n%d slots=2\n' 1 2 3 4 5 >"$CLUSTER/hostfile"
+t1=$(date +%s)
+timeout 300 bash "$CLUSTER_SH" exec "$CLUSTER" env OMPI_MCA_plm_rsh_agent="$(dirname "$CLUSTER_SH")/cluster-rsh.sh $CLUSTER" \
+  CAIRN_MPIRUN_ARGS="--hostfile $CLUSTER/hostfile" CAIRN_PREFIX="$PFS/mpirun" CAIRN_JOB=cl-mpirun CAIRN_LOG=info \
+  "$CAIRN" run --launcher mpirun -n 8 --spares 1 --kill-node 1 --at-checkpoint 8 --phase compute "${NET[@]}" -- \
+  env CAIRN_REDUNDANCY=xor CAIRN_FLUSH_EVERY=4 sh -c 'echo "rank $OMPI_COMM_WORLD_RANK on $(hostname)" >&2; exec "$0" "$@"' \
+  "$HEAT" "${HEAT_ARGS[@]}" >"$WORK/mpirun.out" 2>&1
+rc=$?
+grep -v '^cairn\[' "$WORK/mpirun.out" >"$WORK/mpirun.launcher"
+[ "$rc" -eq 0 ] && pass "mpirun --hostfile: heat2d with host n2 lost mid-compute ($(($(date +%s) - t1)) s)" ||
+  fail "mpirun --hostfile: exit status $rc"
+f=$WORK/mpirun.launcher
+expect_in "mpirun: ranks on n1-n4 from the hostfile, n5 the spare" "$f" \
+  "cairn run: 5 hosts (CAIRN_MPIRUN_ARGS (its hostfile or --host)): ranks on n1 (ranks 0,1), n2 (ranks 2,3), n3 (ranks 4,5), n4 (ranks 6,7); spare: n5"
+expect_re "mpirun: every rank on its host" "$f" '^rank 3 on n2$'
+expect_re "mpirun: n2 found down by a probe through the agent, and only n2" "$f" \
+  '^cairn run: attempt 1 failed; host down: n2 \(probe through cluster-rsh.sh: exit status 255, cluster-rsh: host n2 is down'
+expect_re "mpirun: the relaunch put n2's ranks on n5" "$f" '^cairn run: attempt 2 \(mpirun\): .* --host n5:2 '
+expect_re "mpirun: ... and they ran there" "$f" '^rank 3 on n5$'
+expect_re "mpirun: restarted from version 8 at L2" "$f" '^cairn run: attempt [2-4]: restarted from version 8 at L2[ ;]'
+got=$(result_of "$WORK/mpirun.out")
+[ "$got" = "$reference" ] && pass "mpirun: the result equals the failure-free one" || fail "mpirun: result '$got', failure-free '$reference'"
+revive n2
 
 # ---- bad input ---------------------------------------------------------------------------------------------
 job spares -N5 -- -n 8 --spares 5 -- "$HEAT" "${HEAT_ARGS[@]}"
