@@ -111,9 +111,10 @@ job() {
       env CAIRN_PREFIX="$PFS/${PREFIX_NAME:-$name}" CAIRN_JOB="cl-${PREFIX_NAME:-$name}" CAIRN_LOG=info \
       "$CAIRN" run "$@" >"$WORK/$name.out" 2>&1
     rc=$?
-    # A rank that died at its very start (before cairn_init wrote the state file) with SIGSEGV in the
-    # MPI/PMIx start-up -- seen now and then on this machine, outside cairn -- leaves the injection point
-    # unreached (status 3): the case runs once more, and says so.
+    # A rank that died at its very start (before cairn_init wrote the state file) with SIGSEGV in
+    # MPI_Init -- Open MPI's TCP BTL calling ob1's MATCH handler before it is registered, now and then
+    # on this machine (docs/launcher.md) -- leaves the injection point unreached (status 3): the case runs
+    # once more, and says so.
     if [ "$try" -eq 1 ] && [ "$rc" -eq 3 ] && grep -q '^cairn run: attempt 1: .*the job wrote no state file' "$WORK/$name.out" &&
       grep -q 'terminated with signal 11' "$WORK/$name.out"; then
       echo "note - $name: a rank crashed at start (SIGSEGV before cairn_init); running the case again"
