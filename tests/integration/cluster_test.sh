@@ -455,7 +455,7 @@ rc=$?
 expect_in "... n4 left out" "$WORK/down0.out" "cairn run: host n4 is down before the first launch (sinfo: down"
 expect_in "... and no host left to run the ranks" "$WORK/down0.out" \
   "only 4 of the allocation's 5 hosts are up (down: n4), and the job needs 5 for its 8 ranks; no host is left to run them"
-in_alloc down1 -n 8 --spares 1 -- env CAIRN_REDUNDANCY=xor CAIRN_FLUSH_EVERY=4 "$HEAT" "${HEAT_ARGS[@]}"
+in_alloc down1 -n 8 --spares 1 "${NET[@]}" -- env CAIRN_REDUNDANCY=xor CAIRN_FLUSH_EVERY=4 "$HEAT" "${HEAT_ARGS[@]}"
 rc=$?
 [ "$rc" -eq 0 ] && pass "a host down at the first launch, one spare: the job runs" || fail "down, one spare: exit status $rc"
 expect_in "... on n1-n3 and the spare n5" "$WORK/down1.out" \
