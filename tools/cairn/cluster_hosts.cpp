@@ -128,6 +128,22 @@ Result<std::vector<std::string>> mpirun_hosts(const std::vector<std::string>& ar
   return std::vector<std::string>{};
 }
 
+std::vector<std::vector<std::string>> rsh_agents(const std::vector<std::string>& args, const char* env_value) {
+  std::string value = env_value && *env_value ? env_value : "ssh : rsh";
+  for (size_t i = 0; i + 2 < args.size(); ++i)
+    if ((args[i] == "--mca" || args[i] == "-mca") && (args[i + 1] == "plm_rsh_agent" || args[i + 1] == "orte_rsh_agent"))
+      value = args[i + 2];  // the last one given wins, as on mpirun's command line
+  std::vector<std::vector<std::string>> agents;
+  std::stringstream alternatives(value);
+  for (std::string alt; std::getline(alternatives, alt, ':');) {
+    std::vector<std::string> words;
+    std::stringstream split(alt);
+    for (std::string w; split >> w;) words.push_back(w);
+    if (!words.empty()) agents.push_back(words);
+  }
+  return agents;
+}
+
 Result<AllocationHosts> allocation_hosts(bool under_srun, const std::vector<std::string>& mpirun_args) {
   AllocationHosts out;
   const char* nodelist = getenv("SLURM_JOB_NODELIST");

@@ -24,6 +24,12 @@ Result<std::vector<std::string>> read_hostfile(const std::string& path);
 // --host/-H h1,h2 (a ":slots" suffix dropped). Empty when they name none.
 Result<std::vector<std::string>> mpirun_hosts(const std::vector<std::string>& mpirun_args);
 
+// How Open MPI's mpirun reaches a host (its rsh launcher's agent): plm_rsh_agent (or its synonym
+// orte_rsh_agent) from mpirun's words (--mca/-mca NAME VALUE, CAIRN_MPIRUN_ARGS), else from `env_value`
+// (OMPI_MCA_plm_rsh_agent), else Open MPI's default "ssh : rsh". The alternatives (separated by ':') in
+// order, each split on spaces, as Open MPI splits them; mpirun uses the first one found in PATH.
+std::vector<std::vector<std::string>> rsh_agents(const std::vector<std::string>& mpirun_args, const char* env_value);
+
 // Where the hosts of this run come from: SLURM_JOB_NODELIST under srun (and mpirun inside an
 // allocation), else mpirun's hostfile or --host. `source` says which ("SLURM_JOB_NODELIST=n[1-6]").
 struct AllocationHosts {

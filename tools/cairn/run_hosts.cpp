@@ -69,6 +69,42 @@ bool probe_host(const RunContext& ctx, const std::string& host, std::string* why
   return false;
 }
 
+// mpirun's rsh agent (CAIRN_MPIRUN_ARGS's --mca plm_rsh_agent, OMPI_MCA_plm_rsh_agent, else ssh) as the
+// words of a probe: the first alternative found in PATH; ssh without questions and with a bound to connect.
+std::vector<std::string> mpirun_agent(const RunContext& ctx, std::string* error) {
+  const char* env = getenv("OMPI_MCA_plm_rsh_agent");
+  if (!env || !*env) env = getenv("OMPI_MCA_orte_rsh_agent");
+  std::string tried;
+  for (auto words : rsh_agents(ctx.spec.mpirun_args, env)) {
+    const std::string path = find_executable(words[0]);
+    if (path.empty()) {
+      tried += (tried.empty() ? "" : ", ") + words[0];
+      continue;
+    }
+    words[0] = path;
+    if (path.size() >= 3 && path.compare(path.size() - 3, 3, "ssh") == 0)
+      words.insert(words.begin() + 1, {"-o", "BatchMode=yes", "-o",
+                                       "ConnectTimeout=" + std::to_string(static_cast<int>(slurm_timeout()))});
+    return words;
+  }
+  *error = "mpirun's rsh agent (" + (tried.empty() ? std::string("none given") : tried) +
+           ") is not found in PATH, so no host can be probed (set OMPI_MCA_plm_rsh_agent)";
+  return {};
+}
+
+// `AGENT HOST true`, bounded in time: true when it ran (as mpirun's daemon would be started there).
+bool probe_through_agent(const std::vector<std::string>& agent, const std::string& host, std::string* why) {
+  std::vector<std::string> argv = agent;
+  argv.insert(argv.end(), {host, "true"});
+  BoundedRun run = run_bounded(argv, {}, slurm_timeout());
+  if (!run.timed_out && exit_code_of(run.wait_status) == 0) return true;
+  const std::string name = agent[0].substr(agent[0].rfind('/') + 1);
+  *why = run.timed_out ? "probe through " + name + ": no answer in " + std::to_string(static_cast<int>(slurm_timeout())) + " s"
+                       : "probe through " + name + ": " + describe_wait_status(run.wait_status) +
+                             (run.output.empty() ? "" : ", " + last_line(run.output));
+  return false;
+}
+
 std::vector<std::string> job_hosts(const RunContext& ctx) {
   std::vector<std::string> out;
   for (size_t i = 0; i < ctx.spec.node_names.size(); ++i)
@@ -233,9 +269,23 @@ std::vector<std::string> find_down_hosts(const RunContext& ctx, std::string* how
     *how += (how->empty() ? "" : ", ") + host + " (" + why + ")";
   };
   if (ctx.spec.launcher != LauncherKind::srun) {
-    // Without Slurm the launcher knows only the hosts it lost itself (--kill-node).
-    if (!ctx.cluster.kill_exec.empty())
-      for (int node : ctx.options.kill_nodes) note(ctx.spec.node_names[static_cast<size_t>(node)], "lost by --kill-node");
+    // Without Slurm, a host is down when mpirun's own way there (its rsh agent) cannot run `true` on it.
+    std::string agent_error;
+    auto agent = mpirun_agent(ctx, &agent_error);
+    if (agent.empty()) {
+      fprintf(stderr, "cairn run: warning: cannot tell which hosts are down: %s\n", agent_error.c_str());
+      if (!ctx.cluster.kill_exec.empty())  // but the hosts the launcher lost itself are
+        for (int node : ctx.options.kill_nodes) note(ctx.spec.node_names[static_cast<size_t>(node)], "lost by --kill-node");
+      return down;
+    }
+    std::vector<std::string> why(candidates.size());
+    std::vector<char> ok(candidates.size(), 0);
+    std::vector<std::thread> probes;
+    for (size_t i = 0; i < candidates.size(); ++i)
+      probes.emplace_back([&, i] { ok[i] = probe_through_agent(agent, candidates[i], &why[i]) ? 1 : 0; });
+    for (auto& t : probes) t.join();
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (!ok[i]) note(candidates[i], why[i]);
     return down;
   }
   std::string error;

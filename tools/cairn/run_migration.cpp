@@ -74,6 +74,10 @@ Result<std::unique_ptr<FabricMove>> MigrationDesk::fabric_move(const RunContext&
 bool MigrationDesk::after_attempt(RunContext& ctx, Attempt& a){
   poll(ctx);  // a request placed just before the job ended
   if (!pending_) return false;
+  // The node has moved already and the relaunched attempt failed before it restarted (a rank dead at
+  // its start, a hung start ended by --stall): an ordinary failure, relaunched like any other; the next
+  // attempt's restart completes the migration.
+  if (relaunched_) return false;
   const MigrateRequest req = *pending_;
   result_.wind_down_seconds = seconds_since(req.requested_unix_ns);
   const bool for_us = a.state && a.state->values.count("exit_request") && a.state->values.at("exit_request") == "migrate";

@@ -91,6 +91,16 @@ TEST(ClusterHosts, SrunPutsEveryRankOnItsHost) {
   EXPECT_EQ(host_file_text(s), "n1\nn1\n");
 }
 
+TEST(ClusterHosts, RshAgentFromMpirunWordsOrEnvironment) {
+  using Agents = std::vector<Words>;
+  EXPECT_EQ(rsh_agents({}, nullptr), (Agents{{"ssh"}, {"rsh"}}));  // Open MPI's default
+  EXPECT_EQ(rsh_agents({}, ""), (Agents{{"ssh"}, {"rsh"}}));
+  EXPECT_EQ(rsh_agents({"--hostfile", "hf"}, "/s/cluster-rsh.sh /tmp/c"), (Agents{{"/s/cluster-rsh.sh", "/tmp/c"}}));
+  // mpirun's words win over the environment, the last one given wins; the synonym counts too.
+  EXPECT_EQ(rsh_agents({"--mca", "plm_rsh_agent", "a", "-mca", "orte_rsh_agent", "b:c"}, "env"), (Agents{{"b"}, {"c"}}));
+  EXPECT_EQ(rsh_agents({"--mca", "btl", "tcp,self"}, nullptr), (Agents{{"ssh"}, {"rsh"}}));
+}
+
 TEST(ClusterHosts, MpirunPutsEveryContextOnItsHost) {
   LaunchSpec s = two_hosts();
   s.launcher = LauncherKind::mpirun;
