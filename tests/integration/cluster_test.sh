@@ -14,6 +14,8 @@
 #     relaunch resumes from it at L1; both with the failure-free result;
 #   - mpirun --hostfile (no Slurm for the job): mpirun on the login node reaches the hosts through
 #     scripts/cluster-rsh.sh; n2 lost mid-compute, found down by a probe through that agent, n5 in its place;
+#     and n2 lost at the end with no relaunch: the scavenge copies the surviving hosts' caches through the
+#     agent and version 18 reaches L3 (n2's ranks rebuilt from L2);
 #   - bad input: more spares than the allocation has hosts, --nodes in a multi-host allocation, a host
 #     already down at the first launch (left out and replaced by the spare; refused without one).
 # Needs root, network namespaces and Slurm (installed with apt-get by slurm-cluster.sh when missing);
@@ -394,12 +396,17 @@ got=$(result_of "$WORK/halt2.out")
 # hostfile lists n1-n5, n5 the spare; n2 is lost mid-compute; cairn run probes every host through the agent,
 # finds n2 down, puts n5 in its place, and the job restarts from L2.
 printf 'n%d slots=2\n' 1 2 3 4 5 >"$CLUSTER/hostfile"
+mpirun_job() {  # NAME CAIRN-RUN-OPTIONS...: heat2d (xor, L3 every 4) under mpirun on the login node
+  local name=$1
+  shift
+  timeout 300 bash "$CLUSTER_SH" exec "$CLUSTER" env OMPI_MCA_plm_rsh_agent="$(dirname "$CLUSTER_SH")/cluster-rsh.sh $CLUSTER" \
+    CAIRN_MPIRUN_ARGS="--hostfile $CLUSTER/hostfile" CAIRN_PREFIX="$PFS/$name" CAIRN_JOB="cl-$name" CAIRN_LOG=info \
+    "$CAIRN" run --launcher mpirun -n 8 --spares 1 "$@" -- \
+    env CAIRN_REDUNDANCY=xor CAIRN_FLUSH_EVERY=4 sh -c 'echo "rank $OMPI_COMM_WORLD_RANK on $(hostname)" >&2; exec "$0" "$@"' \
+    "$HEAT" "${HEAT_ARGS[@]}" >"$WORK/$name.out" 2>&1
+}
 t1=$(date +%s)
-timeout 300 bash "$CLUSTER_SH" exec "$CLUSTER" env OMPI_MCA_plm_rsh_agent="$(dirname "$CLUSTER_SH")/cluster-rsh.sh $CLUSTER" \
-  CAIRN_MPIRUN_ARGS="--hostfile $CLUSTER/hostfile" CAIRN_PREFIX="$PFS/mpirun" CAIRN_JOB=cl-mpirun CAIRN_LOG=info \
-  "$CAIRN" run --launcher mpirun -n 8 --spares 1 --kill-node 1 --at-checkpoint 8 --phase compute "${NET[@]}" -- \
-  env CAIRN_REDUNDANCY=xor CAIRN_FLUSH_EVERY=4 sh -c 'echo "rank $OMPI_COMM_WORLD_RANK on $(hostname)" >&2; exec "$0" "$@"' \
-  "$HEAT" "${HEAT_ARGS[@]}" >"$WORK/mpirun.out" 2>&1
+mpirun_job mpirun --kill-node 1 --at-checkpoint 8 --phase compute "${NET[@]}"
 rc=$?
 grep -v '^cairn\[' "$WORK/mpirun.out" >"$WORK/mpirun.launcher"
 [ "$rc" -eq 0 ] && pass "mpirun --hostfile: heat2d with host n2 lost mid-compute ($(($(date +%s) - t1)) s)" ||
@@ -415,6 +422,17 @@ expect_re "mpirun: ... and they ran there" "$f" '^rank 3 on n5$'
 expect_re "mpirun: restarted from version 8 at L2" "$f" '^cairn run: attempt [2-4]: restarted from version 8 at L2[ ;]'
 got=$(result_of "$WORK/mpirun.out")
 [ "$got" = "$reference" ] && pass "mpirun: the result equals the failure-free one" || fail "mpirun: result '$got', failure-free '$reference'"
+revive n2
+# The scavenge under mpirun: n2 lost after checkpoint 18 (L3 holds 16), no relaunch; each surviving host
+# copies its cache through the same agent, n2's ranks are rebuilt from L2, and version 18 reaches L3.
+mpirun_job mpirun-scavenge --kill-node 1 --at-checkpoint 18 --phase compute --no-relaunch
+grep -v '^cairn\[' "$WORK/mpirun-scavenge.out" >"$WORK/mpirun-scavenge.launcher"
+f=$WORK/mpirun-scavenge.launcher
+expect_in "mpirun scavenge: n2 lost after checkpoint 18" "$f" "cairn run: killed n2 (ranks 2,3) at checkpoint 18, phase compute"
+expect_in "mpirun scavenge: each surviving host through the agent" "$f" \
+  "cairn run: scavenge: each surviving host, through cluster-rsh.sh, copied its cache: n1, n3, n4"
+expect_re "mpirun scavenge: version 18 reached L3, n2's ranks rebuilt from L2" "$f" \
+  '^cairn run: scavenge: flushed version 18 to L3 \(ranks 2,3 rebuilt from L2\): committed in '
 revive n2
 
 # ---- bad input ---------------------------------------------------------------------------------------------

@@ -45,7 +45,11 @@ def compute(grid):
 PY_EPILOGUE = '''
 # ---- doc_samples_test.py ----
 from mpi4py import MPI as _MPI
-print(f"sample answer rank {_MPI.COMM_WORLD.Get_rank()} sum {_sample_sum[0]:.17g}", flush=True)
+import sys as _sys
+# One write with its newline (print writes the newline apart when Python runs unbuffered, and mpirun
+# may then put the other rank's line between the two).
+_sys.stdout.write(f"sample answer rank {_MPI.COMM_WORLD.Get_rank()} sum {_sample_sum[0]:.17g}\\n")
+_sys.stdout.flush()
 '''
 
 def fail(msg):

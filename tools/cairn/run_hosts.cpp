@@ -382,11 +382,17 @@ void kill_injected_hosts(const RunContext& ctx) {
 }
 
 std::string scavenge_hosts(const RunContext& ctx) {
-  if (ctx.spec.launcher != LauncherKind::srun) {
-    const std::string said = "the caches are on the hosts, and only srun starts steps there; "
-                             "run `cairn flush` on the hosts instead";
-    fprintf(stderr, "cairn run: scavenge: %s\n", said.c_str());
-    return said;
+  // Under srun a step per host; under mpirun its own way onto a host, the rsh agent (as the probe uses).
+  const bool srun = ctx.spec.launcher == LauncherKind::srun;
+  std::vector<std::string> agent;
+  if (!srun) {
+    std::string agent_error;
+    agent = mpirun_agent(ctx, &agent_error);
+    if (agent.empty()) {
+      const std::string said = "the caches are on the hosts, and " + agent_error + "; run `cairn flush` on the hosts instead";
+      fprintf(stderr, "cairn run: scavenge: %s\n", said.c_str());
+      return said;
+    }
   }
   if (std::string gone = allocation_gone(ctx); !gone.empty()) {
     const std::string said = "not run: " + gone + "; the caches on the hosts are out of reach";
@@ -414,10 +420,16 @@ std::string scavenge_hosts(const RunContext& ctx) {
   std::vector<std::thread> steps;
   for (size_t i = 0; i < hosts.size(); ++i)
     steps.emplace_back([&, i] {
-      std::vector<std::string> argv{ctx.spec.srun, "--overlap", "-N1", "-n1", "-w", hosts[i], "-J", "cairn-scavenge",
-                                    "--mpi=none", "--quit-on-interrupt", "/bin/sh", "-c",
-                                    "[ ! -d \"$0\" ] || { mkdir -p \"$1\" && cp -a \"$0/.\" \"$1/\"; }",
-                                    ctx.layout.node_cache(hosts[i]), staged.layout.node_cache(hosts[i])};
+      const std::vector<std::string> copy{"/bin/sh", "-c", "[ ! -d \"$0\" ] || { mkdir -p \"$1\" && cp -a \"$0/.\" \"$1/\"; }",
+                                          ctx.layout.node_cache(hosts[i]), staged.layout.node_cache(hosts[i])};
+      std::vector<std::string> argv;
+      if (srun) {
+        argv = {ctx.spec.srun, "--overlap", "-N1", "-n1", "-w", hosts[i], "-J", "cairn-scavenge", "--mpi=none", "--quit-on-interrupt"};
+        argv.insert(argv.end(), copy.begin(), copy.end());
+      } else {  // an rsh agent joins its words and hands them to the host's shell, as ssh does
+        argv = agent;
+        argv.insert(argv.end(), {hosts[i], join_quoted(copy)});
+      }
       BoundedRun run = run_bounded(argv, {}, bound);
       ok[i] = !run.timed_out && exit_code_of(run.wait_status) == 0;
       if (!ok[i]) why[i] = run.timed_out ? "no end in " + std::to_string(static_cast<int>(bound)) + " s"
@@ -429,7 +441,8 @@ std::string scavenge_hosts(const RunContext& ctx) {
     if (ok[i]) copied += (copied.empty() ? "" : ", ") + hosts[i];
     else failed += (failed.empty() ? "" : ", ") + hosts[i] + " (" + why[i] + ")";
   }
-  fprintf(stderr, "cairn run: scavenge: a step per surviving host copied its cache: %s%s\n", copied.empty() ? "none" : copied.c_str(),
+  const std::string via = srun ? "a step per surviving host" : "each surviving host, through " + agent[0].substr(agent[0].rfind('/') + 1) + ",";
+  fprintf(stderr, "cairn run: scavenge: %s copied its cache: %s%s\n", via.c_str(), copied.empty() ? "none" : copied.c_str(),
           failed.empty() ? "" : ("; failed: " + failed).c_str());
   std::string said = scavenge_caches(staged);
   (void)fs::remove_tree(staged.layout.cache_job);
