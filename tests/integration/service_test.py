@@ -418,6 +418,8 @@ class Test:
             fail("with the controller stopped, the restart did not fall back to the ranks' own read")
         say("controller stopped: the restart fell back to the ranks' own read, result identical")
         self.service.start_controller()  # back on its port, so that the daemons stop as in every case
+        # The manager finds the new controller on its own schedule; the next relaunch needs its agents.
+        self.service.wait_for(lambda st: len(st["managers"]) == 1, "manager m0 to join the restarted controller")
         # A chunk that fails at the agent: the newest version's rank-1 file with one byte flipped. Nothing
         # unverified is restored: every rank reads itself, that version fails there too, and the full
         # search restarts from an older one (heat2d recomputes the rest: the same result).
