@@ -123,6 +123,15 @@ job() {
       rm -rf "${PFS:?}/${PREFIX_NAME:-$name}"
       continue
     fi
+    # Now and then, after hosts are lost, Slurm 22.05 leaves the failed step "completing" for good and
+    # refuses every later step of the allocation ("Job/step already completing or completed"): no relaunch
+    # can run in it. The case runs once more in a new allocation, and says so.
+    if [ "$try" -eq 1 ] && [ "$rc" -ne 0 ] && grep -q 'Unable to create step for job .*already completing or completed' "$WORK/$name.out"; then
+      echo "note - $name: Slurm refused every step after the loss (a step left completing); running the case again"
+      rm -rf "${PFS:?}/${PREFIX_NAME:-$name}"
+      revive n1 n2 n3 n4 n5 n6  # every host back, its cache of the first try gone (cairn refuses a foreign one)
+      continue
+    fi
     break
   done
   grep -v '^cairn\[' "$WORK/$name.out" >"$WORK/$name.launcher"  # without the library's log lines
