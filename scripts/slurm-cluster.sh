@@ -167,6 +167,17 @@ prepare_dir() {
   fi
 }
 
+# The slurm.conf lines both modes share: munge authentication as root, and the plugins (no cgroups:
+# processes are tracked by their parentage, tasks are not bound; no accounting).
+conf_auth() {
+  printf '%s\n' AuthType=auth/munge "AuthInfo=socket=$DIR/run/munge.socket" CredType=cred/munge SlurmUser=root SlurmdUser=root
+}
+conf_plugins() {
+  printf '%s\n' ProctrackType=proctrack/linuxproc TaskPlugin=task/none JobAcctGatherType=jobacct_gather/none \
+    AccountingStorageType=accounting_storage/none JobCompType=jobcomp/none SwitchType=switch/none MpiDefault=none \
+    SelectType=select/cons_tres SelectTypeParameters=CR_Core SchedulerType=sched/backfill
+}
+
 write_single_config() {
   local host ports ctld_port slurmd_port cpus=${CAIRN_SLURM_CPUS:-16}
   host=$(hostname -s)
@@ -179,11 +190,7 @@ ClusterName=cairn
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
-AuthType=auth/munge
-AuthInfo=socket=$DIR/run/munge.socket
-CredType=cred/munge
-SlurmUser=root
-SlurmdUser=root
+$(conf_auth)
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool
 SlurmctldPidFile=$DIR/run/slurmctld.pid
@@ -193,16 +200,7 @@ SlurmdLogFile=$DIR/log/slurmd.log
 SlurmctldDebug=info
 SlurmdDebug=info
 # No cgroups: processes are tracked by their parentage, tasks are not bound.
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SwitchType=switch/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
+$(conf_plugins)
 ReturnToService=2
 # The node declares $cpus CPUs whatever the machine has: slurmd reports the configured figures.
 SlurmdParameters=config_overrides
@@ -329,11 +327,7 @@ ClusterName=cairn
 SlurmctldHost=head($SUBNET.1)
 SlurmctldPort=6817
 SlurmdPort=6818
-AuthType=auth/munge
-AuthInfo=socket=$DIR/run/munge.socket
-CredType=cred/munge
-SlurmUser=root
-SlurmdUser=root
+$(conf_auth)
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/hosts/%n/spool
 SlurmctldPidFile=$DIR/run/slurmctld.pid
@@ -342,16 +336,7 @@ SlurmctldLogFile=$DIR/log/slurmctld.log
 SlurmdLogFile=$DIR/log/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SwitchType=switch/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
+$(conf_plugins)
 # A host that stops answering is DOWN after SlurmdTimeout; it returns to service when its slurmd
 # registers again (revive-host).
 SlurmdTimeout=$down_after
