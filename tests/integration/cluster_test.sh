@@ -125,9 +125,14 @@ job() {
     fi
     # Now and then, after hosts are lost, Slurm 22.05 leaves the failed step "completing" for good and
     # refuses every later step of the allocation ("Job/step already completing or completed"): no relaunch
-    # can run in it. The case runs once more in a new allocation, and says so.
+    # can run in it, and cairn run stops saying so. The case runs once more in a new allocation.
     if [ "$try" -eq 1 ] && [ "$rc" -ne 0 ] && grep -q 'Unable to create step for job .*already completing or completed' "$WORK/$name.out"; then
       echo "note - $name: Slurm refused every step after the loss (a step left completing); running the case again"
+      if grep -q '^cairn run: Slurm refuses every new step of the allocation' "$WORK/$name.out"; then
+        pass "$name: cairn run stopped on the refusals, saying so"
+      else
+        fail "$name: Slurm refused the steps, and cairn run did not say so"
+      fi
       rm -rf "${PFS:?}/${PREFIX_NAME:-$name}"
       revive n1 n2 n3 n4 n5 n6  # every host back, its cache of the first try gone (cairn refuses a foreign one)
       continue

@@ -320,6 +320,34 @@ expect_rc "--launcher mpirun inside an allocation" 0 env SLURM_JOB_ID=4242 CAIRN
   CAIRN_MPIRUN="$WORK/fake-mpirun" CAIRN_MPIRUN_ARGS= "$CAIRN" run -n 2 --launcher mpirun -- true
 expect_in "... runs mpirun" "$WORK/out" "[-np][2][env][CAIRN_NODE=node0][true]"
 
+# In a multi-host allocation where Slurm refuses every new step ("already completing or completed": a step
+# of the failed attempt left completing on a lost host), the run stops with what to do, not relaunching
+# into the refusals until its retries are spent. Fakes: srun refuses all but the first step; sinfo and
+# squeue (found beside srun) say the hosts are idle and the allocation runs.
+mkdir -p "$WORK/refusing"
+cat >"$WORK/refusing/srun" <<'EOF2'
+#!/bin/sh
+n=$(cat "$(dirname "$0")/steps" 2>/dev/null || echo 0); echo $((n + 1)) >"$(dirname "$0")/steps"
+if [ "$n" -eq 0 ]; then echo "fake job step: a host was lost"; exit 1; fi
+echo "srun: error: Unable to create step for job 4243: Job/step already completing or completed" >&2
+exit 1
+EOF2
+cat >"$WORK/refusing/sinfo" <<'EOF2'
+#!/bin/sh
+printf 'h1 idle\nh2 idle\nh3 idle\n'
+EOF2
+cat >"$WORK/refusing/squeue" <<'EOF2'
+#!/bin/sh
+case " $* " in *" -s "*) ;; *) echo RUNNING ;; esac
+EOF2
+chmod +x "$WORK/refusing/srun" "$WORK/refusing/sinfo" "$WORK/refusing/squeue"
+expect_rc "steps refused in the allocation: the run stops" 1 env SLURM_JOB_ID=4243 SLURM_JOB_NODELIST='h[1-3]' \
+  CAIRN_SRUN="$WORK/refusing/srun" CAIRN_SLURM_COMMAND_TIMEOUT=2 "$CAIRN" run -n 2 --retries 3 --launcher srun -- true
+expect_in "... and says why and what to do" "$WORK/err" \
+  "cairn run: Slurm refuses every new step of the allocation (job 4243) for 2 s (probe step: exit status 1, srun: error: Unable to create step for job 4243: Job/step already completing or completed)"
+expect_in "... keeping the checkpoints" "$WORK/err" "run the job again in a new allocation"
+if grep -q "relaunching the job" "$WORK/err"; then fail "... without a relaunch"; else pass "... without a relaunch"; fi
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed"
   exit 1

@@ -335,7 +335,9 @@ int run_job(const RunContext& start) {
       std::string how;
       if (std::string gone = allocation_gone(ctx); !gone.empty()) return finish(status, gone);
       wait_for_step_end(ctx);
-      down = find_down_hosts(ctx, &how);
+      std::string refused;
+      down = find_down_hosts(ctx, &how, &refused);
+      if (!refused.empty()) return finish(status, refused);
       if (down.empty()) {
         fprintf(stderr, "cairn run: attempt %d failed and every host of the job answers: the application failed, not a host\n", k);
       } else {

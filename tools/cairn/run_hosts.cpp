@@ -57,12 +57,18 @@ std::map<std::string, std::string> slurm_states(const RunContext& ctx, const std
   return states;
 }
 
-// A step of one task on `host` (`true`), bounded in time: true when it ran.
-bool probe_host(const RunContext& ctx, const std::string& host, std::string* why) {
+// What srun says when the controller refuses a new step of the whole allocation, not of one host
+// (ESLURM_ALREADY_DONE): the job is ending, or a step of a failed attempt is left completing on a lost host.
+constexpr const char* kStepsRefused = "already completing or completed";
+
+// A step of one task on `host` (`true`), bounded in time: true when it ran. `refused` is set when Slurm
+// refused the step for the whole allocation (kStepsRefused), which says nothing about the host.
+bool probe_host(const RunContext& ctx, const std::string& host, std::string* why, bool* refused) {
   std::vector<std::string> argv{ctx.spec.srun, "--overlap", "-N1", "-n1", "-w", host, "-J", "cairn-probe",
                                 "--mpi=none", "--quit-on-interrupt", "true"};
   BoundedRun run = run_bounded(argv, {}, slurm_timeout());
   if (!run.timed_out && exit_code_of(run.wait_status) == 0) return true;
+  *refused = !run.timed_out && run.output.find(kStepsRefused) != std::string::npos;
   *why = run.timed_out ? "probe step: no answer in " + std::to_string(static_cast<int>(slurm_timeout())) + " s"
                        : "probe step: " + describe_wait_status(run.wait_status) +
                              (run.output.empty() ? "" : ", " + last_line(run.output));
@@ -260,7 +266,7 @@ void wait_for_step_end(const RunContext& ctx) {
           slurm_timeout());
 }
 
-std::vector<std::string> find_down_hosts(const RunContext& ctx, std::string* how) {
+std::vector<std::string> find_down_hosts(const RunContext& ctx, std::string* how, std::string* refused_text) {
   std::vector<std::string> candidates = job_hosts(ctx);
   candidates.insert(candidates.end(), ctx.cluster.spares.begin(), ctx.cluster.spares.end());
   std::vector<std::string> down;
@@ -298,13 +304,36 @@ std::vector<std::string> find_down_hosts(const RunContext& ctx, std::string* how
     else to_probe.push_back(host);
   }
   // One probe step per host Slurm calls up, all at once: a host whose slurmd is gone fails its step even
-  // before the controller has noticed.
+  // before the controller has noticed. A step refused for the whole allocation (kStepsRefused) is asked
+  // again for a while, as the failed attempt's step may still be completing; if Slurm goes on refusing, no
+  // relaunch can run in this allocation, and that (not a lost host) is the answer.
   std::vector<std::string> why(to_probe.size());
-  std::vector<char> ok(to_probe.size(), 0);
-  std::vector<std::thread> probes;
-  for (size_t i = 0; i < to_probe.size(); ++i)
-    probes.emplace_back([&, i] { ok[i] = probe_host(ctx, to_probe[i], &why[i]) ? 1 : 0; });
-  for (auto& t : probes) t.join();
+  std::vector<char> ok(to_probe.size(), 0), refused(to_probe.size(), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int round = 0;; ++round) {
+    std::vector<std::thread> probes;
+    for (size_t i = 0; i < to_probe.size(); ++i)
+      if (round == 0 || refused[i])
+        probes.emplace_back([&, i] {
+          bool r = false;
+          ok[i] = probe_host(ctx, to_probe[i], &why[i], &r) ? 1 : 0;
+          refused[i] = r ? 1 : 0;
+        });
+    for (auto& t : probes) t.join();
+    const auto it = std::find(refused.begin(), refused.end(), 1);
+    if (it == refused.end()) break;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= slurm_timeout()) {
+      const char* job = getenv("SLURM_JOB_ID");
+      *refused_text = "Slurm refuses every new step of the allocation" +
+                      (job ? " (job " + std::string(job) + ")" : std::string()) + " for " +
+                      std::to_string(static_cast<int>(slurm_timeout())) + " s (" + why[static_cast<size_t>(it - refused.begin())] +
+                      "): a step of the failed attempt is left completing, or the allocation is ending, and no "
+                      "relaunch can run in it; the checkpoints are kept: run the job again in a new allocation "
+                      "(`cairn status` shows the version it will restart from)";
+      return {};
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
   for (size_t i = 0; i < to_probe.size(); ++i)
     if (!ok[i]) note(to_probe[i], (states.count(to_probe[i]) ? "sinfo: " + states[to_probe[i]] + ", " : "") + why[i]);
   return down;

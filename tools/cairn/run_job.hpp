@@ -159,7 +159,9 @@ struct AllocationHosts;
 Status prepare_cluster(RunContext& ctx, const AllocationHosts& hosts);
 // After a failed attempt: which of the job's hosts and free spares are down (sinfo's state, then a
 // bounded probe step on each host sinfo calls up); `how` gets one reason per host ("n2 (sinfo: down*)").
-std::vector<std::string> find_down_hosts(const RunContext& ctx, std::string* how);
+// When Slurm refuses every step of the allocation (not one host's) past CAIRN_SLURM_COMMAND_TIMEOUT,
+// nothing is returned and `refused` says so: no relaunch can run in this allocation.
+std::vector<std::string> find_down_hosts(const RunContext& ctx, std::string* how, std::string* refused);
 // Waits (bounded) until the failed attempt's step (named cairn-run) has left every host: a relaunch while
 // its step still tears down on some host can hang the new step's PMIx exchange.
 void wait_for_step_end(const RunContext& ctx);
