@@ -17,6 +17,7 @@
 #include <isa-l/erasure_code.h>
 
 #include "base/layout.hpp"
+#include "base/units.hpp"
 #include "cache/cache_store.hpp"
 #include "base/xxh.hpp"
 #include "redundancy/set_code.hpp"
@@ -49,8 +50,10 @@ class LevelBench {
     if (o_.wants("codec")) bench_codec();
     if (o_.wants("l1")) bench_l1();
     // One rank is one failure group: no L2 (its figures stay null, run.skipped says why).
-    if (o_.wants("l2") && g_nranks >= 2)
+    if (o_.wants("l2") && g_nranks >= 2) {
+      bench_mpi_exchange();
       for (const char* s : kL2Schemes) bench_l2(s);
+    }
     if (o_.wants("l3")) {
       bench_raw_write();
       bench_l3();
@@ -264,12 +267,46 @@ class LevelBench {
     f_.stages["l1"] = stages_of(t);
   }
 
+  // mpi_exchange_gbps: the limit of L2 on this MPI: every rank sends its state to the next rank and
+  // receives the previous rank's, in the L2 exchange's messages (exchange_chunk, CAIRN_EXCHANGE_CHUNK,
+  // default 4 MiB), all posted at once, from and into pre-faulted memory -- the bytes a partner set
+  // moves per rank, and as many as each xor or rs member sends while it encodes. Slowest rank's time.
+  void bench_mpi_exchange() {
+    uint64_t chunk = 4ull << 20;
+    if (const char* e = getenv("CAIRN_EXCHANGE_CHUNK")) {
+      auto parsed = cairn::units::parse_size(e, 1ull << 30);
+      if (parsed && *parsed > 0) chunk = *parsed;
+    }
+    const int next = (g_rank + 1) % g_nranks, prev = (g_rank + g_nranks - 1) % g_nranks;
+    std::vector<double> t;
+    std::vector<MPI_Request> reqs;
+    for (int i = 0; i < 1 + o_.reps; ++i) {
+      reqs.clear();
+      barrier();
+      double t0 = now();
+      for (uint64_t off = 0; off < size_; off += chunk) {
+        const int n = static_cast<int>(std::min(chunk, size_ - off));
+        reqs.emplace_back();
+        MPI_Irecv(scratch_ + off, n, MPI_BYTE, prev, 77, MPI_COMM_WORLD, &reqs.back());
+        reqs.emplace_back();
+        MPI_Isend(state_ + off, n, MPI_BYTE, next, 77, MPI_COMM_WORLD, &reqs.back());
+      }
+      MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+      double s = max_over_ranks(now() - t0);
+      if (i) t.push_back(s);
+    }
+    f_.extra["mpi_exchange_gbps"] = gbps(size_, median(t));
+    f_.mpi_exchange_s = median(t);
+    f_.extra["mpi_exchange_chunk"] = chunk;
+  }
+
   void bench_l2(const char* scheme) {
     session_.clean_levels();
     open_session(scheme, 0);
     CkptTimes t = timed_checkpoints(f_.cache_versions);
     session_.close();
     f_.figures[std::string("l2_") + scheme + "_gbps"] = gbps(size_, median(t.until_wait));
+    f_.l2_s[scheme] = median(t.until_wait);
     f_.stages[std::string("l2_") + scheme] = stages_of(t);
   }
 

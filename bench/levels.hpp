@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "bench.hpp"
@@ -18,6 +19,8 @@ struct LevelFigures {
   double memcpy_s = 0, memcpy_all_s = 0, l1_s = 0, isal_s = 0, rs_s = 0, raw_write_s = 0, raw_read_s = 0, l3_s = 0;
   double restart_l1_s = 0, restart_l2_s = 0, restart_l3_s = 0, slot_read_s = 0, l1_first_s = 0;
   double l3_back_to_back_s = 0;
+  double mpi_exchange_s = 0;             // bench_mpi_exchange: the L2 schemes' limit
+  std::map<std::string, double> l2_s;    // per scheme: a version protected at L2 (median)
   // The run.
   uint64_t size = 0;
   int cache_versions = 2, set_size = 2, rs_parity = 1;

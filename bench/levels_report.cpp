@@ -117,6 +117,14 @@ void report_levels(const Options& o, const JobInfo& job, const LevelFigures& f) 
       target("l3_flush_back_to_back_gbps / raw_write_gbps", f.l3_back_to_back_s, f.raw_write_s, 0.7);
   targets["restart_l1"] = target("restart_l1_gbps / slot_read_gbps", f.restart_l1_s, f.slot_read_s, 0.8);
   targets["restart_l2"] = target("restart_l2_gbps / restart_l1_gbps", f.restart_l2_s, f.restart_l1_s, 0.5);
+  // L2 at the speed of its exchange: partner moves each rank's state once, xor and rs as many bytes
+  // plus their encode.
+  for (const char* scheme : {"partner", "xor", "rs"}) {
+    auto it = f.l2_s.find(scheme);
+    targets[std::string("l2_") + scheme] =
+        target((std::string("l2_") + scheme + "_gbps / mpi_exchange_gbps").c_str(), it == f.l2_s.end() ? 0 : it->second,
+               f.mpi_exchange_s, std::string(scheme) == "partner" ? 0.7 : 0.5);
+  }
   // Every rank copies at once in a checkpoint and a restart: the same ratios against what one rank
   // gets while all copy (memory bandwidth shared), for the analysis; the targets stay as above. The
   // restart also against one core's memcpy, its limit were the slot already in private memory.

@@ -65,6 +65,7 @@ struct Config {
   log::Level log_level = log::Level::warn;
   uint64_t chunk_size = 1 << 20;       // checksum granularity (bytes)
   uint64_t exchange_chunk = 4 << 20;   // L2 exchange pipeline unit (bytes)
+  int restart_threads = 0;             // threads per rank reading into the regions at a restart; 0: auto
   std::string job;              // job name in the cache path; default derived from prefix
   std::string app_name;         // the application in the prefix's identity; default: the executable's name
   bool adopt = false;           // take over a prefix of another identity

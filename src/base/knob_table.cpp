@@ -181,6 +181,12 @@ const std::vector<Knob>& knobs() {
        .description = "Bytes per message of the level-2 exchange between nodes; accepts K, M and G "
                       "suffixes. A few are in flight per rank: larger values can raise bandwidth on "
                       "fast networks and cost memory; lower it when memory is tight."},
+      {.name = "restart_threads", .kind = Kind::integer, .member = &Config::restart_threads,
+       .default_text = "0", .min = 0, .max = 64,
+       .description = "Threads per rank that read a version back from the level-1 cache or a rebuilt "
+                      "stream into the regions at a restart, each a run of whole chunks, hashed as they "
+                      "land. 0: the cores of this host's affinity masks divided by the job's ranks on "
+                      "it, at most 4 (1 where ranks outnumber cores, so no rank takes another's core)."},
       {.name = "job", .kind = Kind::string, .member = &Config::job, .default_text = "",
        .rule = Rule::path_component, .default_doc = "derived from prefix",
        .description = "Name of the job in the cache path (cache_dir/cairn-JOB). Empty derives it "

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "base/xxh.hpp"
 
@@ -18,24 +19,19 @@ struct StateFree {
 };
 }  // namespace
 
-Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source) {
+namespace {
+// Chunks [c0, c1) of the stream into the extents (already checked to tile it), each hashed as it lands.
+Status verify_chunks(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source,
+                     uint64_t c0, uint64_t c1) {
   const uint64_t total = m.total_size;
-  CAIRN_ASSIGN_OR_RETURN(nchunks, check_chunk_table(m));
-  uint64_t at = 0;
-  for (const auto& e : extents) {
-    if (e.offset != at || (e.size && !e.dst))
-      return make_error(Code::ERR_CORRUPT, "the destinations do not tile the %llu-byte stream (gap or overlap at byte %llu)",
-                        static_cast<ull>(total), static_cast<ull>(std::min(at, e.offset)));
-    at += e.size;
-  }
-  if (at != total)
-    return make_error(Code::ERR_CORRUPT, "the destinations hold %llu bytes, the stream has %llu", static_cast<ull>(at),
-                      static_cast<ull>(total));
-
   std::unique_ptr<XXH3_state_t, StateFree> state(XXH3_createState());
   if (!state) return make_error(Code::ERR_NO_MEMORY, "xxh3: cannot create a hash state");
-  size_t x = 0;  // current extent
-  for (uint64_t c = 0; c < nchunks; ++c) {
+  // The first extent that holds byte c0 * chunk_size (extents are sorted and tile the stream).
+  size_t x = static_cast<size_t>(
+      std::upper_bound(extents.begin(), extents.end(), c0 * m.chunk_size,
+                       [](uint64_t off, const StreamExtent& e) { return off < e.offset; }) - extents.begin());
+  x = x ? x - 1 : 0;
+  for (uint64_t c = c0; c < c1; ++c) {
     const uint64_t a = c * m.chunk_size, b = std::min<uint64_t>(a + m.chunk_size, total);
     XXH3_64bits_reset(state.get());
     for (uint64_t off = a; off < b;) {
@@ -51,6 +47,37 @@ Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents
       return make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu) checksum mismatch", static_cast<ull>(c),
                         static_cast<ull>(a), static_cast<ull>(b - 1));
   }
+  return Status::ok();
+}
+}  // namespace
+
+Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source,
+                     int threads) {
+  const uint64_t total = m.total_size;
+  CAIRN_ASSIGN_OR_RETURN(nchunks, check_chunk_table(m));
+  uint64_t at = 0;
+  for (const auto& e : extents) {
+    if (e.offset != at || (e.size && !e.dst))
+      return make_error(Code::ERR_CORRUPT, "the destinations do not tile the %llu-byte stream (gap or overlap at byte %llu)",
+                        static_cast<ull>(total), static_cast<ull>(std::min(at, e.offset)));
+    at += e.size;
+  }
+  if (at != total)
+    return make_error(Code::ERR_CORRUPT, "the destinations hold %llu bytes, the stream has %llu", static_cast<ull>(at),
+                      static_cast<ull>(total));
+  // Threads take contiguous runs of chunks, none under kMinBytesPerThread (a thread costs its start).
+  constexpr uint64_t kMinBytesPerThread = 16ull << 20;
+  const uint64_t worth = m.chunk_size ? std::max<uint64_t>(1, total / std::max<uint64_t>(kMinBytesPerThread, m.chunk_size)) : 1;
+  const uint64_t t = std::min<uint64_t>({static_cast<uint64_t>(std::max(threads, 1)), nchunks ? nchunks : 1, worth});
+  if (t <= 1) return verify_chunks(m, extents, source, 0, nchunks);
+  std::vector<Status> results(static_cast<size_t>(t), Status::ok());
+  std::vector<std::thread> pool;
+  for (uint64_t i = 1; i < t; ++i)
+    pool.emplace_back([&, i] { results[i] = verify_chunks(m, extents, source, nchunks * i / t, nchunks * (i + 1) / t); });
+  results[0] = verify_chunks(m, extents, source, 0, nchunks / t);
+  for (auto& th : pool) th.join();
+  for (auto& r : results)  // the lowest failing chunk's error
+    if (!r.is_ok()) return r;
   return Status::ok();
 }
 

@@ -34,8 +34,11 @@ constexpr uint64_t kStreamPiece = 256 * 1024;
 // are allowed) from `source`, hashing every chunk right after it landed. The first chunk whose xxh3
 // differs from the manifest is ERR_CORRUPT naming it; the extents then hold partial data. A manifest
 // whose chunk table does not fit its size, or extents that do not tile the stream, are ERR_CORRUPT
-// before anything is read.
-Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source);
+// before anything is read. With `threads` > 1 the stream is cut into that many runs of whole chunks
+// (none under 16 MiB), read at once by as many threads: `source` must then be safe to call from several
+// threads at once (pread_source and copy_source are); the error is then the lowest failing chunk's.
+Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source,
+                     int threads = 1);
 
 // Only part of the stream: `wanted` (sorted by offset, disjoint, inside the stream) says where bytes go;
 // every checksum chunk that overlaps a wanted extent is read whole and verified, its bytes outside the
@@ -57,8 +60,8 @@ StreamSource copy_source(const uint8_t* base);
 // How the reshaping readers (redistribute/exec) read a file of the L1 cache: mapped when the file system
 // hands out huge pages (st_blksize of 2 MiB or more, as tmpfs reports with huge=always/within_size), else
 // with pread, chunk by chunk into their ring (a fault per 4 KiB page of an unpopulated mapping costs more
-// than read()). The same-count L1 restart reads a whole slot and maps it populated instead
-// (core/restart_inplace.cpp): cairn-bench's slot_read measures MAP_POPULATE + memcpy faster than pread.
+// than read()). The same-count L1 restart decides the same way (core/restart_inplace.cpp): a populated
+// mapping of 4 KiB pages costs its page tables and its unmap, more than pread's copy saves.
 bool map_to_read(uint64_t st_blksize);
 
 }  // namespace cairn

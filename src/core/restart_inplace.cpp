@@ -203,28 +203,43 @@ Status Runtime::restore_through_agents(const RestartPlan& plan, bool* done) {
   return Status::ok();
 }
 
-// This rank's slot of version v into its regions, verified, in one pass (pread on 4 KiB pages, where
-// mapping a 256 MiB tmpfs file costs about a memcpy of it in page tables; mapped on huge pages).
-Status Runtime::read_slot_into_regions(const L1Record& rec, double* seconds) {
+// Threads per rank for reading into the regions (restart_threads; 0: this host's cores over its ranks,
+// at most 4). Collective over the job when restart_threads is 0.
+Status Runtime::restart_read_threads(int* threads) {
+  if (cfg_.restart_threads > 0) {
+    *threads = cfg_.restart_threads;
+    return Status::ok();
+  }
+  HostShare share;
+  CAIRN_TRY(host_share(app_comm_, &share));
+  *threads = share.threads_per_rank(4);
+  return Status::ok();
+}
+
+// This rank's slot of version v into its regions, verified, in one pass by `threads` threads. pread, piece
+// by piece: on 4 KiB tmpfs pages a populated mapping costs page tables for every page, then the unmap,
+// about half the read again (cairn-bench's slot_read.map_memcpy_gbps beside pread_gbps); mapped where the
+// file system hands out huge pages.
+Status Runtime::read_slot_into_regions(const L1Record& rec, int threads, double* seconds) {
   if (staged_ && !staged_->empty()) return read_slot_into_device(rec, seconds);
   const Manifest& m = rec.manifest;
   std::string path = cache_.slot_path(static_cast<int>(rec.slot));
+  double t0 = now_seconds();
   CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_RDONLY));
   struct stat sb;
   if (fstat(fd.get(), &sb) != 0) return posix_error("fstat", path, errno);
   if (static_cast<uint64_t>(sb.st_size) < m.total_size)
     return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", path.c_str());
-  // A populated read-only mapping + memcpy: on 4 KiB tmpfs pages as on huge ones faster than pread
-  // (cairn-bench's slot_read: 5.6-5.8 GB/s against 3.8-3.9 here); pread where the mapping fails.
   std::optional<MappedFile> map;
   StreamSource source = pread_source(fd.get(), 0, path);
-  auto mm = MappedFile::open_ro(path, /*populate=*/true);
-  if (mm && mm->size() >= m.total_size) {
-    map = std::move(mm).value();
-    source = copy_source(map->data());
+  if (map_to_read(static_cast<uint64_t>(sb.st_blksize))) {
+    auto mm = MappedFile::open_ro(path, /*populate=*/true);
+    if (mm && mm->size() >= m.total_size) {
+      map = std::move(mm).value();
+      source = copy_source(map->data());
+    }
   }
-  double t0 = now_seconds();
-  Status st = read_verified(m, region_extents(m, regions_), source).prefixed(path);
+  Status st = read_verified(m, region_extents(m, regions_), source, threads).prefixed(path);
   *seconds = now_seconds() - t0;
   return st;
 }
@@ -242,14 +257,16 @@ Status Runtime::read_l1_in_place(const RestartPlan& plan, bool* done, bool* unsu
     return mpi;
   }
   double read_s = 0;
-  mine = read_slot_into_regions(*rec, &read_s);
+  int threads = 1;
+  CAIRN_TRY(restart_read_threads(&threads));
+  mine = read_slot_into_regions(*rec, threads, &read_s);
   if (!mine.is_ok()) LOG_WARN("restart: version %llu in L1: %s", static_cast<ull>(v), mine.message().c_str());
   if (!all_ok(app_comm_, mine, &mpi)) return mpi;
   restored_files_.clear();
   restored(v, CAIRN_LEVEL_L1, rec->manifest.label, plan.in_l3);
   if (rank_ == 0)
-    LOG_INFO("restarted from version %llu ('%s') at L1 (slot read into the regions and verified in %.1f ms on rank 0)",
-             static_cast<ull>(v), rec->manifest.label.c_str(), read_s * 1e3);
+    LOG_INFO("restarted from version %llu ('%s') at L1 (slot read into the regions and verified in %.1f ms on rank 0, "
+             "%d thread%s)", static_cast<ull>(v), rec->manifest.label.c_str(), read_s * 1e3, threads, threads == 1 ? "" : "s");
   *done = true;
   return Status::ok();
 }
@@ -308,8 +325,10 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
 
   // 2. The ranks that hold the version read it into their regions, verified.
   double read_s = 0;
+  int threads = 1;
+  CAIRN_TRY(restart_read_threads(&threads));
   if (i_hold) {
-    mine = read_slot_into_regions(*rec, &read_s);
+    mine = read_slot_into_regions(*rec, threads, &read_s);
     if (!mine.is_ok()) LOG_WARN("restart: version %llu in L1: %s", static_cast<ull>(v), mine.message().c_str());
   }
   if (!all_ok(app_comm_, mine, &mpi)) return mpi;
@@ -339,7 +358,7 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
                                        red ? red->data() : nullptr, cfg_.exchange_chunk, "", /*verify_lost=*/false);
     if (mine.code() == Code::ERR_MPI) return mine;
     if (mine.is_ok() && !i_hold)
-      mine = read_verified(m, region_extents(m, regions_), copy_source(stream->data())).prefixed("rebuilt data");
+      mine = read_verified(m, region_extents(m, regions_), copy_source(stream->data()), threads).prefixed("rebuilt data");
   }
   if (!mine.is_ok()) LOG_WARN("restart: version %llu at L2: %s", static_cast<ull>(v), mine.message().c_str());
   if (!all_ok(app_comm_, mine, &mpi)) return mpi;

@@ -1,3 +1,5 @@
+#include <sched.h>
+
 #include <cstring>
 #include <vector>
 
@@ -31,6 +33,22 @@ Status allgather_u64(MPI_Comm comm, const std::vector<uint64_t>& mine, std::vect
   for (int r = 0; r < size; ++r) displs[static_cast<size_t>(r)] = total, total += counts[static_cast<size_t>(r)];
   all->assign(static_cast<size_t>(total), 0);
   CAIRN_MPI(MPI_Allgatherv(mine.data(), n, MPI_UINT64_T, all->data(), counts.data(), displs.data(), MPI_UINT64_T, comm));
+  return Status::ok();
+}
+
+Status host_share(MPI_Comm comm, HostShare* out) {
+  MPI_Comm host = MPI_COMM_NULL;
+  CAIRN_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
+  int here = 1;
+  MPI_Comm_size(host, &here);
+  cpu_set_t mine, all;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_SET(0, &mine);
+  int rc = MPI_Allreduce(&mine, &all, static_cast<int>(sizeof mine), MPI_BYTE, MPI_BOR, host);
+  MPI_Comm_free(&host);
+  CAIRN_MPI(rc);
+  out->ranks = here;
+  out->cores = std::max(1, CPU_COUNT(&all));
   return Status::ok();
 }
 

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,5 +30,16 @@ Status agree(MPI_Comm comm, const Status& mine);
 // Every rank's `mine`, concatenated in rank order, on every rank (MPI_Allgather of the lengths, then
 // MPI_Allgatherv). Collective over comm.
 Status allgather_u64(MPI_Comm comm, const std::vector<uint64_t>& mine, std::vector<uint64_t>* all);
+
+// The ranks of comm on this host and the cores they may run on (the union of their affinity masks).
+// Collective over comm.
+struct HostShare {
+  int ranks = 1;
+  int cores = 1;
+  bool outnumbered() const { return ranks > cores; }
+  // Threads each rank may keep busy without taking a core from another: cores / ranks, in [1, cap].
+  int threads_per_rank(int cap) const { return std::clamp(cores / std::max(ranks, 1), 1, std::max(cap, 1)); }
+};
+Status host_share(MPI_Comm comm, HostShare* out);
 
 }  // namespace cairn

@@ -185,6 +185,7 @@ node = "n07"
 log = "debug"
 chunk_size = "256K"
 exchange_chunk = 8388608
+restart_threads = 3
 job = "heat2d"
 app_name = "heat2d-v2"
 adopt = true
@@ -232,6 +233,7 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.log_level, log::Level::debug);
   EXPECT_EQ(c.chunk_size, 256u * 1024);
   EXPECT_EQ(c.exchange_chunk, 8u << 20);
+  EXPECT_EQ(c.restart_threads, 3);
   EXPECT_EQ(c.job, "heat2d");
   EXPECT_EQ(c.app_name, "heat2d-v2");
   EXPECT_TRUE(c.adopt);

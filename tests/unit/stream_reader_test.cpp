@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <random>
 #include <thread>
 
@@ -138,6 +139,34 @@ TEST(StreamReader, DamageIsCaughtAndNamed) {
   st = read_verified(m, r.extents, pread_source(fd2->get(), 0, path));
   EXPECT_EQ(st.code(), Code::ERR_TRUNCATED) << st.message();
   fs::remove_tree(dir).ignore();
+}
+
+// With threads (a restart's reading threads, core/restart_inplace.cpp) each takes a run of whole chunks:
+// the same bytes land, region boundaries inside chunks and runs included, and damage names the lowest
+// failing chunk whichever thread met it.
+TEST(StreamReader, ThreadsReadRunsOfChunks) {
+  std::string data = random_bytes((48u << 20) + 12345, 6);  // 3 runs of at least 16 MiB
+  const uint32_t chunk = 1u << 20;
+  Manifest m = manifest_of(data, chunk, {5u << 20, 0, (17u << 20) + 333, 1, (26u << 20) + 12011});
+  for (int threads : {2, 3, 8}) {
+    Regions r(m);
+    std::atomic<int> crossing{0};
+    Status st = read_verified(m, r.extents, [&](uint64_t off, uint64_t len, uint8_t* dst) {
+      if (off / chunk != (off + len - 1) / chunk) ++crossing;
+      memcpy(dst, data.data() + off, len);
+      return Status::ok();
+    }, threads);
+    ASSERT_TRUE(st.is_ok()) << threads << " threads: " << st.message();
+    EXPECT_EQ(r.joined(), data) << threads << " threads";
+    EXPECT_EQ(crossing.load(), 0);
+  }
+  std::string bad = data;
+  bad[(40u << 20) + 7] ^= 0x10;  // chunk 40, in the last run
+  bad[(20u << 20) + 9] ^= 0x10;  // chunk 20, in the second
+  Regions r(m);
+  Status st = read_verified(m, r.extents, copy_source(reinterpret_cast<const uint8_t*>(bad.data())), 3);
+  EXPECT_EQ(st.code(), Code::ERR_CORRUPT);
+  EXPECT_NE(st.message().find("chunk 20 "), std::string::npos) << st.message();
 }
 
 TEST(StreamReader, RefusesBadTablesAndDestinationsBeforeReading) {

@@ -18,7 +18,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -56,23 +55,6 @@ void for_each_message(uint64_t off, uint64_t len, uint64_t chunk, const std::fun
     f(off, n);
     off += n;
   }
-}
-
-// Whether the processes of `comm` on this host outnumber the cores they may run on (the union of their
-// affinity masks). Collective over comm.
-Status ranks_outnumber_cores(MPI_Comm comm, bool* out) {
-  MPI_Comm host = MPI_COMM_NULL;
-  CAIRN_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
-  int here = 1;
-  MPI_Comm_size(host, &here);
-  cpu_set_t mine, all;
-  CPU_ZERO(&mine);
-  if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_SET(0, &mine);
-  int rc = MPI_Allreduce(&mine, &all, static_cast<int>(sizeof mine), MPI_BYTE, MPI_BOR, host);
-  MPI_Comm_free(&host);
-  CAIRN_MPI(rc);
-  *out = here > CPU_COUNT(&all);
-  return Status::ok();
 }
 
 // Wait for `reqs`. Where ranks outnumber cores (`leave_core`), poll, and sleep between polls once a
@@ -195,8 +177,9 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
   if (std::any_of(chunk_of.begin(), chunk_of.end(), [](uint64_t c) { return c == 0; }))
     return make_error(Code::ERR_INTERNAL, "streamed restart: an old rank of version %llu has no host", static_cast<ull>(v));
 
-  bool leave_core = false;
-  CAIRN_TRY(ranks_outnumber_cores(app_comm_, &leave_core));
+  HostShare share;
+  CAIRN_TRY(host_share(app_comm_, &share));
+  const bool leave_core = share.outnumbered();
 
   // 3. Post every receive, straight into the regions, per region in (old rank, offset) order.
   std::vector<MPI_Request> recvs;
