@@ -131,6 +131,44 @@ Status read_verified_ranges(const Manifest& m, const std::vector<StreamExtent>& 
   return Status::ok();
 }
 
+LandingVerifier::LandingVerifier(const Manifest& m, const uint8_t* stream) : m_(m), stream_(stream) {
+  auto n = check_chunk_table(m);
+  table_ = n.status();
+  if (!n) return;
+  missing_.resize(static_cast<size_t>(*n));
+  for (uint64_t c = 0; c < *n; ++c)
+    missing_[static_cast<size_t>(c)] = std::min<uint64_t>(m.chunk_size, m.total_size - c * m.chunk_size);
+}
+
+void LandingVerifier::landed(uint64_t off, uint64_t len) {
+  if (!table_.is_ok() || len == 0) return;
+  if (off + len > m_.total_size || off + len < off) {
+    if (first_failure_.is_ok())
+      first_failure_ = make_error(Code::ERR_INTERNAL, "bytes %llu..%llu landed outside the %llu-byte stream",
+                                  static_cast<ull>(off), static_cast<ull>(off + len - 1), static_cast<ull>(m_.total_size));
+    return;
+  }
+  for (uint64_t c = off / m_.chunk_size; c * m_.chunk_size < off + len; ++c) {
+    const uint64_t a = c * m_.chunk_size, b = std::min<uint64_t>(a + m_.chunk_size, m_.total_size);
+    const uint64_t in = std::min(b, off + len) - std::max(a, off);
+    uint64_t& left = missing_[static_cast<size_t>(c)];
+    left -= std::min(left, in);
+    if (left != 0 || !first_failure_.is_ok()) continue;
+    if (XXH3_64bits(stream_ + a, static_cast<size_t>(b - a)) != m_.chunk_hashes[static_cast<size_t>(c)])
+      first_failure_ = make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu) checksum mismatch", static_cast<ull>(c),
+                                  static_cast<ull>(a), static_cast<ull>(b - 1));
+  }
+}
+
+Status LandingVerifier::result() const {
+  CAIRN_TRY(table_);
+  CAIRN_TRY(first_failure_);
+  for (size_t c = 0; c < missing_.size(); ++c)
+    if (missing_[c] != 0)
+      return make_error(Code::ERR_INTERNAL, "chunk %zu: %llu bytes never landed", c, static_cast<ull>(missing_[c]));
+  return Status::ok();
+}
+
 StreamSource pread_source(int fd, uint64_t base, const std::string& path) {
   return [fd, base, path](uint64_t off, uint64_t len, uint8_t* dst) -> Status {
     uint64_t pos = base + off;

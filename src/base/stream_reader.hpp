@@ -51,6 +51,23 @@ inline std::vector<StreamExtent> whole_stream(const Manifest& m, uint8_t* dst) {
   return {StreamExtent{0, m.total_size, dst}};
 }
 
+// A stream that lands in pieces in any order (a rebuild at L2, set_exchange.hpp's `landed`): each
+// checksum chunk is hashed as soon as its last byte landed, while it is likely still in cache. result()
+// is the first chunk that failed, else the chunks that never landed, else success.
+class LandingVerifier {
+ public:
+  LandingVerifier(const Manifest& m, const uint8_t* stream);
+  void landed(uint64_t off, uint64_t len);
+  Status result() const;
+
+ private:
+  const Manifest& m_;
+  const uint8_t* stream_;
+  Status table_;                   // the manifest's chunk table, checked once
+  std::vector<uint64_t> missing_;  // bytes of each chunk not landed yet
+  Status first_failure_ = Status::ok();
+};
+
 // A source that preads the stream from an open file, stream byte `off` at file byte `base + off`.
 // A file that ends early is ERR_TRUNCATED.
 StreamSource pread_source(int fd, uint64_t base, const std::string& path);

@@ -5,9 +5,13 @@
 //   L1  every rank reads its slot file into its regions, piece by piece (pread, or a copy out of a
 //       mapping where the cache is on huge pages) and hashes each chunk while it is still in cache.
 //   L2  the ranks that hold the version do the same; every redundancy set with lost members shares its
-//       set record, rebuilds the lost streams into memory of the lost ranks (verified as they are copied
-//       into the regions), and the lost ranks write the rebuilt version back into their cache in the
-//       background (write-back), so that it is protected again without the application waiting for it.
+//       set record and rebuilds the lost ranks' data only, straight into their regions (where these are
+//       one stretch of memory; else into staging memory, copied out verifying), each chunk hashed as soon
+//       as it landed, while the survivors read their own slots beside the exchange. After cairn_restart
+//       returns, each such set exchanges once more, whole, on a thread (background MPI progress), and the
+//       lost ranks write the version back into their cache (write-back), so that it is protected again
+//       without the application waiting for it. Without MPI_THREAD_MULTIPLE the one exchange is whole,
+//       into staging memory, and only the write-back is left to a thread.
 //   L3  every rank reads its file into its regions (try_l3 with restart_in_place_).
 //
 // Nothing is written before every rank knows its regions fit the version. A chunk that fails anywhere
@@ -44,6 +48,13 @@ std::vector<StreamExtent> region_extents(const Manifest& m, const RegionTable& r
     extents.push_back({e.offset, e.size, static_cast<uint8_t*>(regions.at(e.name).ptr)});
   std::sort(extents.begin(), extents.end(), [](const StreamExtent& x, const StreamExtent& y) { return x.offset < y.offset; });
   return extents;
+}
+
+// Whether the extents are one stretch of memory in stream order (a single region, the usual case).
+bool contiguous(const std::vector<StreamExtent>& extents) {
+  for (size_t i = 1; i < extents.size(); ++i)
+    if (extents[i].size && extents[i].dst != extents[0].dst + extents[i].offset) return false;
+  return true;
 }
 
 // Whether the regions protected now are exactly the version's memory regions, by name and size (else
@@ -323,50 +334,97 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
     return mpi;
   }
 
-  // 2. The ranks that hold the version read it into their regions, verified.
-  double read_s = 0;
   int threads = 1;
   CAIRN_TRY(restart_read_threads(&threads));
-  if (i_hold) {
-    mine = read_slot_into_regions(*rec, threads, &read_s);
-    if (!mine.is_ok()) LOG_WARN("restart: version %llu in L1: %s", static_cast<ull>(v), mine.message().c_str());
-  }
-  if (!all_ok(app_comm_, mine, &mpi)) return mpi;
-  const double t_read = now_seconds();
 
-  // 3. The sets with losses exchange: survivors pass their slot and redundancy data (mapped, read by the
-  //    exchange only), lost ranks receive into fresh memory, then copy into their regions, verifying.
-  std::shared_ptr<MappedFile> stream, red;
+  // 2. The sets with losses exchange the lost ranks' data only (their redundancy data comes later, off
+  //    the application's path): survivors pass their slot and redundancy files (mapped, read by the
+  //    exchange only); a lost rank receives straight into its regions where they are one stretch of
+  //    memory in stream order (the usual single region), else into staging memory.
+  //    Without background MPI progress there is no later: the exchange is whole, into staging memory, and
+  //    only the write-back is left to a thread.
+  const bool later = mpi_in_worker_;
+  std::optional<MappedFile> stream, red, staging, staging_red;
+  const std::vector<StreamExtent> extents = region_extents(m, regions_);
+  bool survivor_read = false;
+  double read_s = 0;
   if (my_set_lost) {
     Status ready = Status::ok();
+    uint8_t* data = nullptr;
+    uint8_t* red_data = nullptr;
     if (i_hold) {
-      auto d = MappedFile::open_ro(cache_.slot_path(static_cast<int>(rec->slot)));
-      auto r = MappedFile::open_rw(cache_.red_path(static_cast<int>(rec->slot)), 0, false);
+      auto d = MappedFile::open_ro(cache_.slot_path(static_cast<int>(rec->slot)), /*populate=*/false);
+      auto r = MappedFile::open_ro(cache_.red_path(static_cast<int>(rec->slot)), /*populate=*/false);
       if (!d) ready = d.status();
       else if (!r) ready = r.status();
+      else if (d->size() < m.total_size) ready = make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", d->path().c_str());
       else if (r->size() < set->redundancy_len)
         ready = make_error(Code::ERR_CORRUPT, "%s: shorter than the redundancy data", r->path().c_str());
-      if (ready.is_ok()) stream = std::make_shared<MappedFile>(std::move(d).value()), red = std::make_shared<MappedFile>(std::move(r).value());
+      if (ready.is_ok()) stream = std::move(d).value(), red = std::move(r).value(), data = stream->data(), red_data = red->data();
+    } else if (later && contiguous(extents)) {
+      data = extents.empty() ? nullptr : extents.front().dst;
     } else {
       auto d = MappedFile::anonymous(std::max<uint64_t>(m.total_size, 1));
-      auto r = MappedFile::anonymous(set->redundancy_len);
-      if (!d) ready = d.status();
-      else if (!r) ready = r.status();
-      else stream = std::make_shared<MappedFile>(std::move(d).value()), red = std::make_shared<MappedFile>(std::move(r).value());
+      if (d) staging = std::move(d).value(), data = staging->data();
+      else ready = d.status();
+      if (!later && ready.is_ok()) {
+        auto r = MappedFile::anonymous(set->redundancy_len);
+        if (r) staging_red = std::move(r).value(), red_data = staging_red->data();
+        else ready = r.status();
+      }
     }
-    mine = redundancy::rebuild_members(set_comm_, *code_, lost, *set, ready, stream ? stream->data() : nullptr,
-                                       red ? red->data() : nullptr, cfg_.exchange_chunk, "", /*verify_lost=*/false);
+    // A survivor reads its own slot into its regions meanwhile, on a thread, and waits for its transfers
+    // gently (a lost rank pulls the bytes itself where MPI copies once between processes).
+    Status own = Status::ok();
+    std::optional<LandingVerifier> verifier;  // a lost rank's data straight in its regions: verified as it lands
+    redundancy::Landed landed;
+    if (!i_hold && !staging) {
+      verifier.emplace(m, data);
+      landed = [&](size_t off, size_t len) { verifier->landed(off, len); };
+    }
+    std::thread reader;
+    if (i_hold && ready.is_ok() && !(staged_ && !staged_->empty()))
+      reader = std::thread([&] { own = read_slot_into_regions(*rec, threads, &read_s); });
+    mine = redundancy::rebuild_members(set_comm_, *code_, lost, *set, ready, data, red_data, cfg_.exchange_chunk, "",
+                                       /*verify_lost=*/false, later ? redundancy::RebuildPart::data : redundancy::RebuildPart::all,
+                                       /*gentle=*/reader.joinable(), landed);
+    if (mine.is_ok() && verifier) mine = verifier->result().prefixed("rebuilt data");
+    if (reader.joinable()) {
+      reader.join();
+      survivor_read = true;
+      if (mine.is_ok()) mine = own;
+    }
     if (mine.code() == Code::ERR_MPI) return mine;
-    if (mine.is_ok() && !i_hold)
-      mine = read_verified(m, region_extents(m, regions_), copy_source(stream->data()), threads).prefixed("rebuilt data");
   }
-  if (!mine.is_ok()) LOG_WARN("restart: version %llu at L2: %s", static_cast<ull>(v), mine.message().c_str());
-  if (!all_ok(app_comm_, mine, &mpi)) return mpi;
-  const double t_rebuilt = now_seconds();
+  const double t_exchanged = now_seconds();
 
-  // 4. Lost ranks write the version back into their cache beside the application (its L1 and L2 copies
-  //    again, so that another failure before the next checkpoint still finds it).
-  if (my_set_lost && !i_hold) start_write_back(v, m, stream, red, redundancy::encode_set_record(set->record));
+  // 3. The ranks not read yet: a survivor in a set without losses (or with device regions) reads its slot
+  //    into its regions, hashing each chunk as it lands; a lost rank whose data went to staging memory
+  //    copies it into its regions, verifying.
+  if (mine.is_ok() && i_hold && !survivor_read) {
+    stream.reset(), red.reset();
+    mine = read_slot_into_regions(*rec, threads, &read_s);
+  }
+  if (!mine.is_ok() && i_hold) LOG_WARN("restart: version %llu in L1: %s", static_cast<ull>(v), mine.message().c_str());
+  if (mine.is_ok() && my_set_lost && !i_hold && staging)
+    mine = read_verified(m, extents, copy_source(staging->data()), threads).prefixed("rebuilt data");
+  if (!mine.is_ok() && !i_hold) LOG_WARN("restart: version %llu at L2: %s", static_cast<ull>(v), mine.message().c_str());
+  if (!all_ok(app_comm_, mine, &mpi)) return mpi;
+  const double t_verified = now_seconds();
+
+  // 4. The sets with losses protect the version again beside the application: the lost ranks' data and
+  //    redundancy data rebuilt once more and written into their caches (write-back).
+  if (my_set_lost && later) {
+    start_reprotect(v, m, *set, lost, i_hold ? rec->slot : 0);
+  } else if (my_set_lost && !i_hold) {
+    auto d = std::make_shared<MappedFile>(std::move(*staging));
+    auto r = std::make_shared<MappedFile>(std::move(*staging_red));
+    finish_write_back();
+    write_back_ = std::thread([this, v, slot = pipeline_->slot_for_rebuild(), m, d, r,
+                               record = redundancy::encode_set_record(set->record), t = now_seconds()] {
+      write_back(v, slot, m, *d, *r, record, t);
+    });
+  }
   restored_files_.clear();
   restored(v, CAIRN_LEVEL_L2, m.label, plan.in_l3);
   if (rank_ == 0) {
@@ -375,43 +433,89 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
       if (!good[static_cast<size_t>(r)]) lost_ranks.push_back(r);
     std::string list;
     for (int r : lost_ranks) list += (list.empty() ? "" : ",") + std::to_string(r);
-    LOG_INFO("restarted from version %llu ('%s') at L2, rebuilt for ranks %s: read and verified %.1f ms, L2 exchange "
-             "and decode %.1f ms on rank 0; write-back in the background",
-             static_cast<ull>(v), m.label.c_str(), list.c_str(), (t_read - t0) * 1e3, (t_rebuilt - t_read) * 1e3);
+    LOG_INFO("restarted from version %llu ('%s') at L2, rebuilt for ranks %s: their data exchanged and verified as it "
+             "landed %.1f ms, then read and verified %.1f ms on rank 0 (%d thread%s); redundancy data and write-back %s",
+             static_cast<ull>(v), m.label.c_str(), list.c_str(), (t_exchanged - t0) * 1e3, (t_verified - t_exchanged) * 1e3,
+             threads, threads == 1 ? "" : "s", later ? "in the background" : "rebuilt with the data, written back in the background");
   }
   *done = true;
   return Status::ok();
 }
 
-// The rebuilt version into this rank's cache, on a thread of its own: a slot (the pipeline is idle: no
-// version holds one), the bytes, the redundancy data, then the record, the set record and the protected
-// marker -- the same files a checkpoint leaves. The next cairn call that uses the cache waits for it.
-void Runtime::start_write_back(uint64_t v, const Manifest& m, std::shared_ptr<MappedFile> stream,
-                               std::shared_ptr<MappedFile> red, std::string set_record) {
+// Version v protected again after an L2 restart that rebuilt the lost ranks' data only: on a thread of
+// its own (background MPI progress), on a copy of the set's communicator, the set exchanges once more,
+// whole (data and redundancy data), into memory of the lost ranks' own, which they write into their
+// cache as a checkpoint would (write_back); survivors read their slot and redundancy files, which no
+// checkpoint reuses before finish_write_back. A failure is logged: the version stays restorable from the
+// other levels, and the next checkpoint protects the job again.
+void Runtime::start_reprotect(uint64_t v, const Manifest& m, const redundancy::SetRebuildPlan& set,
+                              const std::vector<bool>& lost, uint32_t my_slot) {
   finish_write_back();
-  const int slot = pipeline_->slot_for_rebuild();
-  write_back_ = std::thread([this, v, m, slot, stream, red, set_record] {
+  const bool i_lost = lost[static_cast<size_t>(placement_.my_member)];
+  const int slot = i_lost ? pipeline_->slot_for_rebuild() : -1;  // chosen here, on the application's thread
+  MPI_Comm comm = MPI_COMM_NULL;
+  if (MPI_Comm_dup(set_comm_, &comm) != MPI_SUCCESS) comm = MPI_COMM_NULL;
+  auto work = [this, v, m, set, lost, my_slot, i_lost, slot, comm] {
     const double t0 = now_seconds();
-    Status st = [&]() -> Status {
-      for (uint64_t old : cache_.versions()) {
-        auto o = cache_.read_record(old);
-        if (!o || static_cast<int>(o->slot) == slot || old == v) CAIRN_TRY(cache_.drop(old));
+    std::shared_ptr<MappedFile> stream, red;
+    Status ready = comm == MPI_COMM_NULL ? Status(Code::ERR_MPI, "MPI_Comm_dup of the set's communicator failed") : Status::ok();
+    auto keep = [&](Result<MappedFile> f, std::shared_ptr<MappedFile>* into) {
+      if (!f) {
+        if (ready.is_ok()) ready = f.status();
+      } else {
+        *into = std::make_shared<MappedFile>(std::move(f).value());
       }
-      CAIRN_ASSIGN_OR_RETURN(d, cache_.slot(slot, std::max<uint64_t>(m.total_size, 1)));
-      if (m.total_size) memcpy(d->data(), stream->data(), m.total_size);
-      CAIRN_ASSIGN_OR_RETURN(r, cache_.red(slot, red->size()));
-      memcpy(r->data(), red->data(), red->size());
-      CAIRN_TRY(cache_.write_record(v, L1Record{static_cast<uint32_t>(slot), m}));
-      CAIRN_TRY(cache_.write_set(v, set_record));
-      return cache_.mark_protected(v);
-    }();
-    if (!st.is_ok())
-      LOG_WARN("restart: writing version %llu back into the cache failed (it stays restorable from the other "
-               "levels; the next checkpoint protects the job again): %s", static_cast<ull>(v), st.message().c_str());
-    else
-      LOG_INFO("restart: version %llu written back into this rank's cache in %.1f ms", static_cast<ull>(v),
-               (now_seconds() - t0) * 1e3);
-  });
+    };
+    if (!i_lost) {
+      keep(MappedFile::open_ro(cache_.slot_path(static_cast<int>(my_slot)), true), &stream);
+      keep(MappedFile::open_ro(cache_.red_path(static_cast<int>(my_slot)), true), &red);
+    } else {
+      keep(MappedFile::anonymous(std::max<uint64_t>(m.total_size, 1)), &stream);
+      keep(MappedFile::anonymous(set.redundancy_len), &red);
+    }
+    Status st = comm == MPI_COMM_NULL ? ready
+                                      : redundancy::rebuild_members(comm, *code_, lost, set, ready, stream ? stream->data() : nullptr,
+                                                                    red ? red->data() : nullptr, cfg_.exchange_chunk,
+                                                                    "version " + std::to_string(v) + " rebuilt again");
+    if (comm != MPI_COMM_NULL) {
+      MPI_Comm c = comm;
+      MPI_Comm_free(&c);
+    }
+    if (!st.is_ok()) {
+      LOG_WARN("restart: protecting version %llu again at L2 failed (it stays restorable from the other levels; the "
+               "next checkpoint protects the job again): %s", static_cast<ull>(v), st.message().c_str());
+      return;
+    }
+    if (i_lost) write_back(v, slot, m, *stream, *red, redundancy::encode_set_record(set.record), t0);
+  };
+  write_back_ = std::thread(work);
+}
+
+// The rebuilt version into this rank's cache: slot `slot` (the pipeline is idle: no version holds one), the
+// bytes, the redundancy data, then the record, the set record and the protected marker -- the same
+// files a checkpoint leaves. Runs on the re-protection's thread; the next cairn call that uses the cache
+// waits for it.
+void Runtime::write_back(uint64_t v, int slot, const Manifest& m, const MappedFile& stream, const MappedFile& red,
+                         const std::string& set_record, double t0) {
+  Status st = [&]() -> Status {
+    for (uint64_t old : cache_.versions()) {
+      auto o = cache_.read_record(old);
+      if (!o || static_cast<int>(o->slot) == slot || old == v) CAIRN_TRY(cache_.drop(old));
+    }
+    CAIRN_ASSIGN_OR_RETURN(d, cache_.slot(slot, std::max<uint64_t>(m.total_size, 1)));
+    if (m.total_size) memcpy(d->data(), stream.data(), m.total_size);
+    CAIRN_ASSIGN_OR_RETURN(r, cache_.red(slot, red.size()));
+    memcpy(r->data(), red.data(), red.size());
+    CAIRN_TRY(cache_.write_record(v, L1Record{static_cast<uint32_t>(slot), m}));
+    CAIRN_TRY(cache_.write_set(v, set_record));
+    return cache_.mark_protected(v);
+  }();
+  if (!st.is_ok())
+    LOG_WARN("restart: writing version %llu back into the cache failed (it stays restorable from the other "
+             "levels; the next checkpoint protects the job again): %s", static_cast<ull>(v), st.message().c_str());
+  else
+    LOG_INFO("restart: version %llu rebuilt again and written back into this rank's cache in %.1f ms",
+             static_cast<ull>(v), (now_seconds() - t0) * 1e3);
 }
 
 void Runtime::finish_write_back() {

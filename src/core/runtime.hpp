@@ -33,6 +33,7 @@
 #include "pipeline/pipeline.hpp"
 #include "policy/interval.hpp"
 #include "redistribute/exec/reshaper.hpp"
+#include "redundancy/exchange/set_rebuild.hpp"
 #include "redundancy/placement.hpp"
 #include "redundancy/set_code.hpp"
 
@@ -154,8 +155,10 @@ class Runtime {
   Status restart_read_threads(int* threads);
   Status read_l1_in_place(const RestartPlan& plan, bool* done, bool* unsuited);
   Status restore_l2_in_place(const RestartPlan& plan, bool* done, bool* unsuited);
-  void start_write_back(uint64_t v, const Manifest& m, std::shared_ptr<MappedFile> stream,
-                        std::shared_ptr<MappedFile> red, std::string set_record);
+  void start_reprotect(uint64_t v, const Manifest& m, const redundancy::SetRebuildPlan& set, const std::vector<bool>& lost,
+                       uint32_t my_slot);
+  void write_back(uint64_t v, int slot, const Manifest& m, const MappedFile& stream, const MappedFile& red,
+                  const std::string& set_record, double t0);
   void finish_write_back();  // before anything else uses the cache
   // restart: the full search (restart_search.cpp)
   Status gather_inventory(RestartInventory* inv);

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <new>
@@ -87,7 +88,9 @@ class ReturnErrors {
 // compute the same counts from the agreed lengths.
 class Pipeline {
  public:
-  Pipeline(MPI_Comm comm, const char* op) : comm_(comm), op_(op) {}
+  // gentle: wait by testing, with a short sleep between tests that complete nothing, instead of
+  // MPI_Waitall's busy wait: for a member whose cores are wanted elsewhere meanwhile.
+  Pipeline(MPI_Comm comm, const char* op, bool gentle = false) : comm_(comm), op_(op), gentle_(gentle) {}
   ~Pipeline() { abandon(); }
 
   Status send(int slot, const uint8_t* buf, size_t count, int peer, int tag) {
@@ -110,7 +113,17 @@ class Pipeline {
   }
   Status wait(int slot) {
     auto& r = reqs_[slot];
-    int rc = MPI_Waitall(static_cast<int>(r.size()), r.data(), MPI_STATUSES_IGNORE);
+    int rc = MPI_SUCCESS;
+    if (gentle_) {
+      const struct timespec pause = {0, 20 * 1000};
+      for (int done = 0; rc == MPI_SUCCESS;) {
+        rc = MPI_Testall(static_cast<int>(r.size()), r.data(), &done, MPI_STATUSES_IGNORE);
+        if (done) break;
+        nanosleep(&pause, nullptr);
+      }
+    } else {
+      rc = MPI_Waitall(static_cast<int>(r.size()), r.data(), MPI_STATUSES_IGNORE);
+    }
     // On error the requests still pending stay in r (completed ones are MPI_REQUEST_NULL now), so
     // that abandon() cancels them.
     if (rc != MPI_SUCCESS) return mpi_error(op_, "MPI_Waitall", rc);
@@ -162,6 +175,7 @@ class Pipeline {
 
   MPI_Comm comm_;
   const char* op_;
+  bool gentle_ = false;
   std::array<std::vector<MPI_Request>, kStepsInFlight> reqs_;
 };
 
@@ -276,29 +290,37 @@ Status encode_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
 
 // A lost x gets its data back from x+1's copy and its copy (of x-1's data) from x-1.
 Status rebuild_partner(Pipeline& pipe, const Geometry& g, const std::vector<size_t>& lens,
-                       const std::vector<bool>& lost, uint8_t* my_data, uint8_t* my_red) {
+                       const std::vector<bool>& lost, uint8_t* my_data, uint8_t* my_red, RebuildPart part,
+                       const Landed& landed) {
   int left = mod(g.me - 1, g.n), right = mod(g.me + 1, g.n);
+  const bool red_too = part == RebuildPart::all;
   auto post = [&](size_t s, int slot) -> Status {
     size_t off = s * g.piece, len = std::min(g.piece, g.seg - off);
     if (lost[g.me]) {
       size_t mine = have(lens[g.me], off, len);  // my data has no padding to fill
       CAIRN_TRY(pipe.recv(slot, at(my_data, off), mine, mine, right, kTagRebuild + slot));
+      if (!red_too) return Status::ok();
       return pipe.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagRebuildRed + slot);
     }
     if (lost[left])
       CAIRN_TRY(pipe.send(slot, my_red + off, have(lens[left], off, len), left, kTagRebuild + slot));
-    if (lost[right])
+    if (lost[right] && red_too)
       CAIRN_TRY(pipe.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagRebuildRed + slot));
     return Status::ok();
   };
-  return pipe.run(g.pieces, post, [](size_t, int) { return Status::ok(); });
+  auto finish = [&](size_t s, int) -> Status {
+    size_t off = s * g.piece, len = std::min(g.piece, g.seg - off);
+    if (lost[g.me] && landed && have(lens[g.me], off, len)) landed(off, have(lens[g.me], off, len));
+    return Status::ok();
+  };
+  return pipe.run(g.pieces, post, finish);
 }
 
 // Step (piece i, stripe st): each lost member rebuilds its shard of stripe st from the k sources
 // of that stripe's plan, which send their piece to every lost member that needs it.
 Status rebuild_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
                      const std::vector<size_t>& lens, const std::vector<bool>& lost, uint8_t* my_data,
-                     uint8_t* my_red) {
+                     uint8_t* my_red, RebuildPart part, const Landed& landed) {
   std::vector<SetCode::StripeRecovery> plans;
   std::vector<bool> lost_shards(g.n);
   for (int st = 0; st < g.n; st++) {
@@ -313,9 +335,24 @@ Status rebuild_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
   auto shard_bytes = [&](int holder, int sh, size_t off, size_t len) {
     return sh < g.k ? have(lens[holder], shard_at(sh, off), len) : len;
   };
-  // A lost member whose data ends before this piece of a data shard needs nothing for it.
+  // A lost member whose data ends before this piece of a data shard needs nothing for it; with
+  // RebuildPart::data, nothing for its parity shards either.
   auto needs = [&](int x, int st, size_t off, size_t len) {
-    return shard_bytes(x, code.shard_of(st, x), off, len) > 0;
+    const int sh = code.shard_of(st, x);
+    if (part == RebuildPart::data && sh >= g.k) return false;
+    return shard_bytes(x, sh, off, len) > 0;
+  };
+  // Where a lost member's piece of stripe st lands, and whether it can land there straight from its one
+  // source (k = 1 and the source's coefficient 1, as for xor of two members: a copy, so no scratch and
+  // no second pass): the whole piece is the source's and is the member's to keep.
+  auto direct = [&](int st, size_t off, size_t len) -> uint8_t* {
+    const auto& plan = plans[st];
+    const int sh = code.shard_of(st, g.me);
+    const int t = static_cast<int>(std::find(plan.targets.begin(), plan.targets.end(), sh) - plan.targets.begin());
+    if (g.k != 1 || plan.coeffs[static_cast<size_t>(t)] != 1) return nullptr;
+    const int src = plan.sources[0], y = code.shard_owner(st, src);
+    if (shard_bytes(y, src, off, len) != len || shard_bytes(g.me, sh, off, len) != len) return nullptr;
+    return (sh >= g.k ? my_red : my_data) + shard_at(sh, off);
   };
 
   bool rebuilding = lost[g.me];
@@ -334,6 +371,10 @@ Status rebuild_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
     const auto& plan = plans[st];
     if (rebuilding) {
       if (!needs(g.me, st, off, len)) return Status::ok();
+      if (uint8_t* dst = direct(st, off, len)) {
+        int sh = plan.sources[0], y = code.shard_owner(st, sh);
+        return pipe.recv(slot, dst, len, len, y, kTagRebuild + slot);
+      }
       for (int j = 0; j < g.k; j++) {
         int sh = plan.sources[j], y = code.shard_owner(st, sh);
         CAIRN_TRY(pipe.recv(slot, piece_buf(slot, j), shard_bytes(y, sh, off, len), len, y, kTagRebuild + slot));
@@ -355,6 +396,12 @@ Status rebuild_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
     if (!rebuilding || !needs(g.me, st, off, len)) return Status::ok();
     const auto& plan = plans[st];
     int sh = code.shard_of(st, g.me);
+    // Bytes of my data final at stream offset shard_at(sh, off), for the caller to verify while in cache.
+    auto land = [&] {
+      if (landed && sh < g.k) landed(shard_at(sh, off), shard_bytes(g.me, sh, off, len));
+      return Status::ok();
+    };
+    if (direct(st, off, len)) return land();
     int t = static_cast<int>(std::find(plan.targets.begin(), plan.targets.end(), sh) - plan.targets.begin());
     for (int j = 0; j < g.k; j++) src[j] = piece_buf(slot, j);
     size_t keep = shard_bytes(g.me, sh, off, len);
@@ -365,7 +412,7 @@ Status rebuild_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
       code.recover_shard(plan, t, len, src.data(), aside);
       std::memcpy(my_data + shard_at(sh, off), aside, keep);
     }
-    return Status::ok();
+    return land();
   };
   return pipe.run(g.pieces * g.n, post, finish);
 }
@@ -394,7 +441,8 @@ Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data
 }
 
 Status rebuild_set(MPI_Comm set_comm, const SetCode& code, const std::vector<bool>& lost,
-                   uint8_t* my_data, const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk) {
+                   uint8_t* my_data, const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk,
+                   RebuildPart part, bool gentle, const Landed& landed) {
   const char* op = "L2 rebuild";
   // Decided from `lost` alone, the same everywhere: no communication when there is nothing to do.
   if (lost.size() == static_cast<size_t>(code.n())) {
@@ -411,15 +459,17 @@ Status rebuild_set(MPI_Comm set_comm, const SetCode& code, const std::vector<boo
   CAIRN_TRY(errors.enter(set_comm, op));
   auto check = [&](int me, size_t red_len) -> std::string {
     if (lens[me] > 0 && my_data == nullptr) return "my_data is null";
-    if (red_len > 0 && my_red == nullptr) return "my_red is null";
+    // A lost member rebuilding its data only writes no redundancy data.
+    if (red_len > 0 && my_red == nullptr && !(part == RebuildPart::data && lost[static_cast<size_t>(me)]))
+      return "my_red is null";
     return "";
   };
   Geometry g;
   CAIRN_TRY(agree(set_comm, op, code, lens, &lost, chunk, check, &g));
   if (g.seg == 0) return Status::ok();
-  Pipeline pipe(set_comm, op);
-  if (code.scheme() == Redundancy::partner) return rebuild_partner(pipe, g, lens, lost, my_data, my_red);
-  return rebuild_coded(pipe, code, g, lens, lost, my_data, my_red);
+  Pipeline pipe(set_comm, op, gentle && !lost[static_cast<size_t>(g.me)]);
+  if (code.scheme() == Redundancy::partner) return rebuild_partner(pipe, g, lens, lost, my_data, my_red, part, landed);
+  return rebuild_coded(pipe, code, g, lens, lost, my_data, my_red, part, landed);
 }
 
 }  // namespace cairn::redundancy

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "redundancy/set_code.hpp"
@@ -39,10 +40,20 @@ inline constexpr int kSetTagCount = 8;
 Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data, size_t my_len,
                   const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk);
 
+// What a rebuild restores of the lost members: everything, or their data only (a restart that needs
+// the data now and their redundancy data later; the same on every member).
+enum class RebuildPart { all, data };
+
 // Collective over set_comm. lost: same vector on every member. Survivors pass their data and
 // redundancy; a lost member passes buffers to receive its data (lens[x] bytes) and its redundancy
-// (redundancy_len bytes). ERR_UNRECOVERABLE (on every member) if !code.recoverable(lost).
+// (redundancy_len bytes; none, and my_red may be null, with RebuildPart::data). ERR_UNRECOVERABLE (on
+// every member) if !code.recoverable(lost). gentle: a survivor waits for its transfers with short sleeps
+// rather than MPI's busy wait (it has other work on a thread of its own meanwhile). landed: on a lost
+// member, called (on the calling thread) each time bytes [off, off + len) of its data are final, in no
+// particular order, each byte once, so that it can verify them while they are still in cache.
+using Landed = std::function<void(size_t off, size_t len)>;
 Status rebuild_set(MPI_Comm set_comm, const SetCode& code, const std::vector<bool>& lost,
-                   uint8_t* my_data, const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk);
+                   uint8_t* my_data, const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk,
+                   RebuildPart part = RebuildPart::all, bool gentle = false, const Landed& landed = {});
 
 }  // namespace cairn::redundancy

@@ -19,6 +19,7 @@
 
 #include "base/manifest.hpp"
 #include "base/status.hpp"
+#include "redundancy/exchange/set_exchange.hpp"
 #include "redundancy/set_code.hpp"
 #include "redundancy/set_record.hpp"
 
@@ -51,6 +52,7 @@ Result<SetRebuildPlan> share_set_record(MPI_Comm comm, int first_survivor, const
 // verify it before use (e.g. while copying it out).
 Status rebuild_members(MPI_Comm comm, const SetCode& code, const std::vector<bool>& lost, const SetRebuildPlan& plan,
                        const Status& ready, uint8_t* data, uint8_t* red, size_t exchange_chunk,
-                       const std::string& what, bool verify_lost = true);
+                       const std::string& what, bool verify_lost = true, RebuildPart part = RebuildPart::all,
+                       bool gentle = false, const Landed& landed = {});
 
 }  // namespace cairn::redundancy

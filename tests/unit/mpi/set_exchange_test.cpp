@@ -122,6 +122,29 @@ void run_case(MPI_Comm comm, const Case& c, unsigned seed) {
       ok = rs.code() == Code::ERR_UNRECOVERABLE && my_data == before_data && my_red == before_red;
     }
     EXPECT_TRUE(everywhere(comm, ok)) << "loss mask " << mask << (recoverable ? " (recoverable)" : " (beyond tolerance)");
+
+    // The restart's first exchange (core/restart_inplace.cpp): the lost members' data only, no buffer for
+    // their redundancy data, survivors waiting gently; every byte of a lost member's data reported landed
+    // exactly once, after it is final.
+    if (!recoverable || mask == 0) continue;
+    std::vector<uint8_t> only = data;
+    if (lost[me]) std::fill(only.begin(), only.end(), 0x5A);
+    std::vector<uint8_t> survivor_red = red;
+    std::vector<int> landed_times(only.size(), 0);
+    bool landed_final = true;
+    Landed landed = [&](size_t off, size_t len) {
+      for (size_t i = off; i < off + len && i < only.size(); ++i) {
+        ++landed_times[i];
+        landed_final = landed_final && only[i] == data[i];
+      }
+    };
+    Status part = rebuild_set(comm, code, lost, only.data(), c.lens, lost[me] ? nullptr : survivor_red.data(), c.chunk,
+                              RebuildPart::data, /*gentle=*/!lost[me], landed);
+    bool part_ok = part.is_ok() && only == data && survivor_red == red;
+    if (lost[me])
+      part_ok = part_ok && landed_final && std::all_of(landed_times.begin(), landed_times.end(), [](int t) { return t == 1; });
+    if (!part.is_ok()) ADD_FAILURE() << "rebuild_set (data only): " << part.message();
+    EXPECT_TRUE(everywhere(comm, part_ok)) << "data only, loss mask " << mask;
   }
 }
 
