@@ -1,6 +1,7 @@
-// The restart that applications take, carried out in place. plan_restart decides from what every rank
-// holds (records, protected markers, committed L3 versions; no data read) which version to restore and
-// from which level; carry_out reads it straight into the regions, verifying every chunk as it lands:
+// The restart that applications take, carried out in place. plan_restart gathers what every rank holds
+// (records, protected markers, committed L3 versions; no data read) and has restore::plan_restore decide
+// which version to restore and from which level; carry_out reads it straight into the regions, verifying
+// every chunk as it lands:
 //
 //   L1  every rank reads its slot file into its regions, piece by piece (pread, or a copy out of a
 //       mapping where the cache is on huge pages) and hashes each chunk while it is still in cache.
