@@ -1,6 +1,7 @@
-// The restart that applications take, carried out in place. plan_restart decides from what every rank
-// holds (records, protected markers, committed L3 versions; no data read) which version to restore and
-// from which level; carry_out reads it straight into the regions, verifying every chunk as it lands:
+// The restart that applications take, carried out in place. plan_restart gathers what every rank holds
+// (records, protected markers, committed L3 versions; no data read) and has restore::plan_restore decide
+// which version to restore and from which level; carry_out reads it straight into the regions, verifying
+// every chunk as it lands:
 //
 //   L1  every rank reads its slot file into its regions, piece by piece (pread, or a copy out of a
 //       mapping where the cache is on huge pages) and hashes each chunk while it is still in cache.
@@ -29,15 +30,19 @@
 #include "base/history.hpp"
 #include "base/log.hpp"
 #include "base/stream_reader.hpp"
-#include "core/restart_inventory.hpp"
 #include "core/runtime.hpp"
 #include "mpi/mpi_util.hpp"
 #include "pfs/l3_store.hpp"
 #include "pipeline/service_flusher.hpp"
 #include "redundancy/exchange/set_rebuild.hpp"
 #include "redundancy/set_record.hpp"
+#include "restore/inventory.hpp"
+#include "restore/plan.hpp"
 
 namespace cairn {
+using restore::kHasL1;
+using restore::RestartInventory;
+
 namespace {
 using ull = unsigned long long;
 
@@ -94,27 +99,19 @@ Status Runtime::plan_restart() {
       return Status::ok();
     }
   }
-  for (uint64_t v : inv.candidates) {
+  // Which version from which level: decided by the inventory alone (restore/plan.cpp), the same on every rank.
+  const restore::RestorePlan chosen = restore::plan_restore({nranks_, inv, placement_, cfg_.redundancy});
+  if (rank_ == 0)
+    for (const auto& why : chosen.passed_over) LOG_DEBUG("restart: plan passes over %s", why.c_str());
+  if (chosen.chosen()) {
+    const uint64_t v = chosen.version;
     RestartPlan p;
     p.version = v;
-    p.flags = inv.flags_of(v, nranks_);
-    p.in_l3 = inv.in_l3(v);
-    std::vector<int> good(static_cast<size_t>(nranks_));
-    for (int r = 0; r < nranks_; ++r) good[static_cast<size_t>(r)] = (p.flags[static_cast<size_t>(r)] & kHasL1) ? 1 : 0;
-    bool my_set_lost = false;
-    if (std::all_of(good.begin(), good.end(), [](int g) { return g != 0; }))
-      p.level = CAIRN_LEVEL_L1;
-    else if (placement_.enabled && std::any_of(good.begin(), good.end(), [](int g) { return g != 0; }) &&
-             l2_can_rebuild(good, p.flags, "", &my_set_lost).is_ok())
-      p.level = CAIRN_LEVEL_L2;
-    else if (p.in_l3)
-      p.level = CAIRN_LEVEL_L3;
-    else
-      continue;
+    p.level = static_cast<int>(chosen.level);
+    p.flags = chosen.flags;
+    p.in_l3 = chosen.in_l3;
     // The label, from the lowest rank holding the version (its record), or rank 0 (COMMIT).
-    int root = 0;
-    if (p.level != CAIRN_LEVEL_L3)
-      while (!good[static_cast<size_t>(root)]) ++root;
+    const int root = chosen.label_root;
     char label[256] = {0};
     if (rank_ == root) {
       if (p.level == CAIRN_LEVEL_L3) {

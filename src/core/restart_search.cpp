@@ -20,14 +20,20 @@
 #include "base/stream_reader.hpp"
 #include "base/version_index.hpp"
 #include "cache/version_view.hpp"
-#include "core/restart_inventory.hpp"
 #include "core/runtime.hpp"
 #include "mpi/mpi_util.hpp"
 #include "pfs/l3_store.hpp"
 #include "redundancy/exchange/set_rebuild.hpp"
 #include "redundancy/set_record.hpp"
+#include "restore/inventory.hpp"
+#include "restore/plan.hpp"
 
 namespace cairn {
+using restore::kHasL1;
+using restore::kMaxInventory;
+using restore::kProtected;
+using restore::RestartInventory;
+
 namespace {
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s;
@@ -156,31 +162,15 @@ Status Runtime::find_restart(RestartChoice* out) {
 }
 
 // Can every set rebuild its lost members (good[r] == 0), with every survivor of such a set protected?
-// The same answer on every rank: all inputs are global. *my_set_lost: this rank's set has losses.
+// The same answer on every rank: all inputs are global (restore::l2_can_rebuild says how).
+// *my_set_lost: this rank's set has losses.
 Status Runtime::l2_can_rebuild(const std::vector<int>& good, const std::vector<uint64_t>& flags,
                                const std::string& l1_text, bool* my_set_lost) const {
-  *my_set_lost = false;
-  for (size_t s = 0; s < placement_.members.size(); ++s) {
-    const auto& mem = placement_.members[s];
-    std::vector<bool> lost(mem.size());
-    bool any = false;
-    for (size_t i = 0; i < mem.size(); ++i) {
-      lost[i] = !good[static_cast<size_t>(mem[i])];
-      any = any || lost[i];
-    }
-    if (!any) continue;
-    for (size_t i = 0; i < mem.size(); ++i)
-      if (!lost[i] && !(flags[static_cast<size_t>(mem[i])] & kProtected))
-        return make_error(Code::ERR_UNRECOVERABLE, "%s; L2 incomplete (rank %d never finished its redundancy)",
-                          l1_text.c_str(), mem[i]);
-    auto code = redundancy::SetCode::make(cfg_.redundancy, static_cast<int>(mem.size()), placement_.m);
-    if (!code || !code->recoverable(lost))
-      return make_error(Code::ERR_UNRECOVERABLE, "%s; L2 cannot rebuild set %zu (%s tolerates fewer losses)",
-                        l1_text.c_str(), s, redundancy_name(cfg_.redundancy));
-    if (static_cast<int>(s) == placement_.my_set) *my_set_lost = true;
-  }
-
-  return Status::ok();
+  std::vector<std::vector<int>> lost;
+  Status st = restore::l2_can_rebuild(placement_, cfg_.redundancy, good, flags, l1_text, &lost);
+  *my_set_lost = st.is_ok() && placement_.my_set >= 0 && static_cast<size_t>(placement_.my_set) < lost.size() &&
+                 !lost[static_cast<size_t>(placement_.my_set)].empty();
+  return st;
 }
 
 Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, RestartChoice* out, bool* handled) {

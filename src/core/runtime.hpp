@@ -61,10 +61,12 @@ struct RestartPlan {
   int level = 0;                // enum cairn_level
   bool in_l3 = false;           // committed in L3 too
   std::string label;
-  std::vector<uint64_t> flags;  // every rank's inventory flags for the version (core/restart_inventory.hpp)
+  std::vector<uint64_t> flags;  // every rank's inventory flags for the version (restore/inventory.hpp)
 };
 
+namespace restore {
 struct RestartInventory;
+}
 
 class Runtime {
  public:
@@ -161,8 +163,8 @@ class Runtime {
                   const std::string& set_record, double t0);
   void finish_write_back();  // before anything else uses the cache
   // restart: the full search (restart_search.cpp)
-  Status gather_inventory(RestartInventory* inv);
-  Status pass_over_versions(const RestartInventory& inv);  // the index and restart_version: into rejected_
+  Status gather_inventory(restore::RestartInventory* inv);
+  Status pass_over_versions(const restore::RestartInventory& inv);  // the index and restart_version: into rejected_
   Status l2_can_rebuild(const std::vector<int>& good, const std::vector<uint64_t>& flags, const std::string& l1_text,
                         bool* my_set_lost) const;
   Status find_restart(RestartChoice* out);

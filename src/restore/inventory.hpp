@@ -1,5 +1,5 @@
-// What every rank holds for a restart, gathered once and shared by the plan (restart_inplace.cpp) and
-// the full search (restart_search.cpp). Internal to the runtime.
+// What every rank holds for a restart: gathered once by the runtime (core/restart_search.cpp, over MPI) and
+// read by the plan (plan.hpp) and the full search. No MPI here: the gathered arrays only.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-namespace cairn {
+namespace cairn::restore {
 
 constexpr int kMaxInventory = 128;  // versions per rank considered (cache_versions <= 64)
 constexpr uint64_t kHasL1 = 1;      // the rank's L1 record of the version, for this rank count, readable
@@ -34,4 +34,4 @@ struct RestartInventory {
   }
 };
 
-}  // namespace cairn
+}  // namespace cairn::restore

@@ -1,0 +1,92 @@
+// The restart's plan (plan.hpp): the rules only, over the gathered inventory.
+#include "restore/plan.hpp"
+
+#include <algorithm>
+
+#include "redundancy/set_code.hpp"
+
+namespace cairn::restore {
+namespace {
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+// "L1 on 3 of 4 ranks (missing: 2)": who lacks the version's record, for the reasons of a passed-over version.
+std::string l1_text(const std::vector<int>& good) {
+  std::vector<int> missing;
+  for (size_t r = 0; r < good.size(); ++r)
+    if (!good[r]) missing.push_back(static_cast<int>(r));
+  return "L1 on " + std::to_string(good.size() - missing.size()) + " of " + std::to_string(good.size()) +
+         " ranks (missing: " + rank_list(missing) + ")";
+}
+
+}  // namespace
+
+Status l2_can_rebuild(const redundancy::SetPlacement& sets, Redundancy scheme, const std::vector<int>& good,
+                      const std::vector<uint64_t>& flags, const std::string& l1_text,
+                      std::vector<std::vector<int>>* lost_per_set) {
+  if (lost_per_set) lost_per_set->assign(sets.members.size(), {});
+  for (size_t s = 0; s < sets.members.size(); ++s) {
+    const auto& mem = sets.members[s];
+    std::vector<bool> lost(mem.size());
+    bool any = false;
+    for (size_t i = 0; i < mem.size(); ++i) {
+      lost[i] = !good[static_cast<size_t>(mem[i])];
+      any = any || lost[i];
+      if (lost[i] && lost_per_set) (*lost_per_set)[s].push_back(mem[i]);
+    }
+    if (!any) continue;
+    for (size_t i = 0; i < mem.size(); ++i)
+      if (!lost[i] && !(flags[static_cast<size_t>(mem[i])] & kProtected))
+        return make_error(Code::ERR_UNRECOVERABLE, "%s; L2 incomplete (rank %d never finished its redundancy)",
+                          l1_text.c_str(), mem[i]);
+    auto code = redundancy::SetCode::make(scheme, static_cast<int>(mem.size()), sets.m);
+    if (!code || !code->recoverable(lost))
+      return make_error(Code::ERR_UNRECOVERABLE, "%s; L2 cannot rebuild set %zu (%s tolerates fewer losses)",
+                        l1_text.c_str(), s, redundancy_name(scheme));
+  }
+  return Status::ok();
+}
+
+RestorePlan plan_restore(const RestoreInputs& in) {
+  RestorePlan p;
+  for (uint64_t v : in.inventory.candidates) {
+    p.version = v;
+    p.flags = in.inventory.flags_of(v, in.nranks);
+    p.in_l3 = in.inventory.in_l3(v);
+    std::vector<int> good(static_cast<size_t>(in.nranks));
+    for (size_t r = 0; r < good.size(); ++r) good[r] = (p.flags[r] & kHasL1) ? 1 : 0;
+    const bool all = std::all_of(good.begin(), good.end(), [](int g) { return g != 0; });
+    const bool some = std::any_of(good.begin(), good.end(), [](int g) { return g != 0; });
+    std::string why;  // why neither L1 nor L2, should L3 not have it either
+    if (all) {
+      p.level = RestoreLevel::l1;
+    } else if (!some) {
+      why = "not in any cache";
+    } else if (!in.placement.enabled) {
+      why = l1_text(good) + "; L2 off";
+    } else {
+      Status l2 = l2_can_rebuild(in.placement, in.scheme, good, p.flags, l1_text(good), &p.lost_per_set);
+      if (l2.is_ok()) p.level = RestoreLevel::l2;
+      else why = l2.message();
+    }
+    if (p.level == RestoreLevel::none && p.in_l3) p.level = RestoreLevel::l3;
+    if (p.level != RestoreLevel::l2) p.lost_per_set.clear();
+    if (p.level == RestoreLevel::none) {
+      p.passed_over.push_back("version " + std::to_string(v) + ": " + why + "; not in L3");
+      continue;
+    }
+    p.label_root = 0;
+    if (p.level != RestoreLevel::l3)
+      while (!good[static_cast<size_t>(p.label_root)]) ++p.label_root;
+    return p;
+  }
+  RestorePlan none;
+  none.passed_over = std::move(p.passed_over);
+  return none;
+}
+
+}  // namespace cairn::restore

@@ -1,0 +1,59 @@
+// The restart's plan: which version to restore and from which level, decided from what every rank holds
+// (restore/inventory.hpp) and the L2 placement, before any data is read. Pure functions: no MPI, no
+// files; every rank passes the same inputs and gets the same plan. The runtime gathers the inventory,
+// asks for the plan and carries it out (core/restart_inplace.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/redundancy_scheme.hpp"
+#include "base/status.hpp"
+#include "redundancy/placement.hpp"
+#include "restore/inventory.hpp"
+
+namespace cairn::restore {
+
+// The values of enum cairn_level (and of history's level numbers); none: nothing to restore.
+enum class RestoreLevel : int { none = 0, l1 = 1, l2 = 2, l3 = 3 };
+
+// Whether every redundancy set that lost members can rebuild them: good[r] != 0 where job rank r still
+// holds the version, flags[r] its inventory flags (kProtected). A set with losses needs every survivor
+// protected and a code (scheme, its size, sets.m) that tolerates the losses. ok, or ERR_UNRECOVERABLE
+// whose message is l1_text followed by "; L2 incomplete (rank R never finished its redundancy)" or
+// "; L2 cannot rebuild set S (SCHEME tolerates fewer losses)", naming the first set that fails.
+// lost_per_set, when given: resized to the sets, each the job ranks it lost, in member order (filled up to
+// the first set that fails). Reads sets.members and sets.m only (not enabled, not this rank's set).
+Status l2_can_rebuild(const redundancy::SetPlacement& sets, Redundancy scheme, const std::vector<int>& good,
+                      const std::vector<uint64_t>& flags, const std::string& l1_text,
+                      std::vector<std::vector<int>>* lost_per_set = nullptr);
+
+// What the plan is decided from; the same on every rank. Borrowed, not owned: they outlive the call.
+struct RestoreInputs {
+  int nranks = 0;
+  const RestartInventory& inventory;          // every rank's (version, flags), L3's versions, the candidates
+  const redundancy::SetPlacement& placement;  // L2's sets and their parity m; enabled = false: no L2
+  Redundancy scheme = Redundancy::single;     // the sets' code
+};
+
+struct RestorePlan {
+  uint64_t version = 0;  // 0 with level none: no candidate is restorable from the inventory alone
+  RestoreLevel level = RestoreLevel::none;
+  std::vector<uint64_t> flags;  // every rank's inventory flags for the version
+  bool in_l3 = false;           // committed in L3 too
+  int label_root = 0;           // the rank that reads the label: the lowest holding the version; 0 for L3
+  // L2: per set, the job ranks it lost (empty: the set lost nothing). Empty at L1 and L3.
+  std::vector<std::vector<int>> lost_per_set;
+  // The newer candidates passed over, newest first, each "version V: why" (L1, L2, L3 in turn).
+  std::vector<std::string> passed_over;
+
+  bool chosen() const { return level != RestoreLevel::none; }
+};
+
+// For each candidate, newest first: L1 if every rank has it (kHasL1); else L2 if placement is enabled, some
+// rank has it and l2_can_rebuild; else L3 if committed; else the next candidate. Rejected versions are
+// already out of inventory.candidates. Never fails: an empty or hopeless inventory gives level none.
+RestorePlan plan_restore(const RestoreInputs& in);
+
+}  // namespace cairn::restore

@@ -1,0 +1,241 @@
+// The restart's plan (restore/plan): which version from which level, from the inventory alone. No MPI, no files.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "restore/plan.hpp"
+
+namespace cairn::restore {
+namespace {
+
+constexpr uint64_t kHeld = kHasL1 | kProtected;  // a rank that holds the version and finished its redundancy
+
+// An inventory as gather_inventory makes it: per rank its versions and their flags; L3's committed
+// versions; the candidates (L3's and every version some rank holds) less the rejected ones.
+RestartInventory inventory(const std::vector<std::map<uint64_t, uint64_t>>& ranks, std::vector<uint64_t> l3 = {},
+                           std::vector<uint64_t> rejected = {}) {
+  RestartInventory inv;
+  const size_t stride = 2 * static_cast<size_t>(kMaxInventory);
+  inv.all.assign(ranks.size() * stride, 0);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    size_t i = 0;
+    for (const auto& [v, flags] : ranks[r]) {
+      inv.all[r * stride + i] = v;
+      inv.all[r * stride + i + 1] = flags;
+      i += 2;
+      if (flags & kHasL1) inv.candidates.insert(v);
+    }
+  }
+  inv.l3 = std::move(l3);
+  inv.candidates.insert(inv.l3.begin(), inv.l3.end());
+  for (uint64_t v : rejected) inv.candidates.erase(v);
+  return inv;
+}
+
+// n ranks, each holding `versions` with `flags`, except those listed in `lost` for the first version.
+std::vector<std::map<uint64_t, uint64_t>> holding(int n, std::vector<uint64_t> versions, std::vector<int> lost = {},
+                                                  uint64_t flags = kHeld) {
+  std::vector<std::map<uint64_t, uint64_t>> ranks(static_cast<size_t>(n));
+  for (auto& r : ranks)
+    for (uint64_t v : versions) r[v] = flags;
+  for (int r : lost) ranks[static_cast<size_t>(r)].erase(versions.front());
+  return ranks;
+}
+
+redundancy::SetPlacement sets(std::vector<std::vector<int>> members, int m = 1) {
+  redundancy::SetPlacement p;
+  p.enabled = true;
+  p.m = m;
+  int nranks = 0;
+  for (const auto& mem : members) nranks += static_cast<int>(mem.size());
+  p.set_of_rank.assign(static_cast<size_t>(nranks), -1);
+  for (size_t s = 0; s < members.size(); ++s)
+    for (int r : members[s]) p.set_of_rank[static_cast<size_t>(r)] = static_cast<int>(s);
+  p.members = std::move(members);
+  return p;
+}
+
+RestorePlan plan(int nranks, const RestartInventory& inv, const redundancy::SetPlacement& placement,
+                 Redundancy scheme) {
+  return plan_restore({nranks, inv, placement, scheme});
+}
+
+const redundancy::SetPlacement kNoL2;  // placement off
+
+TEST(RestorePlan, EveryRankHoldsL1) {
+  auto inv = inventory(holding(4, {7, 6}), {6});
+  auto p = plan(4, inv, sets({{0, 2}, {1, 3}}), Redundancy::xor_set);
+  ASSERT_TRUE(p.chosen());
+  EXPECT_EQ(p.version, 7u);
+  EXPECT_EQ(p.level, RestoreLevel::l1);
+  EXPECT_EQ(p.flags, std::vector<uint64_t>(4, kHeld));
+  EXPECT_FALSE(p.in_l3);
+  EXPECT_EQ(p.label_root, 0);
+  EXPECT_TRUE(p.lost_per_set.empty());
+  EXPECT_TRUE(p.passed_over.empty());
+}
+
+TEST(RestorePlan, XorRebuildsOneLossPerSet) {
+  auto inv = inventory(holding(6, {7}, {2, 1}), {7});
+  auto p = plan(6, inv, sets({{0, 2, 4}, {1, 3, 5}}), Redundancy::xor_set);
+  ASSERT_TRUE(p.chosen());
+  EXPECT_EQ(p.level, RestoreLevel::l2);
+  EXPECT_TRUE(p.in_l3);
+  EXPECT_EQ(p.lost_per_set, (std::vector<std::vector<int>>{{2}, {1}}));
+  EXPECT_EQ(p.flags[2], 0u);
+  EXPECT_EQ(p.label_root, 0);
+}
+
+TEST(RestorePlan, PartnerRebuildsLossesThatAreNotNeighbours) {
+  // Member x's copy lives on x+1: 0 and 2 lost leaves both copies.
+  auto inv = inventory(holding(4, {7}, {0, 2}));
+  auto p = plan(4, inv, sets({{0, 1, 2, 3}}), Redundancy::partner);
+  ASSERT_TRUE(p.chosen());
+  EXPECT_EQ(p.level, RestoreLevel::l2);
+  EXPECT_EQ(p.lost_per_set, (std::vector<std::vector<int>>{{0, 2}}));
+  EXPECT_EQ(p.label_root, 1);  // the lowest rank that holds the version
+}
+
+TEST(RestorePlan, RsRebuildsUpToItsParity) {
+  auto inv = inventory(holding(6, {7}, {0, 1}));
+  auto p = plan(6, inv, sets({{0, 1, 2, 3, 4, 5}}, 2), Redundancy::rs);
+  ASSERT_TRUE(p.chosen());
+  EXPECT_EQ(p.level, RestoreLevel::l2);
+  EXPECT_EQ(p.lost_per_set, (std::vector<std::vector<int>>{{0, 1}}));
+  EXPECT_EQ(p.label_root, 2);
+}
+
+TEST(RestorePlan, BeyondToleranceFromL3) {
+  auto inv = inventory(holding(6, {7}, {0, 2}), {7});
+  auto p = plan(6, inv, sets({{0, 2, 4}, {1, 3, 5}}), Redundancy::xor_set);
+  ASSERT_TRUE(p.chosen());
+  EXPECT_EQ(p.version, 7u);
+  EXPECT_EQ(p.level, RestoreLevel::l3);
+  EXPECT_TRUE(p.in_l3);
+  EXPECT_EQ(p.label_root, 0);
+  EXPECT_TRUE(p.lost_per_set.empty());
+  EXPECT_EQ(p.flags[0], 0u);
+  EXPECT_EQ(p.flags[1], kHeld);
+}
+
+TEST(RestorePlan, BeyondToleranceAndNotInL3FallsToTheOlderVersion) {
+  auto inv = inventory(holding(6, {7, 6}, {0, 2}));
+  auto p = plan(6, inv, sets({{0, 2, 4}, {1, 3, 5}}), Redundancy::xor_set);
+  ASSERT_TRUE(p.chosen());
+  EXPECT_EQ(p.version, 6u);
+  EXPECT_EQ(p.level, RestoreLevel::l1);
+  ASSERT_EQ(p.passed_over.size(), 1u);
+  EXPECT_EQ(p.passed_over[0],
+            "version 7: L1 on 4 of 6 ranks (missing: 0,2); L2 cannot rebuild set 0 (xor tolerates fewer losses); "
+            "not in L3");
+}
+
+TEST(RestorePlan, PartnerNeighboursLostAreBeyondIt) {
+  auto inv = inventory(holding(4, {7, 6}, {1, 2}), {6});
+  auto p = plan(4, inv, sets({{0, 1, 2, 3}}), Redundancy::partner);
+  ASSERT_TRUE(p.chosen());
+  EXPECT_EQ(p.version, 6u);
+  EXPECT_EQ(p.level, RestoreLevel::l1);  // every rank holds 6: L1 before L3
+  EXPECT_TRUE(p.in_l3);
+  ASSERT_EQ(p.passed_over.size(), 1u);
+  EXPECT_NE(p.passed_over[0].find("L2 cannot rebuild set 0 (partner tolerates fewer losses)"), std::string::npos)
+      << p.passed_over[0];
+}
+
+TEST(RestorePlan, AnUnprotectedSurvivorRefusesL2) {
+  auto ranks = holding(6, {7}, {2});
+  ranks[4][7] = kHasL1;  // rank 4 holds 7 but never finished its redundancy
+  auto inv = inventory(ranks, {7});
+  auto p = plan(6, inv, sets({{0, 2, 4}, {1, 3, 5}}), Redundancy::xor_set);
+  ASSERT_TRUE(p.chosen());
+  EXPECT_EQ(p.level, RestoreLevel::l3);
+  // Not in L3: passed over, saying who never finished.
+  auto none = plan(6, inventory(ranks), sets({{0, 2, 4}, {1, 3, 5}}), Redundancy::xor_set);
+  EXPECT_FALSE(none.chosen());
+  ASSERT_EQ(none.passed_over.size(), 1u);
+  EXPECT_EQ(none.passed_over[0],
+            "version 7: L1 on 5 of 6 ranks (missing: 2); L2 incomplete (rank 4 never finished its redundancy); "
+            "not in L3");
+}
+
+TEST(RestorePlan, AnUnprotectedMemberOfASetWithoutLossesDoesNotMatter) {
+  auto ranks = holding(6, {7}, {2});
+  ranks[5][7] = kHasL1;  // set 1 lost nothing: its redundancy is not needed
+  auto p = plan(6, inventory(ranks), sets({{0, 2, 4}, {1, 3, 5}}), Redundancy::xor_set);
+  ASSERT_TRUE(p.chosen());
+  EXPECT_EQ(p.level, RestoreLevel::l2);
+  EXPECT_EQ(p.lost_per_set, (std::vector<std::vector<int>>{{2}, {}}));
+}
+
+TEST(RestorePlan, L3OnlyWithoutAnyCache) {
+  auto inv = inventory(holding(4, {}), {3, 2});
+  auto p = plan(4, inv, sets({{0, 1}, {2, 3}}), Redundancy::xor_set);
+  ASSERT_TRUE(p.chosen());
+  EXPECT_EQ(p.version, 3u);
+  EXPECT_EQ(p.level, RestoreLevel::l3);
+  EXPECT_EQ(p.flags, std::vector<uint64_t>(4, 0));
+  EXPECT_EQ(p.label_root, 0);
+  EXPECT_TRUE(p.passed_over.empty());
+}
+
+TEST(RestorePlan, RejectedVersionsAreNotChosen) {
+  auto inv = inventory(holding(4, {8, 7, 6}), {8}, {8, 7});
+  auto p = plan(4, inv, sets({{0, 1}, {2, 3}}), Redundancy::xor_set);
+  ASSERT_TRUE(p.chosen());
+  EXPECT_EQ(p.version, 6u);
+  EXPECT_EQ(p.level, RestoreLevel::l1);
+  EXPECT_TRUE(p.passed_over.empty());  // rejected before the plan: not passed over by it
+}
+
+TEST(RestorePlan, PlacementOffHasNoL2) {
+  auto inv = inventory(holding(4, {7, 6}, {3}), {6});
+  auto p = plan(4, inv, kNoL2, Redundancy::xor_set);
+  ASSERT_TRUE(p.chosen());
+  EXPECT_EQ(p.version, 6u);
+  EXPECT_EQ(p.level, RestoreLevel::l1);
+  ASSERT_EQ(p.passed_over.size(), 1u);
+  EXPECT_EQ(p.passed_over[0], "version 7: L1 on 3 of 4 ranks (missing: 3); L2 off; not in L3");
+  // The same losses with 7 in L3: L3, not L2.
+  auto in_l3 = plan(4, inventory(holding(4, {7}, {3}), {7}), kNoL2, Redundancy::xor_set);
+  EXPECT_EQ(in_l3.level, RestoreLevel::l3);
+}
+
+TEST(RestorePlan, EmptyInventoryChoosesNothing) {
+  auto p = plan(4, inventory(holding(4, {})), sets({{0, 1}, {2, 3}}), Redundancy::xor_set);
+  EXPECT_FALSE(p.chosen());
+  EXPECT_EQ(p.version, 0u);
+  EXPECT_EQ(p.level, RestoreLevel::none);
+  EXPECT_TRUE(p.passed_over.empty());
+}
+
+TEST(RestorePlan, NothingPlannableNamesEveryVersionPassedOver) {
+  // 7: set 0 lost both its members; 6: held by rank 2 alone.
+  auto ranks = holding(4, {7}, {0, 1});
+  ranks[2][6] = kHeld;
+  auto none = plan(4, inventory(ranks), sets({{0, 1}, {2, 3}}), Redundancy::xor_set);
+  EXPECT_FALSE(none.chosen());
+  ASSERT_EQ(none.passed_over.size(), 2u);
+  EXPECT_EQ(none.passed_over[0].rfind("version 7: ", 0), 0u);
+  EXPECT_EQ(none.passed_over[1],
+            "version 6: L1 on 1 of 4 ranks (missing: 0,1,3); L2 cannot rebuild set 0 (xor tolerates fewer losses); "
+            "not in L3");
+}
+
+TEST(RestoreL2Check, MessagesFollowTheCallersText) {
+  auto placement = sets({{0, 1, 2}, {3, 4, 5}});
+  std::vector<uint64_t> flags(6, kHeld);
+  std::vector<std::vector<int>> lost;
+  std::vector<int> good{1, 1, 1, 1, 0, 1};
+  EXPECT_TRUE(l2_can_rebuild(placement, Redundancy::xor_set, good, flags, "L1 text", &lost).is_ok());
+  EXPECT_EQ(lost, (std::vector<std::vector<int>>{{}, {4}}));
+  good = {1, 1, 1, 0, 0, 1};
+  Status st = l2_can_rebuild(placement, Redundancy::xor_set, good, flags, "L1 text", &lost);
+  EXPECT_EQ(st.code(), Code::ERR_UNRECOVERABLE);
+  EXPECT_EQ(st.message(), "L1 text; L2 cannot rebuild set 1 (xor tolerates fewer losses)");
+  flags[5] = kHasL1;
+  st = l2_can_rebuild(placement, Redundancy::xor_set, good, flags, "", nullptr);
+  EXPECT_EQ(st.message(), "; L2 incomplete (rank 5 never finished its redundancy)");
+}
+
+}  // namespace
+}  // namespace cairn::restore
