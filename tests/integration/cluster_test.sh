@@ -365,7 +365,7 @@ expect_re "USR1: not relaunched after the exit" "$WORK/usr1.launcher" \
 
 
 # ---- a hung host: --stall ends the attempt on every host, the relaunch restarts ----------------------------
-# In the first attempt rank 2 (on n2) is stopped (SIGSTOP) after checkpoint 4 (hang_once.sh): the other ranks
+# In the first attempt that reaches checkpoint 4, rank 2 (on n2) is stopped (SIGSTOP) there (hang_once.sh): the other ranks
 # wait for it, no checkpoint comes. cairn run --stall 12 kills the job (srun's step, the stopped rank with it),
 # finds every host up, relaunches on the same hosts, and the job restarts from L1.
 job stall -N5 -w 'n[1-5]' -- -n 8 --spares 1 --stall 12 --retries 3 -- \
@@ -373,8 +373,12 @@ job stall -N5 -w 'n[1-5]' -- -n 8 --spares 1 --stall 12 --retries 3 -- \
 rc=$?
 [ "$rc" -eq 0 ] && pass "stall: heat2d with rank 2 on n2 hung after checkpoint 4" || fail "stall: exit status $rc"
 expect_in "stall: rank 2 stopped" "$WORK/stall.launcher" "hang_once: stopped rank 2 "
-expect_re "stall: --stall ended the attempt" "$WORK/stall.launcher" '^cairn run: attempt 1 stalled: no checkpoint/progress for 12 s \(last: version [4-9]'
-expect_in "stall: no host blamed" "$WORK/stall.launcher" "cairn run: attempt 1 failed and every host of the job answers: the application failed, not a host"
+# The hang is in the first attempt that reaches checkpoint 4 (an attempt before it may fail at start, as
+# Open MPI under Slurm's pmix_v4 now and then does: see NET above).
+expect_re "stall: --stall ended the attempt" "$WORK/stall.launcher" '^cairn run: attempt [1-3] stalled: no checkpoint/progress for 12 s \(last: version [4-9]'
+expect_re "stall: no host blamed" "$WORK/stall.launcher" '^cairn run: attempt [1-3] failed and every host of the job answers: the application failed, not a host'
+n_stalled=$(grep -c '^cairn run: attempt [0-9]* stalled' "$WORK/stall.launcher")
+[ "$n_stalled" -eq 1 ] && pass "stall: one attempt stalled" || fail "stall: $n_stalled attempts stalled"
 expect_re "stall: relaunched on the same hosts, restarted from L1" "$WORK/stall.launcher" '^cairn run: attempt [2-4]: restarted from version [4-9] at L1[ ;]'
 left=0  # the hosts share this machine's process IDs: the job's ranks are the heat2d with its prefix
 for p in $(pgrep -x heat2d); do grep -qsz "^CAIRN_PREFIX=$PFS/stall\$" "/proc/$p/environ" && left=$((left + 1)); done
