@@ -62,6 +62,28 @@ bool contiguous(const std::vector<StreamExtent>& extents) {
   return true;
 }
 
+// The buffers one member passes to a set rebuild of a version of `total` bytes: a survivor its slot and
+// redundancy files, mapped read-only (the exchange only reads them), checked long enough; a lost rank
+// fresh memory for both (none for the redundancy data when red_len is 0: a rebuild of the data only).
+Status rebuild_buffers(const CacheStore& cache, bool lost, uint32_t slot, uint64_t total, size_t red_len, bool populate,
+                       std::optional<MappedFile>* data, std::optional<MappedFile>* red) {
+  if (lost) {
+    CAIRN_ASSIGN_OR_RETURN(d, MappedFile::anonymous(std::max<uint64_t>(total, 1)));
+    data->emplace(std::move(d));
+    if (red_len == 0) return Status::ok();
+    CAIRN_ASSIGN_OR_RETURN(r, MappedFile::anonymous(red_len));
+    red->emplace(std::move(r));
+    return Status::ok();
+  }
+  CAIRN_ASSIGN_OR_RETURN(d, MappedFile::open_ro(cache.slot_path(static_cast<int>(slot)), populate));
+  CAIRN_ASSIGN_OR_RETURN(r, MappedFile::open_ro(cache.red_path(static_cast<int>(slot)), populate));
+  if (d.size() < total) return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", d.path().c_str());
+  if (r.size() < red_len) return make_error(Code::ERR_CORRUPT, "%s: shorter than the redundancy data", r.path().c_str());
+  data->emplace(std::move(d));
+  red->emplace(std::move(r));
+  return Status::ok();
+}
+
 // Whether the regions protected now are exactly the version's memory regions, by name and size (else
 // the full search says what does not match, before anything is written).
 Status regions_match(const Manifest& m, const RegionTable& regions, int rank, int nranks) {
@@ -341,7 +363,8 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
   //    Without background MPI progress there is no later: the exchange is whole, into staging memory, and
   //    only the write-back is left to a thread.
   const bool later = mpi_in_worker_;
-  std::optional<MappedFile> stream, red, staging, staging_red;
+  // A survivor's mapped slot and redundancy files, or a lost rank's staging memory (the rebuild's buffers).
+  std::optional<MappedFile> buf, buf_red;
   const std::vector<StreamExtent> extents = region_extents(m, regions_);
   bool survivor_read = false;
   double read_s = 0;
@@ -349,33 +372,22 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
     Status ready = Status::ok();
     uint8_t* data = nullptr;
     uint8_t* red_data = nullptr;
-    if (i_hold) {
-      auto d = MappedFile::open_ro(cache_.slot_path(static_cast<int>(rec->slot)), /*populate=*/false);
-      auto r = MappedFile::open_ro(cache_.red_path(static_cast<int>(rec->slot)), /*populate=*/false);
-      if (!d) ready = d.status();
-      else if (!r) ready = r.status();
-      else if (d->size() < m.total_size) ready = make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", d->path().c_str());
-      else if (r->size() < set->redundancy_len)
-        ready = make_error(Code::ERR_CORRUPT, "%s: shorter than the redundancy data", r->path().c_str());
-      if (ready.is_ok()) stream = std::move(d).value(), red = std::move(r).value(), data = stream->data(), red_data = red->data();
-    } else if (later && contiguous(extents)) {
-      data = extents.empty() ? nullptr : extents.front().dst;
+    if (i_hold || !later || !contiguous(extents)) {
+      // Without a later exchange a lost rank rebuilds its redundancy data now too.
+      const size_t red_len = i_hold || !later ? set->redundancy_len : 0;
+      ready = rebuild_buffers(cache_, !i_hold, i_hold ? rec->slot : 0, m.total_size, red_len, /*populate=*/false, &buf,
+                              &buf_red);
+      if (buf) data = buf->data();
+      if (buf_red) red_data = buf_red->data();
     } else {
-      auto d = MappedFile::anonymous(std::max<uint64_t>(m.total_size, 1));
-      if (d) staging = std::move(d).value(), data = staging->data();
-      else ready = d.status();
-      if (!later && ready.is_ok()) {
-        auto r = MappedFile::anonymous(set->redundancy_len);
-        if (r) staging_red = std::move(r).value(), red_data = staging_red->data();
-        else ready = r.status();
-      }
+      data = extents.empty() ? nullptr : extents.front().dst;  // straight into the regions
     }
     // A survivor reads its own slot into its regions meanwhile, on a thread, and waits for its transfers
     // gently (a lost rank pulls the bytes itself where MPI copies once between processes).
     Status own = Status::ok();
     std::optional<LandingVerifier> verifier;  // a lost rank's data straight in its regions: verified as it lands
     redundancy::Landed landed;
-    if (!i_hold && !staging) {
+    if (!i_hold && !buf) {
       verifier.emplace(m, data);
       landed = [&](size_t off, size_t len) { verifier->landed(off, len); };
     }
@@ -399,12 +411,12 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
   //    into its regions, hashing each chunk as it lands; a lost rank whose data went to staging memory
   //    copies it into its regions, verifying.
   if (mine.is_ok() && i_hold && !survivor_read) {
-    stream.reset(), red.reset();
+    buf.reset(), buf_red.reset();
     mine = read_slot_into_regions(*rec, threads, &read_s);
   }
   if (!mine.is_ok() && i_hold) LOG_WARN("restart: version %llu in L1: %s", static_cast<ull>(v), mine.message().c_str());
-  if (mine.is_ok() && my_set_lost && !i_hold && staging)
-    mine = read_verified(m, extents, copy_source(staging->data()), threads).prefixed("rebuilt data");
+  if (mine.is_ok() && my_set_lost && !i_hold && buf)
+    mine = read_verified(m, extents, copy_source(buf->data()), threads).prefixed("rebuilt data");
   if (!mine.is_ok() && !i_hold) LOG_WARN("restart: version %llu at L2: %s", static_cast<ull>(v), mine.message().c_str());
   if (!all_ok(app_comm_, mine, &mpi)) return mpi;
   const double t_verified = now_seconds();
@@ -414,8 +426,8 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
   if (my_set_lost && later) {
     start_reprotect(v, m, *set, lost, i_hold ? rec->slot : 0);
   } else if (my_set_lost && !i_hold) {
-    auto d = std::make_shared<MappedFile>(std::move(*staging));
-    auto r = std::make_shared<MappedFile>(std::move(*staging_red));
+    auto d = std::make_shared<MappedFile>(std::move(*buf));
+    auto r = std::make_shared<MappedFile>(std::move(*buf_red));
     finish_write_back();
     write_back_ = std::thread([this, v, slot = pipeline_->slot_for_rebuild(), m, d, r,
                                record = redundancy::encode_set_record(set->record), t = now_seconds()] {
@@ -454,22 +466,10 @@ void Runtime::start_reprotect(uint64_t v, const Manifest& m, const redundancy::S
   if (MPI_Comm_dup(set_comm_, &comm) != MPI_SUCCESS) comm = MPI_COMM_NULL;
   auto work = [this, v, m, set, lost, my_slot, i_lost, slot, comm] {
     const double t0 = now_seconds();
-    std::shared_ptr<MappedFile> stream, red;
-    Status ready = comm == MPI_COMM_NULL ? Status(Code::ERR_MPI, "MPI_Comm_dup of the set's communicator failed") : Status::ok();
-    auto keep = [&](Result<MappedFile> f, std::shared_ptr<MappedFile>* into) {
-      if (!f) {
-        if (ready.is_ok()) ready = f.status();
-      } else {
-        *into = std::make_shared<MappedFile>(std::move(f).value());
-      }
-    };
-    if (!i_lost) {
-      keep(MappedFile::open_ro(cache_.slot_path(static_cast<int>(my_slot)), true), &stream);
-      keep(MappedFile::open_ro(cache_.red_path(static_cast<int>(my_slot)), true), &red);
-    } else {
-      keep(MappedFile::anonymous(std::max<uint64_t>(m.total_size, 1)), &stream);
-      keep(MappedFile::anonymous(set.redundancy_len), &red);
-    }
+    std::optional<MappedFile> stream, red;
+    Status ready = comm == MPI_COMM_NULL ? Status(Code::ERR_MPI, "MPI_Comm_dup of the set's communicator failed")
+                                         : rebuild_buffers(cache_, i_lost, my_slot, m.total_size, set.redundancy_len,
+                                                           /*populate=*/true, &stream, &red);
     Status st = comm == MPI_COMM_NULL ? ready
                                       : redundancy::rebuild_members(comm, *code_, lost, set, ready, stream ? stream->data() : nullptr,
                                                                     red ? red->data() : nullptr, cfg_.exchange_chunk,
