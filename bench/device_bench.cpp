@@ -67,20 +67,52 @@ uint64_t parse_size(const std::string& s) {
     }                                                                                                  \
   } while (0)
 
-// The bare copies: GB/s of `reps` copies each way between `dev` and pinned host memory.
-void bare_copies(const Driver& drv, CUdeviceptr dev, uint64_t bytes, int reps, double* dtoh, double* htod,
-                 double* hash, int* hash_threads) {
-  const auto& a = drv.api();
-  void* host = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (host == MAP_FAILED) {
+// The machine's limits for the same bytes, measured in this run.
+struct Limits {
+  double dtoh = 0, htod = 0;  // the bare copies between `dev` and pinned host memory
+  double hash = 0;            // xxh3 of the bytes on hash_threads threads: the verification's limit
+  int hash_threads = 0;
+  double htod_hashing = 0;    // the pinned HtoD copy while hash_threads threads hash the same bytes: the
+                              // limit of a verified restore where the two share the memory's bandwidth
+  double pageable_htod = 0;   // HtoD from ordinary (pageable) memory: the limit where the slot is not pinned
+};
+
+// xxh3 of [host, host + bytes) in 1 MiB chunks on `threads` threads, as the library verifies.
+void hash_all(const uint8_t* host, uint64_t bytes, int threads) {
+  std::atomic<uint64_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (uint64_t off; (off = next.fetch_add(1 << 20)) < bytes;)
+        (void)XXH3_64bits(host + off, std::min<uint64_t>(1 << 20, bytes - off));
+    });
+  for (auto& t : pool) t.join();
+}
+
+void* populated(uint64_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (p == MAP_FAILED) {
     perror("cairn-bench --device: mmap");
     exit(1);
   }
+  memset(p, 0x5A, bytes);
+  return p;
+}
+
+// Each figure the median of `reps` after a warm-up.
+Limits bare_copies(const Driver& drv, CUdeviceptr dev, uint64_t bytes, int reps) {
+  const auto& a = drv.api();
+  Limits l;
+  auto* host = static_cast<uint8_t*>(populated(bytes));
   CU(a.cuMemHostRegister(host, bytes, CU_MEMHOSTREGISTER_PORTABLE));
   CUstream s = nullptr;
   CU(a.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  std::vector<double> d2h, h2d;
-  for (int i = 0; i <= reps; ++i) {  // the first of each is a warm-up
+  // The verify limit: this process's threads (as many as device_hash_threads, 8, and its CPUs allow).
+  cpu_set_t cpus;
+  l.hash_threads = 8;
+  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) l.hash_threads = std::min(l.hash_threads, CPU_COUNT(&cpus));
+  std::vector<double> d2h, h2d, hs, both, pageable;
+  for (int i = 0; i <= reps; ++i) {
     auto t0 = Clock::now();
     CU(a.cuMemcpyDtoHAsync(host, dev, bytes, s));
     CU(a.cuStreamSynchronize(s));
@@ -89,40 +121,41 @@ void bare_copies(const Driver& drv, CUdeviceptr dev, uint64_t bytes, int reps, d
     CU(a.cuMemcpyHtoDAsync(dev, host, bytes, s));
     CU(a.cuStreamSynchronize(s));
     if (i) h2d.push_back(seconds_since(t0));
+    t0 = Clock::now();
+    hash_all(host, bytes, l.hash_threads);
+    if (i) hs.push_back(seconds_since(t0));
+    t0 = Clock::now();
+    CU(a.cuMemcpyHtoDAsync(dev, host, bytes, s));
+    hash_all(host, bytes, l.hash_threads);
+    CU(a.cuStreamSynchronize(s));
+    if (i) both.push_back(seconds_since(t0));
   }
-  *dtoh = static_cast<double>(bytes) / median(d2h) / 1e9;
-  *htod = static_cast<double>(bytes) / median(h2d) / 1e9;
-  // The verify limit: this process's threads (as many as device_hash_threads, 8, and its CPUs allow)
-  // hashing the same bytes in 1 MiB chunks, xxh3 as the library does.
-  {
-    cpu_set_t cpus;
-    int threads = 8;
-    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) threads = std::min(threads, CPU_COUNT(&cpus));
-    std::vector<double> hs;
-    for (int i = 0; i < 2; ++i) {
-      std::atomic<uint64_t> next{0};
-      auto t0 = Clock::now();
-      std::vector<std::thread> pool;
-      for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&] {
-          for (uint64_t off; (off = next.fetch_add(1 << 20)) < bytes;)
-            (void)XXH3_64bits(static_cast<uint8_t*>(host) + off, std::min<uint64_t>(1 << 20, bytes - off));
-        });
-      for (auto& t : pool) t.join();
-      hs.push_back(seconds_since(t0));
-    }
-    *hash = static_cast<double>(bytes) / *std::min_element(hs.begin(), hs.end()) / 1e9;
-    *hash_threads = threads;
+  CU(a.cuStreamSynchronize(s));
+  CU(a.cuMemHostUnregister(host));
+  for (int i = 0; i <= reps; ++i) {
+    auto t0 = Clock::now();
+    CU(a.cuMemcpyHtoDAsync(dev, host, bytes, s));
+    CU(a.cuStreamSynchronize(s));
+    if (i) pageable.push_back(seconds_since(t0));
   }
   CU(a.cuStreamDestroy(s));
-  CU(a.cuMemHostUnregister(host));
   munmap(host, bytes);
+  const auto gbps = [&](const std::vector<double>& t) { return static_cast<double>(bytes) / median(t) / 1e9; };
+  l.dtoh = gbps(d2h);
+  l.htod = gbps(h2d);
+  l.hash = gbps(hs);
+  l.htod_hashing = gbps(both);
+  l.pageable_htod = gbps(pageable);
+  return l;
 }
 
 struct ModeResult {
   double checkpoint_s = 0;    // median cairn_checkpoint
   double copied_s = 0;        // median until the device copy is done (return mode: after checkpoint)
-  double restart_s = 0;       // median cairn_restart (wait mode only)
+  double restart_s = 0;       // median cairn_restart_available + cairn_restart (wait mode only)
+  double restart_plan_s = 0;  // of which cairn_restart_available (the search and the plan)
+  double restart_unpinned_s = 0;  // the same after cairn_finalize and cairn_init: the slot mapped anew,
+                                  // not pinned, as a relaunched job finds it
   bool restored_ok = false;   // the device buffer after restart equals the checkpoint's bytes
 };
 
@@ -162,6 +195,7 @@ ModeResult run_mode(const Driver& drv, CUdeviceptr dev, uint64_t bytes, const Op
   if (wait) {
     // What the newest version holds, to check each restart against.
     std::vector<uint8_t> expect(bytes), got(bytes);
+    std::vector<double> plan;
     CU(a.cuMemcpyDtoHAsync(expect.data(), dev, bytes, nullptr));
     CU(a.cuStreamSynchronize(nullptr));
     r.restored_ok = true;
@@ -174,6 +208,7 @@ ModeResult run_mode(const Driver& drv, CUdeviceptr dev, uint64_t bytes, const Op
       int available = 0;
       auto t0 = Clock::now();
       CAIRN(cairn_restart_available(&available, nullptr));
+      plan.push_back(seconds_since(t0));
       CAIRN(cairn_restart());
       rs.push_back(seconds_since(t0));
       CU(a.cuMemcpyDtoHAsync(got.data(), dev, bytes, nullptr));
@@ -181,6 +216,23 @@ ModeResult run_mode(const Driver& drv, CUdeviceptr dev, uint64_t bytes, const Op
       r.restored_ok = r.restored_ok && available == 1 && memcmp(got.data(), expect.data(), bytes) == 0;
     }
     r.restart_s = median(rs);
+    r.restart_plan_s = median(plan);
+    // A relaunched job maps the slot anew and has not pinned it: once, after a finalize and an init.
+    CAIRN(cairn_finalize());
+    CAIRN(cairn_init(MPI_COMM_SELF, nullptr));
+    CAIRN(cairn_protect("state", reinterpret_cast<void*>(static_cast<uintptr_t>(dev)), bytes, CAIRN_BYTE));
+    std::vector<uint8_t> junk(1 << 20, 0x3C);
+    for (uint64_t off = 0; off < bytes; off += junk.size())
+      CU(a.cuMemcpyHtoDAsync(dev + off, junk.data(), std::min<uint64_t>(junk.size(), bytes - off), nullptr));
+    CU(a.cuStreamSynchronize(nullptr));
+    int available = 0;
+    auto t0 = Clock::now();
+    CAIRN(cairn_restart_available(&available, nullptr));
+    CAIRN(cairn_restart());
+    r.restart_unpinned_s = seconds_since(t0);
+    CU(a.cuMemcpyDtoHAsync(got.data(), dev, bytes, nullptr));
+    CU(a.cuStreamSynchronize(nullptr));
+    r.restored_ok = r.restored_ok && available == 1 && memcmp(got.data(), expect.data(), bytes) == 0;
   }
   CAIRN(cairn_finalize());
   std::string cmd = "rm -rf '" + work + "/prefix' '" + o.cache_dir + "/cairn-bench-device-" + std::to_string(getpid()) + "'";
@@ -228,9 +280,8 @@ int run(const Options& o) {
         CU(a.cuMemcpyHtoDAsync(dev + off, fill.data(), std::min<uint64_t>(fill.size(), bytes - off), nullptr));
       CU(a.cuStreamSynchronize(nullptr));
     }
-    double dtoh = 0, htod = 0, hash = 0;
-    int hash_threads = 0;
-    bare_copies(drv, dev, bytes, o.reps, &dtoh, &htod, &hash, &hash_threads);
+    const Limits l = bare_copies(drv, dev, bytes, o.reps);
+    const double dtoh = l.dtoh, htod = l.htod;
     ModeResult w = run_mode(drv, dev, bytes, o, "wait", work);
     ModeResult r = run_mode(drv, dev, bytes, o, "return", work);
     CU(a.cuMemFree(dev));
@@ -241,8 +292,10 @@ int run(const Options& o) {
     nlohmann::json j = {{"bytes", bytes},
                         {"pinned_dtoh_gbps", dtoh},
                         {"pinned_htod_gbps", htod},
-                        {"hash_gbps", hash},
-                        {"hash_threads", hash_threads},
+                        {"hash_gbps", l.hash},
+                        {"hash_threads", l.hash_threads},
+                        {"htod_hashing_gbps", l.htod_hashing},
+                        {"pageable_htod_gbps", l.pageable_htod},
                         {"checkpoint_wait_s", w.checkpoint_s},
                         {"checkpoint_wait_gbps", ck_gbps},
                         {"checkpoint_wait_ratio", ck_gbps / dtoh},
@@ -254,17 +307,25 @@ int run(const Options& o) {
                         {"restart_gbps", rs_gbps},
                         {"restart_ratio", rs_gbps / htod},
                         {"restart_target_met", rs_met},
+                        {"restart_ratio_to_htod_hashing", rs_gbps / l.htod_hashing},
+                        {"restart_plan_ms", w.restart_plan_s * 1e3},
+                        {"restart_unpinned_gbps", gb / w.restart_unpinned_s},
+                        {"restart_unpinned_ratio", gb / w.restart_unpinned_s / l.pageable_htod},
                         {"restart_bit_exact", w.restored_ok}};
     out.push_back(j);
     if (!o.json) {
-      printf("%s per rank: pinned DtoH %.1f GB/s, HtoD %.1f GB/s; xxh3 on %d threads %.1f GB/s\n", text.c_str(), dtoh,
-             htod, hash_threads, hash);
+      printf("%s per rank: pinned DtoH %.1f GB/s, HtoD %.1f GB/s; xxh3 on %d threads %.1f GB/s; HtoD while hashing "
+             "%.1f GB/s; pageable HtoD %.1f GB/s\n", text.c_str(), dtoh, htod, l.hash_threads, l.hash, l.htod_hashing,
+             l.pageable_htod);
       printf("  checkpoint (wait)   %8.2f ms  %6.1f GB/s  %.2f x DtoH  (target >= 0.8) %s\n", w.checkpoint_s * 1e3,
              ck_gbps, ck_gbps / dtoh, ck_met ? "met" : "MISSED");
       printf("  checkpoint (return) %8.3f ms  (target <= 1 ms) %s; its copy done after %.2f ms (%.1f GB/s)\n",
              r.checkpoint_s * 1e3, ret_met ? "met" : "MISSED", r.copied_s * 1e3, gb / r.copied_s);
       printf("  restart from L1     %8.2f ms  %6.1f GB/s  %.2f x HtoD  (target >= 0.8) %s; bit for bit: %s\n",
              w.restart_s * 1e3, rs_gbps, rs_gbps / htod, rs_met ? "met" : "MISSED", w.restored_ok ? "yes" : "NO");
+      printf("    of which the plan %.2f ms; %.2f x HtoD while hashing; unpinned slot (a relaunch) %.1f GB/s = %.2f x "
+             "pageable HtoD\n", w.restart_plan_s * 1e3, rs_gbps / l.htod_hashing, gb / w.restart_unpinned_s,
+             gb / w.restart_unpinned_s / l.pageable_htod);
       fflush(stdout);
     }
   }

@@ -281,6 +281,45 @@ TEST(DeviceSnapshot, RestoreCopiesIntoTheDevice) {
   EXPECT_EQ(read_device(f.d, f.dev, back.size()), back);
 }
 
+// The restart from L1 into device memory: a stream of two device regions over several restore pieces
+// (so the verification waits for copies kRestoreAhead pieces behind it), copied while it is verified;
+// then the same with one damaged chunk, which fails the restore and names the chunk.
+TEST(DeviceSnapshot, RestoreVerifiedCopiesWhileItVerifiesAndNamesADamagedChunk) {
+  const Driver& d = fake();
+  CUcontext ctx = context(d);
+  constexpr uint32_t kChunk = 1 << 20;
+  const uint64_t a_size = 3 * CopyOptions::kRestorePiece + 12345, b_size = 5 * kChunk;
+  std::vector<uint8_t> stream = pattern(a_size + b_size, 21);
+  std::vector<uint64_t> hashes;
+  for (uint64_t b = 0; b < stream.size(); b += kChunk)
+    hashes.push_back(XXH3_64bits(stream.data() + b, std::min<uint64_t>(kChunk, stream.size() - b)));
+  std::vector<uint8_t> zero_a(a_size, 0), zero_b(b_size, 0);
+  CUdeviceptr a = device_buffer(d, zero_a), b = device_buffer(d, zero_b);
+  DeviceSnapshotter s(make_copy_snapshotter(), CopyOptions{.hash_threads = 3});
+  s.set_driver(&d);
+  std::vector<DeviceSnapshotter::DeviceExtent> extents = {
+      {0, a_size, reinterpret_cast<void*>(static_cast<uintptr_t>(a))},
+      {a_size, b_size, reinterpret_cast<void*>(static_cast<uintptr_t>(b))}};
+  {
+    CopyDelay slow("3000");
+    Status st = s.restore_verified(ctx, stream.data(), stream.size(), kChunk, hashes, extents);
+    ASSERT_TRUE(st.is_ok()) << st.message();
+  }
+  EXPECT_EQ(read_device(d, a, a_size), std::vector<uint8_t>(stream.begin(), stream.begin() + a_size));
+  EXPECT_EQ(read_device(d, b, b_size), std::vector<uint8_t>(stream.begin() + a_size, stream.end()));
+  // One flipped byte in chunk 40 (in region a's last piece): ERR_CORRUPT naming it.
+  stream[40ull * kChunk + 7] ^= 0x10;
+  Status st = s.restore_verified(ctx, stream.data(), stream.size(), kChunk, hashes, extents);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(st.code(), Code::ERR_CORRUPT);
+  EXPECT_NE(st.message().find("chunk 40 "), std::string::npos) << st.message();
+  // A chunk table that does not fit the stream is refused before anything is copied.
+  hashes.pop_back();
+  EXPECT_EQ(s.restore_verified(ctx, stream.data(), stream.size(), kChunk, hashes, extents).code(), Code::ERR_CORRUPT);
+  (void)d.api().cuMemFree(a);
+  (void)d.api().cuMemFree(b);
+}
+
 TEST(DeviceSnapshot, HostOnlyVersionsPassThrough) {
   std::vector<uint8_t> host = pattern(5000, 1);
   auto slot = MappedFile::anonymous(5000);
