@@ -34,9 +34,8 @@
 #include "mpi/mpi_util.hpp"
 #include "pfs/l3_store.hpp"
 #include "pipeline/service_flusher.hpp"
-#include "redundancy/exchange/set_rebuild.hpp"
-#include "redundancy/set_record.hpp"
 #include "restore/inventory.hpp"
+#include "restore/mpi/set_rebuild.hpp"
 #include "restore/plan.hpp"
 
 namespace cairn {
@@ -62,39 +61,12 @@ bool contiguous(const std::vector<StreamExtent>& extents) {
   return true;
 }
 
-// The buffers one member passes to a set rebuild of a version of `total` bytes: a survivor its slot and
-// redundancy files, mapped read-only (the exchange only reads them), checked long enough; a lost rank
-// fresh memory for both (none for the redundancy data when red_len is 0: a rebuild of the data only).
-Status rebuild_buffers(const CacheStore& cache, bool lost, uint32_t slot, uint64_t total, size_t red_len, bool populate,
-                       std::optional<MappedFile>* data, std::optional<MappedFile>* red) {
-  if (lost) {
-    CAIRN_ASSIGN_OR_RETURN(d, MappedFile::anonymous(std::max<uint64_t>(total, 1)));
-    data->emplace(std::move(d));
-    if (red_len == 0) return Status::ok();
-    CAIRN_ASSIGN_OR_RETURN(r, MappedFile::anonymous(red_len));
-    red->emplace(std::move(r));
-    return Status::ok();
-  }
-  CAIRN_ASSIGN_OR_RETURN(d, MappedFile::open_ro(cache.slot_path(static_cast<int>(slot)), populate));
-  CAIRN_ASSIGN_OR_RETURN(r, MappedFile::open_ro(cache.red_path(static_cast<int>(slot)), populate));
-  if (d.size() < total) return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", d.path().c_str());
-  if (r.size() < red_len) return make_error(Code::ERR_CORRUPT, "%s: shorter than the redundancy data", r.path().c_str());
-  data->emplace(std::move(d));
-  red->emplace(std::move(r));
-  return Status::ok();
-}
-
 // Whether the regions protected now are exactly the version's memory regions, by name and size (else
 // the full search says what does not match, before anything is written).
 Status regions_match(const Manifest& m, const RegionTable& regions, int rank, int nranks) {
-  if (m.nranks != static_cast<uint32_t>(nranks) || m.rank != static_cast<uint32_t>(rank) ||
-      m.regions.size() != regions.size() || m.chunk_size == 0)
+  if (m.nranks != static_cast<uint32_t>(nranks) || m.rank != static_cast<uint32_t>(rank) || m.chunk_size == 0 ||
+      !regions_hold(m, regions))
     return Status(Code::ERR_NO_CHECKPOINT, "");
-  for (const auto& e : m.regions) {
-    auto it = regions.find(e.name);
-    if (e.kind != RegionKind::memory || it == regions.end() || it->second.bytes() != e.size)
-      return Status(Code::ERR_NO_CHECKPOINT, "");
-  }
   return Status::ok();
 }
 
@@ -317,8 +289,7 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
   //    regions must fit before anything is written.
   Manifest m;
   std::optional<L1Record> rec;
-  std::optional<redundancy::SetRebuildPlan> set;
-  std::vector<bool> lost;
+  std::optional<restore::SetRebuild> set;
   Status mine = Status::ok();
   if (i_hold) {
     auto r = cache_.read_record(v);
@@ -326,25 +297,11 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
     else mine = r.status();
   }
   if (my_set_lost) {
-    const auto& mem = placement_.members[static_cast<size_t>(placement_.my_set)];
-    int first = -1;
-    lost.resize(mem.size());
-    for (size_t i = 0; i < mem.size(); ++i) {
-      lost[i] = !good[static_cast<size_t>(mem[i])];
-      if (!lost[i] && first < 0) first = static_cast<int>(i);
-    }
-    std::string bytes;
-    if (placement_.my_member == first) {
-      auto b = cache_.read_set(v);
-      if (b) bytes = *b;
-      else if (mine.is_ok()) mine = b.status();
-    }
-    auto shared = redundancy::share_set_record(set_comm_, first, bytes,
-                                               redundancy::SetExpectation{cfg_.redundancy, code_->m(), mem}, v);
+    auto shared = share_my_set(v, good);
     if (shared.status().code() == Code::ERR_MPI) return shared.status();
     if (shared) set = std::move(shared).value();
     else if (mine.is_ok()) mine = shared.status();
-    if (set && !i_hold) m = set->mine;
+    if (set && !i_hold) m = set->plan.mine;
   }
   if (mine.is_ok()) mine = regions_match(m, regions_, rank_, nranks_);
   Status mpi;
@@ -364,39 +321,35 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
   //    only the write-back is left to a thread.
   const bool later = mpi_in_worker_;
   // A survivor's mapped slot and redundancy files, or a lost rank's staging memory (the rebuild's buffers).
-  std::optional<MappedFile> buf, buf_red;
+  auto buf = std::make_shared<restore::SetBuffers>();
   const std::vector<StreamExtent> extents = region_extents(m, regions_);
+  const bool staged = !i_hold && (!later || !contiguous(extents));  // a lost rank's data lands in staging memory
   bool survivor_read = false;
   double read_s = 0;
   if (my_set_lost) {
     Status ready = Status::ok();
-    uint8_t* data = nullptr;
-    uint8_t* red_data = nullptr;
-    if (i_hold || !later || !contiguous(extents)) {
-      // Without a later exchange a lost rank rebuilds its redundancy data now too.
-      const size_t red_len = i_hold || !later ? set->redundancy_len : 0;
-      ready = rebuild_buffers(cache_, !i_hold, i_hold ? rec->slot : 0, m.total_size, red_len, /*populate=*/false, &buf,
-                              &buf_red);
-      if (buf) data = buf->data();
-      if (buf_red) red_data = buf_red->data();
-    } else {
-      data = extents.empty() ? nullptr : extents.front().dst;  // straight into the regions
-    }
+    if (i_hold)
+      ready = restore::survivor_buffers(cache_.slot_path(static_cast<int>(rec->slot)), cache_.red_path(static_cast<int>(rec->slot)),
+                                        m.total_size, set->plan.redundancy_len, /*populate=*/false, buf.get());
+    else if (staged)  // without a later exchange a lost rank rebuilds its redundancy data now too
+      ready = restore::staging_buffers(m.total_size, later ? 0 : set->plan.redundancy_len, buf.get());
+    else
+      buf->data = extents.empty() ? nullptr : extents.front().dst;  // straight into the regions
     // A survivor reads its own slot into its regions meanwhile, on a thread, and waits for its transfers
     // gently (a lost rank pulls the bytes itself where MPI copies once between processes).
     Status own = Status::ok();
     std::optional<LandingVerifier> verifier;  // a lost rank's data straight in its regions: verified as it lands
     redundancy::Landed landed;
-    if (!i_hold && !buf) {
-      verifier.emplace(m, data);
+    if (!i_hold && !staged) {
+      verifier.emplace(m, buf->data);
       landed = [&](size_t off, size_t len) { verifier->landed(off, len); };
     }
     std::thread reader;
     if (i_hold && ready.is_ok() && !(staged_ && !staged_->empty()))
       reader = std::thread([&] { own = read_slot_into_regions(*rec, threads, &read_s); });
-    mine = redundancy::rebuild_members(set_comm_, *code_, lost, *set, ready, data, red_data, cfg_.exchange_chunk, "",
-                                       /*verify_lost=*/false, later ? redundancy::RebuildPart::data : redundancy::RebuildPart::all,
-                                       /*gentle=*/reader.joinable(), landed);
+    mine = set->exchange(ready, buf->data, buf->red, "", /*verify_lost=*/false,
+                         later ? redundancy::RebuildPart::data : redundancy::RebuildPart::all,
+                         /*gentle=*/reader.joinable(), landed);
     if (mine.is_ok() && verifier) mine = verifier->result().prefixed("rebuilt data");
     if (reader.joinable()) {
       reader.join();
@@ -411,12 +364,12 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
   //    into its regions, hashing each chunk as it lands; a lost rank whose data went to staging memory
   //    copies it into its regions, verifying.
   if (mine.is_ok() && i_hold && !survivor_read) {
-    buf.reset(), buf_red.reset();
+    buf->data_file.reset(), buf->red_file.reset();
     mine = read_slot_into_regions(*rec, threads, &read_s);
   }
   if (!mine.is_ok() && i_hold) LOG_WARN("restart: version %llu in L1: %s", static_cast<ull>(v), mine.message().c_str());
-  if (mine.is_ok() && my_set_lost && !i_hold && buf)
-    mine = read_verified(m, extents, copy_source(buf->data()), threads).prefixed("rebuilt data");
+  if (mine.is_ok() && my_set_lost && staged)
+    mine = read_verified(m, extents, copy_source(buf->data), threads).prefixed("rebuilt data");
   if (!mine.is_ok() && !i_hold) LOG_WARN("restart: version %llu at L2: %s", static_cast<ull>(v), mine.message().c_str());
   if (!all_ok(app_comm_, mine, &mpi)) return mpi;
   const double t_verified = now_seconds();
@@ -424,24 +377,19 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
   // 4. The sets with losses protect the version again beside the application: the lost ranks' data and
   //    redundancy data rebuilt once more and written into their caches (write-back).
   if (my_set_lost && later) {
-    start_reprotect(v, m, *set, lost, i_hold ? rec->slot : 0);
+    start_reprotect(*set, i_hold ? rec->slot : 0);
   } else if (my_set_lost && !i_hold) {
-    auto d = std::make_shared<MappedFile>(std::move(*buf));
-    auto r = std::make_shared<MappedFile>(std::move(*buf_red));
     finish_write_back();
-    write_back_ = std::thread([this, v, slot = pipeline_->slot_for_rebuild(), m, d, r,
-                               record = redundancy::encode_set_record(set->record), t = now_seconds()] {
-      write_back(v, slot, m, *d, *r, record, t);
+    write_back_ = std::thread([this, slot = pipeline_->slot_for_rebuild(), set = *set, buf, t = now_seconds()] {
+      write_back(set, slot, buf->data, buf->red, t);
     });
   }
   restored_files_.clear();
   restored(v, CAIRN_LEVEL_L2, m.label, plan.in_l3);
   if (rank_ == 0) {
-    std::vector<int> lost_ranks;
-    for (int r = 0; r < nranks_; ++r)
-      if (!good[static_cast<size_t>(r)]) lost_ranks.push_back(r);
     std::string list;
-    for (int r : lost_ranks) list += (list.empty() ? "" : ",") + std::to_string(r);
+    for (int r = 0; r < nranks_; ++r)
+      if (!good[static_cast<size_t>(r)]) list += (list.empty() ? "" : ",") + std::to_string(r);
     LOG_INFO("restarted from version %llu ('%s') at L2, rebuilt for ranks %s: their data exchanged and verified as it "
              "landed %.1f ms, then read and verified %.1f ms on rank 0 (%d thread%s); redundancy data and write-back %s",
              static_cast<ull>(v), m.label.c_str(), list.c_str(), (t_exchanged - t0) * 1e3, (t_verified - t_exchanged) * 1e3,
@@ -457,56 +405,43 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
 // cache as a checkpoint would (write_back); survivors read their slot and redundancy files, which no
 // checkpoint reuses before finish_write_back. A failure is logged: the version stays restorable from the
 // other levels, and the next checkpoint protects the job again.
-void Runtime::start_reprotect(uint64_t v, const Manifest& m, const redundancy::SetRebuildPlan& set,
-                              const std::vector<bool>& lost, uint32_t my_slot) {
+void Runtime::start_reprotect(const restore::SetRebuild& set, uint32_t my_slot) {
   finish_write_back();
-  const bool i_lost = lost[static_cast<size_t>(placement_.my_member)];
+  const bool i_lost = set.job.i_lost();
   const int slot = i_lost ? pipeline_->slot_for_rebuild() : -1;  // chosen here, on the application's thread
   MPI_Comm comm = MPI_COMM_NULL;
-  if (MPI_Comm_dup(set_comm_, &comm) != MPI_SUCCESS) comm = MPI_COMM_NULL;
-  auto work = [this, v, m, set, lost, my_slot, i_lost, slot, comm] {
+  if (MPI_Comm_dup(set.job.comm, &comm) != MPI_SUCCESS) comm = MPI_COMM_NULL;
+  auto work = [this, set = set, my_slot, i_lost, slot, comm]() mutable {
     const double t0 = now_seconds();
-    std::optional<MappedFile> stream, red;
+    const uint64_t v = set.job.version;
+    const uint64_t total = set.plan.mine.total_size;
+    const size_t red_len = set.plan.redundancy_len;
+    restore::SetBuffers buf;
+    set.job.comm = comm;
     Status ready = comm == MPI_COMM_NULL ? Status(Code::ERR_MPI, "MPI_Comm_dup of the set's communicator failed")
-                                         : rebuild_buffers(cache_, i_lost, my_slot, m.total_size, set.redundancy_len,
-                                                           /*populate=*/true, &stream, &red);
+                   : i_lost ? restore::staging_buffers(total, red_len, &buf)
+                            : restore::survivor_buffers(cache_.slot_path(static_cast<int>(my_slot)),
+                                                        cache_.red_path(static_cast<int>(my_slot)), total, red_len,
+                                                        /*populate=*/true, &buf);
     Status st = comm == MPI_COMM_NULL ? ready
-                                      : redundancy::rebuild_members(comm, *code_, lost, set, ready, stream ? stream->data() : nullptr,
-                                                                    red ? red->data() : nullptr, cfg_.exchange_chunk,
-                                                                    "version " + std::to_string(v) + " rebuilt again");
-    if (comm != MPI_COMM_NULL) {
-      MPI_Comm c = comm;
-      MPI_Comm_free(&c);
-    }
+                                      : set.exchange(ready, buf.data, buf.red, "version " + std::to_string(v) + " rebuilt again");
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
     if (!st.is_ok()) {
       LOG_WARN("restart: protecting version %llu again at L2 failed (it stays restorable from the other levels; the "
                "next checkpoint protects the job again): %s", static_cast<ull>(v), st.message().c_str());
       return;
     }
-    if (i_lost) write_back(v, slot, m, *stream, *red, redundancy::encode_set_record(set.record), t0);
+    if (i_lost) write_back(set, slot, buf.data, buf.red, t0);
   };
-  write_back_ = std::thread(work);
+  write_back_ = std::thread(std::move(work));
 }
 
-// The rebuilt version into this rank's cache: slot `slot` (the pipeline is idle: no version holds one), the
-// bytes, the redundancy data, then the record, the set record and the protected marker -- the same
-// files a checkpoint leaves. Runs on the re-protection's thread; the next cairn call that uses the cache
-// waits for it.
-void Runtime::write_back(uint64_t v, int slot, const Manifest& m, const MappedFile& stream, const MappedFile& red,
-                         const std::string& set_record, double t0) {
-  Status st = [&]() -> Status {
-    for (uint64_t old : cache_.versions()) {
-      auto o = cache_.read_record(old);
-      if (!o || static_cast<int>(o->slot) == slot || old == v) CAIRN_TRY(cache_.drop(old));
-    }
-    CAIRN_ASSIGN_OR_RETURN(d, cache_.slot(slot, std::max<uint64_t>(m.total_size, 1)));
-    if (m.total_size) memcpy(d->data(), stream.data(), m.total_size);
-    CAIRN_ASSIGN_OR_RETURN(r, cache_.red(slot, red.size()));
-    memcpy(r->data(), red.data(), red.size());
-    CAIRN_TRY(cache_.write_record(v, L1Record{static_cast<uint32_t>(slot), m}));
-    CAIRN_TRY(cache_.write_set(v, set_record));
-    return cache_.mark_protected(v);
-  }();
+// The rebuilt version into this rank's cache (restore::SetRebuild::write_back: slot `slot`, which no
+// version of the pipeline holds), logged. Runs on the re-protection's thread; the next cairn call that
+// uses the cache waits for it.
+void Runtime::write_back(const restore::SetRebuild& set, int slot, const uint8_t* data, const uint8_t* red, double t0) {
+  const uint64_t v = set.job.version;
+  Status st = set.write_back(cache_, slot, data, red);
   if (!st.is_ok())
     LOG_WARN("restart: writing version %llu back into the cache failed (it stays restorable from the other "
              "levels; the next checkpoint protects the job again): %s", static_cast<ull>(v), st.message().c_str());

@@ -23,9 +23,8 @@
 #include "core/runtime.hpp"
 #include "mpi/mpi_util.hpp"
 #include "pfs/l3_store.hpp"
-#include "redundancy/exchange/set_rebuild.hpp"
-#include "redundancy/set_record.hpp"
 #include "restore/inventory.hpp"
+#include "restore/mpi/set_rebuild.hpp"
 #include "restore/plan.hpp"
 
 namespace cairn {
@@ -173,6 +172,16 @@ Status Runtime::l2_can_rebuild(const std::vector<int>& good, const std::vector<u
   return st;
 }
 
+// The narrow view of this rank's set for a rebuild of version v (good: as for l2_can_rebuild), its set
+// record shared by its first survivor (restore::share_set). Collective over the set.
+Result<restore::SetRebuild> Runtime::share_my_set(uint64_t v, const std::vector<int>& good) {
+  const auto& members = placement_.members[static_cast<size_t>(placement_.my_set)];
+  restore::SetRebuildJob job{set_comm_, placement_.my_member,
+                             restore::lost_members(members, [&](int r) { return good[static_cast<size_t>(r)] != 0; }), v,
+                             cfg_.exchange_chunk, redundancy::SetExpectation{cfg_.redundancy, code_->m(), members}};
+  return restore::share_set(std::move(job), [&] { return cache_.read_set(v); });
+}
+
 Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, RestartChoice* out, bool* handled) {
   *handled = false;
   out->view.reset();
@@ -238,60 +247,34 @@ Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, Restar
   bool my_set_lost = false;
   CAIRN_TRY(l2_can_rebuild(good, flags, l1_text, &my_set_lost));
 
-  // Rebuild, set by set, those with losses (redundancy/exchange/set_rebuild). Survivors pass their data;
-  // lost members receive theirs.
+  // Rebuild, set by set, those with losses (restore/mpi/set_rebuild). Survivors pass the stream they
+  // verified (their slot, or their view: a version with files); a lost member receives its whole stream
+  // into a slot of its cache.
   Status local = Status::ok();
-  std::vector<bool> lost;
-  std::optional<redundancy::SetRebuildPlan> plan;
-  bool i_am_lost = !good_mine;
+  std::optional<restore::SetRebuild> set;
+  const bool i_am_lost = !good_mine;
   if (my_set_lost) {
-    const auto& mem = placement_.members[static_cast<size_t>(placement_.my_set)];
-    int n = static_cast<int>(mem.size());
-    lost.resize(mem.size());
-    int first_survivor = -1;
-    for (int i = 0; i < n; ++i) {
-      lost[i] = !good[static_cast<size_t>(mem[i])];
-      if (!lost[i] && first_survivor < 0) first_survivor = i;
-    }
-    // The set record (every member's manifest) comes from the first survivor.
-    std::string bytes;
-    if (placement_.my_member == first_survivor) {
-      auto b = cache_.read_set(v);
-      if (b) bytes = *b;
-      else local = b.status();
-    }
-    auto shared = redundancy::share_set_record(set_comm_, first_survivor, bytes,
-                                               redundancy::SetExpectation{cfg_.redundancy, code_->m(), mem}, v);
+    auto shared = share_my_set(v, good);
     if (shared.status().code() == Code::ERR_MPI) return shared.status();
-    if (shared) plan = std::move(shared).value(), m = plan->mine;
-    else if (local.is_ok()) local = shared.status();
+    if (shared) set = std::move(shared).value(), m = set->plan.mine;
+    else local = shared.status();
   }
   CAIRN_TRY(agree(app_comm_, local).prefixed(l1_text + "; L2"));
 
   if (my_set_lost) {
-    local = [&]() -> Status {
-      if (i_am_lost) {
-        auto r = cache_.read_record(v);
-        slot = r ? static_cast<int>(r->slot) : pipeline_->slot_for_rebuild();
-        for (uint64_t old : cache_.versions()) {
-          auto o = cache_.read_record(old);
-          if (!o || static_cast<int>(o->slot) == slot) CAIRN_TRY(cache_.drop(old));
-        }
-        CAIRN_TRY(cache_.drop(v));
-      }
-      return Status::ok();
-    }();
-    // A survivor passes the stream it verified (its slot, or its view: a version with files); a lost
-    // member receives its whole stream into its slot.
-    Result<MappedFile*> d = !local.is_ok() ? Result<MappedFile*>(local)
-                            : i_am_lost    ? cache_.slot(slot, std::max<uint64_t>(m.total_size, 1))
-                                           : Result<MappedFile*>(static_cast<MappedFile*>(nullptr));
-    Result<MappedFile*> red = d.is_ok() ? cache_.red(slot, plan->redundancy_len) : Result<MappedFile*>(d.status());
-    if (d && i_am_lost) data = (*d)->data();
-    local = redundancy::rebuild_members(set_comm_, *code_, lost, *plan, red.status(), const_cast<uint8_t*>(data),
-                                        red ? (*red)->data() : nullptr, cfg_.exchange_chunk, "rebuilt data");
+    restore::SetBuffers buf;
+    if (i_am_lost) {
+      auto r = cache_.read_record(v);
+      slot = r ? static_cast<int>(r->slot) : pipeline_->slot_for_rebuild();
+      local = set->claim_slot(cache_, slot, &buf.data, &buf.red);
+    } else {
+      local = restore::survivor_buffers("", cache_.red_path(slot), m.total_size, set->plan.redundancy_len,
+                                        /*populate=*/false, &buf, data);
+    }
+    local = set->exchange(local, buf.data, buf.red, "rebuilt data");
     if (local.code() == Code::ERR_MPI) return local;
     if (local.is_ok() && i_am_lost) {
+      data = buf.data;
       // The rebuilt stream is in the slot; a version's files are its L1 copy where the view finds them.
       for (const auto& e : m.regions) {
         if (e.kind != RegionKind::file || !local.is_ok()) continue;
@@ -301,9 +284,7 @@ Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, Restar
                                         std::string(reinterpret_cast<const char*>(data + e.offset), e.size), false);
       }
       out->files_in_place = true;
-      if (local.is_ok()) local = cache_.write_record(v, L1Record{static_cast<uint32_t>(slot), m});
-      if (local.is_ok()) local = cache_.write_set(v, redundancy::encode_set_record(plan->record));
-      if (local.is_ok()) local = cache_.mark_protected(v);
+      if (local.is_ok()) local = set->record_rebuilt(cache_, slot);
     }
   }
   CAIRN_TRY(agree(app_comm_, local).prefixed(l1_text + "; L2 rebuild"));
@@ -328,13 +309,7 @@ Status Runtime::try_l3(uint64_t v, RestartChoice* out) {
   // together, so that a size mismatch on one rank leaves every rank's regions untouched.
   auto manifest = l3::read_manifest(layout_, v, static_cast<uint32_t>(rank_));
   int fits = 0;
-  if (restart_in_place_ && manifest) {
-    fits = manifest->regions.size() == regions_.size() ? 1 : 0;
-    for (const auto& e : manifest->regions) {
-      auto it = regions_.find(e.name);
-      if (e.kind != RegionKind::memory || it == regions_.end() || it->second.bytes() != e.size) fits = 0;
-    }
-  }
+  if (restart_in_place_ && manifest) fits = regions_hold(*manifest, regions_) ? 1 : 0;
   int all_fit = 0;
   CAIRN_MPI(MPI_Allreduce(&fits, &all_fit, 1, MPI_INT, MPI_MIN, app_comm_));
   out->in_place = all_fit != 0;

@@ -33,8 +33,8 @@
 #include "pipeline/pipeline.hpp"
 #include "policy/interval.hpp"
 #include "redistribute/exec/reshaper.hpp"
-#include "redundancy/exchange/set_rebuild.hpp"
 #include "redundancy/placement.hpp"
+#include "restore/mpi/set_rebuild.hpp"
 #include "redundancy/set_code.hpp"
 
 namespace cairn {
@@ -157,10 +157,8 @@ class Runtime {
   Status restart_read_threads(int* threads);
   Status read_l1_in_place(const RestartPlan& plan, bool* done, bool* unsuited);
   Status restore_l2_in_place(const RestartPlan& plan, bool* done, bool* unsuited);
-  void start_reprotect(uint64_t v, const Manifest& m, const redundancy::SetRebuildPlan& set, const std::vector<bool>& lost,
-                       uint32_t my_slot);
-  void write_back(uint64_t v, int slot, const Manifest& m, const MappedFile& stream, const MappedFile& red,
-                  const std::string& set_record, double t0);
+  void start_reprotect(const restore::SetRebuild& set, uint32_t my_slot);
+  void write_back(const restore::SetRebuild& set, int slot, const uint8_t* data, const uint8_t* red, double t0);
   void finish_write_back();  // before anything else uses the cache
   // restart: the full search (restart_search.cpp)
   Status gather_inventory(restore::RestartInventory* inv);
@@ -168,6 +166,7 @@ class Runtime {
   Status l2_can_rebuild(const std::vector<int>& good, const std::vector<uint64_t>& flags, const std::string& l1_text,
                         bool* my_set_lost) const;
   Status find_restart(RestartChoice* out);
+  Result<restore::SetRebuild> share_my_set(uint64_t v, const std::vector<int>& good);
   Status try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, RestartChoice* out, bool* handled);
   Status try_l3(uint64_t v, RestartChoice* out);
   // restart into device regions (restart_device.cpp): the restart writes host staging buffers in their

@@ -38,8 +38,8 @@ struct HeldStream {
   int old_rank = 0;
   Manifest manifest;
   const uint8_t* data = nullptr;
-  std::vector<uint8_t> storage;  // when the bytes live here (live packing, L2 rebuild)
-  std::shared_ptr<MappedFile> map;  // when they live in a rank's L1 slot on this node, or staging memory (L3)
+  std::vector<uint8_t> storage;  // when the bytes live here (live packing)
+  std::shared_ptr<MappedFile> map;  // when they live in a rank's L1 slot on this node, or staging memory (L3, L2 rebuild)
   std::string red_path;             // that slot's redundancy data (L2 rebuild across rank counts)
   bool self_placed = false;         // its pieces for the hosting process are already in the regions
 };
@@ -49,6 +49,17 @@ struct ReshapeWant {
   const RegionEntry* entry;  // in the version's region table
   redist::Distribution dist;
 };
+
+// Whether `regions` are exactly the version's regions (manifest `m`), all memory, by name and size: a
+// restart on the same rank count may read the version straight into them.
+inline bool regions_hold(const Manifest& m, const RegionTable& regions) {
+  if (m.regions.size() != regions.size()) return false;
+  for (const auto& e : m.regions) {
+    auto it = regions.find(e.name);
+    if (e.kind != RegionKind::memory || it == regions.end() || it->second.bytes() != e.size) return false;
+  }
+  return true;
+}
 
 // 1 if this process's regions already are what the new layout (rank `rank` of `p_new`) needs for the
 // version whose region table is `table`: every region protected, same element size, its new count

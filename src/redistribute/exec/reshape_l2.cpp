@@ -18,13 +18,10 @@
 #include "redistribute/exec/reshaper.hpp"
 #include "redistribute/plan.hpp"
 #include "redundancy/set_code.hpp"
-#include "redundancy/exchange/set_rebuild.hpp"
 #include "redundancy/set_record.hpp"
+#include "restore/mpi/set_rebuild.hpp"
 
 namespace cairn {
-namespace {
-
-}  // namespace
 
 // L2 across rank counts. The old ranks whose caches survive are hosted on their nodes (as for L1) and
 // verified; every old redundancy set that lost members within its tolerance is rebuilt by its members'
@@ -144,43 +141,27 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
     CAIRN_MPI(MPI_Comm_split(app_comm_, my_member >= 0 ? id : MPI_UNDEFINED, my_member, &comm));
     if (comm == MPI_COMM_NULL) continue;
     Status st = [&]() -> Status {
-      int n_members = static_cast<int>(s.members.size());
-      std::vector<bool> lost(static_cast<size_t>(n_members));
-      int first = -1;
-      for (int i = 0; i < n_members; ++i) {
-        lost[i] = !good[static_cast<size_t>(s.members[i])];
-        if (!lost[i] && first < 0) first = i;
+      restore::SetRebuildJob j{comm, my_member, restore::lost_members(s.members, [&](int k) { return good[static_cast<size_t>(k)]; }),
+                               v, job_.exchange_chunk, std::nullopt};
+      // the same outcome on every member of the set (or ERR_MPI)
+      CAIRN_ASSIGN_OR_RETURN(set, restore::share_set(std::move(j), [&] { return Result<std::string>(set_bytes_of[s.members[my_member]]); }));
+      const int k = s.members[static_cast<size_t>(my_member)];
+      restore::SetBuffers buf;
+      Status ready = Status::ok();
+      if (set.job.i_lost()) {
+        ready = restore::staging_buffers(set.plan.mine.total_size, set.plan.redundancy_len, &buf);
+      } else {
+        auto it = std::find_if(held->begin(), held->end(), [&](const HeldStream& x) { return x.old_rank == k; });
+        ready = restore::survivor_buffers("", it->red_path, it->manifest.total_size, set.plan.redundancy_len,
+                                          /*populate=*/false, &buf, it->data);
       }
-      auto plan = redundancy::share_set_record(comm, first, my_member == first ? set_bytes_of[s.members[first]] : "",
-                                               std::nullopt, v);
-      if (!plan) return plan.status();  // the same outcome on every member of the set (or ERR_MPI)
-      auto code = redundancy::SetCode::make(s.scheme, n_members, s.m);
-      Status ready = code.status();
-      HeldStream h;
-      uint8_t* data = nullptr;
-      std::shared_ptr<MappedFile> red;
-      std::vector<uint8_t> scratch_red;
-      if (ready.is_ok()) {
-        if (lost[my_member]) {
-          h.storage.assign(std::max<uint64_t>(plan->mine.total_size, 1), 0);
-          data = h.storage.data();
-          scratch_red.assign(plan->redundancy_len, 0);
-        } else {
-          auto it = std::find_if(held->begin(), held->end(), [&](const HeldStream& x) { return x.old_rank == s.members[my_member]; });
-          data = const_cast<uint8_t*>(it->data);
-          auto m = MappedFile::open_rw(it->red_path, 0, false);
-          if (!m) ready = m.status();
-          else if (m->size() < plan->redundancy_len) ready = make_error(Code::ERR_CORRUPT, "%s: shorter than the redundancy data", it->red_path.c_str());
-          else red = std::make_shared<MappedFile>(std::move(m).value());
-        }
-      }
-      if (!code) return code.status();  // made from the same record everywhere: the same outcome
-      CAIRN_TRY(redundancy::rebuild_members(comm, *code, lost, *plan, ready, data, red ? red->data() : scratch_red.data(),
-                                            job_.exchange_chunk, "rebuilt old rank " + std::to_string(s.members[my_member])));
-      if (lost[my_member]) {
-        h.old_rank = s.members[my_member];
-        h.manifest = plan->mine;
-        h.data = h.storage.data();
+      CAIRN_TRY(set.exchange(ready, buf.data, buf.red, "rebuilt old rank " + std::to_string(k)));
+      if (set.job.i_lost()) {
+        HeldStream h;
+        h.old_rank = k;
+        h.manifest = set.plan.mine;
+        h.map = std::make_shared<MappedFile>(std::move(*buf.data_file));
+        h.data = h.map->data();
         held->push_back(std::move(h));
       }
       return Status::ok();

@@ -1,5 +1,6 @@
-// Rebuilding a set's lost members from the set record: the one protocol that a restart on the same rank
-// count (core/restart), a restart on another rank count (redistribute/exec) and the scavenge use.
+// Rebuilding a set's lost members from the set record: the protocol under restore/mpi/set_rebuild.hpp,
+// the one set rebuild that a restart on the same rank count (core/restart) and a restart on another rank
+// count (redistribute/exec) use.
 //
 //   1. share_set_record: the first surviving member broadcasts the set record it holds; every member
 //      decodes it (the same bytes, so the same outcome everywhere), checks it against what the caller
