@@ -67,8 +67,6 @@ StartInfo start_info(const Config& cfg, uint64_t ranks, const std::vector<std::s
 }
 
 namespace {
-std::atomic<Writer*> g_current{nullptr};
-
 std::string new_launch_id() {
   std::random_device rd;
   uint64_t x = (static_cast<uint64_t>(rd()) << 32) ^ rd();
@@ -82,19 +80,13 @@ std::string new_launch_id() {
 
 Writer::~Writer() { close(); }
 
-Writer* Writer::current() { return g_current.load(); }
-
 void Writer::open(const std::string& file, bool writer) {
   std::lock_guard<std::mutex> lock(mu_);
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   writer_ = writer;
   path_ = file;
-  if (!writer) {
-    Writer* me = this;
-    g_current.compare_exchange_strong(me, nullptr);
-    return;
-  }
+  if (!writer) return;
   if (launch_.empty()) launch_ = new_launch_id();
   fd_ = ::open(file.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) {
@@ -107,15 +99,12 @@ void Writer::open(const std::string& file, bool writer) {
   char last = '\n';
   if (fstat(fd_, &st) == 0 && st.st_size > 0 && pread(fd_, &last, 1, st.st_size - 1) == 1 && last != '\n')
     torn_ = true;
-  g_current.store(this);
 }
 
 void Writer::close() {
   std::lock_guard<std::mutex> lock(mu_);
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
-  Writer* me = this;
-  g_current.compare_exchange_strong(me, nullptr);
 }
 
 bool Writer::active() {
@@ -145,8 +134,6 @@ void Writer::emit(const std::string& line) {
                n < 0 ? strerror(errno) : "nothing written");
       ::close(fd_);
       fd_ = -1;
-      Writer* me = this;
-      g_current.compare_exchange_strong(me, nullptr);
       return;
     }
     done += static_cast<size_t>(n);

@@ -65,8 +65,6 @@ class Writer {
   void open(const std::string& path, bool writer);
   void close();
   bool active();
-  // The open writer of this process (rank 0 of a running job), for the C API edge; nullptr elsewhere.
-  static Writer* current();
   std::string launch() const { return launch_; }
 
   void start(const StartInfo& info);

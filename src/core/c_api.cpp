@@ -2,7 +2,6 @@
 // detailed message is set.
 #include "cairn/cairn.h"
 #include "cairn/cairn_device.h"
-#include "base/history.hpp"
 #include "base/last_error.hpp"
 #include "core/runtime.hpp"
 #include "base/status.hpp"
@@ -35,18 +34,6 @@ int call(const char* name, F&& f) {
   }
 }
 
-// The job history's restart events (docs/format.md), written by rank 0 where the restart calls return;
-// every other rank has no history writer and these do nothing.
-void history_probe(const Status& st, const int* available) {
-  if (auto* h = cairn::history::Writer::current(); h && st.is_ok() && available && *available) h->restart_probe();
-}
-void history_restart(Runtime& rt, const Status& st, int64_t start_ns) {
-  auto* h = cairn::history::Writer::current();
-  if (!h || !st.is_ok()) return;
-  int version = 0, level = 0;
-  rt.restart_level(&version, &level);
-  h->restart(static_cast<uint64_t>(version), level, start_ns);
-}
 }  // namespace
 
 extern "C" {
@@ -104,19 +91,10 @@ int cairn_wait(void) {
   return call("cairn_wait", [&](Runtime& rt) { return rt.wait_all(); });
 }
 int cairn_restart_available(int* available, int* version) {
-  return call("cairn_restart_available", [&](Runtime& rt) {
-    Status st = rt.restart_available(available, version);
-    history_probe(st, available);
-    return st;
-  });
+  return call("cairn_restart_available", [&](Runtime& rt) { return rt.restart_available(available, version); });
 }
 int cairn_restart(void) {
-  return call("cairn_restart", [&](Runtime& rt) {
-    int64_t t0 = cairn::history::now_ns();
-    Status st = rt.restart();
-    history_restart(rt, st, t0);
-    return st;
-  });
+  return call("cairn_restart", [&](Runtime& rt) { return rt.restart(); });
 }
 int cairn_restart_level(int* version, int* level) {
   return call("cairn_restart_level", [&](Runtime& rt) {
@@ -134,31 +112,13 @@ int cairn_complete_output(int valid) {
   return call("cairn_complete_output", [&](Runtime& rt) { return rt.complete_output(valid); });
 }
 int cairn_have_restart(int* available, char* label_out, size_t len) {
-  return call("cairn_have_restart", [&](Runtime& rt) {
-    Status st = rt.have_restart(available, label_out, len);
-    history_probe(st, available);
-    return st;
-  });
+  return call("cairn_have_restart", [&](Runtime& rt) { return rt.have_restart(available, label_out, len); });
 }
 int cairn_start_restart(char* label_out, size_t len) {
-  return call("cairn_start_restart", [&](Runtime& rt) {
-    int64_t t0 = cairn::history::now_ns();
-    Status st = rt.start_restart(label_out, len);
-    history_restart(rt, st, t0);
-    return st;
-  });
+  return call("cairn_start_restart", [&](Runtime& rt) { return rt.start_restart(label_out, len); });
 }
 int cairn_complete_restart(int valid) {
-  return call("cairn_complete_restart", [&](Runtime& rt) {
-    Status st = rt.complete_restart(valid);
-    auto* h = cairn::history::Writer::current();
-    if (h && st.code() == cairn::Code::ERR_INVALID_VERSION) {
-      int version = 0, level = 0;
-      rt.restart_level(&version, &level);
-      h->restart_rejected(static_cast<uint64_t>(version), level);
-    }
-    return st;
-  });
+  return call("cairn_complete_restart", [&](Runtime& rt) { return rt.complete_restart(valid); });
 }
 int cairn_delete_versions(const char* label, int flags) {
   return call("cairn_delete_versions", [&](Runtime& rt) { return rt.delete_versions(label, flags); });

@@ -90,7 +90,7 @@ Status Runtime::finish_output(int valid, bool vote) {
     uint64_t v = next_version_++;
     st = make_error(Code::ERR_INVALID_VERSION, "version %llu ('%s') discarded: %s", static_cast<unsigned long long>(v),
                     label.c_str(), mine ? "another rank passed valid=0" : "this rank passed valid=0");
-    if (auto* h = history::Writer::current()) h->discarded(v, st.message());  // rank 0 only (docs/format.md)
+    events_->discarded(v, st.message());
   } else {
     st = take_version(label, !routed_.empty(), failure);
   }
@@ -124,6 +124,7 @@ Status Runtime::complete_restart(int valid) {
   CAIRN_MPI(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, app_comm_));
   if (!all) {
     rejected_.push_back(restored_version_);
+    events_->restart_rejected(restored_version_, restored_level_);
     restored_files_.clear();
     // The rejected version must not be flushed at finalize, nor count as the newest local one.
     pipeline_->set_marks(before_restart_);

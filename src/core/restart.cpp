@@ -50,8 +50,8 @@ Status Runtime::apply_restart(const RestartChoice& c) {
     restored_level_ = c.level;
     restored_files_.clear();
     static const char* kLevels[] = {"none", "L1", "L2", "L3"};
+    events_->restart_level(c.version, c.level);
     if (rank_ == 0) {
-      state_.set({{"restart_version", std::to_string(c.version)}, {"restart_level", kLevels[c.level]}});
       if (c.in_place)
         LOG_INFO("restarted from version %llu at %s, written by %d ranks, %s by %d",
                  static_cast<unsigned long long>(c.version), kLevels[c.level], c.p_old,
@@ -126,6 +126,14 @@ Status Runtime::restart_available(int* available, int* version) {
   }
   *available = 1;
   if (version) *version = static_cast<int>(pending_ ? pending_->version : plan_->version);
+  events_->restart_found();
+  return Status::ok();
+}
+
+Status Runtime::restart() {
+  const int64_t t0 = history::now_ns();
+  CAIRN_TRY(restart_all_regions());
+  events_->restarted(restored_version_, restored_level_, t0);
   return Status::ok();
 }
 

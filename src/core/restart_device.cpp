@@ -160,7 +160,7 @@ Status Runtime::unstage_device_regions(std::vector<std::unique_ptr<DeviceStage>>
   return agree(app_comm_, st);
 }
 
-Status Runtime::restart() {
+Status Runtime::restart_all_regions() {
   std::vector<std::unique_ptr<DeviceStage>> stages;
   int local = device_regions_.empty() ? 0 : 1, global = 0;
   CAIRN_MPI(MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_MAX, app_comm_));

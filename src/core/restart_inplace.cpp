@@ -186,8 +186,8 @@ Status Runtime::restore_through_agents(const RestartPlan& plan, bool* done) {
   const bool all = all_ok(app_comm_, mine, &mpi);
   CAIRN_TRY(mpi);
   if (!all) {
+    events_->restart_via("application");
     if (rank_ == 0) {
-      state_.set({{"restart_via", "application"}});
       LOG_INFO("restart: version %llu from L3 is read by the ranks themselves (the agents could not serve every rank)",
                static_cast<ull>(v));
     }
@@ -195,8 +195,8 @@ Status Runtime::restore_through_agents(const RestartPlan& plan, bool* done) {
   }
   restored_files_.clear();
   restored(v, CAIRN_LEVEL_L3, m.label, true);
+  events_->restart_via("agents");
   if (rank_ == 0) {
-    state_.set({{"restart_via", "agents"}});
     LOG_INFO("restarted from version %llu ('%s') at L3, served by the agents (read, verified, written into the "
              "regions and verified again in %.1f ms on rank 0)", static_cast<ull>(v), m.label.c_str(),
              (now_seconds() - t0) * 1e3);

@@ -128,9 +128,8 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
   CAIRN_TRY(claim_prefix());
   CAIRN_TRY(choose_snapshot());
   CAIRN_TRY(bind_comm(app_comm_));
-  if (rank_ == 0)  // the job history's start line (docs/format.md)
-    state_.history().start(history::start_info(cfg_, static_cast<uint64_t>(nranks_), node_of_rank_, placement_.enabled,
-                                               mpi_in_worker_, next_version_ - 1));
+  events_->began(history::start_info(cfg_, static_cast<uint64_t>(nranks_), node_of_rank_, placement_.enabled,
+                                     mpi_in_worker_, next_version_ - 1));
   // Time limit, halt file and signals (docs/halt.md). Rank 0 asks Slurm once; every rank gets its answer.
   long long end_time = cfg_.end_time;
   if (rank_ == 0 && end_time == 0) end_time = end_time_from_slurm();
@@ -247,6 +246,7 @@ Status Runtime::bind_comm(MPI_Comm comm) {
   if (dirs.is_ok()) dirs = cache_.open(layout_.rank_cache(cfg_.node, rank_), cfg_.cache_versions);
   CAIRN_TRY(agree(app_comm_, dirs.prefixed("cannot create the checkpoint directories")));
   state_.open(layout_, rank_ == 0);
+  events_ = std::make_unique<pipeline::JobEvents>(&state_, rank_, layout_.prefix);
   placement_ = redundancy::SetPlacement{};
   code_.reset();
   CAIRN_TRY(compute_placement());
@@ -259,10 +259,8 @@ Status Runtime::bind_comm(MPI_Comm comm) {
              layout_.cache_job.c_str(), redundancy_name(cfg_.redundancy),
              placement_.enabled ? "" : " (L2 off)", cfg_.flush_every,
              mpi_in_worker_ ? "background MPI progress" : "MPI progress inside cairn calls");
-    state_.set({{"phase", "compute"}, {"nranks", std::to_string(nranks_)},
-                {"redundancy", redundancy_name(cfg_.redundancy)}, {"version", std::to_string(next_version_ - 1)},
-                {"cache", layout_.cache_job}, {"pid", std::to_string(getpid())}});
   }
+  events_->computing(nranks_, redundancy_name(cfg_.redundancy), next_version_ - 1, layout_.cache_job);
   return Status::ok();
 }
 
@@ -280,7 +278,6 @@ void Runtime::start_pipeline() {
   pc.mpi_in_worker = mpi_in_worker_;
   pc.l3 = l3_base_;
   pc.inject = &inject_;
-  events_ = std::make_unique<pipeline::JobEvents>(&state_, rank_, layout_.prefix);
   pipeline_ = std::make_unique<pipeline::Pipeline>(pc, &cache_, team_.get(), protector_.get(), nullptr, events_.get(),
                                                    snapshot_.get());
   pipeline::Pipeline* p = pipeline_.get();
@@ -300,7 +297,6 @@ void Runtime::stop_pipeline() {
   if (pipeline_) pipeline_->stop();
   flusher_.reset();
   pipeline_.reset();
-  events_.reset();
   protector_.reset();
   team_.reset();
 }
@@ -385,8 +381,7 @@ Status Runtime::finalize() {
   }
   stop_pipeline();
   policy::restore_signal_handlers();
-  if (rank_ == 0) state_.set("phase", "finalized");
-  if (rank_ == 0) state_.history().end(st.is_ok() ? "ok" : st.message(), versions_taken_, exit_requested_);
+  events_->finalized(st.is_ok() ? "ok" : st.message(), versions_taken_, exit_requested_);
   lease_.release();
   release_comms();
   return st;
@@ -644,10 +639,8 @@ Status Runtime::policy_observe(int* need, int* exit) {
     checkpoint_since_request_ = false;
     // Only a migration alone leaves the final flush to the launcher (the snapshots move to the spare).
     exit_for_migration_ = o.migrate && !o.signal && !o.halt_file && !o.end_time;
-    if (rank_ == 0) {
-      LOG_WARN("exit requested by %s: checkpoint at the next chance, then exit", policy::describe(o).c_str());
-      state_.set("exit_request", exit_for_migration_ ? "migrate" : policy::describe(o));
-    }
+    if (rank_ == 0) LOG_WARN("exit requested by %s: checkpoint at the next chance, then exit", policy::describe(o).c_str());
+    events_->exit_requested(exit_for_migration_ ? "migrate" : policy::describe(o));
   }
   o.signal = o.signal || exit_requested_;
   auto d = policy::decide(o, checkpoint_since_request_);

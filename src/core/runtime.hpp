@@ -87,6 +87,7 @@ class Runtime {
   Status unprotect(const char* name);
   Status checkpoint();
   Status wait_all();
+  // The restart calls (restart.cpp) write the job history's restart events (events_).
   Status restart_available(int* available, int* version);
   Status restart();
   void restart_level(int* version, int* level) const;
@@ -173,7 +174,8 @@ class Runtime {
   // place, copied into the device once the version is verified
   Status stage_device_regions(std::vector<std::unique_ptr<DeviceStage>>* stages);
   Status unstage_device_regions(std::vector<std::unique_ptr<DeviceStage>>* stages, const Status& restarted);
-  Status restart_regions();  // cairn_restart's body, on host memory
+  Status restart_all_regions();  // cairn_restart's body: device regions staged around restart_regions
+  Status restart_regions();      // on host memory
   // The L1 read with device regions staged: host regions as read_slot_into_regions, device regions verified
   // piece by piece and copied into the device straight from the slot (no staging).
   Status read_slot_into_device(const L1Record& rec, double* seconds);

@@ -1,5 +1,8 @@
 #include "pipeline/job_events.hpp"
 
+#include <unistd.h>
+
+#include "base/history.hpp"
 #include "base/log.hpp"
 
 namespace cairn::pipeline {
@@ -42,6 +45,50 @@ void JobEvents::failed(uint64_t v, int level, const std::string& why) {
     default: LOG_ERROR("version %llu not flushed to %s: %s", n, prefix_.c_str(), why.c_str()); break;
   }
   state_->history().failed(v, level, why);
+}
+
+void JobEvents::began(const history::StartInfo& info) {
+  if (writer()) state_->history().start(info);
+}
+
+void JobEvents::computing(int nranks, const char* redundancy, uint64_t version, const std::string& cache) {
+  if (!writer()) return;
+  state_->set({{"phase", "compute"}, {"nranks", std::to_string(nranks)}, {"redundancy", redundancy},
+               {"version", std::to_string(version)}, {"cache", cache}, {"pid", std::to_string(getpid())}});
+}
+
+void JobEvents::restart_found() {
+  if (writer()) state_->history().restart_probe();
+}
+
+void JobEvents::restart_level(uint64_t v, int level) {
+  if (writer()) state_->set({{"restart_version", std::to_string(v)}, {"restart_level", history::level_name(level)}});
+}
+
+void JobEvents::restart_via(const char* via) {
+  if (writer()) state_->set({{"restart_via", via}});
+}
+
+void JobEvents::restarted(uint64_t v, int level, int64_t start_ns) {
+  if (writer()) state_->history().restart(v, level, start_ns);
+}
+
+void JobEvents::restart_rejected(uint64_t v, int level) {
+  if (writer()) state_->history().restart_rejected(v, level);
+}
+
+void JobEvents::discarded(uint64_t v, const std::string& why) {
+  if (writer()) state_->history().discarded(v, why);
+}
+
+void JobEvents::exit_requested(const std::string& why) {
+  if (writer()) state_->set("exit_request", why);
+}
+
+void JobEvents::finalized(const std::string& status, uint64_t versions, bool exit_requested) {
+  if (!writer()) return;
+  state_->set("phase", "finalized");
+  state_->history().end(status, versions, exit_requested);
 }
 
 }  // namespace cairn::pipeline
