@@ -100,7 +100,30 @@ int run_parent(const Options& o, int argc, char** argv) {
   sigaction(SIGHUP, &sa, nullptr);
   signal(SIGINT, SIG_IGN);
   int rc = 0;
-  if (!o.redistribute) {
+  if (o.restart_after_loss) {
+    // One job writes the version; then, --reps times, a relaunched job restarts it with the caches intact
+    // and one after the loss of a node's cache. Each job's file is kept under the repetition's name.
+    double load_start = loadavg_1m();
+    std::string date = utc_now();
+    auto stage_args = [&](const char* stage) {
+      std::vector<std::string> args = extra;
+      args.insert(args.end(), {"--child-stage", stage});
+      return args;
+    };
+    rc = launch(o, o.ranks, stage_args("write"), argc, argv, exe);
+    for (int i = 0; rc == 0 && i < o.reps; ++i)
+      for (const char* stage : {"intact", "lost"}) {
+        rc = launch(o, o.ranks, stage_args(stage), argc, argv, exe);
+        if (rc != 0) break;
+        std::string file = dir + "/loss-" + stage;
+        if (rename((file + ".json").c_str(), (file + "-" + std::to_string(i) + ".json").c_str()) != 0) {
+          fprintf(stderr, "cairn-bench: the %s job wrote no %s.json: %s\n", stage, file.c_str(), strerror(errno));
+          rc = 1;
+          break;
+        }
+      }
+    if (rc == 0) rc = report_restart_after_loss(o, dir, cache_job, load_start, date);
+  } else if (!o.redistribute) {
     rc = launch(o, o.ranks, extra, argc, argv, exe);
   } else {
     // Three jobs on the same cache and prefix: N ranks write the version and restart it from L1 and L2;
