@@ -115,7 +115,6 @@ Status Runtime::restart_available(int* available, int* version) {
     // it may never use (a rank whose cache was lost would create and fault in every one): the
     // preparation stops within a piece and goes on after the restart (or now, when there is none).
     cache_.stop_prepare();
-    start_prefault();
     Status st = plan_restart();
     if (st.code() == Code::ERR_NO_CHECKPOINT) {
       *available = 0;
@@ -130,16 +129,6 @@ Status Runtime::restart_available(int* available, int* version) {
   return Status::ok();
 }
 
-void Runtime::start_prefault() {
-  // After a checkpoint of this process the regions are written already, and a copy-on-write snapshot's
-  // userfaultfd registration is no place for a thread's faults.
-  if (versions_taken_ > 0) return;
-  std::vector<std::pair<void*, size_t>> ranges;
-  for (const auto& [name, r] : regions_)
-    if (r.ptr && r.bytes() > 0 && !device_regions_.count(name)) ranges.emplace_back(r.ptr, static_cast<size_t>(r.bytes()));
-  prefault_.start(std::move(ranges));
-}
-
 const std::string& Runtime::pending_label() const { return pending_ ? pending_->manifest.label : plan_->label; }
 
 Status Runtime::restart_regions() {
@@ -149,15 +138,10 @@ Status Runtime::restart_regions() {
     bool* flag;
     ~Reset() { *flag = false; }
   } reset{&restart_in_place_};
-  struct JoinPrefault {
-    RestartPrefault* p;
-    ~JoinPrefault() { p->finish(); }  // nothing touches the regions once cairn_restart returned
-  } join_prefault{&prefault_};
   if (!pending_ && !plan_) {
     Status drained = wait_all();  // a failed background version does not stop a restart
     if (drained.code() == Code::ERR_MPI) return drained;
     cache_.stop_prepare();
-    start_prefault();
     CAIRN_TRY(plan_restart());
   }
   if (pending_) {  // found by the full search (or a version of another rank count): restore it

@@ -372,7 +372,6 @@ Status Runtime::finalize() {
   // A rank rebuilt from L2 at restart writes the version back into its cache in the background; the
   // flush below reads that copy, so it must be there (a job that ends before its next checkpoint).
   finish_write_back();
-  prefault_.finish();  // cairn_restart_available without cairn_restart
   // An earlier failed version does not stop the newest good one from reaching L3.
   Status st = wait_all();
   pipeline::Marks m = pipeline_->marks();

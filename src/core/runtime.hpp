@@ -24,7 +24,6 @@
 #include "base/prefix_owner.hpp"
 #include "base/status.hpp"
 #include "cache/snapshot.hpp"
-#include "core/restart_prefault.hpp"
 #include "device/device_snapshot.hpp"
 #include "pfs/l3_placement.hpp"
 #include "pipeline/embedded_flusher.hpp"
@@ -176,9 +175,6 @@ class Runtime {
   Status stage_device_regions(std::vector<std::unique_ptr<DeviceStage>>* stages);
   Status unstage_device_regions(std::vector<std::unique_ptr<DeviceStage>>* stages, const Status& restarted);
   Status restart_regions();  // cairn_restart's body, on host memory
-  // The host regions' pages faulted in on a thread from here until the restart is carried out, where this
-  // process has taken no checkpoint yet (a relaunched code: its regions new memory).
-  void start_prefault();
   // The L1 read with device regions staged: host regions as read_slot_into_regions, device regions verified
   // piece by piece and copied into the device straight from the slot (no staging).
   Status read_slot_into_device(const L1Record& rec, double* seconds);
@@ -242,7 +238,6 @@ class Runtime {
   std::optional<RestartChoice> pending_;  // found by the full search, to be applied
   std::optional<RestartPlan> plan_;       // planned by cairn_restart_available, to be carried out
   std::thread write_back_;                // a version rebuilt at L2 going back into this rank's cache
-  RestartPrefault prefault_;              // the regions' pages faulted in while the restart is planned
   bool restart_in_place_ = false;  // cairn_restart's own search: restart paths may read into the regions
   bool in_restart_ = false;
   uint64_t restored_version_ = 0;
