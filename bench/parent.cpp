@@ -2,7 +2,8 @@
 // mpirun, with $CAIRN_MPIRUN_ARGS split on whitespace), one app context per rank so that every rank is its
 // own simulated node (CAIRN_NODE=node<r>); the child (CAIRN_BENCH_CHILD=1) measures. The parent owns the
 // work directory and the job's cache directory and removes both at the end, whatever happened to the
-// MPI job.
+// MPI job. --redistribute and --restart-after-loss run several jobs one after the other on that directory
+// and cache (the latter relaunching the same job, new processes each time, as a real code's restart is).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
