@@ -40,6 +40,8 @@ struct Options {
   bool snapshot = false;      // --snapshot: copy against copy-on-write snapshots (snapshot_bench.cpp)
   std::vector<uint64_t> sizes;  // every size of --size (a comma-separated list only with --snapshot)
   int to = 0;                 // M; 0 = ranks + 1
+  bool restart_after_loss = false;  // --restart-after-loss: a relaunched job's restart after a lost node
+  std::string redundancy = "partner";  // its L2 scheme (--redundancy)
   // Set by the parent for the MPI job.
   std::string child_dir, child_job, child_stage;
   bool wants(const char* phase) const { return only.count(phase) != 0; }
@@ -69,6 +71,12 @@ json machine_info(double load_start, int ranks);
 // The L2 sets the library cuts nranks ranks (one per node here) into, set_size each; a tail of one
 // joins the previous set.
 std::vector<int> set_sizes(int nranks, int set_size);
+// The sets every measuring job asks for: set_size 4 (the default) or fewer when there are fewer nodes; rs
+// keeps at least one data shard per stripe: rs_parity = min(2, smallest set - 1).
+struct SetPlan {
+  int set_size = 2, rs_parity = 1;
+};
+SetPlan default_sets(int nranks);
 
 // ---- the child: one rank of the measuring MPI job ----------------------------------------------------
 
@@ -125,8 +133,12 @@ int run_parent(const Options& o, int argc, char** argv);
 int run_levels(const Options& o, const JobInfo& job);        // levels.cpp: the default figures
 int run_redistribute(const Options& o, const JobInfo& job);  // redistribute.cpp: one N -> M stage
 int run_snapshot(const Options& o, const JobInfo& job);      // snapshot_bench.cpp: copy against cow
+int run_restart_after_loss(const Options& o, const JobInfo& job);  // restart_after_loss.cpp: one job
 // The parent side of --redistribute: the report from the stages' files.
 int report_redistribute(const Options& o, const std::string& dir, const std::string& cache_job, double load_start,
                         const std::string& date);
+// The parent side of --restart-after-loss: the report from the relaunched jobs' files.
+int report_restart_after_loss(const Options& o, const std::string& dir, const std::string& cache_job,
+                              double load_start, const std::string& date);
 
 }  // namespace bench

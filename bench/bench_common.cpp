@@ -128,6 +128,18 @@ std::vector<int> set_sizes(int nranks, int set_size) {
   return sets;
 }
 
+SetPlan default_sets(int nranks) {
+  SetPlan p;
+  p.set_size = std::max(2, std::min(4, nranks));
+  int smallest = nranks;
+  if (nranks >= 2) {
+    auto sets = set_sizes(nranks, p.set_size);
+    smallest = *std::min_element(sets.begin(), sets.end());
+  }
+  p.rs_parity = std::max(1, std::min(2, smallest - 1));
+  return p;
+}
+
 // ---- the child ----------------------------------------------------------------------------------------
 
 int g_rank = 0, g_nranks = 1;

@@ -12,6 +12,10 @@ and the four cow targets (each a ratio, a max_ratio and a pass/fail); cow must h
 With --redistribute in the command line the object is the N -> M report: per level (l1, l2, l3) the
 N -> N and N -> M restart figures and the n_to_m_<level> target. `--measured l1,l3` (before the command)
 names the levels that must have been measured; the others must be null with a reason in `skipped`.
+
+With --restart-after-loss the object is the relaunched job's restart after a lost node beside the same with
+every cache intact: every time present and positive, per rank too, the level L2 after the loss and L1
+intact, the target (a ratio, a max_ratio, a pass) and restart_after_loss_target_met agreeing with it.
 """
 import glob
 import json
@@ -137,6 +141,44 @@ def check_snapshot(data, nsizes, out):
         if key not in run:
             fail("run.%s missing" % key, out)
     return "%d sizes, %d targets each" % (nsizes, len(SNAPSHOT_TARGETS))
+
+
+LOSS_FIGURES = [
+    "init_restart_s", "init_restart_rank_median_s", "init_restart_intact_s", "init_restart_intact_rank_median_s",
+    "init_restart_pretouched_s", "init_restart_intact_pretouched_s", "first_touch_s", "bare_read_s",
+]
+LOSS_PER_RANK = ["init_restart_s", "init_restart_intact_s", "init_restart_pretouched_s",
+                 "init_restart_intact_pretouched_s", "first_touch_s"]
+
+
+def check_restart_after_loss(data, out):
+    if data.get("mode") != "restart-after-loss":
+        fail("mode is %r, expected restart-after-loss" % data.get("mode"), out)
+    for key in LOSS_FIGURES:
+        if not positive(data.get(key)):
+            fail("%s is %r, expected a positive number" % (key, data.get(key)), out)
+    if data.get("restart_level_after_loss") != "L2" or data.get("restart_level_intact") != "L1":
+        fail("restarted from %r after the loss and %r intact, expected L2 and L1"
+             % (data.get("restart_level_after_loss"), data.get("restart_level_intact")), out)
+    n = data.get("ranks")
+    for key in LOSS_PER_RANK:
+        v = data.get("per_rank", {}).get(key)
+        if not isinstance(v, list) or len(v) != n or not all(positive(x) for x in v):
+            fail("per_rank.%s is %r, expected %r positive numbers" % (key, v, n), out)
+    if max(data["per_rank"]["init_restart_s"]) > data["init_restart_s"] * 1.000001 + 1e-6 and data["run"]["reps"] == 1:
+        fail("init_restart_s is not the slowest rank's", out)
+    for phase in ("after_loss", "intact"):
+        for key in ("init", "restart_calls"):
+            if not positive(data.get("phases_s", {}).get(phase, {}).get(key)):
+                fail("phases_s.%s.%s is %r" % (phase, key, data.get("phases_s", {}).get(phase)), out)
+    t = data.get("targets", {}).get("restart_after_loss", {})
+    if t.get("max_ratio") != 2 or not isinstance(t.get("ratio"), (int, float)) or not isinstance(t.get("pass"), bool):
+        fail("targets.restart_after_loss needs a ratio, max_ratio 2 and a boolean pass: %r" % t, out)
+    if data.get("restart_after_loss_target_met") is not t["pass"]:
+        fail("restart_after_loss_target_met %r, the target says %r" % (data.get("restart_after_loss_target_met"), t["pass"]), out)
+    if len(data.get("reps_s", {}).get("init_restart_s", [])) != data.get("run", {}).get("reps"):
+        fail("reps_s.init_restart_s: expected one figure per relaunch", out)
+    return "restart after loss: %d ranks, ratio %.3f" % (n, t["ratio"])
 
 
 SERVICE_TARGETS = ["service_blocking", "drain_1_agents", "drain_2_agents", "drain_4_agents", "compute_slowdown"]
@@ -288,6 +330,8 @@ def main():
         what = check_redistribute(data, measured, out)
     elif "--service" in args:
         what = check_service(data, out)
+    elif "--restart-after-loss" in args:
+        what = check_restart_after_loss(data, out)
     else:
         what = check_default(data, out)
         if data.get("run", {}).get("ranks") != 2:

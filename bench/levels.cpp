@@ -10,15 +10,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
-#include <iterator>
 
 #include <isa-l/erasure_code.h>
 
 #include "base/layout.hpp"
 #include "base/units.hpp"
-#include "cache/cache_store.hpp"
 #include "base/xxh.hpp"
 #include "redundancy/set_code.hpp"
 #include "session.hpp"
@@ -73,16 +70,10 @@ class LevelBench {
  private:
   // ---- set-up -------------------------------------------------------------------------------------
 
-  // set_size 4 (the default) or fewer when there are fewer nodes; rs keeps at least one data shard per
-  // stripe: rs_parity = min(2, smallest set - 1).
   void plan_sets() {
-    f_.set_size = std::max(2, std::min(4, g_nranks));
-    int smallest = g_nranks;
-    if (g_nranks >= 2) {
-      auto sets = set_sizes(g_nranks, f_.set_size);
-      smallest = *std::min_element(sets.begin(), sets.end());
-    }
-    f_.rs_parity = std::max(1, std::min(2, smallest - 1));
+    SetPlan p = default_sets(g_nranks);
+    f_.set_size = p.set_size;
+    f_.rs_parity = p.rs_parity;
     session_.set_sets(f_.set_size, f_.rs_parity);
   }
 
@@ -451,45 +442,14 @@ class LevelBench {
     bench_slot_read();
   }
 
-  // slot_read_gbps: what reading this rank's L1 slot into private memory costs on this machine, the
-  // faster of two ways (it differs between machines and file systems): pread(2) of the slot file into
-  // the regions' memory, and a populated read-only mapping of it + memcpy. The slowest rank's time.
+  // slot_read_gbps: what reading this rank's L1 slot into private memory costs on this machine
+  // (timed_slot_read, session.hpp).
   void bench_slot_read() {
-    std::string dir = session_.cache_job() + "/node" + std::to_string(g_rank) + "/" +
-                      cairn::rank_dir_name(static_cast<uint32_t>(g_rank));
-    auto versions = cairn::recorded_versions(dir);
-    if (versions.empty()) die("slot_read: no version recorded in %s", dir.c_str());
-    std::string rec_path = dir + "/" + cairn::version_file_name(versions.back(), cairn::VersionFile::record);
-    std::ifstream in(rec_path, std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto rec = cairn::decode_l1_record(bytes);
-    if (!rec) die("slot_read: %s: %s", rec_path.c_str(), rec.status().message().c_str());
-    std::string path = dir + "/" + cairn::slot_file_name(rec.value().slot, cairn::SlotFile::data);
-    std::vector<double> pr, mm;
-    for (int i = 0; i < 1 + o_.reps; ++i) {
-      memset(state_, 0, size_);
-      barrier();
-      double t0 = now();
-      int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) die("open %s: %s", path.c_str(), strerror(errno));
-      read_all(fd, state_, size_, path);
-      close(fd);
-      double tp = max_over_ranks(now() - t0);
-      barrier();
-      t0 = now();
-      fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) die("open %s: %s", path.c_str(), strerror(errno));
-      void* m = mmap(nullptr, size_, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
-      close(fd);
-      if (m == MAP_FAILED) die("mmap %s: %s", path.c_str(), strerror(errno));
-      memcpy(state_, m, size_);
-      munmap(m, size_);
-      double tm = max_over_ranks(now() - t0);
-      if (i) pr.push_back(tp), mm.push_back(tm);
-    }
-    f_.slot_read_s = std::min(median(pr), median(mm));
+    std::string path = newest_slot_file(session_);
+    SlotRead r = timed_slot_read(path, state_, size_, o_.reps);
+    f_.slot_read_s = r.best_s();
     f_.figures["slot_read_gbps"] = gbps(size_, f_.slot_read_s);
-    f_.extra["slot_read"] = {{"pread_gbps", gbps(size_, median(pr))}, {"map_memcpy_gbps", gbps(size_, median(mm))},
+    f_.extra["slot_read"] = {{"pread_gbps", gbps(size_, r.pread_s)}, {"map_memcpy_gbps", gbps(size_, r.map_memcpy_s)},
                              {"file", path}};
   }
 

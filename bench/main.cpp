@@ -4,7 +4,8 @@
 //
 // `cairn-bench --ranks 2 --size 256M --json` is a plain program (parent.cpp) that re-executes itself under
 // mpirun; each rank of that job (CAIRN_BENCH_CHILD=1) runs one mode's measurements: levels.cpp (the
-// default), redistribute.cpp (--redistribute) or snapshot_bench.cpp (--snapshot); --service
+// default), redistribute.cpp (--redistribute), restart_after_loss.cpp (--restart-after-loss: relaunched
+// jobs) or snapshot_bench.cpp (--snapshot); --service
 // (service_bench.cpp), --migrate (migrate_bench.cpp) and the file modes (file_modes.cpp) have parents of
 // their own; rank 0 prints one JSON object (or a table). --device (device_bench.cpp) runs in the process
 // itself, --campaign (campaign.cpp) runs jobs under cairn run. This file holds the one command line of every
@@ -48,7 +49,10 @@ int run_child(const Options& o, int argc, char** argv) {
   int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
   job.cpus_per_rank.resize(static_cast<size_t>(g_nranks));
   CHECK_MPI(MPI_Gather(&ncpu, 1, MPI_INT, job.cpus_per_rank.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
-  int rc = o.snapshot ? run_snapshot(o, job) : o.redistribute ? run_redistribute(o, job) : run_levels(o, job);
+  int rc = o.snapshot             ? run_snapshot(o, job)
+           : o.redistribute       ? run_redistribute(o, job)
+           : o.restart_after_loss ? run_restart_after_loss(o, job)
+                                  : run_levels(o, job);
   MPI_Finalize();
   return rc;
 }
@@ -63,7 +67,8 @@ int run_child(const Options& o, int argc, char** argv) {
 struct CommandLine {
   // Modes (at most one; none: the levels).
   bool redistribute = false, snapshot = false, scr = false, file_api = false, interpose = false, service = false,
-       placement = false, migrate = false, migrate_app = false, device = false, campaign = false;
+       placement = false, migrate = false, migrate_app = false, device = false, campaign = false,
+       restart_after_loss = false;
   // Common options; 0 or "": the mode's default.
   int ranks = 0, reps = 0;
   std::string size, prefix = "/tmp", cache_dir = "/dev/shm";
@@ -76,6 +81,7 @@ struct CommandLine {
   std::string cuda_driver = "libcuda.so.1";
   cairn::bench::CampaignOptions campaign_options;  // --campaign's own options, bound in place
   std::string factors = "0.5,0.71,1,1.41,2";
+  std::string redundancy = "partner";
   bool no_l3_only = false;
   // Children (hidden).
   std::string child_dir, child_stage, child_job, child_service;
@@ -115,6 +121,11 @@ void define(CLI::App& app, CommandLine& c) {
            "set MTBF (one schedule from --seed for every policy), under each checkpoint policy (interval = auto, "
            "fixed multiples of Daly's optimum, L3 only): the useful fraction, the time lost per failure broken "
            "down, the levels restarted from, beside Daly's model fed the costs measured in the same run");
+  add_mode("--restart-after-loss", c.restart_after_loss,
+           "a relaunched job's restart after one simulated node lost its cache, as SCR's job rebuilds in SCR_Init: "
+           "cairn_init + cairn_restart_available + cairn_restart (from L2) beside the same with every cache intact "
+           "(from L1), into new and into pre-touched memory, beside first touch of new memory and the bare read of "
+           "the same bytes (each repetition two relaunched MPI jobs)");
   app.add_flag("--migrate-app", c.migrate_app)->group("");
 
   app.add_option("--ranks", c.ranks,
@@ -125,7 +136,7 @@ void define(CLI::App& app, CommandLine& c) {
                  "--snapshot and --device a list (256M,2G, or --size given again; --device 1G,8G)")
       ->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::Join)->type_name("SIZE");
   app.add_option("--reps", c.reps, "timed repetitions per figure, the median reported (default 5; --service, "
-                                   "--migrate, --device 3)")
+                                   "--migrate, --device, --restart-after-loss 3)")
       ->check(CLI::Range(1, 1000))->type_name("N");
   app.add_option("--prefix", c.prefix,
                  "directory in which a fresh work directory (holding the L3 prefix) is made, removed at the end")
@@ -190,6 +201,10 @@ void define(CLI::App& app, CommandLine& c) {
                                               "takes it) and stop")->group(cam);
   app.add_option("--from", k.from, "report again from a saved --json report: the derived figures recomputed, no run")
       ->group(cam)->type_name("FILE");
+
+  app.add_option("--redundancy", c.redundancy, "the L2 scheme of the version (redundancy)")
+      ->check(CLI::IsMember({"partner", "xor", "rs"}))->capture_default_str()->group("--restart-after-loss")
+      ->type_name("SCHEME");
 
   app.add_option("--cuda-driver", c.cuda_driver, "the CUDA driver library (loaded at run time)")
       ->capture_default_str()->group("--device")->type_name("FILE");
@@ -296,7 +311,8 @@ std::vector<std::string> modes_given(const CommandLine& c) {
   const std::pair<bool, const char*> modes[] = {
       {c.redistribute, "--redistribute"}, {c.snapshot, "--snapshot"}, {c.scr, "--scr"}, {c.file_api, "--file-api"},
       {c.interpose, "--interpose"},       {c.service, "--service"},   {c.placement, "--placement"},
-      {c.migrate || c.migrate_app, "--migrate"}, {c.device, "--device"}, {c.campaign, "--campaign"}};
+      {c.migrate || c.migrate_app, "--migrate"}, {c.device, "--device"}, {c.campaign, "--campaign"},
+      {c.restart_after_loss, "--restart-after-loss"}};
   std::vector<std::string> given;
   for (const auto& [on, name] : modes)
     if (on) given.emplace_back(name);
@@ -356,9 +372,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   const int modes = c.redistribute + c.snapshot + c.scr + c.file_api + c.interpose + c.service + c.migrate +
-                    c.migrate_app + c.device + c.campaign;
+                    c.migrate_app + c.device + c.campaign + c.restart_after_loss;
   if (modes > 1 && !(c.scr + c.file_api + c.interpose == modes))  // the file modes may go together
-    return usage("one mode at a time (--redistribute, --snapshot, --service, --migrate, --device, --campaign; --scr, "
+    return usage("one mode at a time (--redistribute, --snapshot, --service, --migrate, --device, --campaign, "
+                 "--restart-after-loss; --scr, "
                  "--file-api and --interpose may go together)");
   if (c.placement && !c.service) return usage("--placement goes with --service");
   if (int rc = refuse_options_of_other_modes(app, c); rc >= 0) return rc;
@@ -379,6 +396,12 @@ int main(int argc, char** argv) {
   o.redistribute = c.redistribute;
   o.snapshot = c.snapshot;
   o.to = c.to;
+  o.restart_after_loss = c.restart_after_loss;
+  o.redundancy = c.redundancy;
+  if (o.restart_after_loss) {
+    if (!c.reps) o.reps = 3;
+    if (o.ranks < 2) return usage("--restart-after-loss: --ranks must be at least 2 (a lost node needs a partner)");
+  }
   o.child_dir = c.child_dir;
   o.child_stage = c.child_stage;
   o.child_job = c.child_job;

@@ -2,7 +2,8 @@
 // mpirun, with $CAIRN_MPIRUN_ARGS split on whitespace), one app context per rank so that every rank is its
 // own simulated node (CAIRN_NODE=node<r>); the child (CAIRN_BENCH_CHILD=1) measures. The parent owns the
 // work directory and the job's cache directory and removes both at the end, whatever happened to the
-// MPI job.
+// MPI job. --redistribute and --restart-after-loss run several jobs one after the other on that directory
+// and cache (the latter relaunching the same job, new processes each time, as a real code's restart is).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -100,7 +101,30 @@ int run_parent(const Options& o, int argc, char** argv) {
   sigaction(SIGHUP, &sa, nullptr);
   signal(SIGINT, SIG_IGN);
   int rc = 0;
-  if (!o.redistribute) {
+  if (o.restart_after_loss) {
+    // One job writes the version; then, --reps times, a relaunched job restarts it with the caches intact
+    // and one after the loss of a node's cache. Each job's file is kept under the repetition's name.
+    double load_start = loadavg_1m();
+    std::string date = utc_now();
+    auto stage_args = [&](const char* stage) {
+      std::vector<std::string> args = extra;
+      args.insert(args.end(), {"--child-stage", stage});
+      return args;
+    };
+    rc = launch(o, o.ranks, stage_args("write"), argc, argv, exe);
+    for (int i = 0; rc == 0 && i < o.reps; ++i)
+      for (const char* stage : {"intact", "lost"}) {
+        rc = launch(o, o.ranks, stage_args(stage), argc, argv, exe);
+        if (rc != 0) break;
+        std::string file = dir + "/loss-" + stage;
+        if (rename((file + ".json").c_str(), (file + "-" + std::to_string(i) + ".json").c_str()) != 0) {
+          fprintf(stderr, "cairn-bench: the %s job wrote no %s.json: %s\n", stage, file.c_str(), strerror(errno));
+          rc = 1;
+          break;
+        }
+      }
+    if (rc == 0) rc = report_restart_after_loss(o, dir, cache_job, load_start, date);
+  } else if (!o.redistribute) {
     rc = launch(o, o.ranks, extra, argc, argv, exe);
   } else {
     // Three jobs on the same cache and prefix: N ranks write the version and restart it from L1 and L2;

@@ -32,9 +32,10 @@ class RedistributeStage {
     const std::string& cache_job = session_.cache_job();
     const int n_old = o_.ranks, m_new = o_.to;
     // The sets of the writing job, which the restarts of its version must use too.
-    set_size_ = std::max(2, std::min(4, n_old));
+    const SetPlan plan = default_sets(n_old);
+    set_size_ = plan.set_size;
+    rs_parity_ = plan.rs_parity;
     auto sets = set_sizes(n_old, set_size_);
-    rs_parity_ = std::max(1, std::min(2, *std::min_element(sets.begin(), sets.end()) - 1));
     const uint64_t global = static_cast<uint64_t>(n_old) * (o_.size / 8);
     global_bytes_ = global * 8;
     dist_ = cairn_distribution{CAIRN_DIST_BLOCK, static_cast<size_t>(global), 0, 0, 0};

@@ -1,13 +1,19 @@
 #include "session.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "base/history_line.hpp"
+#include "cache/cache_store.hpp"
 
 namespace bench {
 namespace {
@@ -69,22 +75,67 @@ Session::Restart Session::timed_restart(const char* redundancy, int flush_every,
   if (g_rank == 0) lose();
   clear();
   barrier();
-  open(redundancy, flush_every, protect);
-  barrier();
+  Restart r;
   double t0 = now();
+  open(redundancy, flush_every, protect);
+  r.init_s = now() - t0;
+  barrier();
+  t0 = now();
   if (available_first) {
     int available = 0, newest = 0;
     CHECK_CAIRN(cairn_restart_available(&available, &newest));
     if (!available) die("cairn_restart_available: no version to restart from (expected one at L%d)", want_level);
   }
   CHECK_CAIRN(cairn_restart());
-  Restart r;
-  r.seconds = max_over_ranks(now() - t0);
+  r.calls_s = now() - t0;
+  r.seconds = max_over_ranks(r.calls_s);
   int version = 0, level = 0;
   CHECK_CAIRN(cairn_restart_level(&version, &level));
   r.log = close();
   if (level != want_level)
     die("restart on %d ranks came from %s, expected %s", g_nranks, kLevel[std::clamp(level, 0, 3)], kLevel[want_level]);
+  return r;
+}
+
+std::string newest_slot_file(const Session& s) {
+  std::string dir = s.cache_job() + "/node" + std::to_string(g_rank) + "/" +
+                    cairn::rank_dir_name(static_cast<uint32_t>(g_rank));
+  auto versions = cairn::recorded_versions(dir);
+  if (versions.empty()) die("slot_read: no version recorded in %s", dir.c_str());
+  std::string rec_path = dir + "/" + cairn::version_file_name(versions.back(), cairn::VersionFile::record);
+  std::ifstream in(rec_path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto rec = cairn::decode_l1_record(bytes);
+  if (!rec) die("slot_read: %s: %s", rec_path.c_str(), rec.status().message().c_str());
+  return dir + "/" + cairn::slot_file_name(rec.value().slot, cairn::SlotFile::data);
+}
+
+SlotRead timed_slot_read(const std::string& path, uint8_t* dst, uint64_t size, int reps) {
+  std::vector<double> pr, mm;
+  for (int i = 0; i < 1 + reps; ++i) {
+    memset(dst, 0, size);
+    barrier();
+    double t0 = now();
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) die("open %s: %s", path.c_str(), strerror(errno));
+    read_all(fd, dst, size, path);
+    close(fd);
+    double tp = max_over_ranks(now() - t0);
+    barrier();
+    t0 = now();
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) die("open %s: %s", path.c_str(), strerror(errno));
+    void* m = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) die("mmap %s: %s", path.c_str(), strerror(errno));
+    memcpy(dst, m, size);
+    munmap(m, size);
+    double tm = max_over_ranks(now() - t0);
+    if (i) pr.push_back(tp), mm.push_back(tm);
+  }
+  SlotRead r;
+  r.pread_s = median(pr);
+  r.map_memcpy_s = median(mm);
   return r;
 }
 

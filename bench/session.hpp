@@ -4,6 +4,7 @@
 // from its log.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -35,9 +36,11 @@ class Session {
   // zeroed: the restart must bring every byte back), a fresh session, then timed (the slowest rank's):
   // cairn_restart_available() + cairn_restart(), as applications call them (`available_first`), or
   // cairn_restart() alone. Ends the job unless the version came from `want_level` (CAIRN_LEVEL_*). The
-  // time and the session's log.
+  // time, this rank's own times of the session's opening (cairn_init + `protect`) and of the calls, and
+  // the session's log.
   struct Restart {
     double seconds = 0;
+    double init_s = 0, calls_s = 0;
     std::string log;
   };
   Restart timed_restart(const char* redundancy, int flush_every, int want_level, const std::function<void()>& lose,
@@ -49,6 +52,18 @@ class Session {
   std::string dir_, prefix_, cache_job_;
   int set_size_ = 2, rs_parity_ = 1;
 };
+
+// The data file of this rank's newest L1 slot in the session's cache (its node is node<rank>): what a
+// restart from L1 reads.
+std::string newest_slot_file(const Session& s);
+// What reading that file into private memory costs on this machine, two ways (the faster differs between
+// machines and file systems): pread(2) into `dst`, and a populated read-only mapping + memcpy into `dst`;
+// `dst` zeroed before each read. One warm-up, then the median of `reps` reads, each the slowest rank's.
+struct SlotRead {
+  double pread_s = 0, map_memcpy_s = 0;
+  double best_s() const { return std::min(pread_s, map_memcpy_s); }
+};
+SlotRead timed_slot_read(const std::string& path, uint8_t* dst, uint64_t size, int reps);
 
 // The library's own timings (ms) of each version, from the history: copy and seal from the l1 event
 // (copy_s, seal_s), l2 from the l2 event (end_ns - start_ns: the encode began .. protected on every
