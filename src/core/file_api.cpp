@@ -71,9 +71,7 @@ Status Runtime::start_output(const char* label, int flags) {
   return Status::ok();
 }
 
-Status Runtime::complete_output(int valid) { return finish_output(valid, /*vote=*/true); }
-
-Status Runtime::finish_output(int valid, bool vote) {
+Status Runtime::complete_output(int valid) {
   if (!in_output_) return make_error(Code::ERR_SEQUENCE, "call cairn_start_output before cairn_complete_output");
   in_output_ = false;
   pending_.reset();
@@ -81,8 +79,7 @@ Status Runtime::finish_output(int valid, bool vote) {
   int mine = valid && output_failure_.is_ok() ? 1 : 0, all = mine;
   Status failure = output_failure_;
   output_failure_ = Status::ok();
-  if (vote) CAIRN_MPI(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, app_comm_));
-  else if (!failure.is_ok()) all = 1;  // taken anyway, marked failed: see take_version
+  CAIRN_MPI(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, app_comm_));
 
   std::string label = output_label_.empty() ? "ckpt." + std::to_string(next_version_) : output_label_;
   Status st;

@@ -502,20 +502,18 @@ uint64_t Runtime::memory_region_entries(std::vector<RegionEntry>* out) const {
   return off;
 }
 
+// cairn_checkpoint: a version of the memory regions, labelled ckpt.N. Every rank calls it, so no vote is
+// needed: a local failure reaches the other ranks through the pipeline's first agreement, which
+// discards the version everywhere.
 Status Runtime::checkpoint() {
   if (in_output_) return make_error(Code::ERR_SEQUENCE, "cairn_checkpoint: an output is open (call cairn_complete_output first)");
-  // start_output fails alone only for local reasons (the cache directory); complete_output then votes
-  // the version invalid on every rank, so the ranks' collectives stay in step.
-  Status started = start_output(nullptr, 0);
-  if (!in_output_) return started;
-  // Every rank calls this with valid = 1, so no vote is needed: a local failure reaches the other
-  // ranks through the pipeline's first agreement, which discards the version everywhere.
-  Status done = finish_output(/*valid=*/1, /*vote=*/false);
-  return started.is_ok() ? done : started;
+  if (in_restart_) return make_error(Code::ERR_SEQUENCE, "cairn_checkpoint: a restart is open (call cairn_complete_restart first)");
+  return take_version("ckpt." + std::to_string(next_version_), /*have_files=*/false, Status::ok());
 }
 
-// The application's blocking path: describe the version, hand it to the pipeline (which waits for a
-// slot, takes the snapshot and moves it on in the background).
+// The application's blocking path, for cairn_checkpoint and cairn_complete_output alike: describe the
+// version, hand it to the pipeline (which waits for a slot, takes the snapshot and moves it on in the
+// background).
 Status Runtime::take_version(const std::string& label, bool have_files, const Status& failed_before) {
   const double t_enter = now_seconds();
   finish_write_back();

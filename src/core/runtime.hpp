@@ -142,8 +142,6 @@ class Runtime {
   // checkpoint path (app thread)
   uint64_t memory_region_entries(std::vector<RegionEntry>* out) const;
   Status take_version(const std::string& label, bool have_files, const Status& failed_before = Status::ok());
-  // complete_output's body; vote = false for cairn_checkpoint, where every rank passes valid = 1.
-  Status finish_output(int valid, bool vote);
   // Run the pipeline's collective stages that wait for this thread (funneled MPI), timed as checkpoint
   // cost for interval = auto.
   void drive_pipeline();
