@@ -251,8 +251,17 @@ for h in n1 n3 n4 n5; do bash "$CLUSTER_SH" on "$CLUSTER" "$h" rm -rf /dev/shm/c
 sleep 6
 PREFIX_NAME=scavenge job scavenge2 -N5 -w 'n[1-5]' -- -n 8 --spares 1 -- env \
   CAIRN_REDUNDANCY=xor CAIRN_FLUSH_EVERY=4 "$HEAT" "${HEAT_ARGS[@]}"
+# The next run restarts at its first attempt -- or at its second, where the first died at its start
+# (SIGSEGV in MPI_Init before cairn_init, as in job() above; this case's prefix holds the scavenged
+# version, so it is not run again).
+first=1
+if grep -q '^cairn run: attempt 1: .*the job wrote no state file' "$WORK/scavenge2.launcher" &&
+  grep -q 'terminated with signal 11' "$WORK/scavenge2.out"; then
+  echo "note - scavenge: attempt 1 of the next run crashed at start (SIGSEGV before cairn_init); attempt 2 restarts"
+  first=2
+fi
 expect_re "scavenge: the next run restarted from version 18 at L3" "$WORK/scavenge2.launcher" \
-  '^cairn run: attempt 1: restarted from version 18 at L3[ ;]'
+  "^cairn run: attempt $first: restarted from version 18 at L3[ ;]"
 got=$(result_of "$WORK/scavenge2.out")
 [ "$got" = "$reference" ] && pass "scavenge: ... with the failure-free result" || fail "scavenge: result '$got', failure-free '$reference'"
 unset CAIRN_LEASE_SECONDS
