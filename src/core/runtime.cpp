@@ -50,31 +50,7 @@ int64_t end_time_from_slurm() {
              "checkpoint before the time limit", found.problem.c_str());
   return found.end_time;
 }
-
-uint32_t type_size(int type) {
-  switch (type) {
-    case CAIRN_BYTE: return 1;
-    case CAIRN_CHAR: return sizeof(char);
-    case CAIRN_INT: return sizeof(int);
-    case CAIRN_INT32: return 4;
-    case CAIRN_INT64: return 8;
-    case CAIRN_UINT32: return 4;
-    case CAIRN_UINT64: return 8;
-    case CAIRN_FLOAT: return sizeof(float);
-    case CAIRN_DOUBLE: return sizeof(double);
-    case CAIRN_LONG: return sizeof(long);
-    case CAIRN_COMPLEX_FLOAT: return 2 * sizeof(float);
-    case CAIRN_COMPLEX_DOUBLE: return 2 * sizeof(double);
-  }
-  return 0;
-}
 }  // namespace
-
-Result<redist::Distribution> dist_from_c(const cairn_distribution& d) {
-  if (d.kind < 0 || d.kind > CAIRN_DIST_BLOCK_COLS)
-    return make_error(Code::ERR_INVALID_ARG, "unknown distribution kind %d", d.kind);
-  return redist::make(static_cast<redist::Kind>(d.kind), d.global_count, d.block_size, d.rows, d.cols);
-}
 
 Runtime* Runtime::instance() { return g_runtime.get(); }
 
@@ -388,118 +364,48 @@ Status Runtime::finalize() {
 }
 
 Status Runtime::protect(const char* name, void* ptr, size_t count, int type) {
-  if (!name || !*name) return make_error(Code::ERR_INVALID_ARG, "cairn_protect: name is empty");
-  if (strlen(name) > 255) return make_error(Code::ERR_INVALID_ARG, "cairn_protect: name longer than 255 bytes");
-  uint32_t elem = type_size(type);
-  if (elem == 0) return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): unknown cairn_type %d", name, type);
-  if (!ptr && count > 0)
-    return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): NULL pointer with count %zu", name, count);
-  if (count > (UINT64_MAX / elem)) return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): count overflows", name);
+  CAIRN_ASSIGN_OR_RETURN(elem, ProtectedRegions::check(name, ptr, count, type));
   bool device = false;
   void* context = nullptr;
   CAIRN_TRY(classify_region(name, ptr, static_cast<uint64_t>(count) * elem, &device, &context));
   // Protecting a name again (a resized buffer): the old one may be freed next, so a copy-on-write
   // snapshot in flight must be done reading it.
-  if (regions_.count(name)) snapshot_->wait_copied();
-  Region& r = regions_[name];
-  r.name = name;
-  r.ptr = ptr;
-  r.count = count;
-  r.type = type;
-  r.elem_size = elem;
-  r.dist_kind = 0;  // cairn_protect means private; cairn_protect_distributed sets it after
-  if (device) device_regions_[name] = context;
-  else device_regions_.erase(name);
-  r.dist_params.clear();
+  if (regions_.contains(name)) snapshot_->wait_copied();
+  regions_.put(name, ptr, count, type, elem, device, context);
   prepare_slots();
   return Status::ok();
 }
 
 Status Runtime::protect_distributed(const char* name, void* ptr, size_t count, int type, const cairn_distribution* d) {
-  if (!d) return make_error(Code::ERR_INVALID_ARG, "cairn_protect_distributed('%s'): distribution is NULL", name ? name : "");
-  CAIRN_ASSIGN_OR_RETURN(dist, dist_from_c(*d));
-  if (dist.kind != redist::Kind::private_ && dist.kind != redist::Kind::replicated) {
-    uint64_t want = redist::local_count(dist, nranks_, rank_);
-    // count 0 on a one-rank communicator: a process about to join a job by cairn_redistribute.
-    if (want != count && !(count == 0 && nranks_ == 1))
-      return make_error(Code::ERR_SIZE_MISMATCH,
-                        "cairn_protect_distributed('%s'): %zu elements given, the %s distribution gives rank %d of %d "
-                        "%llu (see cairn_local_count)", name ? name : "", count, redist::kind_name(dist.kind), rank_,
-                        nranks_, static_cast<unsigned long long>(want));
-  } else if (dist.kind == redist::Kind::replicated && dist.global_count && dist.global_count != count) {
-    return make_error(Code::ERR_SIZE_MISMATCH, "cairn_protect_distributed('%s'): replicated region of %llu elements given %zu",
-                      name ? name : "", static_cast<unsigned long long>(dist.global_count), count);
-  }
-  auto old = regions_.find(name ? name : "");
-  cairn_resize_fn fn = old != regions_.end() ? old->second.resize : nullptr;
-  void* user = old != regions_.end() ? old->second.resize_user : nullptr;
-  CAIRN_TRY(protect(name, ptr, count, type));
-  Region& r = regions_[name];
-  r.dist_kind = static_cast<uint32_t>(dist.kind);
-  r.dist_params = dist.to_params();
-  r.resize = fn;
-  r.resize_user = user;
+  CAIRN_ASSIGN_OR_RETURN(dist, ProtectedRegions::check_distribution(name, count, d, rank_, nranks_));
+  CAIRN_TRY(protect(name, ptr, count, type));  // keeps the region's resize callback
+  regions_.distribute(name, dist);
   return Status::ok();
 }
 
 Status Runtime::local_count(const cairn_distribution* d, size_t* count) const {
-  if (!d || !count) return make_error(Code::ERR_INVALID_ARG, "cairn_local_count: NULL argument");
-  CAIRN_ASSIGN_OR_RETURN(dist, dist_from_c(*d));
-  if (dist.kind == redist::Kind::private_)
-    return make_error(Code::ERR_INVALID_ARG, "cairn_local_count: a private region has no global shape");
-  *count = static_cast<size_t>(dist.kind == redist::Kind::replicated ? dist.global_count
-                                                                       : redist::local_count(dist, nranks_, rank_));
-  return Status::ok();
+  return ProtectedRegions::local_count(d, rank_, nranks_, count);
 }
 
-Status Runtime::set_resize(const char* name, cairn_resize_fn fn, void* user) {
-  auto it = regions_.find(name ? name : "");
-  if (it == regions_.end())
-    return make_error(Code::ERR_UNKNOWN_REGION, "cairn_set_resize: no region named '%s' (protect it first)", name ? name : "(null)");
-  it->second.resize = fn;
-  it->second.resize_user = user;
-  return Status::ok();
-}
+Status Runtime::set_resize(const char* name, cairn_resize_fn fn, void* user) { return regions_.set_resize(name, fn, user); }
 
 // The first checkpoints then find their slots made and faulted in, as the later ones do: the cost of the
 // page allocations moves off the application's blocking path (docs/architecture.md, "What an L1 slot is").
 void Runtime::prepare_slots() {
   if (!pipeline_) return;
   std::vector<RegionEntry> entries;
-  uint64_t total = memory_region_entries(&entries);
+  uint64_t total = regions_.memory_entries(&entries);
   uint64_t red = placement_.enabled && code_ ? code_->redundancy_len(total) : 0;
   pipeline_->prepare_slots(total, red);
 }
 
 Status Runtime::unprotect(const char* name) {
-  if (!name || !regions_.count(name))
-    return make_error(Code::ERR_UNKNOWN_REGION, "cairn_unprotect: no region named '%s'", name ? name : "(null)");
+  CAIRN_TRY(regions_.check_unprotect(name));
   // The application may free the region once this returns: a copy-on-write snapshot in flight must be
   // done reading it.
   snapshot_->wait_copied();
   regions_.erase(name);
-  device_regions_.erase(name);
   return Status::ok();
-}
-
-// The protected memory regions as manifest entries, back to back in name order; returns their bytes.
-uint64_t Runtime::memory_region_entries(std::vector<RegionEntry>* out) const {
-  uint64_t off = 0;
-  for (const auto& [name, r] : regions_) {
-    RegionEntry e;
-    e.name = name;
-    e.kind = RegionKind::memory;
-    e.type = static_cast<uint32_t>(r.type);
-    e.elem_size = r.elem_size;
-    e.count = r.count;
-    e.offset = off;
-    e.size = r.bytes();
-    e.distribution = r.dist_kind;
-    e.dist_params = r.dist_params;
-    off += e.size;
-    out->push_back(std::move(e));
-  }
-  return off;
 }
 
 // cairn_checkpoint: a version of the memory regions, labelled ckpt.N. Every rank calls it, so no vote is
@@ -534,13 +440,8 @@ Status Runtime::take_version(const std::string& label, bool have_files, const St
     m.node = cfg_.node;
     m.created_unix_ns = static_cast<int64_t>(now_seconds() * 1e9);
     m.chunk_size = static_cast<uint32_t>(cfg_.chunk_size);
-    uint64_t off = memory_region_entries(&m.regions);
-    for (const auto& e : m.regions) {
-      const Region& r = regions_[e.name];
-      auto dev = device_regions_.find(e.name);
-      bool on_device = dev != device_regions_.end();
-      memory.push_back({e.name, r.ptr, e.size, e.offset, on_device, on_device ? dev->second : nullptr});
-    }
+    uint64_t off = regions_.memory_entries(&m.regions);
+    memory = regions_.sources(m.regions);
     if (have_files) {
       for (const auto& [name, path] : routed_) {
         struct stat st;

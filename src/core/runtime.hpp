@@ -24,6 +24,7 @@
 #include "base/prefix_owner.hpp"
 #include "base/status.hpp"
 #include "cache/snapshot.hpp"
+#include "core/regions.hpp"
 #include "device/device_snapshot.hpp"
 #include "pfs/l3_placement.hpp"
 #include "pipeline/embedded_flusher.hpp"
@@ -140,7 +141,6 @@ class Runtime {
   void prepare_slots();
 
   // checkpoint path (app thread)
-  uint64_t memory_region_entries(std::vector<RegionEntry>* out) const;
   Status take_version(const std::string& label, bool have_files, const Status& failed_before = Status::ok());
   // Run the pipeline's collective stages that wait for this thread (funneled MPI), timed as checkpoint
   // cost for interval = auto.
@@ -216,7 +216,6 @@ class Runtime {
   std::unique_ptr<Snapshotter> snapshot_;
   device::DeviceSnapshotter* device_snapshot_ = nullptr;  // snapshot_ itself: device regions and the host's
   const device::Driver* driver_ = nullptr;                  // loaded at the first device region
-  std::map<std::string, void*> device_regions_;  // the regions in device memory: name -> CUDA context
   std::vector<std::unique_ptr<DeviceStage>>* staged_ = nullptr;  // during cairn_restart with device regions
   uint64_t device_direct_version_ = 0;  // the version read_slot_into_device put into the device buffers
   std::unique_ptr<pipeline::MpiTeam> team_;
@@ -226,7 +225,7 @@ class Runtime {
   std::unique_ptr<pipeline::Pipeline> pipeline_;
 
   // regions and versions
-  RegionTable regions_;
+  ProtectedRegions regions_;
   uint64_t next_version_ = 1;
   bool in_output_ = false;
   std::string output_label_;
