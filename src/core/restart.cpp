@@ -35,7 +35,7 @@ void Runtime::restored(uint64_t v, int level, const std::string& label, bool in_
   pipeline_->set_marks(marks);
   if (rank_ == 0)
     state_.set({{"restart_version", std::to_string(v)}, {"restart_level", history::level_name(level)}});
-  last_checkpoint_time_ = now_seconds();
+  observer_.compute_from(now_seconds());
 }
 
 Status Runtime::apply_restart(const RestartChoice& c) {
@@ -60,7 +60,7 @@ Status Runtime::apply_restart(const RestartChoice& c) {
         LOG_INFO("restarted from version %llu at %s, written by %d ranks, redistributed onto %d (moved in %.1f ms on rank 0)",
                  static_cast<unsigned long long>(c.version), kLevels[c.level], c.p_old, nranks_, moved_ms);
     }
-    last_checkpoint_time_ = now_seconds();
+    observer_.compute_from(now_seconds());
     return Status::ok();
   }
   const Manifest& m = c.manifest;

@@ -21,35 +21,11 @@
 #include "mpi/mpi_util.hpp"
 #include "pfs/l3_store.hpp"
 #include "policy/exit_policy.hpp"
-#include "policy/halt.hpp"
 #include "redistribute/distribution.hpp"
 
 namespace cairn {
 namespace {
 std::unique_ptr<Runtime> g_runtime;
-// Rank 0's reading of the halt file; belongs to g_runtime (reset by init).
-policy::HaltWatcher g_halt_watcher;
-
-// The halt file's verdict as a policy::HaltAction value, for the max-allreduce (rank 0 only).
-double observe_halt_file(const std::string& path, const policy::HaltContext& ctx) {
-  std::vector<std::string> messages;
-  policy::HaltVerdict v = g_halt_watcher.observe(path, ctx, &messages);
-  for (const auto& m : messages) LOG_WARN("%s", m.c_str());
-  return static_cast<double>(static_cast<int>(v.action));
-}
-
-// The job's end time from Slurm, when inside a Slurm job (docs/halt.md); 0 otherwise.
-int64_t end_time_from_slurm() {
-  auto found = policy::slurm_end_time(process_env(), [](const std::vector<std::string>& argv) {
-    return policy::run_command(argv, 10.0);
-  });
-  if (found.end_time > 0)
-    LOG_INFO("end time %s from Slurm (%s)", policy::format_time(found.end_time).c_str(), found.source.c_str());
-  else if (!found.problem.empty())
-    LOG_WARN("inside a Slurm job, but its end time is unknown: %s; set end_time (CAIRN_END_TIME) to "
-             "checkpoint before the time limit", found.problem.c_str());
-  return found.end_time;
-}
 }  // namespace
 
 Runtime* Runtime::instance() { return g_runtime.get(); }
@@ -108,16 +84,15 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
                                      mpi_in_worker_, next_version_ - 1));
   // Time limit, halt file and signals (docs/halt.md). Rank 0 asks Slurm once; every rank gets its answer.
   long long end_time = cfg_.end_time;
-  if (rank_ == 0 && end_time == 0) end_time = end_time_from_slurm();
+  if (rank_ == 0 && end_time == 0) end_time = policy::end_time_from_slurm();
   CAIRN_MPI(MPI_Bcast(&end_time, 1, MPI_LONG_LONG, 0, app_comm_));
   cfg_.end_time = end_time;
-  g_halt_watcher = policy::HaltWatcher{};
   if (!policy::install_signal_handlers(policy::parse_exit_signal(cfg_.exit_signal)) && rank_ == 0)
     LOG_WARN("exit_signal %s: a handler is already installed (by the application, or by the MPI library: "
              "MPICH takes SIGUSR1); cairn does not catch it. Choose another signal with exit_signal "
              "(CAIRN_EXIT_SIGNAL), e.g. USR2",
              cfg_.exit_signal.c_str());
-  last_checkpoint_time_ = now_seconds();
+  observer_.compute_from(now_seconds());
   return Status::ok();
 }
 
@@ -347,7 +322,7 @@ Status Runtime::finalize() {
   // An earlier failed version does not stop the newest good one from reaching L3.
   Status st = wait_all();
   pipeline::Marks m = pipeline_->marks();
-  if (exit_for_migration_ && cfg_.flush_on_finalize && m.local > m.flushed) {
+  if (observer_.exit_for_migration() && cfg_.flush_on_finalize && m.local > m.flushed) {
     if (rank_ == 0)
       LOG_INFO("finalize: version %llu stays in the caches: the launcher migrates it (no flush to L3)",
                static_cast<unsigned long long>(m.local));
@@ -357,7 +332,7 @@ Status Runtime::finalize() {
   }
   stop_pipeline();
   policy::restore_signal_handlers();
-  events_->finalized(st.is_ok() ? "ok" : st.message(), versions_taken_, exit_requested_);
+  events_->finalized(st.is_ok() ? "ok" : st.message(), versions_taken_, observer_.exit_requested());
   lease_.release();
   release_comms();
   return st;
@@ -468,10 +443,9 @@ Status Runtime::take_version(const std::string& label, bool have_files, const St
   double blocking = 0;
   Status local = pipeline_->take(std::move(m), flush, memory, files, described, &blocking);
   ++versions_taken_;
-  last_checkpoint_time_ = now_seconds();
-  checkpoint_cost_.add(last_checkpoint_time_ - t_enter + pipeline_seconds_on_app_);
+  const double t_return = now_seconds();
+  observer_.checkpoint_taken(t_return - t_enter + pipeline_seconds_on_app_, t_return);
   pipeline_seconds_on_app_ = 0;
-  if (exit_requested_) checkpoint_since_request_ = true;
   return local;
 }
 
@@ -503,46 +477,16 @@ Status Runtime::should_exit(int* flag) {
   return Status::ok();
 }
 
-// Every rank observes; a max-allreduce makes the decision the same everywhere. The computation
-// since the last checkpoint and the measured checkpoint cost are agreed in the same reduction (the
-// largest of any rank), so every rank computes the same interval from the same inputs.
+// Every rank observes; a max-allreduce makes the decision the same everywhere (policy/observer.hpp).
 Status Runtime::policy_observe(int* need, int* exit) {
   drive_pipeline();
-  double now = now_seconds();
-  double halt = rank_ != 0 ? 0.0 : observe_halt_file(layout_.halt_file(), {now, cfg_.end_time, cfg_.halt_seconds,
-      next_version_ - 1, versions_taken_ > 0 ? last_checkpoint_time_ : 0.0});
-  // A migration request (`cairn migrate`, docs/migration.md): rank 0 looks for the file, one stat().
-  double migrate = rank_ == 0 && fs::exists(layout_.migrate_file()) ? 1.0 : 0.0;
-  double local[6] = {policy::caught_signal() != 0 ? 1.0 : 0.0, halt,
-                     policy::end_time_reached(cfg_.end_time, cfg_.halt_seconds, now) ? 1.0 : 0.0,
-                     now - last_checkpoint_time_, checkpoint_cost_.value(), migrate};
-  double all[6];
-  CAIRN_MPI(MPI_Allreduce(local, all, 6, MPI_DOUBLE, MPI_MAX, app_comm_));
-  double interval = cfg_.interval_seconds;
-  if (cfg_.interval == IntervalMode::automatic) {
-    interval = policy::auto_interval(all[4], cfg_.mtbf_seconds, cfg_.interval_seconds);
-    if (rank_ == 0 && checkpoint_cost_.samples() != auto_interval_logged_) {
-      auto_interval_logged_ = checkpoint_cost_.samples();
-      LOG_INFO("interval auto: checkpoint cost %.3f s (mean of the last %d, slowest rank), MTBF %.0f s: "
-               "next checkpoint after %.1f s of computation",
-               all[4], static_cast<int>(std::min<uint64_t>(auto_interval_logged_, policy::CheckpointCostAverage::kWindow)),
-               cfg_.mtbf_seconds, interval);
-    }
-  }
-  policy::Observation o{all[0] != 0, all[1] != 0, all[2] != 0, policy::interval_due(interval, all[3])};
-  o.halt_file = all[1] == static_cast<int>(policy::HaltAction::checkpoint_then_exit);
-  o.halt_exit_now = all[1] == static_cast<int>(policy::HaltAction::exit_now);
-  o.migrate = all[5] != 0;
-  if (o.exit_requested() && !exit_requested_) {
-    exit_requested_ = true;
-    checkpoint_since_request_ = false;
-    // Only a migration alone leaves the final flush to the launcher (the snapshots move to the spare).
-    exit_for_migration_ = o.migrate && !o.signal && !o.halt_file && !o.end_time;
-    if (rank_ == 0) LOG_WARN("exit requested by %s: checkpoint at the next chance, then exit", policy::describe(o).c_str());
-    events_->exit_requested(exit_for_migration_ ? "migrate" : policy::describe(o));
-  }
-  o.signal = o.signal || exit_requested_;
-  auto d = policy::decide(o, checkpoint_since_request_);
+  policy::Observer::Reading local = observer_.local(cfg_, layout_, rank_ == 0, next_version_ - 1, versions_taken_ > 0,
+                                                    now_seconds());
+  policy::Observer::Reading all;
+  CAIRN_MPI(MPI_Allreduce(local.data(), all.data(), static_cast<int>(all.size()), MPI_DOUBLE, MPI_MAX, app_comm_));
+  std::string request;
+  policy::Decision d = observer_.decide(all, cfg_, rank_ == 0, &request);
+  if (!request.empty()) events_->exit_requested(request);
   *need = d.need_checkpoint;
   *exit = d.should_exit;
   return Status::ok();

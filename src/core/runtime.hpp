@@ -32,7 +32,7 @@
 #include "pipeline/mpi/set_protector.hpp"
 #include "pipeline/mpi/team_mpi.hpp"
 #include "pipeline/pipeline.hpp"
-#include "policy/interval.hpp"
+#include "policy/observer.hpp"
 #include "redistribute/exec/reshaper.hpp"
 #include "redundancy/placement.hpp"
 #include "restore/mpi/set_rebuild.hpp"
@@ -246,17 +246,12 @@ class Runtime {
   std::vector<uint64_t> rejected_;             // versions a rank declared invalid at restart
   std::map<std::string, std::string> restored_files_;
 
-  // policy
-  double last_checkpoint_time_ = 0;
-  // interval = auto: what checkpoints cost the application thread: take_version from entry to return,
-  // plus the time since the previous one spent running pipeline stages in cairn_need_checkpoint and
-  // cairn_should_exit (funneled MPI) or waiting in cairn_wait.
-  policy::CheckpointCostAverage checkpoint_cost_;
+  // policy: what cairn_need_checkpoint and cairn_should_exit decide from
+  policy::Observer observer_;
+  // Seconds the application thread spent running pipeline stages in cairn_need_checkpoint and
+  // cairn_should_exit (funneled MPI) or waiting in cairn_wait since the last version: part of its
+  // checkpoint cost for interval = auto.
   double pipeline_seconds_on_app_ = 0;
-  uint64_t auto_interval_logged_ = 0;  // cost samples when the interval was last logged
-  bool exit_requested_ = false;
-  bool checkpoint_since_request_ = false;
-  bool exit_for_migration_ = false;  // the exit request came from `cairn migrate` alone
 
 };
 
