@@ -198,9 +198,14 @@ Status Runtime::bind_comm(MPI_Comm comm) {
   CAIRN_TRY(agree(app_comm_, dirs.prefixed("cannot create the checkpoint directories")));
   state_.open(layout_, rank_ == 0);
   events_ = std::make_unique<pipeline::JobEvents>(&state_, rank_, layout_.prefix);
-  placement_ = redundancy::SetPlacement{};
-  code_.reset();
-  CAIRN_TRY(compute_placement());
+  redundancy::JobSets sets;
+  Status placed = redundancy::place_job_sets(app_comm_, bg_comm_, cfg_.node, cfg_.redundancy, cfg_.set_size,
+                                             cfg_.rs_parity, &sets);
+  node_of_rank_ = std::move(sets.node_of_rank);
+  placement_ = std::move(sets.placement);
+  set_comm_ = sets.set_comm;
+  code_ = std::move(sets.code);
+  CAIRN_TRY(placed);
   CAIRN_TRY(setup_l3_options());
   CAIRN_TRY(agree_next_version());
   start_pipeline();
@@ -257,31 +262,6 @@ void Runtime::release_comms() {
   if (set_comm_ != MPI_COMM_NULL) MPI_Comm_free(&set_comm_);
   if (bg_comm_ != MPI_COMM_NULL) MPI_Comm_free(&bg_comm_);
   if (app_comm_ != MPI_COMM_NULL) MPI_Comm_free(&app_comm_);
-}
-
-// Failure groups -> redundancy sets. For every "local index" (the i-th rank of a node), the ranks
-// with that index are taken in node order and cut into sets of set_size nodes; a short tail joins
-// the previous set. Ranks of one node never share a set, so a node loss costs a set one member.
-Status Runtime::compute_placement() {
-  constexpr int kNameLen = 256;
-  std::vector<char> names(static_cast<size_t>(nranks_) * kNameLen, 0);
-  char mine[kNameLen] = {0};
-  strncpy(mine, cfg_.node.c_str(), kNameLen - 1);
-  CAIRN_MPI(MPI_Allgather(mine, kNameLen, MPI_CHAR, names.data(), kNameLen, MPI_CHAR, app_comm_));
-  node_of_rank_.assign(static_cast<size_t>(nranks_), "");
-  for (int r = 0; r < nranks_; ++r) node_of_rank_[static_cast<size_t>(r)] = std::string(&names[static_cast<size_t>(r) * kNameLen]);
-  std::vector<std::string> warnings;
-  placement_ = redundancy::place_sets(node_of_rank_, cfg_.redundancy, cfg_.set_size, cfg_.rs_parity, rank_, &warnings);
-  if (rank_ == 0)
-    for (const auto& w : warnings) LOG_WARN("%s", w.c_str());
-  const auto& p = placement_;
-  CAIRN_MPI(MPI_Comm_split(bg_comm_, p.enabled ? p.my_set : MPI_UNDEFINED, p.my_member, &set_comm_));
-  if (p.enabled) {
-    auto code = redundancy::SetCode::make(cfg_.redundancy, static_cast<int>(p.members[static_cast<size_t>(p.my_set)].size()), p.m);
-    CAIRN_TRY(agree(app_comm_, code.is_ok() ? Status::ok() : code.status()));
-    code_ = std::move(code).value();
-  }
-  return Status::ok();
 }
 
 Status Runtime::setup_l3_options() {

@@ -34,7 +34,7 @@
 #include "pipeline/pipeline.hpp"
 #include "policy/observer.hpp"
 #include "redistribute/exec/reshaper.hpp"
-#include "redundancy/placement.hpp"
+#include "redundancy/exchange/job_sets.hpp"
 #include "restore/mpi/set_rebuild.hpp"
 #include "redundancy/set_code.hpp"
 
@@ -124,7 +124,6 @@ class Runtime {
   Status finalize();
 
   // setup
-  Status compute_placement();
   Status agree_next_version();
   Status setup_l3_options();
   // Rank 0 claims the prefix for this job (one job per prefix, base/prefix_owner.hpp); agreed by all.
