@@ -1,5 +1,7 @@
-// The runtime: set-up, protected regions, taking a version (the application's blocking path), policy.
-// The progress engine is in pipeline.cpp, restart in restart.cpp, the file API in file_api.cpp.
+// The runtime: set-up, taking a version (the application's blocking path), and the calls handed on: the
+// region calls to core/regions, the policy calls to policy/observer, the L2 sets to
+// redundancy/exchange/job_sets. The progress engine is in pipeline.cpp, restart in restart.cpp, the file
+// API in file_api.cpp.
 #include "core/runtime.hpp"
 
 #include "core/flusher_choice.hpp"

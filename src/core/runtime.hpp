@@ -1,4 +1,4 @@
-// The per-process runtime behind the C API: protected regions, the API calls, restart. Each version is
+// The per-process runtime behind the C API: its set-up, the API calls, restart. Each version is
 // handed to the pipeline (src/pipeline), which moves it through L1 -> L2 -> L3 in the background. One
 // instance between cairn_init and cairn_finalize. Threading model in docs/architecture.md ("Background
 // progress and MPI threads").
@@ -77,7 +77,7 @@ class Runtime {
   // After a process left the job in cairn_redistribute: stop without any collective.
   static void abandon();
 
-  // Memory API
+  // Memory API (the table and its checks: core/regions.hpp)
   Status protect(const char* name, void* ptr, size_t count, int type);
   Status protect_distributed(const char* name, void* ptr, size_t count, int type, const cairn_distribution* d);
   Status local_count(const cairn_distribution* d, size_t* count) const;
@@ -109,7 +109,7 @@ class Runtime {
   Status delete_versions(const char* label, int flags);
   Status local_dir(char* out, size_t len);
 
-  // Policy
+  // Policy (what decides: policy/observer.hpp)
   Status need_checkpoint(int* flag);
   Status probe_agents(int* changed);
   Status should_exit(int* flag);
