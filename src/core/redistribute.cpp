@@ -14,7 +14,7 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
   *left = false;
   if (in_output_ || in_restart_)
     return make_error(Code::ERR_SEQUENCE, "cairn_redistribute: an output or restart is open (complete it first)");
-  for (const auto& [name, context] : device_regions_)
+  for (const auto& [name, context] : regions_.on_device())
       return make_error(Code::ERR_NOT_SUPPORTED, "cairn_redistribute: region '%s' is device (GPU) memory: a live "
                         "redistribution moves host memory only (a restart on the new rank count restores device "
                         "regions)", name.c_str());
@@ -77,17 +77,17 @@ Status Runtime::redistribute(MPI_Comm new_comm, bool* left) {
     Manifest& m = h.manifest;
     m.rank = static_cast<uint32_t>(rank_);
     m.nranks = static_cast<uint32_t>(nranks_);
-    uint64_t off = memory_region_entries(&m.regions);
+    uint64_t off = regions_.memory_entries(&m.regions);
     m.total_size = off;
     h.storage.resize(std::max<uint64_t>(off, 1));
     for (const auto& e : m.regions)
-      if (e.size) memcpy(h.storage.data() + e.offset, regions_[e.name].ptr, e.size);
+      if (e.size) memcpy(h.storage.data() + e.offset, regions_.table()[e.name].ptr, e.size);
     m.chunk_size = static_cast<uint32_t>(cfg_.chunk_size);
     m.chunk_hashes = chunk_hashes(h.storage.data(), off, m.chunk_size);
     h.data = h.storage.data();
     held.push_back(std::move(h));
   }
-  CAIRN_TRY(move_regions(unite, regions_, p_old, host_of_old, new_rank_of, held, /*restart=*/false));
+  CAIRN_TRY(move_regions(unite, regions_.table(), p_old, host_of_old, new_rank_of, held, /*restart=*/false));
   held.clear();
 
   int p_new = static_cast<int>(std::count_if(new_rank_of.begin(), new_rank_of.end(), [](int r) { return r >= 0; }));

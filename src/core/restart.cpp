@@ -35,7 +35,7 @@ void Runtime::restored(uint64_t v, int level, const std::string& label, bool in_
   pipeline_->set_marks(marks);
   if (rank_ == 0)
     state_.set({{"restart_version", std::to_string(v)}, {"restart_level", history::level_name(level)}});
-  last_checkpoint_time_ = now_seconds();
+  observer_.compute_from(now_seconds());
 }
 
 Status Runtime::apply_restart(const RestartChoice& c) {
@@ -44,7 +44,7 @@ Status Runtime::apply_restart(const RestartChoice& c) {
     for (int r = 0; r < nranks_; ++r) identity[r] = r;
     double t0 = now_seconds();
     if (!c.in_place)  // else every rank read its pieces itself (Reshaper::from_l3_direct)
-      CAIRN_TRY(move_regions(app_comm_, regions_, c.p_old, c.host_of_old, identity, c.held, /*restart=*/true));
+      CAIRN_TRY(move_regions(app_comm_, regions_.table(), c.p_old, c.host_of_old, identity, c.held, /*restart=*/true));
     double moved_ms = (now_seconds() - t0) * 1e3;
     restored_version_ = c.version;
     restored_level_ = c.level;
@@ -60,12 +60,12 @@ Status Runtime::apply_restart(const RestartChoice& c) {
         LOG_INFO("restarted from version %llu at %s, written by %d ranks, redistributed onto %d (moved in %.1f ms on rank 0)",
                  static_cast<unsigned long long>(c.version), kLevels[c.level], c.p_old, nranks_, moved_ms);
     }
-    last_checkpoint_time_ = now_seconds();
+    observer_.compute_from(now_seconds());
     return Status::ok();
   }
   const Manifest& m = c.manifest;
   Status check = Status::ok();
-  for (const auto& [name, r] : regions_) {
+  for (const auto& [name, r] : regions_.table()) {
     auto it = std::find_if(m.regions.begin(), m.regions.end(),
                            [&](const RegionEntry& e) { return e.kind == RegionKind::memory && e.name == name; });
     if (it == m.regions.end()) {
@@ -86,8 +86,8 @@ Status Runtime::apply_restart(const RestartChoice& c) {
   std::map<std::string, std::string> files;
   for (const auto& e : m.regions) {
     if (e.kind == RegionKind::memory) {
-      auto it = regions_.find(e.name);
-      if (it != regions_.end() && e.size && !c.in_place) memcpy(it->second.ptr, c.data + e.offset, e.size);
+      auto it = regions_.table().find(e.name);
+      if (it != regions_.table().end() && e.size && !c.in_place) memcpy(it->second.ptr, c.data + e.offset, e.size);
     } else if (local.is_ok()) {
       std::string dir = cache_.files_dir(m.version);
       std::string path = dir + "/" + e.name;

@@ -106,9 +106,9 @@ Status Runtime::device_wait_copied(void* stream) {
 
 Status Runtime::stage_device_regions(std::vector<std::unique_ptr<DeviceStage>>* stages) {
   Status st = Status::ok();
-  for (auto& [name, r] : regions_) {
-    auto dev = device_regions_.find(name);
-    if (dev == device_regions_.end()) continue;
+  for (auto& [name, r] : regions_.table()) {
+    auto dev = regions_.on_device().find(name);
+    if (dev == regions_.on_device().end()) continue;
     auto s = std::make_unique<DeviceStage>();
     s->name = name;
     s->device_ptr = r.ptr;
@@ -138,8 +138,8 @@ Status Runtime::stage_device_regions(std::vector<std::unique_ptr<DeviceStage>>* 
 Status Runtime::unstage_device_regions(std::vector<std::unique_ptr<DeviceStage>>* stages, const Status& restarted) {
   Status st = Status::ok();
   for (auto& s : *stages) {
-    auto it = regions_.find(s->name);
-    if (it == regions_.end()) continue;
+    auto it = regions_.table().find(s->name);
+    if (it == regions_.table().end()) continue;
     Region& r = it->second;
     void* dev = s->new_device ? s->new_device : s->device_ptr;
     // Read from the slot straight into the device already (read_slot_into_device), verified: the same
@@ -162,7 +162,7 @@ Status Runtime::unstage_device_regions(std::vector<std::unique_ptr<DeviceStage>>
 
 Status Runtime::restart_all_regions() {
   std::vector<std::unique_ptr<DeviceStage>> stages;
-  int local = device_regions_.empty() ? 0 : 1, global = 0;
+  int local = regions_.on_device().empty() ? 0 : 1, global = 0;
   CAIRN_MPI(MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_MAX, app_comm_));
   if (!global) return restart_regions();
   CAIRN_TRY(stage_device_regions(&stages));
@@ -194,7 +194,7 @@ Status Runtime::read_slot_into_device(const L1Record& rec, double* seconds) {
   std::vector<device::DeviceSnapshotter::DeviceExtent> dev;
   void* ctx = nullptr;
   for (const auto& e : m.regions) {
-    const Region& r = regions_.at(e.name);
+    const Region& r = regions_.table().at(e.name);
     const DeviceStage* s = nullptr;
     for (const auto& st : *staged_)
       if (st->name == e.name) s = st.get();

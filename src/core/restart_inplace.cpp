@@ -45,29 +45,11 @@ using restore::RestartInventory;
 namespace {
 using ull = unsigned long long;
 
-// The regions, as extents of the version's stream (memory regions only), sorted by offset.
-std::vector<StreamExtent> region_extents(const Manifest& m, const RegionTable& regions) {
-  std::vector<StreamExtent> extents;
-  for (const auto& e : m.regions)
-    extents.push_back({e.offset, e.size, static_cast<uint8_t*>(regions.at(e.name).ptr)});
-  std::sort(extents.begin(), extents.end(), [](const StreamExtent& x, const StreamExtent& y) { return x.offset < y.offset; });
-  return extents;
-}
-
 // Whether the extents are one stretch of memory in stream order (a single region, the usual case).
 bool contiguous(const std::vector<StreamExtent>& extents) {
   for (size_t i = 1; i < extents.size(); ++i)
     if (extents[i].size && extents[i].dst != extents[0].dst + extents[i].offset) return false;
   return true;
-}
-
-// Whether the regions protected now are exactly the version's memory regions, by name and size (else
-// the full search says what does not match, before anything is written).
-Status regions_match(const Manifest& m, const RegionTable& regions, int rank, int nranks) {
-  if (m.nranks != static_cast<uint32_t>(nranks) || m.rank != static_cast<uint32_t>(rank) || m.chunk_size == 0 ||
-      !regions_hold(m, regions))
-    return Status(Code::ERR_NO_CHECKPOINT, "");
-  return Status::ok();
 }
 
 int all_ok(MPI_Comm comm, const Status& mine, Status* mpi) {
@@ -167,18 +149,18 @@ Status Runtime::restore_through_agents(const RestartPlan& plan, bool* done) {
   if (mine.is_ok()) {
     auto read = l3::read_manifest(layout_, v, static_cast<uint32_t>(rank_));
     if (read) m = std::move(*read);
-    mine = read ? regions_match(m, regions_, rank_, nranks_) : read.status();
+    mine = read ? regions_.match(m, rank_, nranks_) : read.status();
     if (mine.code() == Code::ERR_NO_CHECKPOINT && mine.message().empty())
       mine = Status(Code::ERR_NOT_SUPPORTED, "the version's regions are not this rank's memory regions");
   }
   if (mine.is_ok()) {
     std::vector<pipeline::ServiceLink::RestoreTarget> targets;
-    for (const auto& e : m.regions) targets.push_back({e.name, static_cast<uint8_t*>(regions_.at(e.name).ptr), e.size});
+    for (const auto& e : m.regions) targets.push_back({e.name, static_cast<uint8_t*>(regions_.table().at(e.name).ptr), e.size});
     mine = service->restore(v, targets);
   }
   // What landed, hashed against the manifest in place (the agent verified what it read; this checks what arrived).
   if (mine.is_ok())
-    mine = read_verified(m, region_extents(m, regions_), [](uint64_t, uint64_t, uint8_t*) { return Status::ok(); })
+    mine = read_verified(m, regions_.extents(m), [](uint64_t, uint64_t, uint8_t*) { return Status::ok(); })
                .prefixed("what the agent wrote");
   if (!mine.is_ok())
     LOG_WARN("restart: version %llu through the agents: %s", static_cast<ull>(v), mine.message().c_str());
@@ -241,7 +223,7 @@ Status Runtime::read_slot_into_regions(const L1Record& rec, int threads, double*
       source = copy_source(map->data());
     }
   }
-  Status st = read_verified(m, region_extents(m, regions_), source, threads).prefixed(path);
+  Status st = read_verified(m, regions_.extents(m), source, threads).prefixed(path);
   *seconds = now_seconds() - t0;
   return st;
 }
@@ -252,7 +234,7 @@ Status Runtime::read_l1_in_place(const RestartPlan& plan, bool* done, bool* unsu
   *done = false;
   const uint64_t v = plan.version;
   auto rec = cache_.read_record(v);
-  Status mine = rec.is_ok() ? regions_match(rec->manifest, regions_, rank_, nranks_) : rec.status();
+  Status mine = rec.is_ok() ? regions_.match(rec->manifest, rank_, nranks_) : rec.status();
   Status mpi;
   if (!all_ok(app_comm_, mine, &mpi)) {
     *unsuited = true;  // files, or regions that differ: the full search restores (or says why not)
@@ -303,7 +285,7 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
     else if (mine.is_ok()) mine = shared.status();
     if (set && !i_hold) m = set->plan.mine;
   }
-  if (mine.is_ok()) mine = regions_match(m, regions_, rank_, nranks_);
+  if (mine.is_ok()) mine = regions_.match(m, rank_, nranks_);
   Status mpi;
   if (!all_ok(app_comm_, mine, &mpi)) {
     *unsuited = true;
@@ -322,7 +304,7 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
   const bool later = mpi_in_worker_;
   // A survivor's mapped slot and redundancy files, or a lost rank's staging memory (the rebuild's buffers).
   auto buf = std::make_shared<restore::SetBuffers>();
-  const std::vector<StreamExtent> extents = region_extents(m, regions_);
+  const std::vector<StreamExtent> extents = regions_.extents(m);
   const bool staged = !i_hold && (!later || !contiguous(extents));  // a lost rank's data lands in staging memory
   bool survivor_read = false;
   double read_s = 0;

@@ -309,7 +309,7 @@ Status Runtime::try_l3(uint64_t v, RestartChoice* out) {
   // together, so that a size mismatch on one rank leaves every rank's regions untouched.
   auto manifest = l3::read_manifest(layout_, v, static_cast<uint32_t>(rank_));
   int fits = 0;
-  if (restart_in_place_ && manifest) fits = regions_hold(*manifest, regions_) ? 1 : 0;
+  if (restart_in_place_ && manifest) fits = regions_hold(*manifest, regions_.table()) ? 1 : 0;
   int all_fit = 0;
   CAIRN_MPI(MPI_Allreduce(&fits, &all_fit, 1, MPI_INT, MPI_MIN, app_comm_));
   out->in_place = all_fit != 0;
@@ -319,7 +319,7 @@ Status Runtime::try_l3(uint64_t v, RestartChoice* out) {
     Manifest& m = *manifest;
     std::vector<StreamExtent> extents;
     if (out->in_place) {
-      for (const auto& e : m.regions) extents.push_back({e.offset, e.size, static_cast<uint8_t*>(regions_.at(e.name).ptr)});
+      for (const auto& e : m.regions) extents.push_back({e.offset, e.size, static_cast<uint8_t*>(regions_.table().at(e.name).ptr)});
       std::sort(extents.begin(), extents.end(), [](const StreamExtent& x, const StreamExtent& y) { return x.offset < y.offset; });
     } else {
       auto buf = MappedFile::anonymous(m.total_size);
@@ -364,7 +364,7 @@ ReshapeJob Runtime::reshape_job() const {
 
 Status Runtime::find_reshaped(RestartChoice* out, std::string* why, uint64_t above, uint64_t at_most) {
   const ReshapeJob job = reshape_job();
-  Reshaper reshaper(job, regions_, restart_in_place_, rejected_);
+  Reshaper reshaper(job, regions_.table(), restart_in_place_, rejected_);
   ReshapedVersion found;
   CAIRN_TRY(reshaper.find(&found, why, above, at_most));
   out->version = found.version;

@@ -1,5 +1,7 @@
-// The runtime: set-up, protected regions, taking a version (the application's blocking path), policy.
-// The progress engine is in pipeline.cpp, restart in restart.cpp, the file API in file_api.cpp.
+// The runtime: set-up, taking a version (the application's blocking path), and the calls handed on: the
+// region calls to core/regions, the policy calls to policy/observer, the L2 sets to
+// redundancy/exchange/job_sets. The progress engine is in pipeline.cpp, restart in restart.cpp, the file
+// API in file_api.cpp.
 #include "core/runtime.hpp"
 
 #include "core/flusher_choice.hpp"
@@ -21,60 +23,12 @@
 #include "mpi/mpi_util.hpp"
 #include "pfs/l3_store.hpp"
 #include "policy/exit_policy.hpp"
-#include "policy/halt.hpp"
 #include "redistribute/distribution.hpp"
 
 namespace cairn {
 namespace {
 std::unique_ptr<Runtime> g_runtime;
-// Rank 0's reading of the halt file; belongs to g_runtime (reset by init).
-policy::HaltWatcher g_halt_watcher;
-
-// The halt file's verdict as a policy::HaltAction value, for the max-allreduce (rank 0 only).
-double observe_halt_file(const std::string& path, const policy::HaltContext& ctx) {
-  std::vector<std::string> messages;
-  policy::HaltVerdict v = g_halt_watcher.observe(path, ctx, &messages);
-  for (const auto& m : messages) LOG_WARN("%s", m.c_str());
-  return static_cast<double>(static_cast<int>(v.action));
-}
-
-// The job's end time from Slurm, when inside a Slurm job (docs/halt.md); 0 otherwise.
-int64_t end_time_from_slurm() {
-  auto found = policy::slurm_end_time(process_env(), [](const std::vector<std::string>& argv) {
-    return policy::run_command(argv, 10.0);
-  });
-  if (found.end_time > 0)
-    LOG_INFO("end time %s from Slurm (%s)", policy::format_time(found.end_time).c_str(), found.source.c_str());
-  else if (!found.problem.empty())
-    LOG_WARN("inside a Slurm job, but its end time is unknown: %s; set end_time (CAIRN_END_TIME) to "
-             "checkpoint before the time limit", found.problem.c_str());
-  return found.end_time;
-}
-
-uint32_t type_size(int type) {
-  switch (type) {
-    case CAIRN_BYTE: return 1;
-    case CAIRN_CHAR: return sizeof(char);
-    case CAIRN_INT: return sizeof(int);
-    case CAIRN_INT32: return 4;
-    case CAIRN_INT64: return 8;
-    case CAIRN_UINT32: return 4;
-    case CAIRN_UINT64: return 8;
-    case CAIRN_FLOAT: return sizeof(float);
-    case CAIRN_DOUBLE: return sizeof(double);
-    case CAIRN_LONG: return sizeof(long);
-    case CAIRN_COMPLEX_FLOAT: return 2 * sizeof(float);
-    case CAIRN_COMPLEX_DOUBLE: return 2 * sizeof(double);
-  }
-  return 0;
-}
 }  // namespace
-
-Result<redist::Distribution> dist_from_c(const cairn_distribution& d) {
-  if (d.kind < 0 || d.kind > CAIRN_DIST_BLOCK_COLS)
-    return make_error(Code::ERR_INVALID_ARG, "unknown distribution kind %d", d.kind);
-  return redist::make(static_cast<redist::Kind>(d.kind), d.global_count, d.block_size, d.rows, d.cols);
-}
 
 Runtime* Runtime::instance() { return g_runtime.get(); }
 
@@ -132,16 +86,15 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
                                      mpi_in_worker_, next_version_ - 1));
   // Time limit, halt file and signals (docs/halt.md). Rank 0 asks Slurm once; every rank gets its answer.
   long long end_time = cfg_.end_time;
-  if (rank_ == 0 && end_time == 0) end_time = end_time_from_slurm();
+  if (rank_ == 0 && end_time == 0) end_time = policy::end_time_from_slurm();
   CAIRN_MPI(MPI_Bcast(&end_time, 1, MPI_LONG_LONG, 0, app_comm_));
   cfg_.end_time = end_time;
-  g_halt_watcher = policy::HaltWatcher{};
   if (!policy::install_signal_handlers(policy::parse_exit_signal(cfg_.exit_signal)) && rank_ == 0)
     LOG_WARN("exit_signal %s: a handler is already installed (by the application, or by the MPI library: "
              "MPICH takes SIGUSR1); cairn does not catch it. Choose another signal with exit_signal "
              "(CAIRN_EXIT_SIGNAL), e.g. USR2",
              cfg_.exit_signal.c_str());
-  last_checkpoint_time_ = now_seconds();
+  observer_.compute_from(now_seconds());
   return Status::ok();
 }
 
@@ -247,9 +200,14 @@ Status Runtime::bind_comm(MPI_Comm comm) {
   CAIRN_TRY(agree(app_comm_, dirs.prefixed("cannot create the checkpoint directories")));
   state_.open(layout_, rank_ == 0);
   events_ = std::make_unique<pipeline::JobEvents>(&state_, rank_, layout_.prefix);
-  placement_ = redundancy::SetPlacement{};
-  code_.reset();
-  CAIRN_TRY(compute_placement());
+  redundancy::JobSets sets;
+  Status placed = redundancy::place_job_sets(app_comm_, bg_comm_, cfg_.node, cfg_.redundancy, cfg_.set_size,
+                                             cfg_.rs_parity, &sets);
+  node_of_rank_ = std::move(sets.node_of_rank);
+  placement_ = std::move(sets.placement);
+  set_comm_ = sets.set_comm;
+  code_ = std::move(sets.code);
+  CAIRN_TRY(placed);
   CAIRN_TRY(setup_l3_options());
   CAIRN_TRY(agree_next_version());
   start_pipeline();
@@ -308,31 +266,6 @@ void Runtime::release_comms() {
   if (app_comm_ != MPI_COMM_NULL) MPI_Comm_free(&app_comm_);
 }
 
-// Failure groups -> redundancy sets. For every "local index" (the i-th rank of a node), the ranks
-// with that index are taken in node order and cut into sets of set_size nodes; a short tail joins
-// the previous set. Ranks of one node never share a set, so a node loss costs a set one member.
-Status Runtime::compute_placement() {
-  constexpr int kNameLen = 256;
-  std::vector<char> names(static_cast<size_t>(nranks_) * kNameLen, 0);
-  char mine[kNameLen] = {0};
-  strncpy(mine, cfg_.node.c_str(), kNameLen - 1);
-  CAIRN_MPI(MPI_Allgather(mine, kNameLen, MPI_CHAR, names.data(), kNameLen, MPI_CHAR, app_comm_));
-  node_of_rank_.assign(static_cast<size_t>(nranks_), "");
-  for (int r = 0; r < nranks_; ++r) node_of_rank_[static_cast<size_t>(r)] = std::string(&names[static_cast<size_t>(r) * kNameLen]);
-  std::vector<std::string> warnings;
-  placement_ = redundancy::place_sets(node_of_rank_, cfg_.redundancy, cfg_.set_size, cfg_.rs_parity, rank_, &warnings);
-  if (rank_ == 0)
-    for (const auto& w : warnings) LOG_WARN("%s", w.c_str());
-  const auto& p = placement_;
-  CAIRN_MPI(MPI_Comm_split(bg_comm_, p.enabled ? p.my_set : MPI_UNDEFINED, p.my_member, &set_comm_));
-  if (p.enabled) {
-    auto code = redundancy::SetCode::make(cfg_.redundancy, static_cast<int>(p.members[static_cast<size_t>(p.my_set)].size()), p.m);
-    CAIRN_TRY(agree(app_comm_, code.is_ok() ? Status::ok() : code.status()));
-    code_ = std::move(code).value();
-  }
-  return Status::ok();
-}
-
 Status Runtime::setup_l3_options() {
   l3::WriteOptions o;
   Status st = Status::ok();
@@ -371,7 +304,7 @@ Status Runtime::finalize() {
   // An earlier failed version does not stop the newest good one from reaching L3.
   Status st = wait_all();
   pipeline::Marks m = pipeline_->marks();
-  if (exit_for_migration_ && cfg_.flush_on_finalize && m.local > m.flushed) {
+  if (observer_.exit_for_migration() && cfg_.flush_on_finalize && m.local > m.flushed) {
     if (rank_ == 0)
       LOG_INFO("finalize: version %llu stays in the caches: the launcher migrates it (no flush to L3)",
                static_cast<unsigned long long>(m.local));
@@ -381,125 +314,55 @@ Status Runtime::finalize() {
   }
   stop_pipeline();
   policy::restore_signal_handlers();
-  events_->finalized(st.is_ok() ? "ok" : st.message(), versions_taken_, exit_requested_);
+  events_->finalized(st.is_ok() ? "ok" : st.message(), versions_taken_, observer_.exit_requested());
   lease_.release();
   release_comms();
   return st;
 }
 
 Status Runtime::protect(const char* name, void* ptr, size_t count, int type) {
-  if (!name || !*name) return make_error(Code::ERR_INVALID_ARG, "cairn_protect: name is empty");
-  if (strlen(name) > 255) return make_error(Code::ERR_INVALID_ARG, "cairn_protect: name longer than 255 bytes");
-  uint32_t elem = type_size(type);
-  if (elem == 0) return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): unknown cairn_type %d", name, type);
-  if (!ptr && count > 0)
-    return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): NULL pointer with count %zu", name, count);
-  if (count > (UINT64_MAX / elem)) return make_error(Code::ERR_INVALID_ARG, "cairn_protect('%s'): count overflows", name);
+  CAIRN_ASSIGN_OR_RETURN(elem, ProtectedRegions::check(name, ptr, count, type));
   bool device = false;
   void* context = nullptr;
   CAIRN_TRY(classify_region(name, ptr, static_cast<uint64_t>(count) * elem, &device, &context));
   // Protecting a name again (a resized buffer): the old one may be freed next, so a copy-on-write
   // snapshot in flight must be done reading it.
-  if (regions_.count(name)) snapshot_->wait_copied();
-  Region& r = regions_[name];
-  r.name = name;
-  r.ptr = ptr;
-  r.count = count;
-  r.type = type;
-  r.elem_size = elem;
-  r.dist_kind = 0;  // cairn_protect means private; cairn_protect_distributed sets it after
-  if (device) device_regions_[name] = context;
-  else device_regions_.erase(name);
-  r.dist_params.clear();
+  if (regions_.contains(name)) snapshot_->wait_copied();
+  regions_.put(name, ptr, count, type, elem, device, context);
   prepare_slots();
   return Status::ok();
 }
 
 Status Runtime::protect_distributed(const char* name, void* ptr, size_t count, int type, const cairn_distribution* d) {
-  if (!d) return make_error(Code::ERR_INVALID_ARG, "cairn_protect_distributed('%s'): distribution is NULL", name ? name : "");
-  CAIRN_ASSIGN_OR_RETURN(dist, dist_from_c(*d));
-  if (dist.kind != redist::Kind::private_ && dist.kind != redist::Kind::replicated) {
-    uint64_t want = redist::local_count(dist, nranks_, rank_);
-    // count 0 on a one-rank communicator: a process about to join a job by cairn_redistribute.
-    if (want != count && !(count == 0 && nranks_ == 1))
-      return make_error(Code::ERR_SIZE_MISMATCH,
-                        "cairn_protect_distributed('%s'): %zu elements given, the %s distribution gives rank %d of %d "
-                        "%llu (see cairn_local_count)", name ? name : "", count, redist::kind_name(dist.kind), rank_,
-                        nranks_, static_cast<unsigned long long>(want));
-  } else if (dist.kind == redist::Kind::replicated && dist.global_count && dist.global_count != count) {
-    return make_error(Code::ERR_SIZE_MISMATCH, "cairn_protect_distributed('%s'): replicated region of %llu elements given %zu",
-                      name ? name : "", static_cast<unsigned long long>(dist.global_count), count);
-  }
-  auto old = regions_.find(name ? name : "");
-  cairn_resize_fn fn = old != regions_.end() ? old->second.resize : nullptr;
-  void* user = old != regions_.end() ? old->second.resize_user : nullptr;
-  CAIRN_TRY(protect(name, ptr, count, type));
-  Region& r = regions_[name];
-  r.dist_kind = static_cast<uint32_t>(dist.kind);
-  r.dist_params = dist.to_params();
-  r.resize = fn;
-  r.resize_user = user;
+  CAIRN_ASSIGN_OR_RETURN(dist, ProtectedRegions::check_distribution(name, count, d, rank_, nranks_));
+  CAIRN_TRY(protect(name, ptr, count, type));  // keeps the region's resize callback
+  regions_.distribute(name, dist);
   return Status::ok();
 }
 
 Status Runtime::local_count(const cairn_distribution* d, size_t* count) const {
-  if (!d || !count) return make_error(Code::ERR_INVALID_ARG, "cairn_local_count: NULL argument");
-  CAIRN_ASSIGN_OR_RETURN(dist, dist_from_c(*d));
-  if (dist.kind == redist::Kind::private_)
-    return make_error(Code::ERR_INVALID_ARG, "cairn_local_count: a private region has no global shape");
-  *count = static_cast<size_t>(dist.kind == redist::Kind::replicated ? dist.global_count
-                                                                       : redist::local_count(dist, nranks_, rank_));
-  return Status::ok();
+  return ProtectedRegions::local_count(d, rank_, nranks_, count);
 }
 
-Status Runtime::set_resize(const char* name, cairn_resize_fn fn, void* user) {
-  auto it = regions_.find(name ? name : "");
-  if (it == regions_.end())
-    return make_error(Code::ERR_UNKNOWN_REGION, "cairn_set_resize: no region named '%s' (protect it first)", name ? name : "(null)");
-  it->second.resize = fn;
-  it->second.resize_user = user;
-  return Status::ok();
-}
+Status Runtime::set_resize(const char* name, cairn_resize_fn fn, void* user) { return regions_.set_resize(name, fn, user); }
 
 // The first checkpoints then find their slots made and faulted in, as the later ones do: the cost of the
 // page allocations moves off the application's blocking path (docs/architecture.md, "What an L1 slot is").
 void Runtime::prepare_slots() {
   if (!pipeline_) return;
   std::vector<RegionEntry> entries;
-  uint64_t total = memory_region_entries(&entries);
+  uint64_t total = regions_.memory_entries(&entries);
   uint64_t red = placement_.enabled && code_ ? code_->redundancy_len(total) : 0;
   pipeline_->prepare_slots(total, red);
 }
 
 Status Runtime::unprotect(const char* name) {
-  if (!name || !regions_.count(name))
-    return make_error(Code::ERR_UNKNOWN_REGION, "cairn_unprotect: no region named '%s'", name ? name : "(null)");
+  CAIRN_TRY(regions_.check_unprotect(name));
   // The application may free the region once this returns: a copy-on-write snapshot in flight must be
   // done reading it.
   snapshot_->wait_copied();
   regions_.erase(name);
-  device_regions_.erase(name);
   return Status::ok();
-}
-
-// The protected memory regions as manifest entries, back to back in name order; returns their bytes.
-uint64_t Runtime::memory_region_entries(std::vector<RegionEntry>* out) const {
-  uint64_t off = 0;
-  for (const auto& [name, r] : regions_) {
-    RegionEntry e;
-    e.name = name;
-    e.kind = RegionKind::memory;
-    e.type = static_cast<uint32_t>(r.type);
-    e.elem_size = r.elem_size;
-    e.count = r.count;
-    e.offset = off;
-    e.size = r.bytes();
-    e.distribution = r.dist_kind;
-    e.dist_params = r.dist_params;
-    off += e.size;
-    out->push_back(std::move(e));
-  }
-  return off;
 }
 
 // cairn_checkpoint: a version of the memory regions, labelled ckpt.N. Every rank calls it, so no vote is
@@ -534,13 +397,8 @@ Status Runtime::take_version(const std::string& label, bool have_files, const St
     m.node = cfg_.node;
     m.created_unix_ns = static_cast<int64_t>(now_seconds() * 1e9);
     m.chunk_size = static_cast<uint32_t>(cfg_.chunk_size);
-    uint64_t off = memory_region_entries(&m.regions);
-    for (const auto& e : m.regions) {
-      const Region& r = regions_[e.name];
-      auto dev = device_regions_.find(e.name);
-      bool on_device = dev != device_regions_.end();
-      memory.push_back({e.name, r.ptr, e.size, e.offset, on_device, on_device ? dev->second : nullptr});
-    }
+    uint64_t off = regions_.memory_entries(&m.regions);
+    memory = regions_.sources(m.regions);
     if (have_files) {
       for (const auto& [name, path] : routed_) {
         struct stat st;
@@ -567,10 +425,9 @@ Status Runtime::take_version(const std::string& label, bool have_files, const St
   double blocking = 0;
   Status local = pipeline_->take(std::move(m), flush, memory, files, described, &blocking);
   ++versions_taken_;
-  last_checkpoint_time_ = now_seconds();
-  checkpoint_cost_.add(last_checkpoint_time_ - t_enter + pipeline_seconds_on_app_);
+  const double t_return = now_seconds();
+  observer_.checkpoint_taken(t_return - t_enter + pipeline_seconds_on_app_, t_return);
   pipeline_seconds_on_app_ = 0;
-  if (exit_requested_) checkpoint_since_request_ = true;
   return local;
 }
 
@@ -602,46 +459,16 @@ Status Runtime::should_exit(int* flag) {
   return Status::ok();
 }
 
-// Every rank observes; a max-allreduce makes the decision the same everywhere. The computation
-// since the last checkpoint and the measured checkpoint cost are agreed in the same reduction (the
-// largest of any rank), so every rank computes the same interval from the same inputs.
+// Every rank observes; a max-allreduce makes the decision the same everywhere (policy/observer.hpp).
 Status Runtime::policy_observe(int* need, int* exit) {
   drive_pipeline();
-  double now = now_seconds();
-  double halt = rank_ != 0 ? 0.0 : observe_halt_file(layout_.halt_file(), {now, cfg_.end_time, cfg_.halt_seconds,
-      next_version_ - 1, versions_taken_ > 0 ? last_checkpoint_time_ : 0.0});
-  // A migration request (`cairn migrate`, docs/migration.md): rank 0 looks for the file, one stat().
-  double migrate = rank_ == 0 && fs::exists(layout_.migrate_file()) ? 1.0 : 0.0;
-  double local[6] = {policy::caught_signal() != 0 ? 1.0 : 0.0, halt,
-                     policy::end_time_reached(cfg_.end_time, cfg_.halt_seconds, now) ? 1.0 : 0.0,
-                     now - last_checkpoint_time_, checkpoint_cost_.value(), migrate};
-  double all[6];
-  CAIRN_MPI(MPI_Allreduce(local, all, 6, MPI_DOUBLE, MPI_MAX, app_comm_));
-  double interval = cfg_.interval_seconds;
-  if (cfg_.interval == IntervalMode::automatic) {
-    interval = policy::auto_interval(all[4], cfg_.mtbf_seconds, cfg_.interval_seconds);
-    if (rank_ == 0 && checkpoint_cost_.samples() != auto_interval_logged_) {
-      auto_interval_logged_ = checkpoint_cost_.samples();
-      LOG_INFO("interval auto: checkpoint cost %.3f s (mean of the last %d, slowest rank), MTBF %.0f s: "
-               "next checkpoint after %.1f s of computation",
-               all[4], static_cast<int>(std::min<uint64_t>(auto_interval_logged_, policy::CheckpointCostAverage::kWindow)),
-               cfg_.mtbf_seconds, interval);
-    }
-  }
-  policy::Observation o{all[0] != 0, all[1] != 0, all[2] != 0, policy::interval_due(interval, all[3])};
-  o.halt_file = all[1] == static_cast<int>(policy::HaltAction::checkpoint_then_exit);
-  o.halt_exit_now = all[1] == static_cast<int>(policy::HaltAction::exit_now);
-  o.migrate = all[5] != 0;
-  if (o.exit_requested() && !exit_requested_) {
-    exit_requested_ = true;
-    checkpoint_since_request_ = false;
-    // Only a migration alone leaves the final flush to the launcher (the snapshots move to the spare).
-    exit_for_migration_ = o.migrate && !o.signal && !o.halt_file && !o.end_time;
-    if (rank_ == 0) LOG_WARN("exit requested by %s: checkpoint at the next chance, then exit", policy::describe(o).c_str());
-    events_->exit_requested(exit_for_migration_ ? "migrate" : policy::describe(o));
-  }
-  o.signal = o.signal || exit_requested_;
-  auto d = policy::decide(o, checkpoint_since_request_);
+  policy::Observer::Reading local = observer_.local(cfg_, layout_, rank_ == 0, next_version_ - 1, versions_taken_ > 0,
+                                                    now_seconds());
+  policy::Observer::Reading all;
+  CAIRN_MPI(MPI_Allreduce(local.data(), all.data(), static_cast<int>(all.size()), MPI_DOUBLE, MPI_MAX, app_comm_));
+  std::string request;
+  policy::Decision d = observer_.decide(all, cfg_, rank_ == 0, &request);
+  if (!request.empty()) events_->exit_requested(request);
   *need = d.need_checkpoint;
   *exit = d.should_exit;
   return Status::ok();

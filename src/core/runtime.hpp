@@ -1,4 +1,4 @@
-// The per-process runtime behind the C API: protected regions, the API calls, restart. Each version is
+// The per-process runtime behind the C API: its set-up, the API calls, restart. Each version is
 // handed to the pipeline (src/pipeline), which moves it through L1 -> L2 -> L3 in the background. One
 // instance between cairn_init and cairn_finalize. Threading model in docs/architecture.md ("Background
 // progress and MPI threads").
@@ -24,6 +24,7 @@
 #include "base/prefix_owner.hpp"
 #include "base/status.hpp"
 #include "cache/snapshot.hpp"
+#include "core/regions.hpp"
 #include "device/device_snapshot.hpp"
 #include "pfs/l3_placement.hpp"
 #include "pipeline/embedded_flusher.hpp"
@@ -31,9 +32,9 @@
 #include "pipeline/mpi/set_protector.hpp"
 #include "pipeline/mpi/team_mpi.hpp"
 #include "pipeline/pipeline.hpp"
-#include "policy/interval.hpp"
+#include "policy/observer.hpp"
 #include "redistribute/exec/reshaper.hpp"
-#include "redundancy/placement.hpp"
+#include "redundancy/exchange/job_sets.hpp"
 #include "restore/mpi/set_rebuild.hpp"
 #include "redundancy/set_code.hpp"
 
@@ -76,7 +77,7 @@ class Runtime {
   // After a process left the job in cairn_redistribute: stop without any collective.
   static void abandon();
 
-  // Memory API
+  // Memory API (the table and its checks: core/regions.hpp)
   Status protect(const char* name, void* ptr, size_t count, int type);
   Status protect_distributed(const char* name, void* ptr, size_t count, int type, const cairn_distribution* d);
   Status local_count(const cairn_distribution* d, size_t* count) const;
@@ -108,7 +109,7 @@ class Runtime {
   Status delete_versions(const char* label, int flags);
   Status local_dir(char* out, size_t len);
 
-  // Policy
+  // Policy (what decides: policy/observer.hpp)
   Status need_checkpoint(int* flag);
   Status probe_agents(int* changed);
   Status should_exit(int* flag);
@@ -123,7 +124,6 @@ class Runtime {
   Status finalize();
 
   // setup
-  Status compute_placement();
   Status agree_next_version();
   Status setup_l3_options();
   // Rank 0 claims the prefix for this job (one job per prefix, base/prefix_owner.hpp); agreed by all.
@@ -140,7 +140,6 @@ class Runtime {
   void prepare_slots();
 
   // checkpoint path (app thread)
-  uint64_t memory_region_entries(std::vector<RegionEntry>* out) const;
   Status take_version(const std::string& label, bool have_files, const Status& failed_before = Status::ok());
   // Run the pipeline's collective stages that wait for this thread (funneled MPI), timed as checkpoint
   // cost for interval = auto.
@@ -216,7 +215,6 @@ class Runtime {
   std::unique_ptr<Snapshotter> snapshot_;
   device::DeviceSnapshotter* device_snapshot_ = nullptr;  // snapshot_ itself: device regions and the host's
   const device::Driver* driver_ = nullptr;                  // loaded at the first device region
-  std::map<std::string, void*> device_regions_;  // the regions in device memory: name -> CUDA context
   std::vector<std::unique_ptr<DeviceStage>>* staged_ = nullptr;  // during cairn_restart with device regions
   uint64_t device_direct_version_ = 0;  // the version read_slot_into_device put into the device buffers
   std::unique_ptr<pipeline::MpiTeam> team_;
@@ -226,7 +224,7 @@ class Runtime {
   std::unique_ptr<pipeline::Pipeline> pipeline_;
 
   // regions and versions
-  RegionTable regions_;
+  ProtectedRegions regions_;
   uint64_t next_version_ = 1;
   bool in_output_ = false;
   std::string output_label_;
@@ -247,17 +245,12 @@ class Runtime {
   std::vector<uint64_t> rejected_;             // versions a rank declared invalid at restart
   std::map<std::string, std::string> restored_files_;
 
-  // policy
-  double last_checkpoint_time_ = 0;
-  // interval = auto: what checkpoints cost the application thread: take_version from entry to return,
-  // plus the time since the previous one spent running pipeline stages in cairn_need_checkpoint and
-  // cairn_should_exit (funneled MPI) or waiting in cairn_wait.
-  policy::CheckpointCostAverage checkpoint_cost_;
+  // policy: what cairn_need_checkpoint and cairn_should_exit decide from
+  policy::Observer observer_;
+  // Seconds the application thread spent running pipeline stages in cairn_need_checkpoint and
+  // cairn_should_exit (funneled MPI) or waiting in cairn_wait since the last version: part of its
+  // checkpoint cost for interval = auto.
   double pipeline_seconds_on_app_ = 0;
-  uint64_t auto_interval_logged_ = 0;  // cost samples when the interval was last logged
-  bool exit_requested_ = false;
-  bool checkpoint_since_request_ = false;
-  bool exit_for_migration_ = false;  // the exit request came from `cairn migrate` alone
 
 };
 
