@@ -199,21 +199,28 @@ ModeResult run_mode(const Driver& drv, CUdeviceptr dev, uint64_t bytes, const Op
     CU(a.cuMemcpyDtoHAsync(expect.data(), dev, bytes, nullptr));
     CU(a.cuStreamSynchronize(nullptr));
     r.restored_ok = true;
-    for (int i = 0; i < o.reps; ++i) {
-      // Overwrite the device buffer first, so that the restart has to bring every byte back.
-      std::vector<uint8_t> junk(1 << 20, static_cast<uint8_t>(0xA5 + i));
+    // One timed restart: the device buffer overwritten first (`fill`), so that the restart has to bring
+    // every byte back; checked against the checkpoint's bytes. Returns (plan, whole) seconds.
+    auto timed_restart = [&](uint8_t fill) {
+      std::vector<uint8_t> junk(1 << 20, fill);
       for (uint64_t off = 0; off < bytes; off += junk.size())
         CU(a.cuMemcpyHtoDAsync(dev + off, junk.data(), std::min<uint64_t>(junk.size(), bytes - off), nullptr));
       CU(a.cuStreamSynchronize(nullptr));
       int available = 0;
       auto t0 = Clock::now();
       CAIRN(cairn_restart_available(&available, nullptr));
-      plan.push_back(seconds_since(t0));
+      double planned = seconds_since(t0);
       CAIRN(cairn_restart());
-      rs.push_back(seconds_since(t0));
+      double whole = seconds_since(t0);
       CU(a.cuMemcpyDtoHAsync(got.data(), dev, bytes, nullptr));
       CU(a.cuStreamSynchronize(nullptr));
       r.restored_ok = r.restored_ok && available == 1 && memcmp(got.data(), expect.data(), bytes) == 0;
+      return std::make_pair(planned, whole);
+    };
+    for (int i = 0; i < o.reps; ++i) {
+      auto [planned, whole] = timed_restart(static_cast<uint8_t>(0xA5 + i));
+      plan.push_back(planned);
+      rs.push_back(whole);
     }
     r.restart_s = median(rs);
     r.restart_plan_s = median(plan);
@@ -221,18 +228,7 @@ ModeResult run_mode(const Driver& drv, CUdeviceptr dev, uint64_t bytes, const Op
     CAIRN(cairn_finalize());
     CAIRN(cairn_init(MPI_COMM_SELF, nullptr));
     CAIRN(cairn_protect("state", reinterpret_cast<void*>(static_cast<uintptr_t>(dev)), bytes, CAIRN_BYTE));
-    std::vector<uint8_t> junk(1 << 20, 0x3C);
-    for (uint64_t off = 0; off < bytes; off += junk.size())
-      CU(a.cuMemcpyHtoDAsync(dev + off, junk.data(), std::min<uint64_t>(junk.size(), bytes - off), nullptr));
-    CU(a.cuStreamSynchronize(nullptr));
-    int available = 0;
-    auto t0 = Clock::now();
-    CAIRN(cairn_restart_available(&available, nullptr));
-    CAIRN(cairn_restart());
-    r.restart_unpinned_s = seconds_since(t0);
-    CU(a.cuMemcpyDtoHAsync(got.data(), dev, bytes, nullptr));
-    CU(a.cuStreamSynchronize(nullptr));
-    r.restored_ok = r.restored_ok && available == 1 && memcmp(got.data(), expect.data(), bytes) == 0;
+    r.restart_unpinned_s = timed_restart(0x3C).second;
   }
   CAIRN(cairn_finalize());
   std::string cmd = "rm -rf '" + work + "/prefix' '" + o.cache_dir + "/cairn-bench-device-" + std::to_string(getpid()) + "'";
