@@ -147,7 +147,8 @@ struct Param {
   const char* name;
   const char* becomes;
   const char* meaning;
-  Apply apply;
+  Apply apply;                 // nullptr: only noted (`note`), or nothing at all
+  const char* note = nullptr;  // where a setting has no effect in cairn: the note's reason
 };
 
 void apply_int_knob(Context& c, const std::string& name, const std::string& value, const char* env, long long lo) {
@@ -279,8 +280,7 @@ const std::vector<Param>& params() {
       {"SCR_CURRENT", "this library",
        "at SCR_Init, the checkpoint of this name becomes the newest: the ones after it are deleted",
        [](Context& c, const std::string&, const std::string& v) { c.out->library.current = v; }},
-      {"SCR_CONF_FILE", "this library", "the user config file (default <SCR_PREFIX>/.scrconf)",
-       [](Context&, const std::string&, const std::string&) {}},
+      {"SCR_CONF_FILE", "this library", "the user config file (default <SCR_PREFIX>/.scrconf)", nullptr},
       {"SCR_CACHE_BYPASS", "nothing",
        "cairn always caches: checkpoint files are written to node-local storage and read from there. 1 (write on "
        "the parallel file system, for files that several ranks share) is not supported",
@@ -289,35 +289,21 @@ const std::vector<Param>& params() {
                              "read by one rank");
        }},
       {"SCR_FLUSH_ASYNC", "nothing", "cairn always flushes in the background",
-       [](Context& c, const std::string& n, const std::string& v) {
-         note_only(c, n, v, "cairn always flushes in the background");
-       }},
+       nullptr, "cairn always flushes in the background"},
       {"SCR_FLUSH_TYPE", "nothing", "cairn always flushes in the background with its own writer",
-       [](Context& c, const std::string& n, const std::string& v) {
-         note_only(c, n, v, "cairn always flushes in the background");
-       }},
+       nullptr, "cairn always flushes in the background"},
       {"SCR_FLUSH_WIDTH", "nothing", "cairn limits writers per node with turnstile_width (CAIRN_TURNSTILE_WIDTH)",
-       [](Context& c, const std::string& n, const std::string& v) {
-         note_only(c, n, v, "see turnstile_width (CAIRN_TURNSTILE_WIDTH)");
-       }},
+       nullptr, "see turnstile_width (CAIRN_TURNSTILE_WIDTH)"},
       {"SCR_FETCH_WIDTH", "nothing", "every rank reads its own L3 file at restart",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "no effect"); }},
+       nullptr, "no effect"},
       {"SCR_FETCH", "nothing", "restart always considers L1, L2 and L3, newest version first",
-       [](Context& c, const std::string& n, const std::string& v) {
-         note_only(c, n, v, "restart always considers every level");
-       }},
+       nullptr, "restart always considers every level"},
       {"SCR_FETCH_BYPASS", "nothing", "restart always considers L1, L2 and L3, newest version first",
-       [](Context& c, const std::string& n, const std::string& v) {
-         note_only(c, n, v, "restart always considers every level");
-       }},
+       nullptr, "restart always considers every level"},
       {"SCR_DISTRIBUTE", "nothing", "restart always rebuilds from L2 what a lost node held",
-       [](Context& c, const std::string& n, const std::string& v) {
-         note_only(c, n, v, "restart always rebuilds from L2");
-       }},
+       nullptr, "restart always rebuilds from L2"},
       {"SCR_CNTL_BASE", "nothing", "cairn keeps its records beside the cached data",
-       [](Context& c, const std::string& n, const std::string& v) {
-         note_only(c, n, v, "cairn keeps its records beside the cached data");
-       }},
+       nullptr, "cairn keeps its records beside the cached data"},
       {"SCR_GROUP", "nothing", "the failure group is the node (CAIRN_NODE); only NODE is accepted",
        [](Context& c, const std::string& n, const std::string& v) {
          if (upper(v) == "NODE") return note_only(c, n, v, "the default");
@@ -342,43 +328,43 @@ const std::vector<Param>& params() {
          warn_if_on(c, n, v, "the newest checkpoint is flushed at SCR_Finalize");
        }},
       {"SCR_RUNS", "nothing", "a launcher setting: `cairn run --retries`",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "use cairn run --retries"); }},
+       nullptr, "use cairn run --retries"},
       {"SCR_RETRIES", "nothing", "a launcher setting: `cairn run --retries`",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "use cairn run --retries"); }},
+       nullptr, "use cairn run --retries"},
       {"SCR_MIN_NODES", "nothing", "a launcher setting: `cairn run --no-spare`",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "a launcher setting"); }},
+       nullptr, "a launcher setting"},
       {"SCR_EXCLUDE_NODES", "nothing", "a launcher setting",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "a launcher setting"); }},
+       nullptr, "a launcher setting"},
       {"SCR_WATCHDOG_TIMEOUT", "nothing", "`cairn watch --stall` watches for hung jobs",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "see cairn watch --stall"); }},
+       nullptr, "see cairn watch --stall"},
       {"SCR_WATCHDOG_TIMEOUT_PFS", "nothing", "`cairn watch --stall` watches for hung jobs",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "see cairn watch --stall"); }},
+       nullptr, "see cairn watch --stall"},
       {"SCR_FILE_BUF_SIZE", "nothing", "cairn copies with its own buffers",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "no effect"); }},
+       nullptr, "no effect"},
       {"SCR_HOP_DISTANCE", "nothing", "sets span nodes in the order of the job's ranks",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "no effect"); }},
+       nullptr, "no effect"},
       {"SCR_CRC_ON_COPY", "nothing", "cairn checksums every chunk of every version",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "always on in cairn"); }},
+       nullptr, "always on in cairn"},
       {"SCR_CRC_ON_DELETE", "nothing", "cairn checksums every chunk of every version",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "always on in cairn"); }},
+       nullptr, "always on in cairn"},
       {"SCR_CRC_ON_FLUSH", "nothing", "cairn checksums every chunk of every version",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "always on in cairn"); }},
+       nullptr, "always on in cairn"},
       {"SCR_LOG_ENABLE", "nothing", "cairn keeps a job history in the prefix (`cairn plot`, docs/tools.md)",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "see docs/tools.md"); }},
+       nullptr, "see docs/tools.md"},
       {"SCR_LOG_TXT_ENABLE", "nothing", "cairn keeps a job history in the prefix",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "see docs/tools.md"); }},
+       nullptr, "see docs/tools.md"},
       {"SCR_LOG_SYSLOG_ENABLE", "nothing", "cairn keeps a job history in the prefix",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "see docs/tools.md"); }},
+       nullptr, "see docs/tools.md"},
       {"SCR_LOG_DB_ENABLE", "nothing", "cairn keeps a job history in the prefix",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "see docs/tools.md"); }},
+       nullptr, "see docs/tools.md"},
       {"SCR_USER_NAME", "nothing", "an identifier for SCR's logs",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "no effect"); }},
+       nullptr, "no effect"},
       {"SCR_JOB_ID", "nothing", "an identifier for SCR's logs",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "no effect"); }},
+       nullptr, "no effect"},
       {"SCR_JOB_NAME", "nothing", "an identifier for SCR's logs",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "no effect"); }},
+       nullptr, "no effect"},
       {"SCR_CLUSTER_NAME", "nothing", "an identifier for SCR's logs",
-       [](Context& c, const std::string& n, const std::string& v) { note_only(c, n, v, "no effect"); }},
+       nullptr, "no effect"},
   };
   return table;
 }
@@ -604,7 +590,8 @@ Mapping map_parameters(const Sources& s) {
       continue;
     }
     if (key == "SCR_COPY_TYPE" && upper(e->first) != "FILE") copy_type_set = true;
-    p->apply(c, key, e->first);
+    if (p->apply) p->apply(c, key, e->first);
+    else if (p->note) note_only(c, key, e->first, p->note);
   }
   apply_descriptors(s, copy_type_set, c);
   // A CAIRN_* variable the user set is above anything SCR's parameters say.
