@@ -5,7 +5,6 @@
 #include "core/runtime.hpp"
 
 #include "core/flusher_choice.hpp"
-#include "pipeline/service_flusher.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -443,10 +442,8 @@ Status Runtime::need_checkpoint(int* flag) {
 Status Runtime::probe_agents(int* changed) {
   if (!changed) return make_error(Code::ERR_INVALID_ARG, "cairn_probe_agents: changed is NULL");
   *changed = 0;
-  auto* service = dynamic_cast<pipeline::ServiceFlusher*>(flusher_.get());
-  if (!service) return Status::ok();
   bool c = false;
-  CAIRN_TRY(service->probe_agents(&c));
+  CAIRN_TRY(flusher_->probe_agents(&c));
   *changed = c ? 1 : 0;
   return Status::ok();
 }

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "base/layout.hpp"
 #include "base/manifest.hpp"
@@ -55,6 +56,13 @@ struct FlushRequest {
 
 using FlushTicket = uint64_t;  // 0 is never a valid ticket
 
+// A region a restart through a flusher's agents writes into (Flusher::restore).
+struct RestoreTarget {
+  std::string name;
+  uint8_t* ptr = nullptr;
+  uint64_t size = 0;
+};
+
 class Flusher {
  public:
   virtual ~Flusher() = default;
@@ -64,6 +72,17 @@ class Flusher {
   virtual Status test(FlushTicket ticket, bool* done) = 0;
   virtual Status wait(FlushTicket ticket) = 0;
   virtual Status cancel(FlushTicket ticket) = 0;
+
+  // What only a flusher with checkpoint agents does (the service's, docs/service.md); the others keep
+  // these defaults. cairn_probe_agents: take an agent offered now, *changed if the serving agent changed.
+  virtual Status probe_agents(bool* changed) {
+    *changed = false;
+    return Status::ok();
+  }
+  // Restart of version v from L3 through the agents into `targets`; the caller verifies what landed.
+  virtual Status restore(uint64_t /*version*/, const std::vector<RestoreTarget>& /*targets*/) {
+    return Status(Code::ERR_NOT_SUPPORTED, "service mode is off (the service knob is empty)");
+  }
 };
 
 }  // namespace cairn::pipeline

@@ -38,11 +38,11 @@ class ServiceFlusher : public Flusher {
   // Who moved (or is moving) the ticket's version: "service", or the fallback's name once it took over.
   const char* via(FlushTicket ticket) const;
   // Restart from L3 through the agent (ServiceLink::restore), waiting at most service_timeout.
-  Status restore(uint64_t version, const std::vector<ServiceLink::RestoreTarget>& targets) {
+  Status restore(uint64_t version, const std::vector<RestoreTarget>& targets) override {
     return link_->restore(version, targets, settings_.timeout_s);
   }
   // cairn_probe_agents: take an agent the controller offered now (ServiceLink::probe).
-  Status probe_agents(bool* changed) { return link_->probe(changed); }
+  Status probe_agents(bool* changed) override { return link_->probe(changed); }
   // The agent serving this rank now (0: none) and where, for logs, the bench and tests.
   uint64_t agent_id() const { return link_->agent_id(); }
   std::string agent_where() const { return link_->agent_where(); }

@@ -25,6 +25,7 @@
 #include "base/fsutil.hpp"
 #include "base/manifest.hpp"
 #include "base/status.hpp"
+#include "pipeline/flusher.hpp"
 #include "pfs/l3_store.hpp"
 #include "wire/message.hpp"
 #include "wire/socket.hpp"
@@ -87,11 +88,7 @@ class ServiceLink {
   // for remote writes until the call returns). OK when the agent says every region was written; the
   // caller verifies what landed. Any failure, or no answer within timeout_s: an error, and the
   // registrations are revoked before the call returns (no write of the agent lands afterwards).
-  struct RestoreTarget {
-    std::string name;
-    uint8_t* ptr = nullptr;
-    uint64_t size = 0;
-  };
+  using RestoreTarget = pipeline::RestoreTarget;
   Status restore(uint64_t version, const std::vector<RestoreTarget>& targets, double timeout_s);
   // Dynamic agents: take a new agent the controller offered (a scaling change) now, unless a version is in
   // flight (then as soon as it ends). Without a probe the offer is taken at the next version handed over,
