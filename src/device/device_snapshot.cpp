@@ -338,18 +338,12 @@ Status DeviceSnapshotter::restore_verified(void* ctx, const uint8_t* stream, uin
   CAIRN_TRY(setup(static_cast<CUcontext>(ctx)));
   if (chunk_size == 0 || hashes.size() != (total + chunk_size - 1) / chunk_size)
     return make_error(Code::ERR_CORRUPT, "the manifest's chunk table does not fit its stream");
-  // The copies and the verification run side by side over the same bytes: this thread queues every
-  // copy at once (pieces of kRestorePiece, an event after each) and the hashing threads check the
-  // chunks in stream order, never more than kRestoreAhead pieces ahead of the copies that landed, so
-  // that the bus reads what the hashing just brought into the cache instead of both streaming from
-  // memory. Nothing waits for a hash before it is copied; the device buffers are the application's
-  // only once every chunk verified (a failure leaves them holding part of the version, as documented).
-  const uint64_t step = std::max<uint64_t>(chunk_size, CopyOptions::kRestorePiece / chunk_size * chunk_size);
-  struct Piece {
+  uint64_t step = std::max<uint64_t>(chunk_size, CopyOptions::kRestorePiece / chunk_size * chunk_size);
+  struct Work {
     uint64_t begin, end;
     const DeviceExtent* ext;
   };
-  std::vector<Piece> work;
+  std::vector<Work> work;
   for (const auto& x : extents) {
     if (x.offset + x.size > total) return make_error(Code::ERR_CORRUPT, "a region runs past the version's stream");
     for (uint64_t b = x.offset, end = x.offset + x.size; b < end;) {
@@ -358,69 +352,38 @@ Status DeviceSnapshotter::restore_verified(void* ctx, const uint8_t* stream, uin
       b = e;
     }
   }
-  std::vector<CUevent> landed(work.size());
-  for (size_t i = 0; i < work.size(); ++i) CAIRN_TRY(event(i, &landed[i]));
-  // The chunks to verify, in stream order: (chunk, the piece whose copy it must not run far ahead of).
-  std::vector<std::pair<uint64_t, size_t>> chunks;
-  for (size_t i = 0; i < work.size(); ++i)
-    for (uint64_t c = work[i].begin / chunk_size; c * chunk_size < work[i].end; ++c)
-      if (chunks.empty() || chunks.back().first != c) chunks.emplace_back(c, i);
-  std::atomic<size_t> queued{0}, next{0};
-  std::atomic<long> done_upto{-1};  // the pieces up to here have landed
+  std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
   std::mutex mu;
-  std::condition_variable queued_cv;
   Status first = Status::ok();
   auto note = [&](Status st) {
     std::lock_guard<std::mutex> lock(mu);
     if (first.is_ok()) first = std::move(st);
     stop = true;
-    queued_cv.notify_all();
   };
-  auto hasher = [&] {
+  auto worker = [&] {
     if (Status st = make_current(*driver_, ctx_); !st.is_ok()) return note(st);
-    for (size_t i; !stop && (i = next.fetch_add(1)) < chunks.size();) {
-      const auto [c, piece] = chunks[i];
-      if (piece >= CopyOptions::kRestoreAhead && done_upto.load() < static_cast<long>(piece - CopyOptions::kRestoreAhead)) {
-        const size_t behind = piece - CopyOptions::kRestoreAhead;
-        {
-          std::unique_lock<std::mutex> lock(mu);  // an event not yet recorded would "fire" at once
-          queued_cv.wait(lock, [&] { return stop || queued.load() > behind; });
-        }
-        if (stop) return;
-        Status st = driver_->check(driver_->api().cuEventSynchronize(landed[behind]), "cuEventSynchronize");
-        if (!st.is_ok()) return note(st);
-        for (long seen = done_upto.load(); seen < static_cast<long>(behind) && !done_upto.compare_exchange_weak(seen, static_cast<long>(behind));) {
-        }
+    for (size_t i; !stop && (i = next.fetch_add(1)) < work.size();) {
+      const Work& w = work[i];
+      for (uint64_t c = w.begin / chunk_size; c * chunk_size < w.end; ++c) {
+        uint64_t cb = c * chunk_size, ce = std::min<uint64_t>(cb + chunk_size, total);
+        if (XXH3_64bits(stream + cb, ce - cb) != hashes[c])
+          return note(make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu) fails its checksum",
+                                 static_cast<unsigned long long>(c), static_cast<unsigned long long>(cb),
+                                 static_cast<unsigned long long>(ce)));
       }
-      uint64_t cb = c * chunk_size, ce = std::min<uint64_t>(cb + chunk_size, total);
-      if (XXH3_64bits(stream + cb, ce - cb) != hashes[c])
-        return note(make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu) fails its checksum",
-                               static_cast<unsigned long long>(c), static_cast<unsigned long long>(cb),
-                               static_cast<unsigned long long>(ce)));
+      const auto dst = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(w.ext->dst)) + (w.begin - w.ext->offset);
+      Status st = driver_->check(driver_->api().cuMemcpyHtoDAsync(dst, stream + w.begin, w.end - w.begin, stream_),
+                                 "cuMemcpyHtoDAsync");
+      if (!st.is_ok()) return note(st);
     }
   };
   std::vector<std::thread> threads;
-  size_t n = std::min<size_t>(static_cast<size_t>(options_.hash_threads), chunks.size());
-  for (size_t i = 0; i < n; ++i) threads.emplace_back(hasher);
-  const Api& a = driver_->api();
-  for (size_t i = 0; i < work.size() && !stop; ++i) {
-    const Piece& w = work[i];
-    const auto dst = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(w.ext->dst)) + (w.begin - w.ext->offset);
-    Status st = driver_->check(a.cuMemcpyHtoDAsync(dst, stream + w.begin, w.end - w.begin, stream_), "cuMemcpyHtoDAsync");
-    if (st.is_ok()) st = driver_->check(a.cuEventRecord(landed[i], stream_), "cuEventRecord");
-    if (!st.is_ok()) {
-      note(st);
-      break;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      queued = i + 1;
-    }
-    queued_cv.notify_all();
-  }
+  size_t n = std::min<size_t>(static_cast<size_t>(options_.hash_threads), work.size());
+  for (size_t i = 1; i < n; ++i) threads.emplace_back(worker);
+  if (n > 0) worker();
   for (auto& t : threads) t.join();
-  Status synced = driver_->check(a.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  Status synced = driver_->check(driver_->api().cuStreamSynchronize(stream_), "cuStreamSynchronize");
   return first.is_ok() ? synced : first;
 }
 

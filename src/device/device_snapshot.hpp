@@ -39,11 +39,9 @@ struct CopyOptions {
   int hash_threads = 8;
   // Queuing a copy and its event costs the driver 10-20 us: return mode stays under a millisecond.
   static constexpr uint64_t kMaxPieces = 16;
-  // A restart's copies: pieces of kRestorePiece, all queued at once; the verification of a chunk runs at
-  // most kRestoreAhead pieces ahead of the copies that landed (the bytes are still in the cache when
-  // the bus reads them).
+  // A restart's pieces: each is hashed before it is copied (so the bus reads bytes the hashing just
+  // brought into the cache), and the first copy waits for one piece's hash.
   static constexpr uint64_t kRestorePiece = 16ull << 20;
-  static constexpr size_t kRestoreAhead = 2;
 };
 
 class DeviceSnapshotter final : public Snapshotter {
@@ -78,11 +76,10 @@ class DeviceSnapshotter final : public Snapshotter {
     uint64_t offset = 0, size = 0;
     void* dst = nullptr;
   };
-  // The restart from L1 into device memory: the extents are copied into the device (from pinned memory when
-  // the slot was pinned by this process's checkpoints) while device_hash_threads threads verify their
-  // checksum chunks against `hashes`; it returns once both are done. ERR_CORRUPT names the first chunk
-  // that fails; the device buffers may then hold part of the version (the restart then fails or falls
-  // back to another version, which overwrites them).
+  // The restart from L1 into device memory: the extents' checksum chunks are verified against `hashes` on
+  // device_hash_threads threads, piece by piece, and each piece is copied into the device once its chunks
+  // verified (from pinned memory when the slot was pinned by this process's checkpoints). ERR_CORRUPT names
+  // the first chunk that fails; the device buffers may then hold verified pieces of the version.
   Status restore_verified(void* ctx, const uint8_t* stream, uint64_t total, uint32_t chunk_size,
                           const std::vector<uint64_t>& hashes, const std::vector<DeviceExtent>& extents);
 

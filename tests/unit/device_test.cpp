@@ -281,10 +281,10 @@ TEST(DeviceSnapshot, RestoreCopiesIntoTheDevice) {
   EXPECT_EQ(read_device(f.d, f.dev, back.size()), back);
 }
 
-// The restart from L1 into device memory: a stream of two device regions over several restore pieces
-// (so the verification waits for copies kRestoreAhead pieces behind it), copied while it is verified;
-// then the same with one damaged chunk, which fails the restore and names the chunk.
-TEST(DeviceSnapshot, RestoreVerifiedCopiesWhileItVerifiesAndNamesADamagedChunk) {
+// The restart from L1 into device memory: a stream of two device regions over several restore pieces,
+// each verified, then copied (slowly: the copies queue behind the hashing threads); then the same with one
+// damaged chunk, which fails the restore and names the chunk.
+TEST(DeviceSnapshot, RestoreVerifiedCopiesVerifiedPiecesAndNamesADamagedChunk) {
   const Driver& d = fake();
   CUcontext ctx = context(d);
   constexpr uint32_t kChunk = 1 << 20;
