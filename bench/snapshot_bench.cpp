@@ -4,7 +4,9 @@
 #include <sys/mman.h>
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "bench.hpp"
 #include "session.hpp"
@@ -37,6 +40,26 @@ void write_pass(uint8_t* state, uint64_t size) {
   for (uint64_t i = 0; i < size / 8; ++i) w[i] = w[i] * 3 + 1;
   clobber(state);
 }
+
+// The second writer: a tenth of the state's blocks per pass (kBlock each: the cow snapshotter's fault
+// block and a huge page), a different random tenth each pass -- the pass's number seeds a partial
+// shuffle of `order`, reset at the start of each window, so that a window with a checkpoint and one
+// without write the same blocks in the same order.
+constexpr uint64_t kBlock = 2 << 20;
+
+void write_tenth(uint8_t* state, uint64_t size, uint64_t pass, std::vector<uint32_t>& order) {
+  const uint64_t blocks = order.size(), pick = std::max<uint64_t>(1, blocks / 10);
+  uint64_t x = 0x9e3779b97f4a7c15ull * (pass + 1);
+  for (uint64_t j = 0; j < pick; ++j) {
+    x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 29;
+    std::swap(order[j], order[j + x % (blocks - j)]);
+    uint64_t at = static_cast<uint64_t>(order[j]) * kBlock;
+    write_pass(state + at, std::min(kBlock, size - at));
+  }
+}
+
+enum class Writer { all, tenth };
+const char* writer_key(Writer w) { return w == Writer::all ? "all" : "10pct"; }
 
 std::string first_line_of(const char* path) {
   std::ifstream in(path);
@@ -86,6 +109,14 @@ struct ModeTimes {
   double after_ms = 0;         // a pass once the version is through (after cairn_wait)
   double protected_pct = 0;    // cow: share of the state write-protected (rank 0)
   double writes_waited = 0;    // cow: writes that waited for their page, per snapshot (rank 0)
+  // The window: `passes` passes of the writer right after cairn_checkpoint, then cairn_wait, against
+  // the same passes without a checkpoint (alternating, same blocks); app_lost_ms the median difference.
+  int passes = 0;
+  double pass_ms = 0;          // one pass of the writer alone
+  double window_ms = 0;        // the passes without a checkpoint
+  double app_lost_ms = 0;
+  double window_wait_ms = 0;   // cairn_wait at the end of the window (the version not through yet)
+  std::string took;            // auto: the snapshotter of the timed versions (copy, cow, or both)
 };
 
 class SnapshotBench {
@@ -113,7 +144,12 @@ class SnapshotBench {
     uint8_t* state = alloc_faulted(size);
     fill_random(state, size, 2000 + static_cast<uint64_t>(g_rank));
     double memcpy_ms = memcpy_into_shm(state, size);
-    ModeTimes copy = session("copy", state, size), cow = session("cow", state, size);
+    // One session per mode and writer: auto decides from what it sees of one writer only.
+    ModeTimes copy = session("copy", Writer::all, state, size, memcpy_ms), cow = session("cow", Writer::all, state, size, memcpy_ms),
+              auto_all = session("auto", Writer::all, state, size, memcpy_ms),
+              copy10 = session("copy", Writer::tenth, state, size, memcpy_ms),
+              cow10 = session("cow", Writer::tenth, state, size, memcpy_ms),
+              auto10 = session("auto", Writer::tenth, state, size, memcpy_ms);
     free(state);
 
     json j;
@@ -136,12 +172,34 @@ class SnapshotBench {
     j["cow_writes_waited"] = round3(cow.writes_waited);
     j["state_huge_pages_copy_pct"] = round3(copy.huge_pct);
     j["state_huge_pages_cow_pct"] = round3(cow.huge_pct);
+    // What the application loses per checkpoint, per writer: the blocking plus its passes' extra time
+    // until the version is through.
+    const std::pair<Writer, const ModeTimes*> modes[][3] = {
+        {{Writer::all, &copy}, {Writer::all, &cow}, {Writer::all, &auto_all}},
+        {{Writer::tenth, &copy10}, {Writer::tenth, &cow10}, {Writer::tenth, &auto10}}};
+    for (const auto& row : modes) {
+      std::string w = writer_key(row[0].first);
+      j["pass_" + w + "_ms"] = round3(row[1].second->pass_ms);
+      j["window_" + w + "_passes"] = row[1].second->passes;
+      const char* names[] = {"copy", "cow", "auto"};
+      for (int m = 0; m < 3; ++m) {
+        const ModeTimes& t = *row[m].second;
+        j["app_lost_" + std::string(names[m]) + "_" + w + "_ms"] = round3(t.app_lost_ms);
+        j["blocking_" + std::string(names[m]) + "_" + w + "_ms"] = round3(t.blocking_ms);
+        j["window_wait_" + std::string(names[m]) + "_" + w + "_ms"] = round3(t.window_wait_ms);
+      }
+      j["auto_took_" + w] = row[2].second->took;
+    }
     json t;
     t["l1_blocking_cow"] = target("l1_blocking_cow_ms / memcpy_ms", cow.blocking_ms / memcpy_ms, 0.1);
     t["snapshot_complete_cow"] = target("snapshot_complete_cow_ms / memcpy_ms", cow.complete_ms / memcpy_ms, 1.5);
     t["loop_during_cow"] = target("loop pass right after cairn_checkpoint / loop_cow_ms", cow.during_ms / cow.loop_ms, 1.5);
     // "not at all after": within the noise of two passes of the same loop.
     t["loop_after_cow"] = target("loop pass after the version is through / loop_cow_ms", cow.after_ms / cow.loop_ms, 1.05);
+    t["app_lost_cow_10pct"] = target("app_lost_cow_10pct_ms / memcpy_ms", cow10.app_lost_ms / memcpy_ms, 0.25);
+    t["app_lost_cow_all"] = target("app_lost_cow_all_ms / memcpy_ms", cow.app_lost_ms / memcpy_ms, 1.0);
+    t["app_lost_auto_10pct"] = target("app_lost_auto_10pct_ms / app_lost_copy_10pct_ms", auto10.app_lost_ms / copy10.app_lost_ms, 1.05);
+    t["app_lost_auto_all"] = target("app_lost_auto_all_ms / app_lost_copy_all_ms", auto_all.app_lost_ms / copy.app_lost_ms, 1.05);
     j["targets"] = t;
     return j;
   }
@@ -167,30 +225,49 @@ class SnapshotBench {
     return median(ms);
   }
 
+  // One pass of `writer` over the state; `pass` numbers it within its window.
+  void pass_of(Writer writer, uint8_t* state, uint64_t size, uint64_t pass) {
+    if (writer == Writer::all)
+      write_pass(state, size);
+    else
+      write_tenth(state, size, pass, order_);
+  }
+
+  // `passes` passes from the window's start (the same blocks every window); seconds.
+  double timed_window(Writer writer, uint8_t* state, uint64_t size, int passes) {
+    for (uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
+    double t0 = now();
+    for (int p = 0; p < passes; ++p) pass_of(writer, state, size, static_cast<uint64_t>(p));
+    return now() - t0;
+  }
+
   // One cairn session with snapshot = `mode`: L1 only (no L2, no flush), one slot. A warm-up version
-  // (and, with cow, the gathering of the state into huge pages that follows it), the loop alone; then
-  // per repetition: cairn_checkpoint, a pass of the loop right away, cairn_wait, and a pass once the
-  // version is through.
-  ModeTimes session(const char* mode, uint8_t* state, uint64_t size) {
+  // (and, with cow, the gathering of the state into huge pages that follows it), the writer's pass
+  // alone; with the full rewriter, per repetition: cairn_checkpoint, a pass right away, cairn_wait, and a
+  // pass once the version is through; then, for either writer, per repetition: a window of passes
+  // without a checkpoint and the same window right after cairn_checkpoint, then cairn_wait. The window
+  // is long enough for the version to be through well before its end (8 memcpys of the state; a
+  // cairn_wait that still waits is counted as lost).
+  ModeTimes session(const char* mode, Writer writer, uint8_t* state, uint64_t size, double memcpy_ms) {
     session_.clean_levels();
     if (setenv("CAIRN_SNAPSHOT", mode, 1) != 0 || setenv("CAIRN_CACHE_VERSIONS", "1", 1) != 0)
       die("setenv: %s", strerror(errno));
+    order_.resize(std::max<uint64_t>(1, size / kBlock));
     session_.open("single", 0, [&] { CHECK_CAIRN(cairn_protect("state", state, size, CAIRN_BYTE)); });
     CHECK_CAIRN(cairn_checkpoint());
     CHECK_CAIRN(cairn_wait());
     ModeTimes m;
     m.huge_pct = max_over_ranks(settle_huge_pages(state, size));
-    std::vector<double> loop;
+    std::vector<double> loop, pass;
     for (int i = 0; i < 1 + o_.reps; ++i) {
       barrier();
-      double t0 = now();
-      write_pass(state, size);
-      double t = max_over_ranks(now() - t0);
-      if (i) loop.push_back(t * 1e3);
+      double t = max_over_ranks(timed_window(writer, state, size, 1));
+      if (i) pass.push_back(t * 1e3);
     }
-    m.loop_ms = median(loop);
+    m.pass_ms = median(pass);
+    m.loop_ms = m.pass_ms;
     std::vector<double> blocking, during, after;
-    for (int i = 0; i < o_.reps; ++i) {
+    for (int i = 0; writer == Writer::all && i < o_.reps; ++i) {
       barrier();
       double t0 = now();
       CHECK_CAIRN(cairn_checkpoint());
@@ -206,35 +283,64 @@ class SnapshotBench {
       during.push_back(max_over_ranks(t2 - t1) * 1e3);
       after.push_back(max_over_ranks(t4 - t3) * 1e3);
     }
+    m.passes = std::max(2, static_cast<int>(std::ceil(8 * memcpy_ms / std::max(m.pass_ms, 1e-3))));
+    std::vector<double> lost, window, waited, window_blocking;
+    for (int i = 0; i < o_.reps; ++i) {
+      barrier();
+      double base = max_over_ranks(timed_window(writer, state, size, m.passes));
+      barrier();
+      double t0 = now();
+      CHECK_CAIRN(cairn_checkpoint());
+      double t1 = now();
+      timed_window(writer, state, size, m.passes);
+      double t2 = now();
+      CHECK_CAIRN(cairn_wait());
+      double t3 = now();
+      double with = max_over_ranks(t3 - t0);
+      window.push_back(base * 1e3);
+      lost.push_back((with - base) * 1e3);
+      waited.push_back(max_over_ranks(t3 - t2) * 1e3);
+      window_blocking.push_back(max_over_ranks(t1 - t0) * 1e3);
+    }
     std::string log = session_.close();
-    m.blocking_ms = median(blocking);
-    m.during_ms = median(during);
-    m.after_ms = median(after);
+    m.window_ms = median(window);
+    m.app_lost_ms = median(lost);
+    m.window_wait_ms = median(waited);
+    m.blocking_ms = median(writer == Writer::all ? blocking : window_blocking);
+    m.during_ms = writer == Writer::all ? median(during) : 0;
+    m.after_ms = writer == Writer::all ? median(after) : 0;
     // rank 0's summary lines of the timed versions (2 ..): "(cow: P% write-protected, complete in X ms,
     // W writes waited)"; with copy the snapshot is complete when cairn_checkpoint returns.
-    std::vector<double> complete, pct, waited, own;
+    std::vector<double> complete, pct, waits, own;
+    int cow_versions = 0, copy_versions = 0;
     std::istringstream in(log);
     bool chosen = false;
+    const bool is_auto = std::strcmp(mode, "auto") == 0;
     for (std::string line; std::getline(in, line);) {
       double v = 0, x = 0;
-      if (line.find("snapshot = ") != std::string::npos) {
+      if (line.find("snapshot = ") != std::string::npos && !chosen) {
         chosen = line.find(std::string("snapshot = ") + mode) != std::string::npos &&
-                 (std::strcmp(mode, "copy") == 0 || line.find("copy-on-write") != std::string::npos);
+                 (is_auto || std::strcmp(mode, "copy") == 0 || line.find("copy-on-write") != std::string::npos);
         if (!chosen) die("snapshot = %s was not honoured: %s", mode, line.c_str());
       }
       if (!number_after(line, "info: version ", &v) || v < 2) continue;
       if (number_after(line, "L1 copy ", &x)) own.push_back(x);
       auto at = line.find("complete in ");
-      if (at == std::string::npos) continue;
+      if (at == std::string::npos) {
+        ++copy_versions;
+        continue;
+      }
+      ++cow_versions;
       if (number_after(line, "complete in ", &x)) complete.push_back(x);
       if (number_after(line, "(cow: ", &x)) pct.push_back(x);
-      if (number_after(line.substr(at), " ms, ", &x)) waited.push_back(x);
+      if (number_after(line.substr(at), " ms, ", &x)) waits.push_back(x);
     }
     if (g_rank == 0 && !chosen) die("the log does not say which snapshotter cairn_init chose");
-    m.complete_ms = std::strcmp(mode, "copy") == 0 ? m.blocking_ms : median(complete);
+    m.took = cow_versions && copy_versions ? "cow, copy" : cow_versions ? "cow" : "copy";
+    m.complete_ms = complete.empty() ? m.blocking_ms : median(complete);
     m.snapshot_ms = median(own);
     m.protected_pct = median(pct);
-    m.writes_waited = median(waited);
+    m.writes_waited = median(waits);
     if (g_rank == 0 && std::strcmp(mode, "cow") == 0 && complete.empty())
       die("no copy-on-write summary line in the log (is the state write-protectable?)");
     return m;
@@ -254,6 +360,8 @@ class SnapshotBench {
     j["cache_job_dir"] = session_.cache_job();
     j["config"] = "redundancy = single, flush_every = 0, cache_versions = 1 (L1 only)";
     j["loop"] = "w[i] = 3 w[i] + 1 over every 8-byte word of the state";
+    j["writers"] = "all: the loop over the whole state; 10pct: the loop over a random tenth of the state's 2 MiB blocks per pass";
+    j["app_lost"] = "median over reps of (cairn_checkpoint + a window of passes + cairn_wait) - (the same passes without a checkpoint)";
     return j;
   }
 
@@ -278,6 +386,12 @@ class SnapshotBench {
              s["loop_cow_ms"].get<double>(), s["loop_during_cow_x"].get<double>(), s["loop_after_cow_x"].get<double>(),
              s["state_huge_pages_cow_pct"].get<double>(), s["cow_protected_pct"].get<double>(),
              s["cow_writes_waited"].get<double>());
+      for (const char* w : {"all", "10pct"})
+        printf("  %-28s %10.2f ms (copy)   %.2f ms (cow)   %.2f ms (auto: %s)   [pass %.2f ms, window %d passes]\n",
+               (std::string("app_lost_ms, writer ") + w).c_str(), s["app_lost_copy_" + std::string(w) + "_ms"].get<double>(),
+               s["app_lost_cow_" + std::string(w) + "_ms"].get<double>(), s["app_lost_auto_" + std::string(w) + "_ms"].get<double>(),
+               s["auto_took_" + std::string(w)].get<std::string>().c_str(), s["pass_" + std::string(w) + "_ms"].get<double>(),
+               s["window_" + std::string(w) + "_passes"].get<int>());
       for (const auto& [name, t] : s["targets"].items())
         printf("  target %-22s %-55s %6.3f <= %-5.2f %s\n", name.c_str(), t["what"].get<std::string>().c_str(),
                t["ratio"].get<double>(), t["max_ratio"].get<double>(), t["pass"].get<bool>() ? "met" : "MISSED");
@@ -286,6 +400,7 @@ class SnapshotBench {
 
   const Options& o_;
   Session session_;
+  std::vector<uint32_t> order_;  // the 10 % writer's shuffle of the state's blocks
   double load_start_ = 0;
 };
 
