@@ -565,9 +565,12 @@ Status Runtime::take_version(const std::string& label, bool have_files, const St
   }
   bool flush = cfg_.flush_every > 0 && v % static_cast<uint64_t>(cfg_.flush_every) == 0;
   double blocking = 0;
+  const double t_described = now_seconds();
   Status local = pipeline_->take(std::move(m), flush, memory, files, described, &blocking);
   ++versions_taken_;
   last_checkpoint_time_ = now_seconds();
+  LOG_DEBUG("cairn_checkpoint %llu: %.3f ms, of which before the pipeline %.3f (write-back, description)",
+            static_cast<unsigned long long>(v), (last_checkpoint_time_ - t_enter) * 1e3, (t_described - t_enter) * 1e3);
   checkpoint_cost_.add(last_checkpoint_time_ - t_enter + pipeline_seconds_on_app_);
   pipeline_seconds_on_app_ = 0;
   if (exit_requested_) checkpoint_since_request_ = true;

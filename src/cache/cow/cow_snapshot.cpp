@@ -21,6 +21,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/background_thread.hpp"
 #include "base/log.hpp"
 #include "cache/cow/plan.hpp"
 #include "cache/cow/userfault.hpp"
@@ -366,10 +367,9 @@ uint64_t CowSnapshotter::copy_pages(size_t t, uint64_t p0, uint64_t p1, bool han
 // ---- the copier --------------------------------------------------------------------------------------
 
 void CowSnapshotter::copier_loop() {
-  // A batch thread does not preempt the one that woke it: begin() returns to the application before
-  // the copy takes the core (the fault handler keeps the normal policy: writers wait for it).
-  sched_param batch{};
-  (void)sched_setscheduler(0, SCHED_BATCH, &batch);
+  // begin() returns to the application before the copy takes the core (the fault handler keeps the
+  // normal policy: writers wait for it).
+  become_background_thread();
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
