@@ -41,21 +41,28 @@ void write_pass(uint8_t* state, uint64_t size) {
   clobber(state);
 }
 
-// The second writer: a tenth of the state's blocks per pass (kBlock each: the cow snapshotter's fault
-// block and a huge page), a different random tenth each pass -- the pass's number seeds a partial
-// shuffle of `order`, reset at the start of each window, so that a window with a checkpoint and one
-// without write the same blocks in the same order.
+// The second writer: a solver that works on part of its state: the same tenth of the state's blocks
+// (kBlock each: the cow snapshotter's fault block and a huge page) every pass, a random tenth chosen
+// once per size, visited in address order.
 constexpr uint64_t kBlock = 2 << 20;
 
-void write_tenth(uint8_t* state, uint64_t size, uint64_t pass, std::vector<uint32_t>& order) {
-  const uint64_t blocks = order.size(), pick = std::max<uint64_t>(1, blocks / 10);
-  uint64_t x = 0x9e3779b97f4a7c15ull * (pass + 1);
+std::vector<uint64_t> pick_tenth(uint64_t size) {
+  const uint64_t blocks = std::max<uint64_t>(1, size / kBlock), pick = std::max<uint64_t>(1, blocks / 10);
+  std::vector<uint64_t> order(blocks);
+  for (uint64_t i = 0; i < blocks; ++i) order[i] = i;
+  uint64_t x = 0x9e3779b97f4a7c15ull;
   for (uint64_t j = 0; j < pick; ++j) {
-    x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 29;
-    std::swap(order[j], order[j + x % (blocks - j)]);
-    uint64_t at = static_cast<uint64_t>(order[j]) * kBlock;
-    write_pass(state + at, std::min(kBlock, size - at));
+    x += 0x9e3779b97f4a7c15ull;
+    uint64_t z = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    std::swap(order[j], order[j + (z ^ (z >> 27)) % (blocks - j)]);
   }
+  order.resize(pick);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+void write_tenth(uint8_t* state, uint64_t size, const std::vector<uint64_t>& blocks) {
+  for (uint64_t b : blocks) write_pass(state + b * kBlock, std::min(kBlock, size - b * kBlock));
 }
 
 enum class Writer { all, tenth };
@@ -121,7 +128,7 @@ struct ModeTimes {
 
 class SnapshotBench {
  public:
-  explicit SnapshotBench(const Options& o) : o_(o), session_(o) {}
+  SnapshotBench(const Options& o, const JobInfo& job) : o_(o), job_(job), session_(o) {}
 
   void run() {
     load_start_ = loadavg_1m();
@@ -225,19 +232,14 @@ class SnapshotBench {
     return median(ms);
   }
 
-  // One pass of `writer` over the state; `pass` numbers it within its window.
-  void pass_of(Writer writer, uint8_t* state, uint64_t size, uint64_t pass) {
-    if (writer == Writer::all)
-      write_pass(state, size);
-    else
-      write_tenth(state, size, pass, order_);
-  }
-
-  // `passes` passes from the window's start (the same blocks every window); seconds.
+  // `passes` passes of `writer` over the state; seconds.
   double timed_window(Writer writer, uint8_t* state, uint64_t size, int passes) {
-    for (uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
     double t0 = now();
-    for (int p = 0; p < passes; ++p) pass_of(writer, state, size, static_cast<uint64_t>(p));
+    for (int p = 0; p < passes; ++p)
+      if (writer == Writer::all)
+        write_pass(state, size);
+      else
+        write_tenth(state, size, tenth_);
     return now() - t0;
   }
 
@@ -246,13 +248,13 @@ class SnapshotBench {
   // alone; with the full rewriter, per repetition: cairn_checkpoint, a pass right away, cairn_wait, and a
   // pass once the version is through; then, for either writer, per repetition: a window of passes
   // without a checkpoint and the same window right after cairn_checkpoint, then cairn_wait. The window
-  // is long enough for the version to be through well before its end (8 memcpys of the state; a
-  // cairn_wait that still waits is counted as lost).
+  // lasts about 8 memcpys of the state, which covers a version's copy and seal; a cairn_wait at its
+  // end that still waits is counted as lost (an over-estimate: the application would have gone on).
   ModeTimes session(const char* mode, Writer writer, uint8_t* state, uint64_t size, double memcpy_ms) {
     session_.clean_levels();
     if (setenv("CAIRN_SNAPSHOT", mode, 1) != 0 || setenv("CAIRN_CACHE_VERSIONS", "1", 1) != 0)
       die("setenv: %s", strerror(errno));
-    order_.resize(std::max<uint64_t>(1, size / kBlock));
+    tenth_ = pick_tenth(size);
     session_.open("single", 0, [&] { CHECK_CAIRN(cairn_protect("state", state, size, CAIRN_BYTE)); });
     CHECK_CAIRN(cairn_checkpoint());
     CHECK_CAIRN(cairn_wait());
@@ -284,10 +286,15 @@ class SnapshotBench {
       after.push_back(max_over_ranks(t4 - t3) * 1e3);
     }
     m.passes = std::max(2, static_cast<int>(std::ceil(8 * memcpy_ms / std::max(m.pass_ms, 1e-3))));
+    // A window without a checkpoint before and after each one with (A B A B ... A): each with-window
+    // against the mean of its two neighbours, the median of those differences.
     std::vector<double> lost, window, waited, window_blocking;
-    for (int i = 0; i < o_.reps; ++i) {
+    auto base_window = [&] {
       barrier();
-      double base = max_over_ranks(timed_window(writer, state, size, m.passes));
+      window.push_back(max_over_ranks(timed_window(writer, state, size, m.passes)) * 1e3);
+    };
+    base_window();
+    for (int i = 0; i < o_.reps; ++i) {
       barrier();
       double t0 = now();
       CHECK_CAIRN(cairn_checkpoint());
@@ -296,11 +303,11 @@ class SnapshotBench {
       double t2 = now();
       CHECK_CAIRN(cairn_wait());
       double t3 = now();
-      double with = max_over_ranks(t3 - t0);
-      window.push_back(base * 1e3);
-      lost.push_back((with - base) * 1e3);
+      double with = max_over_ranks(t3 - t0) * 1e3;
       waited.push_back(max_over_ranks(t3 - t2) * 1e3);
       window_blocking.push_back(max_over_ranks(t1 - t0) * 1e3);
+      base_window();
+      lost.push_back(with - (window[window.size() - 2] + window.back()) / 2);
     }
     std::string log = session_.close();
     m.window_ms = median(window);
@@ -353,6 +360,9 @@ class SnapshotBench {
     j["kernel"] = u.release;
     j["transparent_hugepages"] = first_line_of("/sys/kernel/mm/transparent_hugepage/enabled");
     j["reps"] = o_.reps;
+    // The CPUs each rank may run on: the copier needs one besides the application's (mpirun binds a
+    // rank to one core by default; CAIRN_MPIRUN_ARGS="--bind-to none" lifts it).
+    j["cpus_per_rank"] = job_.cpus_per_rank;
     j["statistic"] = "median of reps of the slowest rank's time; complete and waits from rank 0's log";
     j["cache_dir"] = o_.cache_dir;
     j["cache_fs"] = fs_type_name(o_.cache_dir);
@@ -360,16 +370,17 @@ class SnapshotBench {
     j["cache_job_dir"] = session_.cache_job();
     j["config"] = "redundancy = single, flush_every = 0, cache_versions = 1 (L1 only)";
     j["loop"] = "w[i] = 3 w[i] + 1 over every 8-byte word of the state";
-    j["writers"] = "all: the loop over the whole state; 10pct: the loop over a random tenth of the state's 2 MiB blocks per pass";
-    j["app_lost"] = "median over reps of (cairn_checkpoint + a window of passes + cairn_wait) - (the same passes without a checkpoint)";
+    j["writers"] = "all: the loop over the whole state each pass; 10pct: the loop over the same random tenth of the state's 2 MiB blocks each pass";
+    j["app_lost"] = "median over reps of (cairn_checkpoint + a window of passes + cairn_wait) - the mean of the same passes without a checkpoint just before and just after";
     return j;
   }
 
   void print_table(const json& out) {
     const json& run = out["run"];
-    printf("cairn-bench --snapshot  %s  %s, %lld cores, kernel %s  %d rank(s), median of %d, load %.2f -> %.2f\n",
+    printf("cairn-bench --snapshot  %s  %s, %lld cores, kernel %s  %d rank(s) on %s CPU(s) each, median of %d, load %.2f -> %.2f\n",
            run["date"].get<std::string>().c_str(), run["cpu"].get<std::string>().c_str(),
            run["cores_online"].get<long long>(), run["kernel"].get<std::string>().c_str(), run["ranks"].get<int>(),
+           run["cpus_per_rank"].empty() ? "?" : std::to_string(run["cpus_per_rank"][0].get<int>()).c_str(),
            run["reps"].get<int>(), run["loadavg_1m_start"].get<double>(), run["loadavg_1m_end"].get<double>());
     for (const json& s : out["sizes"]) {
       printf("\n%.0f MiB per rank\n", s["size_bytes"].get<double>() / (1 << 20));
@@ -399,15 +410,16 @@ class SnapshotBench {
   }
 
   const Options& o_;
+  const JobInfo& job_;
   Session session_;
-  std::vector<uint32_t> order_;  // the 10 % writer's shuffle of the state's blocks
+  std::vector<uint64_t> tenth_;  // the 10 % writer's blocks
   double load_start_ = 0;
 };
 
 }  // namespace
 
-int run_snapshot(const Options& o, const JobInfo&) {
-  SnapshotBench(o).run();
+int run_snapshot(const Options& o, const JobInfo& job) {
+  SnapshotBench(o, job).run();
   return 0;
 }
 
