@@ -248,7 +248,7 @@ class SnapshotBench {
   // alone; with the full rewriter, per repetition: cairn_checkpoint, a pass right away, cairn_wait, and a
   // pass once the version is through; then, for either writer, per repetition: a window of passes
   // without a checkpoint and the same window right after cairn_checkpoint, then cairn_wait. The window
-  // lasts about 8 memcpys of the state, which covers a version's copy and seal; a cairn_wait at its
+  // lasts about 4 memcpys of the state, which covers a version's copy and seal; a cairn_wait at its
   // end that still waits is counted as lost (an over-estimate: the application would have gone on).
   ModeTimes session(const char* mode, Writer writer, uint8_t* state, uint64_t size, double memcpy_ms) {
     session_.clean_levels();
@@ -285,7 +285,7 @@ class SnapshotBench {
       during.push_back(max_over_ranks(t2 - t1) * 1e3);
       after.push_back(max_over_ranks(t4 - t3) * 1e3);
     }
-    m.passes = std::max(2, static_cast<int>(std::ceil(8 * memcpy_ms / std::max(m.pass_ms, 1e-3))));
+    m.passes = std::max(2, static_cast<int>(std::ceil(4 * memcpy_ms / std::max(m.pass_ms, 1e-3))));
     // A window without a checkpoint before and after each one with (A B A B ... A): each with-window
     // against the mean of its two neighbours, the median of those differences.
     std::vector<double> lost, window, waited, window_blocking;
