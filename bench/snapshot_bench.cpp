@@ -1,6 +1,7 @@
-// cairn-bench --snapshot, on every rank: what a checkpoint costs the application with snapshot = copy
-// and with snapshot = cow, for the same state, beside memcpy measured in the same run
-// (docs/performance.md, "Copy-on-write snapshots"). Rank 0 prints the report.
+// cairn-bench --snapshot, on every rank: what a checkpoint costs the application with snapshot = copy,
+// cow and auto, for the same state and two writers (the whole state rewritten each pass, or the same
+// tenth of it), beside memcpy measured in the same run (docs/performance.md, "Copy-on-write snapshots").
+// Rank 0 prints the report.
 #include <sys/mman.h>
 #include <sys/utsname.h>
 
