@@ -141,21 +141,26 @@ TEST(SnapshotMode, AutoSwitchesToCopyAfterAWriterOutranTheCopier) {
   ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
   ASSERT_TRUE(c.snapshotter->complete().is_ok());
   EXPECT_STREQ(c.snapshotter->name(), "cow");
-  // Rewritten at once: every block waits for its copy; the next snapshot is a copy.
-  ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
-  memset(state, 2, size);
-  ASSERT_TRUE(c.snapshotter->complete().is_ok());
-  EXPECT_EQ(slot[0], 1);
-  EXPECT_EQ(slot[size - 1], 1);
-  SnapshotReport cow = c.snapshotter->report();
-  EXPECT_GT(cow.protected_bytes, 0u);
-  if (writer_outran_copier(cow, 2 << 20)) {
+  // Rewritten at once: the blocks wait for their copies (unless this thread is kept off the CPU for
+  // the whole copy: then again); the next snapshot is a copy.
+  bool outran = false;
+  for (int round = 0; round < 5 && !outran; ++round) {
     ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
-    EXPECT_STREQ(c.snapshotter->name(), "copy");
+    memset(state, 2 + round, size);
     ASSERT_TRUE(c.snapshotter->complete().is_ok());
-    EXPECT_EQ(c.snapshotter->report().protected_bytes, 0u);
-    EXPECT_EQ(slot[size / 2], 2);
+    EXPECT_EQ(slot[0], round == 0 ? 1 : 1 + round);
+    SnapshotReport cow = c.snapshotter->report();
+    EXPECT_GT(cow.protected_bytes, 0u);  // the report of the snapshot just completed, still cow's
+    outran = writer_outran_copier(cow, 2 << 20);
+    EXPECT_STREQ(c.snapshotter->name(), "cow");
   }
+  ASSERT_TRUE(outran) << "no writer outran the copier in five snapshots";
+  ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
+  EXPECT_STREQ(c.snapshotter->name(), "copy");
+  memset(state, 0x77, size);
+  ASSERT_TRUE(c.snapshotter->complete().is_ok());
+  EXPECT_EQ(c.snapshotter->report().protected_bytes, 0u);
+  EXPECT_NE(slot[size / 2], 0x77);
   free(state);
 }
 
