@@ -7,7 +7,8 @@ the job history) are in `stages`, and the run's work and cache directories are g
 
 With --snapshot in the command line the object is the copy-against-copy-on-write report: per size in
 --size, memcpy, the blocking and completion times of both snapshot modes, the writing loop's slowdowns,
-and the four cow targets (each a ratio, a max_ratio and a pass/fail); cow must have protected the state.
+app_lost for copy, cow and auto with both writers (all, 10pct), what auto took, and the eight targets
+(each a ratio, a max_ratio and a pass/fail); cow must have protected the state.
 
 With --redistribute in the command line the object is the N -> M report: per level (l1, l2, l3) the
 N -> N and N -> M restart figures and the n_to_m_<level> target. `--measured l1,l3` (before the command)
@@ -114,8 +115,12 @@ SNAPSHOT_FIGURES = [
     "snapshot_complete_copy_ms",
     "snapshot_complete_cow_ms", "loop_copy_ms", "loop_cow_ms", "loop_during_copy_x", "loop_after_copy_x", "loop_during_cow_x",
     "loop_after_cow_x", "cow_protected_pct",
-]
-SNAPSHOT_TARGETS = ["l1_blocking_cow", "snapshot_complete_cow", "loop_during_cow", "loop_after_cow"]
+] + ["%s_%s_%s_ms" % (what, mode, writer) for what in ("app_lost", "blocking") for mode in ("copy", "cow", "auto")
+     for writer in ("all", "10pct")] + ["pass_all_ms", "pass_10pct_ms"]
+# app_lost_*: a difference of two timed windows, which noise can make negative on a tiny state.
+SNAPSHOT_SIGNED = ["app_lost_%s_%s_ms" % (mode, writer) for mode in ("copy", "cow", "auto") for writer in ("all", "10pct")]
+SNAPSHOT_TARGETS = ["l1_blocking_cow", "snapshot_complete_cow", "loop_during_cow", "loop_after_cow", "app_lost_cow_10pct",
+                    "app_lost_cow_all", "app_lost_auto_10pct", "app_lost_auto_all"]
 
 
 def check_snapshot(data, nsizes, out):
@@ -126,11 +131,20 @@ def check_snapshot(data, nsizes, out):
         fail("sizes: expected a list of %d measurements" % nsizes, out)
     for s in sizes:
         for key in SNAPSHOT_FIGURES:
-            if not positive(s.get(key)):
+            if key in SNAPSHOT_SIGNED:
+                if not isinstance(s.get(key), (int, float)):
+                    fail("%s is %r for size %r, expected a number" % (key, s.get(key), s.get("size_bytes")), out)
+            elif not positive(s.get(key)):
                 fail("%s is %r for size %r, expected a positive number" % (key, s.get(key), s.get("size_bytes")), out)
-        for key in ("cow_writes_waited", "state_huge_pages_copy_pct", "state_huge_pages_cow_pct"):
+        for key in ("cow_writes_waited", "state_huge_pages_copy_pct", "state_huge_pages_cow_pct") + tuple(
+                "window_wait_%s_%s_ms" % (m, w) for m in ("copy", "cow", "auto") for w in ("all", "10pct")):
             if not isinstance(s.get(key), (int, float)):
                 fail("%s missing" % key, out)
+        for w in ("all", "10pct"):
+            if not isinstance(s.get("window_%s_passes" % w), int) or s["window_%s_passes" % w] < 2:
+                fail("window_%s_passes is %r, expected at least 2" % (w, s.get("window_%s_passes" % w)), out)
+            if s.get("auto_took_" + w) not in ("copy", "cow", "cow, copy"):
+                fail("auto_took_%s is %r" % (w, s.get("auto_took_" + w)), out)
         for t in SNAPSHOT_TARGETS:
             entry = s.get("targets", {}).get(t, {})
             if not isinstance(entry.get("ratio"), (int, float)) or not isinstance(entry.get("pass"), bool) \

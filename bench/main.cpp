@@ -94,8 +94,9 @@ void define(CLI::App& app, CommandLine& c) {
            "restart a block-distributed version written by --ranks N ranks on --to M ranks, beside the same "
            "version restarted on N ranks, from L1, L2 and L3 (three MPI jobs)");
   add_mode("--snapshot", c.snapshot,
-           "what a checkpoint costs the application with snapshot = copy and = cow (L1 only), beside memcpy, and a "
-           "loop writing the state while the snapshot is in flight; --size may list sizes (256M,2G)");
+           "what a checkpoint costs the application with snapshot = copy, = cow and = auto (L1 only), beside memcpy: "
+           "the blocking and app_lost_ms, the extra time of a loop writing all or a tenth of the state until the "
+           "version is through; --size may list sizes (256M,2G)");
   add_mode("--scr", c.scr, "checkpoints through the SCR-compatible library beside the code's own writes");
   add_mode("--file-api", c.file_api,
            "cairn's file API: cairn_complete_output's blocking time beside the code's own write to the routed path");

@@ -1,10 +1,13 @@
-// cairn-bench --snapshot, on every rank: what a checkpoint costs the application with snapshot = copy
-// and with snapshot = cow, for the same state, beside memcpy measured in the same run
-// (docs/performance.md, "Copy-on-write snapshots"). Rank 0 prints the report.
+// cairn-bench --snapshot, on every rank: what a checkpoint costs the application with snapshot = copy,
+// cow and auto, for the same state and two writers (the whole state rewritten each pass, or the same
+// tenth of it), beside memcpy measured in the same run (docs/performance.md, "Copy-on-write snapshots").
+// Rank 0 prints the report.
 #include <sys/mman.h>
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "bench.hpp"
 #include "session.hpp"
@@ -37,6 +41,33 @@ void write_pass(uint8_t* state, uint64_t size) {
   for (uint64_t i = 0; i < size / 8; ++i) w[i] = w[i] * 3 + 1;
   clobber(state);
 }
+
+// The second writer: a solver that works on part of its state: the same tenth of the state's blocks
+// (kBlock each: the cow snapshotter's fault block and a huge page) every pass, a random tenth chosen
+// once per size, visited in address order.
+constexpr uint64_t kBlock = 2 << 20;
+
+std::vector<uint64_t> pick_tenth(uint64_t size) {
+  const uint64_t blocks = std::max<uint64_t>(1, size / kBlock), pick = std::max<uint64_t>(1, blocks / 10);
+  std::vector<uint64_t> order(blocks);
+  for (uint64_t i = 0; i < blocks; ++i) order[i] = i;
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (uint64_t j = 0; j < pick; ++j) {
+    x += 0x9e3779b97f4a7c15ull;
+    uint64_t z = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    std::swap(order[j], order[j + (z ^ (z >> 27)) % (blocks - j)]);
+  }
+  order.resize(pick);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+void write_tenth(uint8_t* state, uint64_t size, const std::vector<uint64_t>& blocks) {
+  for (uint64_t b : blocks) write_pass(state + b * kBlock, std::min(kBlock, size - b * kBlock));
+}
+
+enum class Writer { all, tenth };
+const char* writer_key(Writer w) { return w == Writer::all ? "all" : "10pct"; }
 
 std::string first_line_of(const char* path) {
   std::ifstream in(path);
@@ -86,11 +117,19 @@ struct ModeTimes {
   double after_ms = 0;         // a pass once the version is through (after cairn_wait)
   double protected_pct = 0;    // cow: share of the state write-protected (rank 0)
   double writes_waited = 0;    // cow: writes that waited for their page, per snapshot (rank 0)
+  // The window: `passes` passes of the writer right after cairn_checkpoint, then cairn_wait, against
+  // the same passes without a checkpoint (alternating, same blocks); app_lost_ms the median difference.
+  int passes = 0;
+  double pass_ms = 0;          // one pass of the writer alone
+  double window_ms = 0;        // the passes without a checkpoint
+  double app_lost_ms = 0;
+  double window_wait_ms = 0;   // cairn_wait at the end of the window (the version not through yet)
+  std::string took;            // auto: the snapshotter of the timed versions (copy, cow, or both)
 };
 
 class SnapshotBench {
  public:
-  explicit SnapshotBench(const Options& o) : o_(o), session_(o) {}
+  SnapshotBench(const Options& o, const JobInfo& job) : o_(o), job_(job), session_(o) {}
 
   void run() {
     load_start_ = loadavg_1m();
@@ -113,7 +152,12 @@ class SnapshotBench {
     uint8_t* state = alloc_faulted(size);
     fill_random(state, size, 2000 + static_cast<uint64_t>(g_rank));
     double memcpy_ms = memcpy_into_shm(state, size);
-    ModeTimes copy = session("copy", state, size), cow = session("cow", state, size);
+    // One session per mode and writer: auto decides from what it sees of one writer only.
+    ModeTimes copy = session("copy", Writer::all, state, size, memcpy_ms), cow = session("cow", Writer::all, state, size, memcpy_ms),
+              auto_all = session("auto", Writer::all, state, size, memcpy_ms),
+              copy10 = session("copy", Writer::tenth, state, size, memcpy_ms),
+              cow10 = session("cow", Writer::tenth, state, size, memcpy_ms),
+              auto10 = session("auto", Writer::tenth, state, size, memcpy_ms);
     free(state);
 
     json j;
@@ -136,12 +180,34 @@ class SnapshotBench {
     j["cow_writes_waited"] = round3(cow.writes_waited);
     j["state_huge_pages_copy_pct"] = round3(copy.huge_pct);
     j["state_huge_pages_cow_pct"] = round3(cow.huge_pct);
+    // What the application loses per checkpoint, per writer: the blocking plus its passes' extra time
+    // until the version is through.
+    const std::pair<Writer, const ModeTimes*> modes[][3] = {
+        {{Writer::all, &copy}, {Writer::all, &cow}, {Writer::all, &auto_all}},
+        {{Writer::tenth, &copy10}, {Writer::tenth, &cow10}, {Writer::tenth, &auto10}}};
+    for (const auto& row : modes) {
+      std::string w = writer_key(row[0].first);
+      j["pass_" + w + "_ms"] = round3(row[1].second->pass_ms);
+      j["window_" + w + "_passes"] = row[1].second->passes;
+      const char* names[] = {"copy", "cow", "auto"};
+      for (int m = 0; m < 3; ++m) {
+        const ModeTimes& t = *row[m].second;
+        j["app_lost_" + std::string(names[m]) + "_" + w + "_ms"] = round3(t.app_lost_ms);
+        j["blocking_" + std::string(names[m]) + "_" + w + "_ms"] = round3(t.blocking_ms);
+        j["window_wait_" + std::string(names[m]) + "_" + w + "_ms"] = round3(t.window_wait_ms);
+      }
+      j["auto_took_" + w] = row[2].second->took;
+    }
     json t;
     t["l1_blocking_cow"] = target("l1_blocking_cow_ms / memcpy_ms", cow.blocking_ms / memcpy_ms, 0.1);
     t["snapshot_complete_cow"] = target("snapshot_complete_cow_ms / memcpy_ms", cow.complete_ms / memcpy_ms, 1.5);
     t["loop_during_cow"] = target("loop pass right after cairn_checkpoint / loop_cow_ms", cow.during_ms / cow.loop_ms, 1.5);
     // "not at all after": within the noise of two passes of the same loop.
     t["loop_after_cow"] = target("loop pass after the version is through / loop_cow_ms", cow.after_ms / cow.loop_ms, 1.05);
+    t["app_lost_cow_10pct"] = target("app_lost_cow_10pct_ms / memcpy_ms", cow10.app_lost_ms / memcpy_ms, 0.25);
+    t["app_lost_cow_all"] = target("app_lost_cow_all_ms / memcpy_ms", cow.app_lost_ms / memcpy_ms, 1.0);
+    t["app_lost_auto_10pct"] = target("app_lost_auto_10pct_ms / app_lost_copy_10pct_ms", auto10.app_lost_ms / copy10.app_lost_ms, 1.05);
+    t["app_lost_auto_all"] = target("app_lost_auto_all_ms / app_lost_copy_all_ms", auto_all.app_lost_ms / copy.app_lost_ms, 1.05);
     j["targets"] = t;
     return j;
   }
@@ -167,30 +233,44 @@ class SnapshotBench {
     return median(ms);
   }
 
+  // `passes` passes of `writer` over the state; seconds.
+  double timed_window(Writer writer, uint8_t* state, uint64_t size, int passes) {
+    double t0 = now();
+    for (int p = 0; p < passes; ++p)
+      if (writer == Writer::all)
+        write_pass(state, size);
+      else
+        write_tenth(state, size, tenth_);
+    return now() - t0;
+  }
+
   // One cairn session with snapshot = `mode`: L1 only (no L2, no flush), one slot. A warm-up version
-  // (and, with cow, the gathering of the state into huge pages that follows it), the loop alone; then
-  // per repetition: cairn_checkpoint, a pass of the loop right away, cairn_wait, and a pass once the
-  // version is through.
-  ModeTimes session(const char* mode, uint8_t* state, uint64_t size) {
+  // (and, with cow, the gathering of the state into huge pages that follows it), the writer's pass
+  // alone; with the full rewriter, per repetition: cairn_checkpoint, a pass right away, cairn_wait, and a
+  // pass once the version is through; then, for either writer, per repetition: a window of passes
+  // without a checkpoint and the same window right after cairn_checkpoint, then cairn_wait. The window
+  // lasts about 4 memcpys of the state, which covers a version's copy and seal; a cairn_wait at its
+  // end that still waits is counted as lost (an over-estimate: the application would have gone on).
+  ModeTimes session(const char* mode, Writer writer, uint8_t* state, uint64_t size, double memcpy_ms) {
     session_.clean_levels();
     if (setenv("CAIRN_SNAPSHOT", mode, 1) != 0 || setenv("CAIRN_CACHE_VERSIONS", "1", 1) != 0)
       die("setenv: %s", strerror(errno));
+    tenth_ = pick_tenth(size);
     session_.open("single", 0, [&] { CHECK_CAIRN(cairn_protect("state", state, size, CAIRN_BYTE)); });
     CHECK_CAIRN(cairn_checkpoint());
     CHECK_CAIRN(cairn_wait());
     ModeTimes m;
     m.huge_pct = max_over_ranks(settle_huge_pages(state, size));
-    std::vector<double> loop;
+    std::vector<double> loop, pass;
     for (int i = 0; i < 1 + o_.reps; ++i) {
       barrier();
-      double t0 = now();
-      write_pass(state, size);
-      double t = max_over_ranks(now() - t0);
-      if (i) loop.push_back(t * 1e3);
+      double t = max_over_ranks(timed_window(writer, state, size, 1));
+      if (i) pass.push_back(t * 1e3);
     }
-    m.loop_ms = median(loop);
+    m.pass_ms = median(pass);
+    m.loop_ms = m.pass_ms;
     std::vector<double> blocking, during, after;
-    for (int i = 0; i < o_.reps; ++i) {
+    for (int i = 0; writer == Writer::all && i < o_.reps; ++i) {
       barrier();
       double t0 = now();
       CHECK_CAIRN(cairn_checkpoint());
@@ -206,35 +286,69 @@ class SnapshotBench {
       during.push_back(max_over_ranks(t2 - t1) * 1e3);
       after.push_back(max_over_ranks(t4 - t3) * 1e3);
     }
+    m.passes = std::max(2, static_cast<int>(std::ceil(4 * memcpy_ms / std::max(m.pass_ms, 1e-3))));
+    // A window without a checkpoint before and after each one with (A B A B ... A): each with-window
+    // against the mean of its two neighbours, the median of those differences.
+    std::vector<double> lost, window, waited, window_blocking;
+    auto base_window = [&] {
+      barrier();
+      window.push_back(max_over_ranks(timed_window(writer, state, size, m.passes)) * 1e3);
+    };
+    base_window();
+    for (int i = 0; i < o_.reps; ++i) {
+      barrier();
+      double t0 = now();
+      CHECK_CAIRN(cairn_checkpoint());
+      double t1 = now();
+      timed_window(writer, state, size, m.passes);
+      double t2 = now();
+      CHECK_CAIRN(cairn_wait());
+      double t3 = now();
+      double with = max_over_ranks(t3 - t0) * 1e3;
+      waited.push_back(max_over_ranks(t3 - t2) * 1e3);
+      window_blocking.push_back(max_over_ranks(t1 - t0) * 1e3);
+      base_window();
+      lost.push_back(with - (window[window.size() - 2] + window.back()) / 2);
+    }
     std::string log = session_.close();
-    m.blocking_ms = median(blocking);
-    m.during_ms = median(during);
-    m.after_ms = median(after);
+    m.window_ms = median(window);
+    m.app_lost_ms = median(lost);
+    m.window_wait_ms = median(waited);
+    m.blocking_ms = median(writer == Writer::all ? blocking : window_blocking);
+    m.during_ms = writer == Writer::all ? median(during) : 0;
+    m.after_ms = writer == Writer::all ? median(after) : 0;
     // rank 0's summary lines of the timed versions (2 ..): "(cow: P% write-protected, complete in X ms,
     // W writes waited)"; with copy the snapshot is complete when cairn_checkpoint returns.
-    std::vector<double> complete, pct, waited, own;
+    std::vector<double> complete, pct, waits, own;
+    int cow_versions = 0, copy_versions = 0;
     std::istringstream in(log);
     bool chosen = false;
+    const bool is_auto = std::strcmp(mode, "auto") == 0;
     for (std::string line; std::getline(in, line);) {
       double v = 0, x = 0;
-      if (line.find("snapshot = ") != std::string::npos) {
+      if (line.find("snapshot = ") != std::string::npos && !chosen) {
         chosen = line.find(std::string("snapshot = ") + mode) != std::string::npos &&
-                 (std::strcmp(mode, "copy") == 0 || line.find("copy-on-write") != std::string::npos);
+                 (is_auto || std::strcmp(mode, "copy") == 0 || line.find("copy-on-write") != std::string::npos);
         if (!chosen) die("snapshot = %s was not honoured: %s", mode, line.c_str());
       }
       if (!number_after(line, "info: version ", &v) || v < 2) continue;
       if (number_after(line, "L1 copy ", &x)) own.push_back(x);
       auto at = line.find("complete in ");
-      if (at == std::string::npos) continue;
+      if (at == std::string::npos) {
+        ++copy_versions;
+        continue;
+      }
+      ++cow_versions;
       if (number_after(line, "complete in ", &x)) complete.push_back(x);
       if (number_after(line, "(cow: ", &x)) pct.push_back(x);
-      if (number_after(line.substr(at), " ms, ", &x)) waited.push_back(x);
+      if (number_after(line.substr(at), " ms, ", &x)) waits.push_back(x);
     }
     if (g_rank == 0 && !chosen) die("the log does not say which snapshotter cairn_init chose");
-    m.complete_ms = std::strcmp(mode, "copy") == 0 ? m.blocking_ms : median(complete);
+    m.took = cow_versions && copy_versions ? "cow, copy" : cow_versions ? "cow" : "copy";
+    m.complete_ms = complete.empty() ? m.blocking_ms : median(complete);
     m.snapshot_ms = median(own);
     m.protected_pct = median(pct);
-    m.writes_waited = median(waited);
+    m.writes_waited = median(waits);
     if (g_rank == 0 && std::strcmp(mode, "cow") == 0 && complete.empty())
       die("no copy-on-write summary line in the log (is the state write-protectable?)");
     return m;
@@ -247,6 +361,9 @@ class SnapshotBench {
     j["kernel"] = u.release;
     j["transparent_hugepages"] = first_line_of("/sys/kernel/mm/transparent_hugepage/enabled");
     j["reps"] = o_.reps;
+    // The CPUs each rank may run on: the copier needs one besides the application's (mpirun binds a
+    // rank to one core by default; CAIRN_MPIRUN_ARGS="--bind-to none" lifts it).
+    j["cpus_per_rank"] = job_.cpus_per_rank;
     j["statistic"] = "median of reps of the slowest rank's time; complete and waits from rank 0's log";
     j["cache_dir"] = o_.cache_dir;
     j["cache_fs"] = fs_type_name(o_.cache_dir);
@@ -254,14 +371,17 @@ class SnapshotBench {
     j["cache_job_dir"] = session_.cache_job();
     j["config"] = "redundancy = single, flush_every = 0, cache_versions = 1 (L1 only)";
     j["loop"] = "w[i] = 3 w[i] + 1 over every 8-byte word of the state";
+    j["writers"] = "all: the loop over the whole state each pass; 10pct: the loop over the same random tenth of the state's 2 MiB blocks each pass";
+    j["app_lost"] = "median over reps of (cairn_checkpoint + a window of passes + cairn_wait) - the mean of the same passes without a checkpoint just before and just after";
     return j;
   }
 
   void print_table(const json& out) {
     const json& run = out["run"];
-    printf("cairn-bench --snapshot  %s  %s, %lld cores, kernel %s  %d rank(s), median of %d, load %.2f -> %.2f\n",
+    printf("cairn-bench --snapshot  %s  %s, %lld cores, kernel %s  %d rank(s) on %s CPU(s) each, median of %d, load %.2f -> %.2f\n",
            run["date"].get<std::string>().c_str(), run["cpu"].get<std::string>().c_str(),
            run["cores_online"].get<long long>(), run["kernel"].get<std::string>().c_str(), run["ranks"].get<int>(),
+           run["cpus_per_rank"].empty() ? "?" : std::to_string(run["cpus_per_rank"][0].get<int>()).c_str(),
            run["reps"].get<int>(), run["loadavg_1m_start"].get<double>(), run["loadavg_1m_end"].get<double>());
     for (const json& s : out["sizes"]) {
       printf("\n%.0f MiB per rank\n", s["size_bytes"].get<double>() / (1 << 20));
@@ -278,6 +398,12 @@ class SnapshotBench {
              s["loop_cow_ms"].get<double>(), s["loop_during_cow_x"].get<double>(), s["loop_after_cow_x"].get<double>(),
              s["state_huge_pages_cow_pct"].get<double>(), s["cow_protected_pct"].get<double>(),
              s["cow_writes_waited"].get<double>());
+      for (const char* w : {"all", "10pct"})
+        printf("  %-28s %10.2f ms (copy)   %.2f ms (cow)   %.2f ms (auto: %s)   [pass %.2f ms, window %d passes]\n",
+               (std::string("app_lost_ms, writer ") + w).c_str(), s["app_lost_copy_" + std::string(w) + "_ms"].get<double>(),
+               s["app_lost_cow_" + std::string(w) + "_ms"].get<double>(), s["app_lost_auto_" + std::string(w) + "_ms"].get<double>(),
+               s["auto_took_" + std::string(w)].get<std::string>().c_str(), s["pass_" + std::string(w) + "_ms"].get<double>(),
+               s["window_" + std::string(w) + "_passes"].get<int>());
       for (const auto& [name, t] : s["targets"].items())
         printf("  target %-22s %-55s %6.3f <= %-5.2f %s\n", name.c_str(), t["what"].get<std::string>().c_str(),
                t["ratio"].get<double>(), t["max_ratio"].get<double>(), t["pass"].get<bool>() ? "met" : "MISSED");
@@ -285,14 +411,16 @@ class SnapshotBench {
   }
 
   const Options& o_;
+  const JobInfo& job_;
   Session session_;
+  std::vector<uint64_t> tenth_;  // the 10 % writer's blocks
   double load_start_ = 0;
 };
 
 }  // namespace
 
-int run_snapshot(const Options& o, const JobInfo&) {
-  SnapshotBench(o).run();
+int run_snapshot(const Options& o, const JobInfo& job) {
+  SnapshotBench(o, job).run();
   return 0;
 }
 

@@ -1,12 +1,84 @@
 #include "cache/snapshot_mode.hpp"
 
 #include <dirent.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 
+#include "base/log.hpp"
 #include "cache/cow/cow_snapshot.hpp"
 
 namespace cairn {
+
+CpuShare this_process_cpus(int ranks_on_node) {
+  CpuShare c;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  c.online = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  c.usable = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : c.online;
+  c.ranks_on_node = std::max(1, ranks_on_node);
+  return c;
+}
+
+std::string no_spare_core(const CpuShare& c) {
+  const bool bound = c.usable < c.online;
+  if (bound ? c.usable >= 2 : c.usable >= 2 * c.ranks_on_node) return {};
+  if (bound)
+    return "this rank may run on " + std::to_string(c.usable) +
+           " CPU only (its affinity): the background copy would take turns with the application on it "
+           "(give each rank a CPU to spare, e.g. mpirun --bind-to none or --map-by slot:PE=2, for copy-on-write)";
+  return "this node's " + std::to_string(c.online) + " CPUs run " + std::to_string(c.ranks_on_node) +
+         " ranks: no core is left for a background copier per rank (copy-on-write wants two CPUs per rank)";
+}
+
+bool writer_outran_copier(const SnapshotReport& r, uint64_t fault_block) {
+  return r.protected_bytes > 0 && r.faults * fault_block * 4 >= r.protected_bytes;
+}
+
+namespace {
+
+// snapshot = auto once cow was chosen: cow until a snapshot shows a writer that outran the copier, then
+// copy for the rest of the run. The switch happens between snapshots (complete() of one, begin() of the
+// next), never with one in flight.
+class AutoSnapshotter final : public Snapshotter {
+ public:
+  explicit AutoSnapshotter(std::unique_ptr<Snapshotter> cow) : cow_(std::move(cow)), copy_(make_copy_snapshotter()) {}
+  const char* name() const override { return current()->name(); }
+  Status begin(const std::vector<SnapshotRegion>& regions, uint8_t* slot) override {
+    switch_next_ = false;
+    return current()->begin(regions, slot);
+  }
+  Status complete() override {
+    Status st = current()->complete();
+    if (!copying_ && writer_outran_copier(cow_->report(), CowOptions{}.fault_block)) {
+      const SnapshotReport r = cow_->report();
+      LOG_INFO("snapshot = auto: copy from the next checkpoint on, for the rest of the run: during the last snapshot "
+               "the application wrote %llu blocks of %.0f MiB of its %.0f MiB of protected memory before the copier "
+               "reached them, each waiting for its copy: a writer that rewrites its state right after a checkpoint "
+               "loses less with a plain copy",
+               static_cast<unsigned long long>(r.faults), static_cast<double>(CowOptions{}.fault_block) / (1 << 20),
+               static_cast<double>(r.protected_bytes) / (1 << 20));
+      copying_ = switch_next_ = true;  // report() still answers for the snapshot just completed
+    }
+    return st;
+  }
+  SnapshotReport report() const override { return current()->report(); }
+  void wait_copied() override { current()->wait_copied(); }
+  void set_chunking(uint32_t chunk_size, uint64_t stream_len) override {
+    copy_->set_chunking(chunk_size, stream_len);
+    cow_->set_chunking(chunk_size, stream_len);
+  }
+
+ private:
+  Snapshotter* current() const { return copying_ && !switch_next_ ? copy_.get() : cow_.get(); }
+
+  std::unique_ptr<Snapshotter> cow_, copy_;
+  std::atomic<bool> copying_{false}, switch_next_{false};  // wait_copied() may come from any thread
+};
+
+}  // namespace
 
 std::vector<std::string> rdma_devices(const std::string& sysfs) {
   std::vector<std::string> names;
@@ -21,7 +93,7 @@ std::vector<std::string> rdma_devices(const std::string& sysfs) {
   return names;
 }
 
-SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service, const std::string& sysfs) {
+SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service, const std::string& sysfs, const CpuShare& cpus) {
   SnapshotChoice c;
   if (mode == SnapshotMode::copy) {
     c.snapshotter = make_copy_snapshotter();
@@ -38,6 +110,14 @@ SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service, const std::st
             "Set snapshot = cow if no RDMA transfer writes a protected region while a snapshot is in flight";
     return c;
   }
+  if (mode == SnapshotMode::automatic) {
+    std::string no_core = no_spare_core(cpus);
+    if (!no_core.empty()) {
+      c.snapshotter = make_copy_snapshotter();
+      c.why = asked + ": copy, because " + no_core;
+      return c;
+    }
+  }
   auto cow = make_cow_snapshotter();
   if (!cow.is_ok()) {
     c.snapshotter = make_copy_snapshotter();
@@ -47,6 +127,10 @@ SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service, const std::st
   }
   c.snapshotter = std::move(cow).value();
   c.why = asked + ": copy-on-write (userfaultfd write-protect; the application waits only for the protection)";
+  if (mode == SnapshotMode::automatic) {
+    c.snapshotter = std::make_unique<AutoSnapshotter>(std::move(c.snapshotter));
+    c.why += "; copy from the first snapshot in which the application rewrites a quarter of its state before the copier";
+  }
   if (service)
     c.why += "; the checkpoint service reads the L1 slots only, never a protected region, once the snapshot is complete";
   if (!rdma.empty()) {

@@ -17,13 +17,36 @@ struct SnapshotChoice {
   bool warn = false;  // the choice differs from an explicit request, or carries a risk worth a warning
 };
 
-// auto: cow when the kernel and the permissions allow it and the node has no RDMA device; else copy.
+// What auto knows of the CPUs: this rank may run on `usable` of the node's `online` CPUs (its affinity),
+// and `ranks_on_node` ranks of the job run on its node.
+struct CpuShare {
+  int usable = 1, online = 1, ranks_on_node = 1;
+};
+// This process's affinity and the node's online CPUs.
+CpuShare this_process_cpus(int ranks_on_node);
+
+// A core to spare for the copier, beside the application's: two CPUs of its own where the launcher
+// bound the rank to fewer than all of them, else two per rank of the node. Empty when there is one,
+// else why not (for the log).
+std::string no_spare_core(const CpuShare& cpus);
+
+// After a copy-on-write snapshot: the application's writes reached a quarter or more of the protected
+// memory before the copier did (each waited for a block of `fault_block` bytes) -- a writer that
+// rewrites its state right after a checkpoint, which waits for the copy block by block and would lose
+// less with a plain copy.
+bool writer_outran_copier(const SnapshotReport& report, uint64_t fault_block);
+
+// auto: cow when the kernel and the permissions allow it, the node has no RDMA device and `cpus` leave
+// a core to spare for the copier; else copy. Once cow was chosen, auto watches every snapshot and takes
+// copy for the rest of the run, saying why at info level, after one in which the writer outran the
+// copier (writer_outran_copier).
 // cow: cow when possible (with a warning on a node with RDMA devices), else copy with a warning.
 // `service` (the service knob is set) changes no choice, only the reason: the service registers and
 // reads the L1 slots, which are never write-protected, and only after complete() (docs/architecture.md,
 // "Snapshots and the checkpoint service"). `sysfs` is where RDMA devices are looked for (tests pass
 // their own).
-SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service = false, const std::string& sysfs = "/sys");
+SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service = false, const std::string& sysfs = "/sys",
+                                  const CpuShare& cpus = this_process_cpus(1));
 
 // The RDMA devices of this node (/sys/class/infiniband, which holds InfiniBand, RoCE, iWARP and EFA
 // devices, and /sys/class/cxi, Slingshot's), by name.

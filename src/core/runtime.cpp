@@ -100,7 +100,13 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
 // copy or copy-on-write (the snapshot knob), per rank: rank 0 says which and why, and how many ranks
 // differ from it (nodes may differ in kernel or devices); every rank's reason is at debug level.
 Status Runtime::choose_snapshot() {
-  SnapshotChoice snap = choose_snapshotter(cfg_.snapshot, !cfg_.service.empty());
+  // auto weighs the CPUs this rank may use against the ranks sharing its node (the copier needs a core).
+  MPI_Comm node_comm = MPI_COMM_NULL;
+  int ranks_on_node = 1;
+  CAIRN_MPI(MPI_Comm_split_type(app_comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_comm));
+  MPI_Comm_size(node_comm, &ranks_on_node);
+  MPI_Comm_free(&node_comm);
+  SnapshotChoice snap = choose_snapshotter(cfg_.snapshot, !cfg_.service.empty(), "/sys", this_process_cpus(ranks_on_node));
   // Device regions are copied by the device snapshotter, host regions by the one chosen (docs/gpu.md).
   device::CopyOptions dev;
   dev.mode = cfg_.device_copy == DeviceCopy::wait ? device::CopyMode::wait : device::CopyMode::return_at_once;
@@ -422,9 +428,12 @@ Status Runtime::take_version(const std::string& label, bool have_files, const St
   }
   bool flush = cfg_.flush_every > 0 && v % static_cast<uint64_t>(cfg_.flush_every) == 0;
   double blocking = 0;
+  const double t_described = now_seconds();
   Status local = pipeline_->take(std::move(m), flush, memory, files, described, &blocking);
   ++versions_taken_;
   const double t_return = now_seconds();
+  LOG_DEBUG("cairn_checkpoint %llu: %.3f ms, of which before the pipeline %.3f (write-back, description)",
+            static_cast<unsigned long long>(v), (t_return - t_enter) * 1e3, (t_described - t_enter) * 1e3);
   observer_.checkpoint_taken(t_return - t_enter + pipeline_seconds_on_app_, t_return);
   pipeline_seconds_on_app_ = 0;
   return local;

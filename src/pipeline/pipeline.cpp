@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/background_thread.hpp"
 #include "base/clock.hpp"
 #include "base/fsutil.hpp"
 #include "base/log.hpp"
@@ -79,6 +80,7 @@ l3::WriteOptions Pipeline::l3_options() const {
 }
 
 void Pipeline::worker_loop() {
+  become_background_thread();  // woken by cairn_checkpoint, it must not take the application's core
   uint64_t last = 0;
   for (;;) {
     std::shared_ptr<Version> v;
@@ -160,9 +162,14 @@ void Pipeline::prepare_slots(uint64_t size, uint64_t red_size) {
 Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotRegion>& regions,
                       const std::vector<FileSource>& files, const Status& failed, double* blocking_seconds) {
   const uint64_t number = manifest.version;
+  const double t_enter = now_seconds();
   wait_for_l2();
+  const double t_l2 = now_seconds();
   int slot = choose_slot();
+  const double t_chosen = now_seconds();
   lender_.lend(slot, number);  // waits until an older version reading it has left
+  const double t_lent = now_seconds();
+  double t_dropped = t_lent;
   auto v = std::make_shared<Version>();
   v->number = number;
   v->slot = slot;
@@ -176,7 +183,7 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
       auto rec = cache_->read_record(old);
       if (!rec || static_cast<int>(rec->slot) == slot) CAIRN_TRY(cache_->drop(old));
     }
-    double t0 = now_seconds();
+    double t0 = t_dropped = now_seconds();
     uint64_t memory_bytes = 0;  // the slot holds the memory regions only
     for (const auto& r : regions) memory_bytes = std::max(memory_bytes, r.offset + r.size);
     const uint64_t slot_bytes = files.empty() ? manifest.total_size : file_region_offset(memory_bytes);
@@ -206,7 +213,13 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(v);
   }
+  const double t_queued = now_seconds();
   cv_.notify_all();
+  LOG_DEBUG("version %llu taken in %.3f ms: earlier versions' L2 %.3f, slot choice %.3f, slot loan %.3f, old record %.3f, "
+            "snapshot %.3f, hand-over %.3f, wake-up %.3f",
+            static_cast<unsigned long long>(number), (now_seconds() - t_enter) * 1e3, (t_l2 - t_enter) * 1e3,
+            (t_chosen - t_l2) * 1e3, (t_lent - t_chosen) * 1e3, (t_dropped - t_lent) * 1e3, *blocking_seconds * 1e3,
+            (t_queued - t_dropped - *blocking_seconds) * 1e3, (now_seconds() - t_queued) * 1e3);
   return local;
 }
 

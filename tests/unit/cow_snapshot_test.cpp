@@ -275,6 +275,25 @@ TEST(CowSnapshot, ManySnapshotsOfChangingRegions) {
   }
 }
 
+// A solver's working set: the same tenth of the blocks written right after every begin(). From the
+// second snapshot on the copier copies those blocks first (and the fault handler reads ahead among
+// them): the slot still holds the bytes of the call, every time.
+TEST(CowSnapshot, AWorkingSetWrittenEverySnapshot) {
+  SKIP_WITHOUT_COW();
+  auto s = cow();
+  const uint64_t block = 2 << 20;
+  Anon a(64 << 20);
+  for (int round = 0; round < 6; ++round) {
+    auto before = bytes(a.p, a.size);
+    auto slot = snapshot(*s, {{"w", a.p, a.size, 0}}, [&] {
+      for (uint64_t b : {29, 19, 9}) memset(a.p + b * block, 0x30 + round, block);
+    });
+    EXPECT_TRUE(slot == before) << "round " << round;
+    EXPECT_EQ(a.p[19 * block + 7], 0x30 + round);
+    EXPECT_EQ(s->report().protected_bytes, a.size);
+  }
+}
+
 // Regions that start and end inside pages: the partial pages are shared with memory that is not the
 // region's (here: other regions and bytes of no region), which the application writes freely.
 TEST(CowSnapshot, OddSizesAndAlignments) {

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "cache/cow/cow_snapshot.hpp"
 #include "cache/snapshot_mode.hpp"
@@ -89,6 +91,77 @@ TEST(SnapshotMode, AnExplicitCowIsHonouredOrWarnedAbout) {
   } else {
     EXPECT_STREQ(c.snapshotter->name(), "copy");
   }
+}
+
+// auto's first rule: a core to spare for the copier, from the rank's affinity and the node's ranks.
+TEST(SnapshotMode, AutoWantsACoreToSpare) {
+  EXPECT_EQ(no_spare_core({.usable = 2, .online = 16, .ranks_on_node = 8}), "");   // bound to two CPUs
+  EXPECT_EQ(no_spare_core({.usable = 16, .online = 16, .ranks_on_node = 8}), "");  // unbound, two per rank
+  EXPECT_EQ(no_spare_core({.usable = 2, .online = 2, .ranks_on_node = 1}), "");
+  EXPECT_NE(no_spare_core({.usable = 1, .online = 16, .ranks_on_node = 1}).find("1 CPU only"), std::string::npos);
+  EXPECT_NE(no_spare_core({.usable = 2, .online = 2, .ranks_on_node = 2}).find("2 ranks"), std::string::npos);
+  EXPECT_NE(no_spare_core({.usable = 1, .online = 1, .ranks_on_node = 1}), "");
+  FakeSys sys;
+  SnapshotChoice c = choose_snapshotter(SnapshotMode::automatic, false, sys.root, {.usable = 1, .online = 8, .ranks_on_node = 1});
+  EXPECT_STREQ(c.snapshotter->name(), "copy");
+  EXPECT_FALSE(c.warn);
+  EXPECT_NE(c.why.find("snapshot = auto: copy, because this rank may run on 1 CPU"), std::string::npos) << c.why;
+  // An explicit cow is honoured on one CPU too.
+  if (cow_unsupported_reason().empty())
+    EXPECT_STREQ(choose_snapshotter(SnapshotMode::cow, false, sys.root, {.usable = 1, .online = 8, .ranks_on_node = 1})
+                     .snapshotter->name(),
+                 "cow");
+}
+
+// auto's second rule: a snapshot whose writes reached a quarter of the protected memory first.
+TEST(SnapshotMode, AWriterThatOutranTheCopierMeansCopy) {
+  SnapshotReport r;
+  r.protected_bytes = 256ull << 20;
+  EXPECT_FALSE(writer_outran_copier(r, 2 << 20));
+  r.faults = 13;  // a tenth of 128 blocks
+  EXPECT_FALSE(writer_outran_copier(r, 2 << 20));
+  r.faults = 32;
+  EXPECT_TRUE(writer_outran_copier(r, 2 << 20));
+  r.protected_bytes = 0;  // nothing protected: no copy-on-write to judge
+  EXPECT_FALSE(writer_outran_copier(r, 2 << 20));
+}
+
+// auto switches to copy after such a snapshot, between two snapshots, and the report of the one that
+// decided it still reads as cow's.
+TEST(SnapshotMode, AutoSwitchesToCopyAfterAWriterOutranTheCopier) {
+  if (!cow_unsupported_reason().empty()) GTEST_SKIP() << cow_unsupported_reason();
+  FakeSys sys;
+  SnapshotChoice c = choose_snapshotter(SnapshotMode::automatic, false, sys.root, {.usable = 4, .online = 4, .ranks_on_node = 1});
+  ASSERT_STREQ(c.snapshotter->name(), "cow");
+  const uint64_t size = 16 << 20;
+  auto* state = static_cast<uint8_t*>(aligned_alloc(2 << 20, size));
+  std::vector<uint8_t> slot(size);
+  memset(state, 1, size);
+  // Untouched during the snapshot: cow stays.
+  ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
+  ASSERT_TRUE(c.snapshotter->complete().is_ok());
+  EXPECT_STREQ(c.snapshotter->name(), "cow");
+  // Rewritten at once: the blocks wait for their copies (unless this thread is kept off the CPU for
+  // the whole copy: then again); the next snapshot is a copy.
+  bool outran = false;
+  for (int round = 0; round < 5 && !outran; ++round) {
+    ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
+    memset(state, 2 + round, size);
+    ASSERT_TRUE(c.snapshotter->complete().is_ok());
+    EXPECT_EQ(slot[0], round == 0 ? 1 : 1 + round);
+    SnapshotReport cow = c.snapshotter->report();
+    EXPECT_GT(cow.protected_bytes, 0u);  // the report of the snapshot just completed, still cow's
+    outran = writer_outran_copier(cow, 2 << 20);
+    EXPECT_STREQ(c.snapshotter->name(), "cow");
+  }
+  ASSERT_TRUE(outran) << "no writer outran the copier in five snapshots";
+  ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
+  EXPECT_STREQ(c.snapshotter->name(), "copy");
+  memset(state, 0x77, size);
+  ASSERT_TRUE(c.snapshotter->complete().is_ok());
+  EXPECT_EQ(c.snapshotter->report().protected_bytes, 0u);
+  EXPECT_NE(slot[size / 2], 0x77);
+  free(state);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/background_thread.hpp"
 #include "base/log.hpp"
 #include "cache/cow/plan.hpp"
 #include "cache/cow/userfault.hpp"
@@ -103,6 +104,7 @@ class CowSnapshotter final : public Snapshotter {
   // copier
   void copier_loop();
   void copy_all();
+  void copy_block(uint64_t addr, bool handler, uint64_t* copied);
   void gather_huge_pages();
   // fault handler
   void handler_loop();
@@ -144,6 +146,16 @@ class CowSnapshotter final : public Snapshotter {
   bool huge_pages_ = false;
   std::vector<std::pair<uint64_t, uint64_t>> collapse_;
 
+  // The blocks (fault_block-aligned addresses) that writes reached before the copier in this snapshot
+  // (handler thread; read by the copier under handler_mu_ once the snapshot is over), and, sorted, those
+  // of the last snapshot: the copier copies them first (a solver writes the same part of its state
+  // between checkpoints), and the handler copies the next of them while the copier is on a writer's
+  // block. Fixed capacity: neither thread allocates while a write may wait.
+  static constexpr size_t kHotBlocks = 4096;
+  uint64_t written_[kHotBlocks];
+  size_t written_count_ = 0;
+  std::vector<uint64_t> hot_;  // capacity kHotBlocks, reserved in start()
+
   std::mutex handler_mu_;  // the fault handler holds it while it reads tracked_
   static constexpr size_t kStash = 256;
   uint64_t stash_[kStash];  // fault addresses read while draining events (handler thread only)
@@ -153,6 +165,7 @@ class CowSnapshotter final : public Snapshotter {
 };
 
 Status CowSnapshotter::start() {
+  hot_.reserve(kHotBlocks);
   stop_fd_ = eventfd(0, EFD_CLOEXEC);
   if (stop_fd_ < 0) return posix_error("eventfd", "(cow snapshotter)", errno);
   with_signals_blocked([&] {
@@ -366,10 +379,9 @@ uint64_t CowSnapshotter::copy_pages(size_t t, uint64_t p0, uint64_t p1, bool han
 // ---- the copier --------------------------------------------------------------------------------------
 
 void CowSnapshotter::copier_loop() {
-  // A batch thread does not preempt the one that woke it: begin() returns to the application before
-  // the copy takes the core (the fault handler keeps the normal policy: writers wait for it).
-  sched_param batch{};
-  (void)sched_setscheduler(0, SCHED_BATCH, &batch);
+  // begin() returns to the application before the copy takes the core (the fault handler keeps the
+  // normal policy: writers wait for it).
+  become_background_thread();
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -387,6 +399,10 @@ void CowSnapshotter::copier_loop() {
       for (ssize_t n; (n = read(uffd_.fd(), msgs, sizeof msgs)) > 0;)
         for (size_t i = 0; i < static_cast<size_t>(n) / sizeof(uffd_msg); ++i) handle(msgs[i]);
       active_ = false;
+      hot_.assign(written_, written_ + written_count_);  // within the reserved capacity
+      std::sort(hot_.begin(), hot_.end());
+      hot_.erase(std::unique(hot_.begin(), hot_.end()), hot_.end());
+      written_count_ = 0;
     }
     t_copied_ = now();
     for (const auto& t : tracked_) (void)uffd_.unregister(t.start, t.end - t.start);
@@ -428,6 +444,12 @@ void CowSnapshotter::gather_huge_pages() {
 // Chunk by chunk (copy_chunk-aligned addresses), in order, from where the fault handler last pointed
 // it; the pages the handler claimed are its own. Ends when every page is done.
 void CowSnapshotter::copy_all() {
+  // First the blocks written before the copier last time, then everything in order.
+  for (uint64_t a : hot_) {
+    if (done_pages_.load(std::memory_order_acquire) >= total_pages_) return;
+    uint64_t copied = 0;
+    copy_block(a, false, &copied);
+  }
   uint64_t cursor = 0, claimed_since_wrap = 0;
   while (done_pages_.load(std::memory_order_acquire) < total_pages_) {
     if (uint64_t h = hint_.exchange(0)) cursor = h - 1;
@@ -446,6 +468,17 @@ void CowSnapshotter::copy_all() {
     claimed_since_wrap += copy_pages(t, cursor, p1, false);
     cursor = p1;
   }
+}
+
+// What is still pending of the fault_block at `addr`, if a tracked range holds it (tracked_ is stable
+// while active_).
+void CowSnapshotter::copy_block(uint64_t addr, bool handler, uint64_t* copied) {
+  const Tracked* tr = tracked_at(addr);
+  if (!tr) return;
+  uint64_t b0 = std::max(addr & ~(opt_.fault_block - 1), tr->start);
+  uint64_t b1 = std::min((addr & ~(opt_.fault_block - 1)) + opt_.fault_block, tr->end);
+  *copied += copy_pages(static_cast<size_t>(tr - tracked_.data()), tr->first_page + (b0 - tr->start) / page_,
+                        tr->first_page + (b1 - tr->start) / page_, handler);
 }
 
 // ---- the fault handler -------------------------------------------------------------------------------
@@ -490,6 +523,7 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
     return;
   }
   faults_.fetch_add(1, std::memory_order_relaxed);
+  if (written_count_ < kHotBlocks) written_[written_count_++] = addr & ~(opt_.fault_block - 1);
   const size_t t = static_cast<size_t>(tr - tracked_.data());
   auto block = [&](uint64_t a, uint64_t* p0, uint64_t* p1) {
     uint64_t b0 = std::max(a & ~(opt_.fault_block - 1), tr->start);
@@ -504,11 +538,15 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
   bool was_done = pages_[page].load(std::memory_order_acquire) == kDone;
   uint64_t copied = copy_pages(t, p0, p1, true);
   // Nothing of the block was left to claim: the copier is on it (its un-protect wakes the writer).
-  // A writer sweeping its state comes next to the following block: copy that one meanwhile, so two
-  // threads copy ahead of it.
-  if (copied == 0 && !was_done && next < tr->end) {
-    block(next, &p0, &p1);
-    copied = copy_pages(t, p0, p1, true);
+  // The writer comes next to the following block it wrote last time, or, sweeping its state, to the
+  // next one: copy that one meanwhile, so two threads copy ahead of it.
+  if (copied == 0 && !was_done) {
+    auto hot = std::upper_bound(hot_.begin(), hot_.end(), addr);
+    if (hot != hot_.end() && tracked_at(*hot) == tr) next = *hot;
+    if (next < tr->end) {
+      block(next, &p0, &p1);
+      copied = copy_pages(t, p0, p1, true);
+    }
   }
   fault_bytes_.fetch_add(copied, std::memory_order_relaxed);
   if (was_done) (void)uffd_.wake(addr, page_);
