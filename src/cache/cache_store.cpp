@@ -263,6 +263,14 @@ Status CacheStore::drop(uint64_t v) {
   return fs::remove_tree(files_dir(v));
 }
 
+Status CacheStore::release_slot(int slot) {
+  for (uint64_t v : versions()) {
+    auto rec = read_record(v);
+    if (!rec || static_cast<int>(rec->slot) == slot) CAIRN_TRY(drop(v));
+  }
+  return Status::ok();
+}
+
 std::vector<uint64_t> CacheStore::versions() const { return recorded_versions(dir_); }
 
 uint64_t CacheStore::version_in_slot(int s) const {

@@ -112,6 +112,8 @@ class CacheStore {
   bool is_protected(uint64_t v) const;
   // Forget version v at L1 (record first, so a crash in between leaves no half-valid version).
   Status drop(uint64_t v);
+  // Before `slot` is overwritten: forget every version whose record names it, or cannot be read.
+  Status release_slot(int slot);
 
   // Versions with a record file, ascending (recorded_versions(dir())).
   std::vector<uint64_t> versions() const;

@@ -142,15 +142,12 @@ Status Runtime::restore_through_agents(const RestartPlan& plan, bool* done) {
   *done = false;
   const uint64_t v = plan.version;
   const double t0 = now_seconds();
-  Status mine = Status::ok();
   Manifest m;
-  {
-    auto read = l3::read_manifest(layout_, v, static_cast<uint32_t>(rank_));
-    if (read) m = std::move(*read);
-    mine = read ? regions_.match(m, rank_, nranks_) : read.status();
-    if (mine.code() == Code::ERR_NO_CHECKPOINT && mine.message().empty())
-      mine = Status(Code::ERR_NOT_SUPPORTED, "the version's regions are not this rank's memory regions");
-  }
+  auto read = l3::read_manifest(layout_, v, static_cast<uint32_t>(rank_));
+  if (read) m = std::move(*read);
+  Status mine = read ? regions_.match(m, rank_, nranks_) : read.status();
+  if (mine.code() == Code::ERR_NO_CHECKPOINT && mine.message().empty())
+    mine = Status(Code::ERR_NOT_SUPPORTED, "the version's regions are not this rank's memory regions");
   if (mine.is_ok()) {
     std::vector<pipeline::RestoreTarget> targets;
     for (const auto& e : m.regions) targets.push_back({e.name, static_cast<uint8_t*>(regions_.table().at(e.name).ptr), e.size});

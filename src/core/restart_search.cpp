@@ -319,8 +319,7 @@ Status Runtime::try_l3(uint64_t v, RestartChoice* out) {
     Manifest& m = *manifest;
     std::vector<StreamExtent> extents;
     if (out->in_place) {
-      for (const auto& e : m.regions) extents.push_back({e.offset, e.size, static_cast<uint8_t*>(regions_.table().at(e.name).ptr)});
-      std::sort(extents.begin(), extents.end(), [](const StreamExtent& x, const StreamExtent& y) { return x.offset < y.offset; });
+      extents = regions_.extents(m);
     } else {
       auto buf = MappedFile::anonymous(m.total_size);
       if (!buf)

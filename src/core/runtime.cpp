@@ -101,12 +101,9 @@ Status Runtime::init(MPI_Comm comm, const char* config_path) {
 // differ from it (nodes may differ in kernel or devices); every rank's reason is at debug level.
 Status Runtime::choose_snapshot() {
   // auto weighs the CPUs this rank may use against the ranks sharing its node (the copier needs a core).
-  MPI_Comm node_comm = MPI_COMM_NULL;
-  int ranks_on_node = 1;
-  CAIRN_MPI(MPI_Comm_split_type(app_comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_comm));
-  MPI_Comm_size(node_comm, &ranks_on_node);
-  MPI_Comm_free(&node_comm);
-  SnapshotChoice snap = choose_snapshotter(cfg_.snapshot, !cfg_.service.empty(), "/sys", this_process_cpus(ranks_on_node));
+  HostShare host;
+  CAIRN_TRY(host_share(app_comm_, &host));
+  SnapshotChoice snap = choose_snapshotter(cfg_.snapshot, !cfg_.service.empty(), "/sys", this_process_cpus(host.ranks));
   // Device regions are copied by the device snapshotter, host regions by the one chosen (docs/gpu.md).
   device::CopyOptions dev;
   dev.mode = cfg_.device_copy == DeviceCopy::wait ? device::CopyMode::wait : device::CopyMode::return_at_once;

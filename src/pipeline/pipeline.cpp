@@ -179,10 +179,7 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
   Status local = [&]() -> Status {
     CAIRN_TRY(failed);
     // The previous occupant of the slot stops counting at L1 before its bytes are overwritten.
-    for (uint64_t old : cache_->versions()) {
-      auto rec = cache_->read_record(old);
-      if (!rec || static_cast<int>(rec->slot) == slot) CAIRN_TRY(cache_->drop(old));
-    }
+    CAIRN_TRY(cache_->release_slot(slot));
     double t0 = t_dropped = now_seconds();
     uint64_t memory_bytes = 0;  // the slot holds the memory regions only
     for (const auto& r : regions) memory_bytes = std::max(memory_bytes, r.offset + r.size);

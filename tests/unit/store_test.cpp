@@ -35,6 +35,20 @@ Manifest sample(uint64_t v, uint32_t rank, const std::string& data) {
   return m;
 }
 
+// Before a slot is overwritten: the versions it holds, and any whose record cannot be read, are forgotten;
+// the other slot's version stays.
+TEST(CacheStore, ReleaseSlotForgetsItsOccupantAndUnreadableRecords) {
+  std::string dir = temp_dir("release");
+  CacheStore c;
+  ASSERT_TRUE(c.open(dir + "/r0", 2).is_ok());
+  ASSERT_TRUE(c.write_record(3, L1Record{0, sample(3, 0, "abc")}).is_ok());
+  ASSERT_TRUE(c.write_record(4, L1Record{1, sample(4, 0, "def")}).is_ok());
+  ASSERT_TRUE(c.write_record(5, L1Record{0, sample(6, 0, "ghi")}).is_ok());  // names version 6: unreadable
+  ASSERT_TRUE(c.release_slot(0).is_ok());
+  EXPECT_EQ(c.versions(), std::vector<uint64_t>{4});
+  fs::remove_tree(dir).ignore();
+}
+
 TEST(CacheStore, RecordsSlotsAndMarkers) {
   std::string dir = temp_dir("cache");
   CacheStore c;

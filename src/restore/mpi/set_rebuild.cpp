@@ -40,10 +40,7 @@ Status SetRebuild::exchange(const Status& ready, uint8_t* data, uint8_t* red, co
 }
 
 Status SetRebuild::claim_slot(CacheStore& cache, int slot, uint8_t** data, uint8_t** red) const {
-  for (uint64_t old : cache.versions()) {
-    auto o = cache.read_record(old);
-    if (!o || static_cast<int>(o->slot) == slot) CAIRN_TRY(cache.drop(old));
-  }
+  CAIRN_TRY(cache.release_slot(slot));
   CAIRN_TRY(cache.drop(job.version));
   CAIRN_ASSIGN_OR_RETURN(d, cache.slot(slot, std::max<uint64_t>(plan.mine.total_size, 1)));
   CAIRN_ASSIGN_OR_RETURN(r, cache.red(slot, plan.redundancy_len));
