@@ -41,7 +41,6 @@ struct LaunchRec {
 struct VersionRec {
   int64_t start = 0;           // the copy began
   double copy_s = 0;
-  std::string launch;
 };
 
 Result<std::vector<nlohmann::json>> read_lines(const std::string& path, bool required) {
@@ -89,7 +88,10 @@ Result<RunFigures> analyse_run(const std::string& prefix, const std::string& app
   // A run without --fail-at has no record: its one attempt began with the history's first line.
   std::map<std::string, LaunchRec> launches;
   std::vector<std::string> order;  // launch ids by their start line
-  std::map<uint64_t, VersionRec> versions;
+  // Per launch: a job that went back to an older version numbers its next versions from there again, so
+  // a number alone names several versions of a run (and a restart may record the version it restored
+  // once more); the first record of a number within its launch is the copy the launch took.
+  std::map<std::pair<std::string, uint64_t>, VersionRec> versions;
   for (const auto& j : hist) {
     const std::string ev = j.value("ev", ""), id = j.value("launch", "");
     if (ev == "start") {
@@ -102,10 +104,8 @@ Result<RunFigures> analyse_run(const std::string& prefix, const std::string& app
       L.level = j.value("level", "");
       L.restart_end = i64(j, "end_ns");
     } else if (ev == "l1") {
-      VersionRec& v = versions[static_cast<uint64_t>(i64(j, "version"))];
-      v.start = i64(j, "start_ns");
-      v.copy_s = j.value("copy_s", 0.0);
-      v.launch = id;
+      versions.emplace(std::make_pair(id, static_cast<uint64_t>(i64(j, "version"))),
+                       VersionRec{i64(j, "start_ns"), j.value("copy_s", 0.0)});
     } else if (ev == "end") {
       launches[id].ended = i64(j, "t");
     }
@@ -160,9 +160,14 @@ Result<RunFigures> analyse_run(const std::string& prefix, const std::string& app
     const LaunchRec* struck = of_attempt[static_cast<size_t>(k)];
     if (struck) {
       int64_t anchor = struck->restarted ? struck->restart_end : struck->up;
-      auto v = versions.find(loss.version);
-      if (loss.version > 0 && v != versions.end() && v->second.launch == id_of_attempt[static_cast<size_t>(k)])
-        anchor = v->second.start + static_cast<int64_t>(v->second.copy_s * 1e9);
+      // The restored version's copy, or where the history lacks it (the strike came between the version's
+      // seal on every rank and rank 0's line for it: the cache holds it whole, the history does not name
+      // it) the newest version before it in that launch: re-done work then counts at most one interval
+      // too much.
+      const std::string& id = id_of_attempt[static_cast<size_t>(k)];
+      auto v = versions.upper_bound({id, loss.version});
+      if (loss.version > 0 && v != versions.begin() && (--v)->first.first == id)
+        anchor = std::max(anchor, v->second.start + static_cast<int64_t>(v->second.copy_s * 1e9));
       if (anchor > 0 && anchor < f.t) loss.redone = seconds(f.t - anchor);
     }
     // The recovery: the launcher's teardown, the new job's start-up, the restart; each cut short by the

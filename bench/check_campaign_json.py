@@ -121,6 +121,18 @@ for pol in r["policies"]:
             fail(f"{name}: model.difference_points", out)
         if m["within_2_points"] != (abs(m["difference_points"]) <= 2) or (not m["within_2_points"] and not m.get("misses")):
             fail(f"{name}: within_2_points / misses", out)
+    ml = m.get("multilevel")
+    if not isinstance(ml, dict) or "classes" not in ml:
+        fail(f"{name}: model.multilevel missing", out)
+    elif ml.get("fraction") is not None:
+        if not 0 <= ml["fraction"] <= 1:
+            fail(f"{name}: model.multilevel.fraction {ml['fraction']} outside [0, 1]", out)
+        if not close(ml["difference_points"], (pol["useful_fraction"] - ml["fraction"]) * 100, 1e-9):
+            fail(f"{name}: model.multilevel.difference_points", out)
+        if ml["within_2_points"] != (abs(ml["difference_points"]) <= 2):
+            fail(f"{name}: model.multilevel.within_2_points", out)
+        if sum(c["failures"] for c in ml["classes"].values()) != len(pol["failures"]):
+            fail(f"{name}: model.multilevel.classes do not count every failure", out)
     if not close(pol["useful_fraction"], free / pol["wall_s"], 1e-9):
         fail(f"{name}: useful fraction is not failure-free / wall", out)
     fs = pol["failures"]
@@ -168,7 +180,9 @@ if not a or not close(a["ratio"], a["auto"] / a["best_fixed_fraction"], 1e-9) or
 g = t.get("multilevel_against_l3_only")
 if not g or not close(g["gain_points"], (g["multilevel"] - g["l3_only"]) * 100, 1e-9) or "causes" not in g:
     fail("targets.multilevel_against_l3_only", out)
-if t["model_within_2_points"]["within"] > t["model_within_2_points"]["policies"]:
+if (t["model_within_2_points"]["within"] > t["model_within_2_points"]["policies"]
+        or t["model_within_2_points"].get("multilevel_within", -1) > t["model_within_2_points"]["policies"]
+        or t["model_within_2_points"].get("multilevel_within", -1) < 0):
     fail("targets.model_within_2_points", out)
 if plot:
     if r.get("plot") != plot or not os.path.getsize(plot) or "useful" not in open(plot).read():

@@ -1,0 +1,104 @@
+// campaign_analysis.cpp against run records and histories written line by line: the re-done work of a
+// failure is counted from the restored version's copy as the struck launch took it, also when the job
+// went back to an older version earlier and so numbered later versions alike, and when the history lacks
+// the restored version's line.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/history_line.hpp"
+#include "campaign.hpp"
+
+namespace cairn::bench {
+namespace {
+
+namespace stdfs = std::filesystem;
+constexpr int64_t kS = 1000000000;  // ns per second
+
+class CampaignAnalysis : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = stdfs::temp_directory_path() / ("campaign-analysis-" + std::to_string(getpid()));
+    stdfs::create_directories(dir_ / ".cairn");
+  }
+  void TearDown() override { stdfs::remove_all(dir_); }
+  void record(const std::string& line) { append(".cairn/run-record", line); }
+  void history(const std::string& line) { append(".cairn/history", line); }
+  void append(const std::string& name, const std::string& line) {
+    std::ofstream(dir_ / name, std::ios::app) << line;
+  }
+  void attempt(int n, int64_t t) { record(history::LineWriter("attempt").i64("t", t).i64("attempt", n).finish()); }
+  void failure(int n, int64_t t, const char* kind) {
+    record(history::LineWriter("failure").i64("t", t).i64("attempt", n).str("kind", kind).real("at_s", double(t) / kS).finish());
+  }
+  void start(const std::string& launch, int64_t t) { history(history::LineWriter("start").str("launch", launch).i64("t", t).finish()); }
+  void version(const std::string& launch, uint64_t v, int64_t start) {
+    history(history::LineWriter("l1").str("launch", launch).i64("t", start + kS / 10).u64("version", v)
+                .i64("start_ns", start).real("copy_s", 0.01).finish());
+  }
+  void restart(const std::string& launch, uint64_t v, const char* level, int64_t start, int64_t end) {
+    history(history::LineWriter("restart").str("launch", launch).i64("t", end).u64("version", v).str("level", level)
+                .i64("start_ns", start).i64("end_ns", end).finish());
+  }
+  void end(const std::string& launch, int64_t t) { history(history::LineWriter("end").str("launch", launch).i64("t", t).finish()); }
+  std::string log() {
+    std::string path = (dir_ / "app.log").string();
+    std::ofstream(path) << "result 0123abcd\n";
+    return path;
+  }
+  stdfs::path dir_;
+};
+
+TEST_F(CampaignAnalysis, ReDoneWorkCountsFromTheVersionTheStruckLaunchTook) {
+  // Attempt 1 takes versions 1..3 and is struck at 10 s; attempt 2 goes back to version 3 from L1 and is
+  // struck at 20 s; attempt 3 goes back to version 2 (L3), so its next versions are numbered 3, 4 again.
+  attempt(1, 0);
+  start("a", 1 * kS);
+  version("a", 1, 2 * kS), version("a", 2, 4 * kS), version("a", 3, 8 * kS);
+  failure(1, 10 * kS, "rank");
+  attempt(2, 11 * kS);
+  start("b", 12 * kS);
+  restart("b", 3, "L1", 12 * kS, 13 * kS);
+  version("b", 4, 15 * kS);
+  failure(2, 20 * kS, "job");
+  attempt(3, 21 * kS);
+  start("c", 22 * kS);
+  restart("c", 2, "L3", 22 * kS, 23 * kS);
+  version("c", 3, 25 * kS), version("c", 4, 27 * kS);
+  end("c", 30 * kS);
+  auto r = analyse_run(dir_.string(), log(), 0);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->failures.size(), 2u);
+  // Version 3 of launch a: its copy ended at 8.01 s, the strike came at 10 s (not from launch c's version 3).
+  EXPECT_EQ(r->failures[0].version, 3u);
+  EXPECT_EQ(r->failures[0].level, "L1");
+  EXPECT_NEAR(r->failures[0].redone, 1.99, 1e-6);
+  EXPECT_NEAR(r->failures[0].teardown, 1.0, 1e-6);
+  EXPECT_NEAR(r->failures[0].startup, 1.0, 1e-6);
+  EXPECT_NEAR(r->failures[0].restart, 1.0, 1e-6);
+  // Launch b never took version 2 itself: it had the state of its own restart (13 s) to lose.
+  EXPECT_EQ(r->failures[1].version, 2u);
+  EXPECT_NEAR(r->failures[1].redone, 7.0, 1e-6);
+  EXPECT_NEAR(r->wall, 30.0, 1e-6);
+}
+
+TEST_F(CampaignAnalysis, AVersionTheHistoryLacksCountsFromTheOneBeforeIt) {
+  // Struck after version 3 was whole in every cache but before rank 0 wrote its line.
+  attempt(1, 0);
+  start("a", 1 * kS);
+  version("a", 1, 2 * kS), version("a", 2, 4 * kS);
+  failure(1, 9 * kS, "rank");
+  attempt(2, 10 * kS);
+  start("b", 11 * kS);
+  restart("b", 3, "L1", 11 * kS, 12 * kS);
+  end("b", 20 * kS);
+  auto r = analyse_run(dir_.string(), log(), 0);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->failures.size(), 1u);
+  EXPECT_NEAR(r->failures[0].redone, 9.0 - 4.01, 1e-6);  // from version 2, not from the start at 1 s
+}
+
+}  // namespace
+}  // namespace cairn::bench
