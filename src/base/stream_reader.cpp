@@ -8,15 +8,12 @@
 #include <memory>
 #include <thread>
 
+#include "base/chunk_check.hpp"
 #include "base/xxh.hpp"
 
 namespace cairn {
 namespace {
 using ull = unsigned long long;
-
-struct StateFree {
-  void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
-};
 }  // namespace
 
 namespace {
@@ -24,8 +21,8 @@ namespace {
 Status verify_chunks(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source,
                      uint64_t c0, uint64_t c1) {
   const uint64_t total = m.total_size;
-  std::unique_ptr<XXH3_state_t, StateFree> state(XXH3_createState());
-  if (!state) return make_error(Code::ERR_NO_MEMORY, "xxh3: cannot create a hash state");
+  ChunkCheck check(m);
+  CAIRN_TRY(check.status());
   // The first extent that holds byte c0 * chunk_size (extents are sorted and tile the stream).
   size_t x = static_cast<size_t>(
       std::upper_bound(extents.begin(), extents.end(), c0 * m.chunk_size,
@@ -33,19 +30,17 @@ Status verify_chunks(const Manifest& m, const std::vector<StreamExtent>& extents
   x = x ? x - 1 : 0;
   for (uint64_t c = c0; c < c1; ++c) {
     const uint64_t a = c * m.chunk_size, b = std::min<uint64_t>(a + m.chunk_size, total);
-    XXH3_64bits_reset(state.get());
+    check.begin(c);
     for (uint64_t off = a; off < b;) {
       while (x < extents.size() && extents[x].offset + extents[x].size <= off) ++x;  // skips empty extents
       const StreamExtent& e = extents[x];
       const uint64_t n = std::min({b - off, e.offset + e.size - off, kStreamPiece});
       uint8_t* dst = e.dst + (off - e.offset);
       CAIRN_TRY(source(off, n, dst));
-      XXH3_64bits_update(state.get(), dst, static_cast<size_t>(n));  // in cache: it just landed
+      check.add(dst, n);  // in cache: it just landed
       off += n;
     }
-    if (XXH3_64bits_digest(state.get()) != m.chunk_hashes[c])
-      return make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu) checksum mismatch", static_cast<ull>(c),
-                        static_cast<ull>(a), static_cast<ull>(b - 1));
+    CAIRN_TRY(check.end());
   }
   return Status::ok();
 }
@@ -91,8 +86,8 @@ Status read_verified_ranges(const Manifest& m, const std::vector<StreamExtent>& 
                         static_cast<ull>(total), static_cast<ull>(e.offset));
     at = e.offset + e.size;
   }
-  std::unique_ptr<XXH3_state_t, StateFree> state(XXH3_createState());
-  if (!state) return make_error(Code::ERR_NO_MEMORY, "xxh3: cannot create a hash state");
+  ChunkCheck check(m);
+  CAIRN_TRY(check.status());
   std::vector<uint8_t> scratch;
   size_t x = 0;  // first wanted extent that may overlap the current chunk
   uint64_t next_chunk = 0;
@@ -103,7 +98,7 @@ Status read_verified_ranges(const Manifest& m, const std::vector<StreamExtent>& 
     }
     uint64_t c = std::max(next_chunk, wanted[x].offset / m.chunk_size);
     const uint64_t a = c * m.chunk_size, b = std::min<uint64_t>(a + m.chunk_size, total);
-    XXH3_64bits_reset(state.get());
+    check.begin(c);
     size_t y = x;
     for (uint64_t off = a; off < b;) {
       while (y < wanted.size() && wanted[y].offset + wanted[y].size <= off) ++y;
@@ -119,12 +114,10 @@ Status read_verified_ranges(const Manifest& m, const std::vector<StreamExtent>& 
         dst = scratch.data();
       }
       CAIRN_TRY(source(off, n, dst));
-      XXH3_64bits_update(state.get(), dst, static_cast<size_t>(n));
+      check.add(dst, n);
       off += n;
     }
-    if (XXH3_64bits_digest(state.get()) != m.chunk_hashes[c])
-      return make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu) checksum mismatch", static_cast<ull>(c),
-                        static_cast<ull>(a), static_cast<ull>(b - 1));
+    CAIRN_TRY(check.end());
     next_chunk = c + 1;
     while (x < wanted.size() && wanted[x].offset + wanted[x].size <= b) ++x;
   }

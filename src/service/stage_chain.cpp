@@ -3,8 +3,10 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <memory>
+#include <string>
 
-#include "base/xxh.hpp"
+#include "base/chunk_check.hpp"
 #include "cairn/agent_stage.h"
 
 namespace cairn::service {
@@ -35,60 +37,27 @@ Result<StageSpec> parse_stage(std::string_view s) {
   return spec;
 }
 
-// verify: the running xxh3 of the checksum chunk being received, compared as its last byte arrives.
+// verify: each checksum chunk compared as its last byte arrives (base/chunk_check).
 class VerifyStage final : public Stage {
  public:
-  VerifyStage() : state_(XXH3_createState()) {}
-  ~VerifyStage() override { XXH3_freeState(state_); }
   const char* name() const override { return "verify"; }
   Status begin(const StageVersion& v) override {
+    check_ = std::make_unique<ChunkCheck>(v.manifest);
     m_ = &v.manifest;
-    hashed_ = 0;
-    XXH3_64bits_reset(state_);
-    return Status::ok();
+    return check_->status();
   }
   Status data(uint64_t offset, const uint8_t* bytes, uint32_t len) override {
-    if (offset != hashed_)
-      return make_error(Code::ERR_INTERNAL, "chunk at byte %llu arrived out of order (expected byte %llu)",
-                        static_cast<unsigned long long>(offset), static_cast<unsigned long long>(hashed_));
-    if (hashed_ + len > m_->total_size)
-      return make_error(Code::ERR_INVALID_ARG, "bytes past the stream's end (%llu)",
-                        static_cast<unsigned long long>(m_->total_size));
-    const uint64_t csize = m_->chunk_size;
-    uint64_t pos = 0;
-    while (pos < len) {
-      uint64_t take = std::min<uint64_t>(len - pos, csize - hashed_ % csize);
-      XXH3_64bits_update(state_, bytes + pos, take);
-      pos += take;
-      hashed_ += take;
-      if (hashed_ % csize == 0 || hashed_ == m_->total_size) {
-        uint64_t idx = (hashed_ - 1) / csize;
-        uint64_t got = XXH3_64bits_digest(state_);
-        XXH3_64bits_reset(state_);
-        if (got != m_->chunk_hashes[idx])
-          return make_error(Code::ERR_CORRUPT,
-                            "version %llu rank %u: chunk %llu (bytes %llu..%llu) arrived with xxh3 %016llx, the "
-                            "manifest says %016llx",
-                            static_cast<unsigned long long>(m_->version), m_->rank,
-                            static_cast<unsigned long long>(idx), static_cast<unsigned long long>(idx * csize),
-                            static_cast<unsigned long long>(hashed_), static_cast<unsigned long long>(got),
-                            static_cast<unsigned long long>(m_->chunk_hashes[idx]));
-      }
-    }
-    return Status::ok();
+    return check_->feed(offset, bytes, len).prefixed(who());
   }
-  Status finish() override {
-    if (hashed_ == m_->total_size) return Status::ok();
-    return make_error(Code::ERR_INTERNAL, "version %llu rank %u: %llu of %llu bytes arrived",
-                      static_cast<unsigned long long>(m_->version), m_->rank,
-                      static_cast<unsigned long long>(hashed_), static_cast<unsigned long long>(m_->total_size));
-  }
+  Status finish() override { return check_->finish().prefixed(who()); }
   void abort() override {}
 
  private:
-  XXH3_state_t* state_;
+  std::string who() const {
+    return "version " + std::to_string(m_->version) + " rank " + std::to_string(m_->rank);
+  }
+  std::unique_ptr<ChunkCheck> check_;
   const Manifest* m_ = nullptr;
-  uint64_t hashed_ = 0;
 };
 
 // write (with compress: zstd per checksum chunk, the embedded flusher's compress_chunks on the same

@@ -26,6 +26,7 @@
 #include <functional>
 #include <optional>
 
+#include "base/chunk_check.hpp"
 #include "base/stream_reader.hpp"
 #include "base/clock.hpp"
 #include "base/fsutil.hpp"
@@ -33,7 +34,6 @@
 #include "base/log.hpp"
 #include "mpi/mpi_util.hpp"
 #include "redistribute/exec/reshaper.hpp"
-#include "base/xxh.hpp"
 #include "redistribute/plan.hpp"
 
 namespace cairn {
@@ -76,10 +76,6 @@ Status wait_for(std::vector<MPI_Request>& reqs, bool leave_core) {
     if (n == 0) nanosleep(&pause, nullptr);
   }
 }
-
-struct StateFree {
-  void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
-};
 }  // namespace
 
 int streamable(const Manifest& table, const std::vector<ReshapeWant>& wants, int p_old, int p_new, int rank,
@@ -251,8 +247,12 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
   size_t next_slot = 0;
   Status failed = Status::ok();  // the first chunk that did not read or verify; later chunks are not read
   uint64_t sent = 0;
-  std::unique_ptr<XXH3_state_t, StateFree> state(XXH3_createState());
-  if (!hosted.empty() && !state) failed = make_error(Code::ERR_NO_MEMORY, "xxh3: cannot create a hash state");
+  // One check per hosted stream (each has its manifest); chunks are verified one at a time.
+  std::vector<std::unique_ptr<ChunkCheck>> checks;
+  for (auto& h : hosted) {
+    checks.push_back(std::make_unique<ChunkCheck>(h.m));
+    if (failed.is_ok()) failed = checks.back()->status();
+  }
   std::vector<StreamSource> sources;
   for (auto& h : hosted) sources.push_back(h.map ? copy_source(h.map->data()) : pread_source(h.fd.get(), 0, h.path));
   for (const auto& [j, c] : order) {
@@ -270,7 +270,8 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
       return std::partition_point(own.begin(), own.end(), [&](const StreamExtent& x) { return x.offset + x.size <= at; });
     };
     if (failed.is_ok()) {
-      XXH3_64bits_reset(state.get());
+      ChunkCheck& check = *checks[j];
+      check.begin(c);
       auto x = own_from(a);
       for (uint64_t off = a; off < b && failed.is_ok();) {
         while (x != own.end() && x->offset + x->size <= off) ++x;
@@ -284,12 +285,10 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
           len = std::min((x != own.end() ? std::min(b, x->offset) : b) - off, kStreamPiece);
         }
         failed = sources[j](off, len, dst).prefixed(h.path);
-        if (failed.is_ok()) XXH3_64bits_update(state.get(), dst, static_cast<size_t>(len));  // in cache: it just landed
+        if (failed.is_ok()) check.add(dst, len);  // in cache: it just landed
         off += len;
       }
-      if (failed.is_ok() && XXH3_64bits_digest(state.get()) != h.m.chunk_hashes[c])
-        failed = make_error(Code::ERR_CORRUPT, "%s: chunk %llu (bytes %llu..%llu) checksum mismatch", h.path.c_str(),
-                            static_cast<ull>(c), static_cast<ull>(a), static_cast<ull>(b - 1));
+      if (failed.is_ok()) failed = check.end().prefixed(h.path);
     }
     auto q = std::partition_point(outs.begin(), outs.end(), [&](const Out& m) { return m.offset < a; });
     for (; q != outs.end() && q->offset < b; ++q) {

@@ -1,0 +1,71 @@
+#include "base/chunk_check.hpp"
+
+#include <algorithm>
+
+#include "base/xxh.hpp"
+
+namespace cairn {
+namespace {
+using ull = unsigned long long;
+}
+
+struct ChunkCheck::State {
+  XXH3_state_t* s = XXH3_createState();
+  ~State() { XXH3_freeState(s); }
+};
+
+ChunkCheck::ChunkCheck(const Manifest& m) : m_(m), state_(std::make_unique<State>()) {
+  if (state_->s) XXH3_64bits_reset(state_->s);
+}
+
+ChunkCheck::~ChunkCheck() = default;
+
+Status ChunkCheck::status() const {
+  return state_->s ? Status::ok() : make_error(Code::ERR_NO_MEMORY, "xxh3: cannot create a hash state");
+}
+
+void ChunkCheck::begin(uint64_t chunk) {
+  chunk_ = chunk;
+  if (state_->s) XXH3_64bits_reset(state_->s);
+}
+
+void ChunkCheck::add(const uint8_t* bytes, uint64_t len) {
+  if (state_->s) XXH3_64bits_update(state_->s, bytes, static_cast<size_t>(len));
+}
+
+Status ChunkCheck::end() {
+  CAIRN_TRY(status());
+  const uint64_t got = XXH3_64bits_digest(state_->s);
+  if (chunk_ < m_.chunk_hashes.size() && got == m_.chunk_hashes[chunk_]) return Status::ok();
+  const uint64_t a = chunk_ * m_.chunk_size, b = std::min<uint64_t>(a + m_.chunk_size, m_.total_size);
+  return make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu) checksum mismatch: arrived with xxh3 %016llx, the manifest says %016llx",
+                    static_cast<ull>(chunk_), static_cast<ull>(a), static_cast<ull>(b ? b - 1 : 0), static_cast<ull>(got),
+                    static_cast<ull>(chunk_ < m_.chunk_hashes.size() ? m_.chunk_hashes[chunk_] : 0));
+}
+
+Status ChunkCheck::feed(uint64_t offset, const uint8_t* bytes, uint64_t len) {
+  CAIRN_TRY(status());
+  if (offset != fed_)
+    return make_error(Code::ERR_INTERNAL, "chunk at byte %llu arrived out of order (expected byte %llu)",
+                      static_cast<ull>(offset), static_cast<ull>(fed_));
+  if (fed_ + len > m_.total_size)
+    return make_error(Code::ERR_INVALID_ARG, "bytes past the stream's end (%llu)", static_cast<ull>(m_.total_size));
+  const uint64_t csize = m_.chunk_size;
+  if (csize == 0) return make_error(Code::ERR_CORRUPT, "the manifest's chunk size is 0");
+  for (uint64_t pos = 0; pos < len;) {
+    if (fed_ % csize == 0) begin(fed_ / csize);
+    const uint64_t take = std::min<uint64_t>(len - pos, csize - fed_ % csize);
+    add(bytes + pos, take);
+    pos += take;
+    fed_ += take;
+    if (fed_ % csize == 0 || fed_ == m_.total_size) CAIRN_TRY(end());
+  }
+  return Status::ok();
+}
+
+Status ChunkCheck::finish() const {
+  if (fed_ == m_.total_size) return Status::ok();
+  return make_error(Code::ERR_INTERNAL, "%llu of %llu bytes arrived", static_cast<ull>(fed_), static_cast<ull>(m_.total_size));
+}
+
+}  // namespace cairn
