@@ -195,10 +195,11 @@ Status Runtime::restart_read_threads(int* threads) {
   return Status::ok();
 }
 
-// This rank's slot of version v into its regions, verified, in one pass by `threads` threads. pread, piece
-// by piece: on 4 KiB tmpfs pages a populated mapping costs page tables for every page, then the unmap,
-// about half the read again (cairn-bench's slot_read.map_memcpy_gbps beside pread_gbps); mapped where the
-// file system hands out huge pages.
+// This rank's slot of version v into its regions, verified, in one pass by `threads` threads: pread, piece
+// by piece, or copied out of a populated mapping where the file system hands out huge pages or where that
+// was measured faster on this machine (map_to_read: on 4 KiB tmpfs pages the mapping costs page tables for
+// every page and the unmap, more than it saves on some machines, less on others; cairn-bench's
+// slot_read.map_memcpy_gbps beside pread_gbps).
 Status Runtime::read_slot_into_regions(const L1Record& rec, int threads, double* seconds) {
   if (staged_ && !staged_->empty()) return read_slot_into_device(rec, seconds);
   const Manifest& m = rec.manifest;
@@ -211,7 +212,7 @@ Status Runtime::read_slot_into_regions(const L1Record& rec, int threads, double*
     return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", path.c_str());
   std::optional<MappedFile> map;
   StreamSource source = pread_source(fd.get(), 0, path);
-  if (map_to_read(static_cast<uint64_t>(sb.st_blksize))) {
+  if (map_to_read(static_cast<uint64_t>(sb.st_blksize), fd.get(), m.total_size)) {
     auto mm = MappedFile::open_ro(path, /*populate=*/true);
     if (mm && mm->size() >= m.total_size) {
       map = std::move(mm).value();
