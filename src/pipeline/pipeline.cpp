@@ -27,6 +27,7 @@ Pipeline::Pipeline(PipelineConfig config, CacheStore* cache, Team* team, Protect
       snapshot_(snapshot),
       lender_(cache->nslots()) {
   worker_ = std::thread([this] { worker_loop(); });
+  if (cfg_.mpi_in_worker) team_thread_ = std::thread([this] { team_loop(); });
 }
 
 Pipeline::~Pipeline() { stop(); }
@@ -38,6 +39,7 @@ void Pipeline::stop() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  if (team_thread_.joinable()) team_thread_.join();
   if (pruner_.joinable()) pruner_.join();  // a prune asked for runs to its end first
 }
 
@@ -79,6 +81,21 @@ l3::WriteOptions Pipeline::l3_options() const {
   return o;
 }
 
+void Pipeline::wait_flag(const std::atomic<bool>& flag) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return flag.load(); });
+}
+
+std::shared_ptr<Version> Pipeline::next_after(uint64_t after, std::unique_lock<std::mutex>& lock) {
+  auto next = [&] {
+    for (auto& q : queue_)
+      if (q->number > after) return q;
+    return std::shared_ptr<Version>();
+  };
+  cv_.wait(lock, [&] { return stop_ || next() != nullptr; });
+  return next();  // null: stopped, nothing left
+}
+
 void Pipeline::worker_loop() {
   become_background_thread();  // woken by cairn_checkpoint, it must not take the application's core
   uint64_t last = 0;
@@ -86,23 +103,30 @@ void Pipeline::worker_loop() {
     std::shared_ptr<Version> v;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      auto next = [&] {
-        for (auto& q : queue_)
-          if (q->number > last) return q;
-        return std::shared_ptr<Version>();
-      };
-      cv_.wait(lock, [&] { return stop_ || next() != nullptr; });
-      v = next();
-      if (!v) return;  // stopped, nothing left
+      v = next_after(last, lock);
+      if (!v) return;
     }
     last = v->number;
+    land(*v);
     seal(*v);
-    if (!cfg_.mpi_in_worker) {
-      if (v->flush) flush(*v);  // needs no team: the team's stages wait for it in drive()
-    } else {
-      Status st = run_team_stages(*v);
-      if (!st.is_ok()) LOG_ERROR("version %llu: %s", static_cast<unsigned long long>(v->number), st.message().c_str());
+    if (!cfg_.mpi_in_worker && v->flush) flush(*v);  // needs no team: the team's stages wait for it in drive()
+  }
+}
+
+void Pipeline::team_loop() {
+  become_background_thread();
+  uint64_t last = 0;
+  for (;;) {
+    std::shared_ptr<Version> v;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      v = next_after(last, lock);
+      if (!v) return;
+      cv_.wait(lock, [&] { return v->landed.load(); });
     }
+    last = v->number;
+    Status st = run_team_stages(*v);
+    if (!st.is_ok()) LOG_ERROR("version %llu: %s", static_cast<unsigned long long>(v->number), st.message().c_str());
   }
 }
 
@@ -114,7 +138,7 @@ void Pipeline::drive() {
       std::unique_lock<std::mutex> lock(mu_);
       if (queue_.empty()) return;
       v = queue_.front();
-      cv_.wait(lock, [&] { return v->sealed.load(); });
+      cv_.wait(lock, [&] { return v->landed.load(); });
     }
     Status st = run_team_stages(*v);
     if (!st.is_ok()) LOG_ERROR("version %llu: %s", static_cast<unsigned long long>(v->number), st.message().c_str());

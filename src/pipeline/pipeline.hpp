@@ -6,9 +6,11 @@
 // L2 (pipeline/protector), a Flusher writes L3 (pipeline/flusher) -- every collective decision goes
 // through a Team (pipeline/team), and what happens is reported to one EventSink (pipeline/events).
 //
-// Threads. A worker thread runs the stages. With `mpi_in_worker` (MPI_THREAD_MULTIPLE) it runs all of
-// them; otherwise it runs only those without collectives (seal, posting the flush), and the team's stages
-// run inside the application's next cairn call (drive()), in version order on every rank.
+// Threads. A worker thread runs the stages without collectives (land, seal, and without mpi_in_worker
+// posting the flush). The team's stages run, in version order on every rank, on a team thread of their
+// own with `mpi_in_worker` (MPI_THREAD_MULTIPLE), otherwise inside the application's next cairn call
+// (drive()). Either way they begin once a version has landed, so that L2's exchange runs while the
+// worker seals the same bytes.
 #pragma once
 
 #include <condition_variable>
@@ -103,10 +105,12 @@ class Pipeline {
 
  private:
   // stages (pipeline/stages.cpp)
+  void land(Version& v);
   void seal(Version& v);
   // Post to the flusher and wait: l3_status, t_l3, then l3_done. report_start: tell the events sink.
   void flush(Version& v, bool report_start = true);
   Status run_team_stages(Version& v);
+  Status exchange(Version& v);
   Status agree_local(Version& v);
   Status protect(Version& v);
   Status agree_flushed(Version& v);
@@ -115,6 +119,10 @@ class Pipeline {
 
   // the engine (pipeline/pipeline.cpp)
   void worker_loop();
+  void team_loop();  // with mpi_in_worker
+  // The next version after number `after` to come (null once stopped with none left); mu_ held.
+  std::shared_ptr<Version> next_after(uint64_t after, std::unique_lock<std::mutex>& lock);
+  void wait_flag(const std::atomic<bool>& flag);
   void wait_for_l2();
   int choose_slot();
   void leave(Version& v);  // the version is through: slot back, out of the queue
@@ -137,6 +145,7 @@ class Pipeline {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Version>> queue_;  // in flight, oldest first
   std::thread worker_;
+  std::thread team_thread_;   // with mpi_in_worker
   std::thread pruner_;        // started at the first prune
   bool prune_requested_ = false;
   bool stop_ = false;

@@ -31,19 +31,27 @@ void Pipeline::fail(const Version& v, int level, const Status& why) {
   if (first_failure_.is_ok()) first_failure_ = why.prefixed("version " + std::to_string(v.number));
 }
 
-// Wait for the snapshot, hash every chunk of the slot, write the L1 record.
-void Pipeline::seal(Version& v) {
-  double t0 = now_seconds();
+// Wait for the snapshot: from here on the slot's bytes are final, and L2's exchange may read them.
+void Pipeline::land(Version& v) {
+  const double t0 = now_seconds();
   if (v.snapshot_begun) {  // even when the version failed after begin(): the next begin() needs it
     Status done = snapshot_->complete();
     v.snapshot = snapshot_->report();
     if (v.local_status.is_ok()) v.local_status = done;
   }
+  v.landed_status = v.local_status;
+  v.t_seal = now_seconds() - t0;  // the seal's time counts the wait for the snapshot
+  set_flag(v.landed);
+}
+
+// Hash every chunk of the slot, write the L1 record.
+void Pipeline::seal(Version& v) {
+  const double t0 = now_seconds();
   if (v.local_status.is_ok()) {
     v.manifest.chunk_hashes = hashes_of_slot(v.data, v.manifest.total_size, v.manifest.chunk_size, v.snapshot);
     v.local_status = cache_->write_record(v.number, L1Record{static_cast<uint32_t>(v.slot), v.manifest});
   }
-  v.t_seal = now_seconds() - t0;
+  v.t_seal += now_seconds() - t0;
   events_->sealed(v);
   set_flag(v.sealed);
 }
@@ -80,8 +88,11 @@ void Pipeline::flush(Version& v, bool report_start) {
 }
 
 Status Pipeline::run_team_stages(Version& v) {
-  Status st = agree_local(v);
-  if (st.is_ok() && v.local_ok && v.protect) st = protect(v);  // l2_every: the others stay L1-only
+  const bool l2 = protector_ != nullptr && v.protect;  // l2_every: the others stay L1-only
+  Status st = l2 ? exchange(v) : Status::ok();
+  wait_flag(v.sealed);  // the worker is done with the slot and the record
+  if (st.is_ok()) st = agree_local(v);
+  if (st.is_ok() && v.local_ok && l2) st = protect(v);
   set_flag(v.l2_decided);
   if (st.is_ok() && v.local_ok && cfg_.inject) cfg_.inject->point("compute", v.number, v.protected_ok ? "l2" : "l1");
   if (st.is_ok() && v.flush) {
@@ -101,6 +112,13 @@ Status Pipeline::run_team_stages(Version& v) {
   leave(v);
   if (v.prune) prune_l3();
   return st;
+}
+
+// Beside the seal: the set moves and encodes the bytes (Protector::exchange). Whatever it wrote does not
+// count until protect() has agreed on it; a failure other than ERR_MPI waits for protect() too.
+Status Pipeline::exchange(Version& v) {
+  v.l2_start = now_seconds();
+  return protector_->exchange(v, v.landed_status);
 }
 
 Status Pipeline::agree_local(Version& v) {
@@ -126,7 +144,7 @@ Status Pipeline::agree_local(Version& v) {
 
 Status Pipeline::protect(Version& v) {
   if (!protector_) return Status::ok();
-  double t0 = now_seconds();
+  const double t0 = v.l2_start > 0 ? v.l2_start : now_seconds();
   uint64_t red_bytes = 0;
   Status local = protector_->protect(v, &red_bytes);
   if (local.code() == Code::ERR_MPI) return local;

@@ -2,14 +2,22 @@
 // this order, each at most once:
 //
 //   snapshot        the regions' bytes into the lent L1 slot      (application thread: the blocking part)
-//   seal            wait for the snapshot, hash every chunk, write the L1 record     (worker, no MPI)
+//   land            wait for the snapshot: the slot holds the version's bytes          (worker, no MPI)
+//   seal            hash every chunk, write the L1 record                              (worker, no MPI)
+//   exchange        beside the seal: L2's data exchange and encode within the set, which need the
+//                   slot's bytes but not their hashes; written only into this version's own slot's
+//                   redundancy data, nothing that makes it count                (team + protector)
 //   agree_local     every rank sealed? else the version is discarded everywhere       (team)
-//   protect         L2 redundancy within the set, then the protected marker            (team + protector)
+//   protect         L2's set record (the members' manifests, with their hashes), then the protected
+//                   marker                                                        (team + protector)
 //   flush           post to the flusher and wait for it: after protect, or, when the team's stages
 //                   run in the application's calls, right after seal            (worker, flusher)
 //   agree_flushed   every rank's flusher done? rank 0 writes COMMIT                    (team)
 //
-// The version leaves the pipeline after its last stage; only then is its slot given back.
+// The team's stages (exchange onwards) run on the team thread, or inside the application's calls without
+// mpi_in_worker (pipeline/pipeline.hpp), one version after the other; the worker lands and seals the next
+// versions meanwhile. The version leaves the pipeline after its last stage; only then is its slot given
+// back.
 #pragma once
 
 #include <atomic>
@@ -36,11 +44,14 @@ struct Version {
   bool snapshot_begun = false;  // begin() succeeded: seal must complete() it, whatever failed after
   SnapshotReport snapshot;  // after seal
   double t_seal = 0, t_l2 = 0, t_l3 = 0;
+  double l2_start = 0;      // when its L2 began: the exchange (seconds since the epoch)
   std::string via;  // who moved it to L3 on this rank: the flusher's name (FlushRequest::via)
-  Status local_status;      // snapshot and seal on this rank
+  Status landed_status;     // the snapshot on this rank (set before `landed`; the exchange reads it)
+  Status local_status;      // snapshot and seal on this rank (set before `sealed`)
   Status l3_status;         // this rank's flusher outcome
   FlushTicket ticket = 0;   // while posted to the flusher
   // Set once, under the pipeline's lock (waiters test them there):
+  std::atomic<bool> landed{false};      // the snapshot is complete: the slot's bytes are final
   std::atomic<bool> sealed{false};
   std::atomic<bool> l2_decided{false};  // agree_local and (when on) protect are through
   std::atomic<bool> l3_done{false};     // the flusher finished with it (l3_status, t_l3 set)

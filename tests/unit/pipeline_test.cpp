@@ -267,6 +267,70 @@ TEST(Pipeline, FunneledModeRunsTheCollectiveStagesOnlyInsideDrive) {
   EXPECT_TRUE(l3::read_commit(job.layout, 1).is_ok());
 }
 
+// L2's exchange runs beside the seal, before agree_local (pipeline/version.hpp): a protector that records
+// both halves, and what the exchange saw.
+class ExchangingProtector : public RecordingProtector {
+ public:
+  Status exchange(const Version& v, const Status& landed) override {
+    exchanged_.push_back(v.number);
+    landed_ok_.push_back(landed.is_ok() && v.landed.load());
+    return Status::ok();
+  }
+  std::vector<uint64_t> exchanged_;
+  std::vector<bool> landed_ok_;
+};
+
+TEST(Pipeline, AVersionDiscardedAfterItsExchangeLeavesTheLastProtectedOne) {
+  Job job("exchanged-discard");
+  ExchangingProtector protector;
+  job.pipeline->stop();
+  PipelineConfig pc;
+  pc.layout = job.layout;
+  pc.keep_flushed = 2;
+  job.pipeline = std::make_unique<Pipeline>(pc, &job.cache, &job.team, &protector, job.flusher.get(), &job.events,
+                                            job.snapshot.get());
+  ASSERT_TRUE(job.take(1, false).is_ok());
+  ASSERT_TRUE(job.pipeline->wait_all().is_ok());
+  ASSERT_TRUE(job.cache.is_protected(1));
+  // Version 2: every rank exchanged, then another rank's L1 failed (agreements of version 1: 0 agree_local,
+  // 1 protect, 2 marker; version 2's agree_local is 3).
+  job.team.others = [](int call) { return call == 3 ? make_error(Code::ERR_NO_SPACE, "cache full") : Status::ok(); };
+  ASSERT_TRUE(job.take(2, false).is_ok());
+  EXPECT_EQ(job.pipeline->wait_all().code(), Code::ERR_NO_SPACE);
+  EXPECT_EQ(protector.exchanged_, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(protector.landed_ok_, (std::vector<bool>{true, true}));
+  EXPECT_EQ(protector.protected_, (std::vector<uint64_t>{1})) << "a discarded version gets no set record";
+  EXPECT_FALSE(job.cache.is_protected(2));
+  EXPECT_FALSE(job.cache.read_record(2).is_ok());
+  EXPECT_TRUE(job.cache.is_protected(1)) << "the last protected version still counts";
+  EXPECT_TRUE(job.cache.read_record(1).is_ok());
+  EXPECT_EQ(job.pipeline->marks().protected_l2, 1u);
+  // Version 3 must not take version 1's slot (the newest protected), whatever version 2 left in its own.
+  job.team.others = [](int) { return Status::ok(); };
+  ASSERT_TRUE(job.take(3, false).is_ok());
+  ASSERT_TRUE(job.pipeline->wait_all().is_ok());
+  EXPECT_TRUE(job.cache.is_protected(1));
+  EXPECT_TRUE(job.cache.is_protected(3));
+  EXPECT_NE(job.cache.read_record(1)->slot, job.cache.read_record(3)->slot);
+}
+
+TEST(Pipeline, TheExchangeHearsOfASnapshotThatDidNotLand) {
+  Job job("exchanged-local-failure");
+  ExchangingProtector protector;
+  job.pipeline->stop();
+  PipelineConfig pc;
+  pc.layout = job.layout;
+  pc.mpi_in_worker = false;  // the team's stages in drive(), on this thread
+  job.pipeline = std::make_unique<Pipeline>(pc, &job.cache, &job.team, &protector, job.flusher.get(), &job.events,
+                                            job.snapshot.get());
+  EXPECT_EQ(job.take(1, false, make_error(Code::ERR_IO, "routed file unreadable")).code(), Code::ERR_IO);
+  EXPECT_EQ(job.pipeline->wait_all().code(), Code::ERR_IO);
+  EXPECT_EQ(protector.exchanged_, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(protector.landed_ok_, (std::vector<bool>{false})) << "its set skips the exchange";
+  EXPECT_TRUE(protector.protected_.empty());
+  EXPECT_FALSE(job.cache.is_protected(1));
+}
+
 TEST(Pipeline, FinalizeFlushesTheNewestLocalVersion) {
   Job job("finalize", /*with_l2=*/false);
   ASSERT_TRUE(job.take(1, false).is_ok());

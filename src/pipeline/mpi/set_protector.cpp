@@ -8,7 +8,38 @@
 
 namespace cairn::pipeline {
 
+Status SetProtector::exchange(const Version& v, const Status& landed) {
+  exchanged_ = v.number;
+  red_bytes_ = 0;
+  exchange_status_ = [&]() -> Status {
+    const size_t n = members_.size();
+    // Every member's length: the manifests (with the hashes, not ready yet) follow in protect().
+    uint64_t mine = v.manifest.total_size;
+    std::vector<uint64_t> lens64(n);
+    CAIRN_MPI(MPI_Allgather(&mine, 1, MPI_UINT64_T, lens64.data(), 1, MPI_UINT64_T, comm_));
+    std::vector<size_t> lens(lens64.begin(), lens64.end());
+    const size_t max_len = *std::max_element(lens.begin(), lens.end());
+    const uint64_t red_len = code_->redundancy_len(max_len);
+    Status ready = landed;
+    MappedFile* red = nullptr;
+    if (ready.is_ok()) {
+      auto r = cache_->red(v.slot, std::max<uint64_t>(red_len, 1));
+      if (r.is_ok()) red = *r;
+      ready = r.status();
+    }
+    // The whole set enters the exchange or none of it does: a member without its bytes or its buffer
+    // must not leave the others waiting inside encode_set.
+    CAIRN_TRY(agree(comm_, ready));
+    red_bytes_ = red_len;
+    return redundancy::encode_set(comm_, *code_, v.data, v.manifest.total_size, lens, red->data(), exchange_chunk_);
+  }();
+  return exchange_status_.code() == Code::ERR_MPI ? exchange_status_ : Status::ok();
+}
+
 Status SetProtector::protect(const Version& v, uint64_t* redundancy_bytes) {
+  if (exchanged_ != v.number) CAIRN_TRY(exchange(v, Status::ok()));  // nobody exchanged it ahead
+  CAIRN_TRY(exchange_status_);
+  *redundancy_bytes = red_bytes_;
   const int n = static_cast<int>(members_.size());
   // Every member's manifest and length, replicated across the set.
   std::string mine = encode_manifest(v.manifest);
@@ -23,22 +54,11 @@ Status SetProtector::protect(const Version& v, uint64_t* redundancy_bytes) {
   rec.scheme = code_->scheme();
   rec.n = static_cast<uint32_t>(n);
   rec.m = static_cast<uint32_t>(code_->m());
-  std::vector<size_t> lens;
   for (int i = 0; i < n; ++i) {
     rec.ranks.push_back(static_cast<uint32_t>(members_[static_cast<size_t>(i)]));
     rec.manifests.push_back(all.substr(static_cast<size_t>(displs[static_cast<size_t>(i)]),
                                        static_cast<size_t>(mlen[static_cast<size_t>(i)])));
-    auto m = decode_manifest(rec.manifests.back().data(), rec.manifests.back().size());
-    if (!m) return m.status();
-    lens.push_back(m->total_size);
   }
-  size_t max_len = *std::max_element(lens.begin(), lens.end());
-  auto red = cache_->red(v.slot, std::max<size_t>(code_->redundancy_len(max_len), 1));
-  *redundancy_bytes = code_->redundancy_len(max_len);
-  // The whole set enters the exchange or none of it does: a member that could not set up its buffer
-  // must not leave the others waiting inside encode_set.
-  CAIRN_TRY(agree(comm_, red.status()));
-  CAIRN_TRY(redundancy::encode_set(comm_, *code_, v.data, v.manifest.total_size, lens, (*red)->data(), exchange_chunk_));
   return cache_->write_set(v.number, redundancy::encode_set_record(rec));
 }
 

@@ -20,6 +20,10 @@ class SetProtector final : public Protector {
                uint64_t exchange_chunk)
       : comm_(set_comm), members_(std::move(members)), code_(code), cache_(cache), exchange_chunk_(exchange_chunk) {}
   const char* scheme() const override { return redundancy_name(code_->scheme()); }
+  // The members' lengths, then encode_set into v's slot's redundancy data. Remembers its outcome for
+  // protect() of the same version.
+  Status exchange(const Version& v, const Status& landed) override;
+  // The members' manifests (with their hashes) gathered into the set record, written to the cache.
   Status protect(const Version& v, uint64_t* redundancy_bytes) override;
 
  private:
@@ -28,6 +32,11 @@ class SetProtector final : public Protector {
   const redundancy::SetCode* code_;
   CacheStore* cache_;
   uint64_t exchange_chunk_;
+  // The last exchange: its version (0: none), outcome (the same on every member of the set unless ERR_MPI)
+  // and this rank's redundancy bytes.
+  uint64_t exchanged_ = 0;
+  Status exchange_status_;
+  uint64_t red_bytes_ = 0;
 };
 
 }  // namespace cairn::pipeline
