@@ -12,6 +12,8 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "inspect/inventory.hpp"
+#include "format.hpp"
+#include "inspect/level_check.hpp"
 
 namespace cairn::tool {
 namespace {

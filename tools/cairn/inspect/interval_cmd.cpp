@@ -15,6 +15,7 @@
 #include "common.hpp"
 #include "base/fsutil.hpp"
 #include "policy/interval.hpp"
+#include "format.hpp"
 
 namespace cairn::tool {
 namespace {

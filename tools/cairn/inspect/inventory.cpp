@@ -2,20 +2,15 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
-#include <cinttypes>
-#include <cstdio>
-#include <ctime>
 #include <set>
 
 #include "cache/cache_store.hpp"
 #include "cache/snapshot_slot.hpp"
-#include "pfs/cache_to_l3.hpp"
 #include "common.hpp"
+#include "format.hpp"
 #include "base/fsutil.hpp"
 #include "base/state_file.hpp"
 
@@ -51,8 +46,6 @@ std::vector<std::string> sorted_names(const std::string& dir) {
   std::sort(out.begin(), out.end());
   return out;
 }
-
-std::string node_rank(const L1Copy& c) { return c.node + "/" + rank_dir_name(c.rank); }
 
 void scan_rank_dir(Inventory& inv, const std::string& node, const std::string& dir, uint32_t rank) {
   CacheStore store;
@@ -172,6 +165,8 @@ Result<ToolContext> load_tool_context(const std::string& who, const std::string&
   return ctx;
 }
 
+std::string node_rank(const L1Copy& c) { return c.node + "/" + rank_dir_name(c.rank); }
+
 // ---- VersionInfo ---------------------------------------------------------------------------------
 
 uint32_t VersionInfo::nranks() const {
@@ -264,21 +259,6 @@ int64_t VersionInfo::created_unix_ns() const {
 
 std::string VersionInfo::scheme() const { return sets.empty() ? std::string() : redundancy_name(sets.front().scheme); }
 
-VersionTimes version_times(const VersionInfo& v) {
-  VersionTimes t;
-  t.bytes = v.total_bytes();
-  for (uint32_t r = 0; r < v.nranks(); ++r)
-    if (const Manifest* m = v.manifest(r); m && m->created_unix_ns > 0)
-      t.created_ns = t.created_ns ? std::min(t.created_ns, m->created_unix_ns) : m->created_unix_ns;
-  for (const auto& c : v.l1) {
-    t.l1_ns = std::max(t.l1_ns, c.record_mtime_ns);
-    t.l2_ns = std::max(t.l2_ns, c.protected_mtime_ns);
-  }
-  t.l3_ns = v.l3.committed ? v.l3.commit_mtime_ns : 0;
-  t.l3_start_ns = v.l3.data_birth_ns ? v.l3.data_birth_ns : t.l2_ns ? t.l2_ns : t.l1_ns;
-  return t;
-}
-
 Result<l3::Where> l3_where(const Layout& layout, uint64_t v, uint32_t rank) {
   std::string wpath = l3::where_path(layout, v, rank);
   if (fs::exists(wpath)) {
@@ -313,80 +293,7 @@ Inventory scan_inventory(const Layout& layout) {
   return inv;
 }
 
-// ---- progress ------------------------------------------------------------------------------------
-
-Progress::Progress(std::string what, uint64_t total_bytes)
-    : what_(std::move(what)), total_(total_bytes), enabled_(isatty(STDERR_FILENO) == 1) {}
-
-Progress::~Progress() { finish(); }
-
-void Progress::add(uint64_t bytes) {
-  done_ += bytes;
-  if (enabled_) draw(false);
-}
-
-void Progress::draw(bool force) {
-  int64_t now = now_unix_ns();
-  if (!force && now - last_draw_ns_ < 100000000) return;  // 10 redraws a second at most
-  last_draw_ns_ = now;
-  constexpr int kWidth = 30;
-  double frac = total_ ? std::min(1.0, static_cast<double>(done_) / static_cast<double>(total_)) : 1.0;
-  int filled = static_cast<int>(frac * kWidth);
-  std::string bar(static_cast<size_t>(filled), '#');
-  bar.append(static_cast<size_t>(kWidth - filled), '.');
-  fprintf(stderr, "\r%s [%s] %3d%% %s / %s\033[K", what_.c_str(), bar.c_str(), static_cast<int>(frac * 100),
-          format_bytes(done_).c_str(), format_bytes(total_).c_str());
-  fflush(stderr);
-  drawn_ = true;
-}
-
-void Progress::finish() {
-  if (enabled_ && drawn_) {
-    fputs("\r\033[K", stderr);
-    fflush(stderr);
-  }
-  drawn_ = false;
-  enabled_ = false;
-}
-
-// ---- checking ------------------------------------------------------------------------------------
-
-const char* state_name(LevelCheck::State s) {
-  switch (s) {
-    case LevelCheck::State::good:
-      return "good";
-    case LevelCheck::State::bad:
-      return "bad";
-    case LevelCheck::State::incomplete:
-      return "incomplete";
-    case LevelCheck::State::absent:
-      return "absent";
-  }
-  return "unknown";
-}
-
-uint64_t l1_check_bytes(const VersionInfo& v) {
-  uint64_t total = 0;
-  for (uint32_t r = 0; r < v.nranks(); ++r)
-    if (const L1Copy* c = v.l1_copy(r)) total += c->manifest.total_size;
-  return total;
-}
-
-uint64_t l3_check_bytes(const VersionInfo& v) {
-  if (!v.l3.committed) return 0;
-  uint64_t total = 0;
-  for (const auto& [r, m] : v.l3.manifests) total += m.total_size;
-  return total;
-}
-
-namespace {
-
-void note_bad(LevelCheck* out, const std::string& message) {
-  out->state = LevelCheck::State::bad;
-  if (out->error.empty()) out->error = message;
-}
-
-}  // namespace
+// ---- verdicts ------------------------------------------------------------------------------------
 
 LevelVerdict l1_verdict(const VersionInfo& v) {
   if (v.l1.empty()) return {};
@@ -421,191 +328,10 @@ const char* verdict_name(const LevelVerdict& v, bool l3) {
   return "?";
 }
 
-LevelCheck check_l1(const VersionInfo& v, Progress* progress) {
-  LevelCheck out;
-  out.nranks = v.nranks();
-  for (const auto& c : v.l1)
-    if (!c.record_error.empty())
-      note_bad(&out, "rank " + std::to_string(c.rank) + " (" + node_rank(c) + "): " + c.record_error);
-  std::vector<uint32_t> missing;
-  for (uint32_t r = 0; r < out.nranks; ++r) {
-    const L1Copy* c = v.l1_copy(r);
-    if (!c) {
-      missing.push_back(r);
-      continue;
-    }
-    ++out.ranks_checked;
-    Status st = map_verified_slot(c->rank_dir, L1Record{c->slot, c->manifest}).status();
-    if (progress) progress->add(c->manifest.total_size);
-    if (!st.is_ok()) {
-      note_bad(&out, "rank " + std::to_string(r) + " (" + node_rank(*c) + ", slot " + std::to_string(c->slot) +
-                         "): " + st.message());
-      continue;
-    }
-    ++out.ranks_good;
-    out.chunks += c->manifest.chunk_hashes.size();
-    out.bytes += c->manifest.total_size;
-  }
-  if (out.state == LevelCheck::State::bad) return out;
-  if (out.ranks_checked == 0) {
-    out.state = LevelCheck::State::absent;
-    out.error = "no L1 record here";
-  } else if (!missing.empty()) {
-    out.state = LevelCheck::State::incomplete;
-    out.error = "no record here for rank" + std::string(missing.size() > 1 ? "s " : " ") + rank_ranges(missing);
-  } else {
-    out.state = LevelCheck::State::good;
-  }
-  return out;
-}
-
-LevelCheck check_l3(const Layout& layout, const VersionInfo& v, Progress* progress) {
-  LevelCheck out;
-  out.nranks = v.nranks();
-  LevelVerdict verdict = l3_verdict(v);
-  if (verdict.state == LevelVerdict::State::absent) return out;
-  if (!v.l3.committed) {  // a damaged COMMIT is bad; no COMMIT, incomplete (the inventory's one verdict)
-    out.state = verdict.state == LevelVerdict::State::damaged ? LevelCheck::State::bad : LevelCheck::State::incomplete;
-    out.error = verdict.why;
-    return out;
-  }
-  out.nranks = v.l3.commit.nranks;
-  std::vector<uint8_t> buffer;
-  for (uint32_t r = 0; r < out.nranks; ++r) {
-    ++out.ranks_checked;
-    auto m = l3::read_manifest(layout, v.version, r);
-    if (!m) {
-      note_bad(&out, "rank " + std::to_string(r) + ": " + m.status().message());
-      continue;
-    }
-    if (m->nranks != out.nranks) {
-      note_bad(&out, "rank " + std::to_string(r) + ": " + l3::manifest_path(layout, v.version, r) + " is of a job of " +
-                         std::to_string(m->nranks) + " ranks, COMMIT says " + std::to_string(out.nranks));
-      continue;
-    }
-    // read_data reads every layout (one file per rank, N-to-M files, zstd) and checks the length.
-    auto where = l3_where(layout, v.version, r);
-    std::string file = where ? where->file : l3::data_path(layout, v.version, r);
-    buffer.resize(m->total_size);
-    Status st = l3::read_data(layout, *m, buffer.data());
-    if (st.is_ok()) st = verify_stream(*m, buffer.data(), m->total_size);
-    if (progress) progress->add(m->total_size);
-    if (!st.is_ok()) {
-      note_bad(&out, "rank " + std::to_string(r) + " (" + file + "): " + st.message());
-      continue;
-    }
-    ++out.ranks_good;
-    out.chunks += m->chunk_hashes.size();
-    out.bytes += m->total_size;
-  }
-  if (out.state != LevelCheck::State::bad) out.state = LevelCheck::State::good;
-  return out;
-}
-
-// ---- flushing ------------------------------------------------------------------------------------
-
-Status flush_to_l3(const Layout& layout, const VersionInfo& v, Progress* progress) {
-  if (!v.l1_complete())
-    return make_error(Code::ERR_NO_CHECKPOINT, "version %llu is not complete in the L1 cache visible here",
-                      static_cast<unsigned long long>(v.version));
-  std::vector<l3::CachedRank> ranks;
-  for (uint32_t r = 0; r < v.nranks(); ++r) {
-    const L1Copy* c = v.l1_copy(r);
-    ranks.push_back({c->rank_dir, L1Record{c->slot, c->manifest}});
-  }
-  return l3::flush_from_cache(layout, v.version, ranks, [progress](uint64_t bytes) {
-    if (progress) progress->add(bytes);
-  });
-}
-
 bool job_not_running(const Layout& layout) {
   auto state = state_file::read_state(layout.state_file());
   if (!state) return false;
   return !state->has_value() || (*state)->phase == "finalized";
-}
-
-// ---- formatting ----------------------------------------------------------------------------------
-
-int64_t now_unix_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string format_bytes(uint64_t bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  if (bytes < 1024) return std::to_string(bytes) + " B";
-  double x = static_cast<double>(bytes);
-  int u = 0;
-  while (x >= 1024 && u < 5) x /= 1024, ++u;
-  char buf[32];
-  snprintf(buf, sizeof buf, "%.1f %s", x, units[u]);
-  return buf;
-}
-
-std::string format_duration(double s) {
-  char buf[32];
-  if (s < 0) s = 0;
-  if (s < 1)
-    snprintf(buf, sizeof buf, "%.0f ms", s * 1e3);
-  else if (s < 120)
-    snprintf(buf, sizeof buf, "%.0f s", s);
-  else if (s < 7200)
-    snprintf(buf, sizeof buf, "%.0f min", s / 60);
-  else if (s < 172800)
-    snprintf(buf, sizeof buf, "%.1f h", s / 3600);
-  else
-    snprintf(buf, sizeof buf, "%.1f d", s / 86400);
-  return buf;
-}
-
-std::string format_utc(int64_t unix_ns) {
-  time_t t = static_cast<time_t>(unix_ns / 1000000000);
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  char buf[40];
-  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return buf;
-}
-
-std::string format_rate(uint64_t bytes, double seconds) {
-  if (seconds <= 0) return "-";
-  double r = static_cast<double>(bytes) / seconds;
-  char buf[32];
-  if (r >= 1e9)
-    snprintf(buf, sizeof buf, "%.2f GB/s", r / 1e9);
-  else if (r >= 1e6)
-    snprintf(buf, sizeof buf, "%.1f MB/s", r / 1e6);
-  else
-    snprintf(buf, sizeof buf, "%.1f kB/s", r / 1e3);
-  return buf;
-}
-
-std::string hex64(uint64_t v) {
-  char buf[24];
-  snprintf(buf, sizeof buf, "0x%016" PRIx64, v);
-  return buf;
-}
-
-bool parse_version_arg(const std::string& text, uint64_t* version) {
-  if (Layout::parse_l3_version_name(text, version)) return true;
-  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return false;
-  *version = std::stoull(text);
-  return *version > 0;
-}
-
-std::string rank_ranges(std::vector<uint32_t> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(ranks[i]);
-    if (j > i) out += (j == i + 1 ? "," : "-") + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
 }
 
 }  // namespace cairn::tool

@@ -1,7 +1,8 @@
 // What a job left on disk, as this machine sees it: every version in the L1 cache (each node
 // directory under <cache_dir>/cairn-<job> that is visible here), its L2 markers and set records, and
-// every version directory of L3. Shared by the inspection tools: list, show, verify, flush, clean,
-// watch and plot. Reads only the formats of docs/format.md; needs no MPI (STYLE habit 12).
+// every version directory of L3, and the one verdict per level that the inventory alone gives. Shared by
+// the inspection tools (list, show, verify, watch, plot) and by flush and clean; what the data says is
+// level_check.hpp, when a version reached each level version_times.hpp. Reads only the formats of docs/format.md; needs no MPI (STYLE habit 12).
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,9 @@ struct L1Copy {
   int64_t record_mtime_ns = 0;  // when the record was written (0: none)
   int64_t protected_mtime_ns = 0;
 };
+
+// "node1/r2": where a copy lies, for messages.
+std::string node_rank(const L1Copy& c);
 
 // One version directory of L3.
 struct L3Version {
@@ -122,86 +126,7 @@ Inventory scan_inventory(const Layout& layout);
 // prefixes, compression), or, without one, the whole rank-<r>.data file of the version directory.
 Result<l3::Where> l3_where(const Layout& layout, uint64_t v, uint32_t rank);
 
-// When a version reached each level, from the times its files carry (used where there is no job
-// history, history_summary.hpp): the manifests' created_unix_ns, the mtimes of the L1 records, protected
-// markers and COMMIT, and the birth time of the L3 data files. 0 where unknown. Approximate: see
-// docs/tools.md.
-struct VersionTimes {
-  int64_t created_ns = 0;   // earliest created_unix_ns of a rank's manifest: the checkpoint began
-  int64_t l1_ns = 0;        // last L1 record written (every visible rank sealed)
-  int64_t l2_ns = 0;        // last protected marker written
-  int64_t l3_start_ns = 0;  // first L3 data file created, else l2_ns, else l1_ns
-  int64_t l3_ns = 0;        // COMMIT written
-  uint64_t bytes = 0;       // snapshot bytes over the ranks whose manifest is known
-  double l1_seconds() const { return span(created_ns, l1_ns); }
-  double l2_seconds() const { return span(l1_ns, l2_ns); }
-  double l3_seconds() const { return span(l3_start_ns, l3_ns); }
-  // File times have the file system's granularity (a few ms on tmpfs): a shorter span is not a
-  // measurement, and reads as 0 (unknown).
-  static constexpr double kMinSeconds = 0.01;
-  static double span(int64_t a, int64_t b) {
-    double s = a && b > a ? static_cast<double>(b - a) / 1e9 : 0;
-    return s >= kMinSeconds ? s : 0;
-  }
-};
-VersionTimes version_times(const VersionInfo& v);
-
-// A progress bar on stderr, drawn only when stderr is a terminal; otherwise every call is free.
-class Progress {
- public:
-  Progress(std::string what, uint64_t total_bytes);
-  ~Progress();
-  void add(uint64_t bytes);
-  void finish();  // erases the bar
-
- private:
-  void draw(bool force);
-  std::string what_;
-  uint64_t total_ = 0, done_ = 0;
-  bool enabled_ = false, drawn_ = false;
-  int64_t last_draw_ns_ = 0;
-};
-
-// The outcome of checking one version at one level.
-struct LevelCheck {
-  enum class State { good, bad, incomplete, absent };
-  State state = State::absent;
-  uint32_t nranks = 0;         // ranks the version has
-  uint32_t ranks_checked = 0;  // ranks whose data was read and checked
-  uint32_t ranks_good = 0;
-  uint64_t chunks = 0, bytes = 0;  // checked
-  std::string error;               // the first bad rank and chunk (verify_stream's message), or why incomplete
-};
-const char* state_name(LevelCheck::State s);  // "good", "bad", "incomplete", "absent"
-
-// Bytes a check of the version at L1 / L3 reads (for progress bars).
-uint64_t l1_check_bytes(const VersionInfo& v);
-uint64_t l3_check_bytes(const VersionInfo& v);
-// L1: every readable record's slot against its manifest (verify_stream). An unreadable record is
-// bad; missing ranks make it incomplete (the ranks present are still checked).
-LevelCheck check_l1(const VersionInfo& v, Progress* progress);
-// L3: a committed version, every rank's manifest and data file. Missing files of a committed version
-// are bad; an uncommitted directory is incomplete and not read (restart never reads it either).
-LevelCheck check_l3(const Layout& layout, const VersionInfo& v, Progress* progress);
-
-// Writes version v from the L1 cache visible here to L3: the library's out-of-process flush
-// (pfs/cache_to_l3.hpp, l3::flush_from_cache, with its checks) over every rank's readable record.
-// Errors: ERR_NO_CHECKPOINT (v is not complete in L1 here), and those of flush_from_cache.
-Status flush_to_l3(const Layout& layout, const VersionInfo& v, Progress* progress);
-
 // Whether the job is known to have ended: its state file says phase=finalized, or there is none.
 bool job_not_running(const Layout& layout);
-
-// ---- formatting ----------------------------------------------------------------------------------
-int64_t now_unix_ns();
-std::string format_bytes(uint64_t bytes);                 // "128.0 KiB"
-std::string format_duration(double seconds);              // "850 ms", "12 s", "3 min", "2.5 h", "4.1 d"
-std::string format_utc(int64_t unix_ns);                  // "2026-11-23 10:15:01 UTC"
-std::string format_rate(uint64_t bytes, double seconds);  // "1.25 GB/s"; "-" when seconds <= 0
-std::string hex64(uint64_t v);                            // "0x0123456789abcdef"
-// "9" or "v00000009" (an L3 directory name) into 9; false otherwise.
-bool parse_version_arg(const std::string& text, uint64_t* version);
-// "rank 2 (node1/r2)" style ranges: "0-3,6".
-std::string rank_ranges(std::vector<uint32_t> ranks);
 
 }  // namespace cairn::tool

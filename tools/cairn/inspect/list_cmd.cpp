@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "inspect/inventory.hpp"
+#include "format.hpp"
 
 namespace cairn::tool {
 namespace {

@@ -24,6 +24,7 @@
 #include "inspect/history_summary.hpp"
 #include "inspect/inventory.hpp"
 #include "inspect/python_module.hpp"
+#include "inspect/version_times.hpp"
 
 namespace cairn::tool {
 namespace {

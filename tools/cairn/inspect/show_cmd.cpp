@@ -15,6 +15,7 @@
 #include "base/xxh.hpp"
 #include "inspect/inventory.hpp"
 #include "redistribute/distribution.hpp"
+#include "format.hpp"
 
 namespace cairn::tool {
 namespace {

@@ -9,9 +9,9 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "inspect/inventory.hpp"
 #include "wire/control_messages.hpp"
 #include "wire/socket.hpp"
+#include "format.hpp"
 
 namespace cairn::tool {
 namespace {

@@ -11,6 +11,9 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "inspect/inventory.hpp"
+#include "format.hpp"
+#include "inspect/level_check.hpp"
+#include "progress.hpp"
 
 namespace cairn::tool {
 namespace {

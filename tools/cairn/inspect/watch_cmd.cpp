@@ -23,6 +23,8 @@
 #include "inspect/inventory.hpp"
 #include "base/state_file.hpp"
 #include "cli_units.hpp"
+#include "format.hpp"
+#include "inspect/version_times.hpp"
 
 namespace cairn::tool {
 namespace {

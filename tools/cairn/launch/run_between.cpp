@@ -12,6 +12,7 @@
 #include "pfs/l3_store.hpp"
 #include "launch/process.hpp"
 #include "launch/run_job.hpp"
+#include "format.hpp"
 
 namespace cairn::tool {
 

@@ -5,9 +5,10 @@
 #include <memory>
 
 #include "base/fsutil.hpp"
-#include "inspect/inventory.hpp"
 #include "launch/launch_plan.hpp"
 #include "launch/process.hpp"
+#include "format.hpp"
+#include "progress.hpp"
 
 namespace cairn::tool {
 

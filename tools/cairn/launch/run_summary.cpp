@@ -10,6 +10,8 @@
 #include "launch/process.hpp"
 #include "redundancy/cache_rebuild.hpp"
 #include "launch/run_job.hpp"
+#include "format.hpp"
+#include "maintain/flush_to_l3.hpp"
 
 namespace cairn::tool {
 namespace {

@@ -20,6 +20,9 @@
 #include "base/fsutil.hpp"
 #include "base/version_index.hpp"
 #include "inspect/inventory.hpp"
+#include "format.hpp"
+#include "inspect/level_check.hpp"
+#include "progress.hpp"
 
 namespace cairn::tool {
 namespace {

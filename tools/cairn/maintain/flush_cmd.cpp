@@ -12,6 +12,9 @@
 #include "common.hpp"
 #include "inspect/inventory.hpp"
 #include "base/state_file.hpp"
+#include "format.hpp"
+#include "maintain/flush_to_l3.hpp"
+#include "progress.hpp"
 
 namespace cairn::tool {
 namespace {

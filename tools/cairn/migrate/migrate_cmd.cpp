@@ -16,9 +16,9 @@
 #include "common.hpp"
 #include "base/fsutil.hpp"
 #include "base/layout.hpp"
-#include "inspect/inventory.hpp"
 #include "migrate/migration.hpp"
 #include "cli_units.hpp"
+#include "format.hpp"
 
 namespace cairn::tool {
 namespace {
