@@ -1,4 +1,4 @@
-#include "service/agent.hpp"
+#include "service/agent/agent.hpp"
 
 #include <poll.h>
 #include <unistd.h>

@@ -24,8 +24,8 @@
 #include "fabric/endpoint.hpp"
 #include "pfs/l3_store.hpp"
 #include "service/buffer_pool.hpp"
-#include "service/chunk_sink.hpp"
-#include "service/rate_limit.hpp"
+#include "service/agent/chunk_sink.hpp"
+#include "service/agent/rate_limit.hpp"
 #include "wire/session_messages.hpp"
 #include "wire/socket.hpp"
 

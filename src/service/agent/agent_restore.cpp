@@ -13,7 +13,7 @@
 
 #include "base/log.hpp"
 #include "base/stream_reader.hpp"
-#include "service/agent.hpp"
+#include "service/agent/agent.hpp"
 
 namespace cairn::service {
 namespace {

@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "base/log.hpp"
-#include "service/agent.hpp"
+#include "service/agent/agent.hpp"
 
 namespace cairn::service {
 

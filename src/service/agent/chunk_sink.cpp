@@ -1,4 +1,4 @@
-#include "service/chunk_sink.hpp"
+#include "service/agent/chunk_sink.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

@@ -23,7 +23,7 @@
 #include "base/manifest.hpp"
 #include "base/status.hpp"
 #include "pfs/l3_store.hpp"
-#include "service/stage_chain.hpp"
+#include "service/agent/stage_chain.hpp"
 
 namespace cairn::service {
 

@@ -1,4 +1,4 @@
-#include "service/rate_limit.hpp"
+#include "service/agent/rate_limit.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "service/stage_chain.hpp"
+#include "service/agent/stage_chain.hpp"
 
 #include <dlfcn.h>
 

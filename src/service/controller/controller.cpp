@@ -1,4 +1,4 @@
-#include "service/controller.hpp"
+#include "service/controller/controller.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -13,7 +13,7 @@
 
 #include "base/log.hpp"
 #include "service/daemon.hpp"
-#include "service/stage_chain.hpp"
+#include "service/agent/stage_chain.hpp"
 
 namespace cairn::service {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "service/placement.hpp"
+#include "service/controller/placement.hpp"
 #include "wire/control_messages.hpp"
 #include "wire/socket.hpp"
 
@@ -40,7 +40,7 @@ struct ControllerOptions {
   // once per scale_up_interval_s while the need lasts (empty: never).
   std::string scale_up_command;
   double scale_up_interval_s = 60;
-  // The chain of application `name`: its own, else "*"'s, else the default (stage_chain.hpp).
+  // The chain of application `name`: its own, else "*"'s, else the default (agent/stage_chain.hpp).
   std::string chain_for(const std::string& name) const;
 };
 

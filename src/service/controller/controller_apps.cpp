@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "base/log.hpp"
-#include "service/controller.hpp"
+#include "service/controller/controller.hpp"
 
 namespace cairn::service {
 

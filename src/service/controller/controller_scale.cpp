@@ -18,8 +18,8 @@
 #include <cstring>
 
 #include "base/log.hpp"
-#include "service/controller.hpp"
-#include "service/scaling.hpp"
+#include "service/controller/controller.hpp"
+#include "service/controller/scaling.hpp"
 
 namespace cairn::service {
 

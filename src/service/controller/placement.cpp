@@ -1,4 +1,4 @@
-#include "service/placement.hpp"
+#include "service/controller/placement.hpp"
 
 #include <algorithm>
 #include <cstdio>

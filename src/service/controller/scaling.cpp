@@ -1,10 +1,10 @@
-#include "service/scaling.hpp"
+#include "service/controller/scaling.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "service/placement.hpp"
+#include "service/controller/placement.hpp"
 
 namespace cairn::service {
 

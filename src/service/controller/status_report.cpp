@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "service/controller.hpp"
+#include "service/controller/controller.hpp"
 
 namespace cairn::service {
 

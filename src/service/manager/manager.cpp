@@ -1,4 +1,4 @@
-#include "service/manager.hpp"
+#include "service/manager/manager.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -22,7 +22,7 @@
 #include "fabric/endpoint.hpp"
 #include "service/buffer_pool.hpp"
 #include "service/daemon.hpp"
-#include "service/migrate.hpp"
+#include "service/migrate/migrate.hpp"
 #include "wire/migrate_messages.hpp"
 #include "wire/socket.hpp"
 

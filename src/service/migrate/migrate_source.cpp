@@ -16,7 +16,7 @@
 #include "cache/snapshot_slot.hpp"
 #include "fabric/endpoint.hpp"
 #include "service/daemon.hpp"
-#include "service/migrate.hpp"
+#include "service/migrate/migrate.hpp"
 #include "wire/migrate_messages.hpp"
 #include "wire/socket.hpp"
 
