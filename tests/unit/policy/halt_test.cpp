@@ -16,7 +16,7 @@
 #include <random>
 
 #include "base/config.hpp"
-#include "fuzz.hpp"
+#include "../fuzz.hpp"
 #include "policy/exit_policy.hpp"
 
 namespace cairn::policy {

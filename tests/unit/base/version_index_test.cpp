@@ -8,7 +8,7 @@
 #include <random>
 
 #include "base/fsutil.hpp"
-#include "fuzz.hpp"
+#include "../fuzz.hpp"
 
 namespace cairn {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "fuzz.hpp"
+#include "../fuzz.hpp"
 #include "pfs/l3_placement.hpp"
 
 namespace cairn::l3 {

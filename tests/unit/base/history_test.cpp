@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "base/history_line.hpp"
-#include "fuzz.hpp"
+#include "../fuzz.hpp"
 
 namespace cairn::history {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "base/fsutil.hpp"
 #include "base/job_state.hpp"
-#include "fuzz.hpp"
+#include "../fuzz.hpp"
 
 namespace cairn::state_file {
 namespace {

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "base/config.hpp"
-#include "fuzz.hpp"
+#include "../fuzz.hpp"
 #include "policy/halt.hpp"
 #include "policy/interval.hpp"
 

@@ -10,7 +10,7 @@
 
 #include "base/fsutil.hpp"
 #include "pfs/l3_store.hpp"
-#include "stream_manifest.hpp"
+#include "../stream_manifest.hpp"
 
 namespace cairn {
 namespace {

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "base/xxh.hpp"
-#include "fuzz.hpp"
+#include "../fuzz.hpp"
 
 namespace cairn::redundancy {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "base/fsutil.hpp"
 #include "pfs/l3_store.hpp"
-#include "damage.hpp"
-#include "stream_manifest.hpp"
+#include "../damage.hpp"
+#include "../stream_manifest.hpp"
 
 namespace cairn {
 namespace {

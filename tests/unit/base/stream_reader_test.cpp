@@ -13,7 +13,7 @@
 #include "base/stream_reader.hpp"
 #include "base/fsutil.hpp"
 #include "pfs/l3_store.hpp"
-#include "damage.hpp"
+#include "../damage.hpp"
 
 namespace cairn {
 namespace {

@@ -7,8 +7,8 @@
 
 #include <random>
 
-#include "fuzz.hpp"
-#include "stream_manifest.hpp"
+#include "../fuzz.hpp"
+#include "../stream_manifest.hpp"
 
 namespace cairn {
 namespace {
