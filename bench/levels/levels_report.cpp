@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "levels.hpp"
+#include "levels/levels.hpp"
 
 namespace bench {
 namespace {

@@ -1,6 +1,6 @@
 // The default mode of cairn-bench, on every rank: memcpy, the codec against raw ISA-L, L1, L2 per scheme,
 // L3 beside the raw write, and restart from each level. How each figure is measured: docs/performance.md.
-#include "levels.hpp"
+#include "levels/levels.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

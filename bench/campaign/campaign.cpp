@@ -17,7 +17,7 @@
 #include "bench.hpp"
 #include "campaign.hpp"
 #include "policy/interval.hpp"
-#include "service_bench.hpp"
+#include "service/service_bench.hpp"
 
 namespace cairn::bench {
 namespace {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bench.hpp"
-#include "service_placement.hpp"
+#include "service/service_placement.hpp"
 
 namespace stdfs = std::filesystem;
 

@@ -29,7 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/cairn.h"
-#include "service_bench.hpp"
+#include "service/service_bench.hpp"
 
 namespace stdfs = std::filesystem;
 using json = nlohmann::ordered_json;

@@ -14,7 +14,7 @@
 // into a file of the cache's file system as they arrive (the fabric path's: the tcp provider runs on TCP;
 // the bare stream beside it), and written (fsync) and read back (page cache dropped) on the prefix's file
 // system (the halt's).
-#include "migrate_bench.hpp"
+#include "migrate/migrate_bench.hpp"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -46,7 +46,7 @@
 #include "base/state_file.hpp"
 #include "bench.hpp"
 #include "cairn/cairn.h"
-#include "service_bench.hpp"
+#include "service/service_bench.hpp"
 
 namespace cairn::bench {
 namespace {

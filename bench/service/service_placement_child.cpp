@@ -22,7 +22,7 @@
 #include "base/history_line.hpp"
 #include "bench.hpp"
 #include "cairn/cairn.h"
-#include "service_placement.hpp"
+#include "service/service_placement.hpp"
 
 namespace stdfs = std::filesystem;
 

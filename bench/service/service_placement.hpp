@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "service_bench.hpp"
+#include "service/service_bench.hpp"
 
 namespace cairn_bench_service {
 

@@ -32,7 +32,7 @@
 #include "device/driver.hpp"
 
 #include "bench.hpp"
-#include "device_bench.hpp"
+#include "device/device_bench.hpp"
 
 namespace bench_device {
 namespace {

@@ -1,7 +1,7 @@
 // cairn-bench --service, the parent: a cairnd controller and one manager on 127.0.0.1 (the checkpoint
 // node), the measuring MPI job, then SIGTERM to the daemons and the work directory removed, whatever
 // happened to the job.
-#include "service_bench.hpp"
+#include "service/service_bench.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -9,7 +9,7 @@
 // Every figure is the median over --reps of the slowest rank's time; background work (L2) is waited for
 // between repetitions, outside the timed part. The parent prints the figures and the ratios
 // beside their limits.
-#include "file_modes.hpp"
+#include "files/file_modes.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
