@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/config.hpp"
+#include "base/units.hpp"
 #include "scr_params.hpp"
 
 namespace cairn::scr {
@@ -158,6 +159,50 @@ TEST(ScrMapping, TheTableNamesOnlyRealKnobs) {
   Mapping m = map_parameters(sources(env));
   EXPECT_GE(m.cairn_env.size(), 10u);
   for (const auto& [env_name, value] : m.cairn_env) EXPECT_TRUE(knobs.count(env_name)) << env_name;
+}
+
+// Every row that sets a knob names a real one, and holds a value to that knob's own bounds (the knob table,
+// src/base/knob_table.cpp): what the knob would refuse at cairn_init, the mapping refuses under its SCR name.
+TEST(ScrMapping, RowsAreHeldToTheKnobTable) {
+  std::map<std::string, KnobInfo> knobs;
+  for (const auto& k : knob_table()) knobs[k.name] = k;
+  int bounded = 0;
+  for (const auto& p : parameter_table()) {
+    if (p.knob.empty()) continue;
+    auto it = knobs.find(p.knob);
+    ASSERT_NE(it, knobs.end()) << p.name << " names no knob " << p.knob;
+    EXPECT_EQ(p.becomes, p.knob + " (" + it->second.env + ")") << p.name;
+    if (p.hi == 0) continue;
+    ++bounded;
+    auto text = [&](long long v) {
+      return it->second.type == "size" ? units::format_size(static_cast<uint64_t>(v)) : std::to_string(v);
+    };
+    EXPECT_EQ(text(p.lo) + ".." + text(p.hi), it->second.bounds) << p.name << " against " << p.knob;
+  }
+  EXPECT_GE(bounded, 6);
+}
+
+// set_size is 2..255: SCR_SET_SIZE=1 (and a CKPT descriptor's SET_SIZE=1) is refused with a warning naming
+// the parameter and the knob's bounds, and CAIRN_SET_SIZE is not set.
+TEST(ScrMapping, ValuesOutsideTheKnobsBoundsAreRefused) {
+  Mapping m = map_parameters(sources({{"SCR_SET_SIZE", "1"}, {"SCR_SET_FAILURES", "255"}, {"SCR_CACHE_SIZE", "65"}}));
+  EXPECT_FALSE(m.cairn_env.count("CAIRN_SET_SIZE"));
+  EXPECT_FALSE(m.cairn_env.count("CAIRN_RS_PARITY"));
+  EXPECT_FALSE(m.cairn_env.count("CAIRN_CACHE_VERSIONS"));
+  EXPECT_TRUE(mentions(m.warnings, "SCR_SET_SIZE=1: not an integer in 2..255 (set_size); ignored"));
+  EXPECT_TRUE(mentions(m.warnings, "SCR_SET_FAILURES=255"));
+  EXPECT_TRUE(mentions(m.warnings, "SCR_CACHE_SIZE=65"));
+  m = map_parameters(sources({{"SCR_SET_SIZE", "2"}}));
+  EXPECT_EQ(m.cairn_env["CAIRN_SET_SIZE"], "2");
+  EXPECT_TRUE(m.warnings.empty());
+  m = map_parameters(sources({}, {}, {set("CKPT=0 TYPE=XOR SET_SIZE=1")}));
+  EXPECT_FALSE(m.cairn_env.count("CAIRN_SET_SIZE"));
+  EXPECT_TRUE(mentions(m.warnings, "CKPT=0 SET_SIZE=1: not an integer in 2..255"));
+  m = map_parameters(sources({{"SCR_MPI_BUF_SIZE", "2GB"}}));
+  EXPECT_FALSE(m.cairn_env.count("CAIRN_EXCHANGE_CHUNK"));
+  EXPECT_TRUE(mentions(m.warnings, "SCR_MPI_BUF_SIZE=2GB"));
+  m = map_parameters(sources({{"SCR_MPI_BUF_SIZE", "1KB"}}));
+  EXPECT_EQ(m.cairn_env["CAIRN_EXCHANGE_CHUNK"], "64K");
 }
 
 TEST(ScrMapping, FlushZeroKeepsTheFinalFlushAndSaysSo) {
