@@ -139,17 +139,17 @@ void apply(const Row& r, const std::string& name, const std::string& value, Mapp
       if (auto* f = std::get_if<std::string LibrarySettings::*>(&r.field)) out->library.*(*f) = value;
       return set_knob(out, env, value, name);
     case Kind::integer: {
+      // An integer outside [lo, hi] still becomes the knob, which refuses it at load with an error naming
+      // this parameter (`SCR_SET_SIZE=1`): the knob table is the one judge of a knob's values.
       auto x = parse_int(value);
-      if (!x || *x < r.lo || *x > r.hi)
-        return refuse(out, name, value, "an integer in " + bounds(r) + " (" + r.knob + ")");
+      if (!x) return refuse(out, name, value, "an integer (" + std::string(r.knob) + ": " + bounds(r) + ")");
       set_knob(out, env, std::to_string(*x), name);
       if (*x == 0 && r.note) out->notes.push_back(name + "=0: " + r.note);
       return;
     }
     case Kind::at_least: {
-      auto x = parse_int(value);
-      if (!x || *x < 0 || *x > r.hi)
-        return refuse(out, name, value, "an integer in 0.." + std::to_string(r.hi) + " (" + r.knob + ")");
+      auto x = parse_int(value);  // above hi: the knob refuses it, as for `integer`
+      if (!x || *x < 0) return refuse(out, name, value, "an integer >= 0");
       if (*x < r.lo && r.note) out->notes.push_back(name + "=" + std::to_string(*x) + ": " + r.note);
       return set_knob(out, env, std::to_string(std::max(*x, r.lo)), name);
     }
@@ -164,8 +164,8 @@ void apply(const Row& r, const std::string& name, const std::string& value, Mapp
       return set_knob(out, env, value, name);
     }
     case Kind::bytes: {
-      auto b = parse_size(value);
-      if (!b || b->value > r.hi) return refuse(out, name, value, "a byte count up to " + bytes_text(r.hi));
+      auto b = parse_size(value);  // above hi: the knob refuses it, as for `integer`
+      if (!b) return refuse(out, name, value, "a byte count");
       return set_knob(out, env, b->value < r.lo ? bytes_text(r.lo) : b->text, name);
     }
     case Kind::copy_type: {

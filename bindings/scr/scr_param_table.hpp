@@ -1,8 +1,10 @@
 // SCR's parameters as data: one row per parameter SCR documents -- {SCR name, cairn knob, kind, meaning,
-// note} -- and how a value of each kind is read, checked and applied. A knob's bounds in its row are the
-// knob table's (src/base/knob_table.cpp): the unit tests hold every row to that table, so that a value
-// the knob would refuse (SCR_SET_SIZE=1; set_size is 2..255) is refused here, under its SCR name, as every
-// bad value is: a warning, and the value ignored. Internal to bindings/scr (scr_params.cpp uses it).
+// note} -- and how a value of each kind is read and applied. A knob's bounds in its row are the knob
+// table's (src/base/knob_table.cpp), and the unit tests hold every row to that table; the rows use them
+// only where SCR's meaning differs from cairn's (SCR_CACHE_SIZE=0 becomes 1). A well-formed value outside
+// the bounds becomes the knob all the same, which refuses it at load with an error naming the SCR
+// parameter (SCR_SET_SIZE=1: set_size is 2..255); a malformed one is a warning, and ignored, as SCR_Init
+// ignores it. Internal to bindings/scr (scr_params.cpp uses it).
 #pragma once
 
 #include <optional>
@@ -16,11 +18,11 @@ namespace cairn::scr::table {
 
 enum class Kind {
   text,         // the knob takes the value as written (and `field`, when there is one)
-  integer,      // an integer within the knob's bounds [lo, hi]; 0 is said with `note` when there is one
-  at_least,     // an integer in 0..hi; below lo becomes lo, said with `note` (SCR_CACHE_SIZE=0)
+  integer,      // an integer (the knob's bounds [lo, hi] are the knob's to enforce); 0 is said with `note`
+  at_least,     // an integer >= 0; below lo becomes lo, said with `note` (SCR_CACHE_SIZE=0)
   keep_all,     // an integer >= 0; 0 (SCR: keep them all) and anything above hi become hi
   seconds,      // a number >= 0
-  bytes,        // a byte count (KB, MB, GB) up to hi; below lo becomes lo
+  bytes,        // a byte count (KB, MB, GB); below lo becomes lo
   copy_type,    // SINGLE, PARTNER, XOR, RS; FILE: the CKPT descriptor decides
   log_level,    // 0: warn, 1: info, 2 and more: debug
   library,      // a setting of this library: `field` (its type says how the value is read), or none
