@@ -1,7 +1,8 @@
 // cairn-bench's shared harness: the options, the statistics and units every figure uses, what the run
 // records about the machine, and the child's MPI side (every rank of the measuring job). Each mode of
-// the bench is a file of its own (levels.cpp, redistribute.cpp, ...) on top of this and of session.hpp;
-// main.cpp parses the command line and dispatches. docs/performance.md says how each figure is measured.
+// the bench is a file of its own, in its folder (levels/levels.cpp, levels/redistribute.cpp, ...), on top
+// of this and of session.hpp; main.cpp parses the command line and dispatches. docs/performance.md says
+// how each figure is measured.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +38,7 @@ struct Options {
   std::string only_text;
   std::set<std::string> only;
   bool redistribute = false;  // --redistribute: N -> M restart beside N -> N (docs/performance.md)
-  bool snapshot = false;      // --snapshot: copy against copy-on-write snapshots (snapshot_bench.cpp)
+  bool snapshot = false;      // --snapshot: copy against copy-on-write snapshots (levels/snapshot_bench.cpp)
   std::vector<uint64_t> sizes;  // every size of --size (a comma-separated list only with --snapshot)
   int to = 0;                 // M; 0 = ranks + 1
   bool restart_after_loss = false;  // --restart-after-loss: a relaunched job's restart after a lost node
@@ -130,10 +131,10 @@ void evict(const std::string& dir);
 int run_parent(const Options& o, int argc, char** argv);
 
 // The modes' child sides (each in its own file), run on every rank once MPI is up.
-int run_levels(const Options& o, const JobInfo& job);        // levels.cpp: the default figures
-int run_redistribute(const Options& o, const JobInfo& job);  // redistribute.cpp: one N -> M stage
-int run_snapshot(const Options& o, const JobInfo& job);      // snapshot_bench.cpp: copy against cow
-int run_restart_after_loss(const Options& o, const JobInfo& job);  // restart_after_loss.cpp: one job
+int run_levels(const Options& o, const JobInfo& job);        // levels/levels.cpp: the default figures
+int run_redistribute(const Options& o, const JobInfo& job);  // levels/redistribute.cpp: one N -> M stage
+int run_snapshot(const Options& o, const JobInfo& job);      // levels/snapshot_bench.cpp: copy against cow
+int run_restart_after_loss(const Options& o, const JobInfo& job);  // levels/restart_after_loss.cpp: one job
 // The parent side of --redistribute: the report from the stages' files.
 int report_redistribute(const Options& o, const std::string& dir, const std::string& cache_job, double load_start,
                         const std::string& date);

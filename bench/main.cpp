@@ -2,13 +2,14 @@
 // same run (memcpy for L1, ISA-L's raw encode for L2, write+fsync for L3). How every figure is
 // measured, and the figures of a reference machine: docs/performance.md.
 //
-// `cairn-bench --ranks 2 --size 256M --json` is a plain program (parent.cpp) that re-executes itself under
-// mpirun; each rank of that job (CAIRN_BENCH_CHILD=1) runs one mode's measurements: levels.cpp (the
-// default), redistribute.cpp (--redistribute), restart_after_loss.cpp (--restart-after-loss: relaunched
-// jobs) or snapshot_bench.cpp (--snapshot); --service
-// (service_bench.cpp), --migrate (migrate_bench.cpp) and the file modes (file_modes.cpp) have parents of
-// their own; rank 0 prints one JSON object (or a table). --device (device_bench.cpp) runs in the process
-// itself, --campaign (campaign.cpp) runs jobs under cairn run. This file holds the one command line of every
+// `cairn-bench --ranks 2 --size 256M --json` is a plain program (parent.cpp) that re-executes itself
+// under mpirun; each rank of that job (CAIRN_BENCH_CHILD=1) runs one mode's measurements:
+// levels/levels.cpp (the default), levels/redistribute.cpp (--redistribute), levels/restart_after_loss.cpp
+// (--restart-after-loss: relaunched jobs) or levels/snapshot_bench.cpp (--snapshot); --service
+// (service/service_bench.cpp), --migrate (migrate/migrate_bench.cpp) and the file modes
+// (files/file_modes.cpp) have parents of their own; rank 0 prints one JSON object (or a table). --device
+// (device/device_bench.cpp) runs in the process itself, --campaign (campaign/campaign.cpp) runs jobs
+// under cairn run. This file holds the one command line of every
 // mode (`cairn-bench --help` lists them all, with their defaults; `cairn-bench --campaign --help` the
 // campaign's) and dispatches.
 #include <sched.h>
@@ -22,12 +23,12 @@
 #include <CLI/CLI.hpp>
 
 #include "bench.hpp"
-#include "campaign.hpp"
+#include "campaign/campaign.hpp"
 #include "cli_style.hpp"
-#include "device_bench.hpp"
-#include "file_modes.hpp"
-#include "migrate_bench.hpp"
-#include "service_bench.hpp"
+#include "device/device_bench.hpp"
+#include "files/file_modes.hpp"
+#include "migrate/migrate_bench.hpp"
+#include "service/service_bench.hpp"
 
 namespace bench {
 namespace {
@@ -406,7 +407,7 @@ int main(int argc, char** argv) {
   o.child_dir = c.child_dir;
   o.child_stage = c.child_stage;
   o.child_job = c.child_job;
-  cairn::bench::FileModeOptions files;  // --scr / --file-api / --interpose: file_modes.cpp
+  cairn::bench::FileModeOptions files;  // --scr / --file-api / --interpose: files/file_modes.cpp
   files.scr = c.scr;
   files.file_api = c.file_api;
   files.interpose = c.interpose;

@@ -4,7 +4,7 @@
 // (docs/interpose.md): "cairn-interpose 1\n", then per file "<name> <step> <mode, octal> <size> <length>:<path>\n",
 // then "end\n". A file of an older step that was still there when the version was taken is listed with
 // the name "-" and no content: after a restart it exists (stat, ls, unlink) but reading it is an error.
-// decode accepts exactly that format and nothing else (fuzzed in tests/unit/interpose_test.cpp).
+// decode accepts exactly that format and nothing else (fuzzed in tests/unit/interpose/interpose_test.cpp).
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // no cairn internals): the SCR-compatible library (scr_api.cpp) and its unit tests use it.
 //
 // SCR takes a parameter from the first of: the environment, the user config file (SCR_CONF_FILE, else
-// <SCR_PREFIX>/.scrconf), SCR_Config() calls, SCR's defaults. The table in scr_params.cpp says for every
+// <SCR_PREFIX>/.scrconf), SCR_Config() calls, SCR's defaults. The table in scr_param_table.cpp says for every
 // parameter SCR documents what it becomes here: a cairn knob (set as a CAIRN_* environment variable for
 // cairn_init, below any CAIRN_* variable the user set), a setting of this library, or nothing (with the
 // reason). docs/scr.md shows the same table.
@@ -84,6 +84,8 @@ struct ParameterInfo {
   std::string name;     // SCR_FLUSH
   std::string becomes;  // "flush_every (CAIRN_FLUSH_EVERY)", "this library", "nothing"
   std::string meaning;  // how, or why nothing
+  std::string knob;     // "flush_every": the knob it sets; empty: none
+  long long lo = 0, hi = 0;  // the knob's bounds a value is held to (integers, sizes); 0, 0: none here
 };
 const std::vector<ParameterInfo>& parameter_table();
 

@@ -6,7 +6,7 @@
 //
 // The library only writes it: the Writer below, which the runtime's rank 0 appends with
 // (base/job_state.hpp holds it), encodes through the line codec of base/history_line.hpp. The reader
-// and the summary per launch and version belong to the tools (tools/cairn/history_reader.hpp,
+// and the summary per launch and version belong to the tools (tools/cairn/inspect/history_reader.hpp,
 // history_summary.hpp).
 #pragma once
 

@@ -1,7 +1,7 @@
 // The line codec of the job history, <prefix>/.cairn/history (docs/format.md, "The job history"): one
 // JSON object per line, written and read through nlohmann_json. The library's Writer (history.hpp, which
 // also holds the format number and the level names) encodes with it; the tools' reader
-// (tools/cairn/history_reader.hpp) decodes with it. No MPI.
+// (tools/cairn/inspect/history_reader.hpp) decodes with it. No MPI.
 #pragma once
 
 #include <cstdint>

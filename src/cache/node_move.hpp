@@ -1,7 +1,7 @@
 // Moving a node's newest L1 version into another node's cache (process migration, docs/migration.md).
 // Three parts, shared by both ways of moving the bytes -- `cairn run` copying between two caches of one
-// machine (tools/cairn/migration.cpp), and a reader on the failing node with a writer on the spare,
-// connected over libfabric (src/service/migrate_source.cpp, migrate_sink.cpp):
+// machine (tools/cairn/migrate/migration.cpp), and a reader on the failing node with a writer on the spare,
+// connected over libfabric (src/service/migrate/migrate_source.cpp, migrate_sink.cpp):
 //   - the plan: the newest version every rank directory of the node holds at L1, as the files to stream
 //     (slots, redundancy data, a file-API version's routed files) and the small files to copy after them
 //     (set files, protected markers, and each rank's L1 record last);

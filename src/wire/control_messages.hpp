@@ -146,7 +146,7 @@ struct StartAgent {
   uint64_t pool_bytes = 0;
   std::string provider;
   uint32_t turnstile_width = 0;
-  std::string chain;  // the stages a version goes through (service/stage_chain.hpp)
+  std::string chain;  // the stages a version goes through (service/agent/stage_chain.hpp)
   void write(Writer& w) const {
     w.u64(agent_id), w.u64(app_id), w.fixed(key), w.bytes(app_name), w.u32(nranks), w.bytes(prefix);
     w.strings(data_roots), w.u8(uint8_t(mode)), w.u32(chunk_size), w.u64(pool_bytes), w.bytes(provider);

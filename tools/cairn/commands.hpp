@@ -1,6 +1,7 @@
 // The subcommands of the `cairn` command and how each plugs into main.cpp: a subcommand file defines
 // one add_<name>_command() that registers its options on the root app and returns what runs it.
-// Adding a subcommand: write tools/cairn/<name>_cmd.cpp, declare its function here, list it in main.
+// Adding a subcommand: write tools/cairn/<room>/<name>_cmd.cpp (launch/, inspect/, maintain/, migrate/),
+// declare its function here, list it in main.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -4,7 +4,7 @@
 // ranks per agent.
 #include <gtest/gtest.h>
 
-#include "service/placement.hpp"
+#include "service/controller/placement.hpp"
 
 namespace cairn::service {
 namespace {

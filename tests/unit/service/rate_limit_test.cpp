@@ -1,7 +1,7 @@
-// An agent's bandwidth limit (service/rate_limit.hpp): a token bucket on a clock the test drives.
+// An agent's bandwidth limit (service/agent/rate_limit.hpp): a token bucket on a clock the test drives.
 #include <gtest/gtest.h>
 
-#include "service/rate_limit.hpp"
+#include "service/agent/rate_limit.hpp"
 
 namespace cairn::service {
 namespace {

@@ -1,7 +1,7 @@
-// The dynamic agents' rule (service/scaling.hpp): a pure function.
+// The dynamic agents' rule (service/controller/scaling.hpp): a pure function.
 #include <gtest/gtest.h>
 
-#include "service/scaling.hpp"
+#include "service/controller/scaling.hpp"
 
 namespace cairn::service {
 namespace {

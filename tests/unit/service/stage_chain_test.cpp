@@ -12,8 +12,8 @@
 #include "../stream_manifest.hpp"
 #include "base/fsutil.hpp"
 #include "pfs/l3_store.hpp"
-#include "service/chunk_sink.hpp"
-#include "service/stage_chain.hpp"
+#include "service/agent/chunk_sink.hpp"
+#include "service/agent/stage_chain.hpp"
 
 namespace cairn::service {
 namespace {

@@ -1,7 +1,7 @@
-// `cairn run`'s cluster mode, its pure parts (tools/cairn/cluster_hosts.cpp, launch_plan.cpp): Slurm's
+// `cairn run`'s cluster mode, its pure parts (tools/cairn/launch/cluster_hosts.cpp, launch_plan.cpp): Slurm's
 // host lists, Open MPI's hostfiles and --host, Slurm node states, and the srun and mpirun command lines
 // that put every rank on its host.
-#include "cluster_hosts.hpp"
+#include "launch/cluster_hosts.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "launch_plan.hpp"
+#include "launch/launch_plan.hpp"
 
 namespace cairn::tool {
 namespace {

@@ -1,8 +1,8 @@
-// Reading the job history (tools/cairn/history_reader.hpp, history_summary.hpp; docs/format.md, "The
+// Reading the job history (tools/cairn/inspect/history_reader.hpp, history_summary.hpp; docs/format.md, "The
 // job history"): a line's fields as the accessors give them, the reader's handling of torn, bad and
 // newer lines and its fuzzer, the summary per launch and version the tools draw, and a history written
 // by the library's Writer read back whole.
-#include "history_summary.hpp"
+#include "inspect/history_summary.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

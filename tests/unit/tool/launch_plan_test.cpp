@@ -1,6 +1,6 @@
-// `cairn run`'s launch plan (tools/cairn/launch_plan.cpp, launcher.cpp): placement, the mpirun and srun
+// `cairn run`'s launch plan (tools/cairn/launch/launch_plan.cpp, launcher.cpp): placement, the mpirun and srun
 // command lines, srun's --multi-prog file, and the choice of launcher from the options and environment.
-#include "launch_plan.hpp"
+#include "launch/launch_plan.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 #include <optional>
 
 #include "base/fsutil.hpp"
-#include "launcher.hpp"
+#include "launch/launcher.hpp"
 
 namespace cairn::tool {
 namespace {

@@ -1,10 +1,10 @@
-// The process-migration transfer (tools/cairn/migration.cpp, migration_fabric.cpp, cache/node_move):
+// The process-migration transfer (tools/cairn/migrate/migration.cpp, migration_fabric.cpp, cache/node_move):
 // a node's newest L1 version moves into a spare's cache through the bounded pool, verified chunk by
 // chunk; damage is refused and leaves nothing behind. Every case runs both ways: between the two caches
 // in this process, and over libfabric (tcp on 127.0.0.1) between real cairnd migrate-source and
 // migrate-sink processes. A plan from the wire is checked before anything is written. And the control
 // files round-trip.
-#include "migration.hpp"
+#include "migrate/migration.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

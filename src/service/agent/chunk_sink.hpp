@@ -1,0 +1,86 @@
+// The writing side of an agent, on a thread of its own: it takes one transfer's chunks in stream
+// order and runs them through the application's chain of stages (stage_chain.hpp): verify checks every
+// checksum chunk's xxh3 against the manifest as its last byte arrives, write stores the bytes with
+// l3::RankWriter (the embedded flusher's writer: the same files, names and order; compressed when the
+// chain compresses and the application asks), plugins see the verified bytes; once every chunk passed,
+// each stage finishes in chain order (write: fsync, where-record, manifest last). A chunk's buffer is
+// handed back as soon as every stage has it, so the pool refills while the file system writes.
+//
+// Used from the agent's loop thread: begin(), chunk() in stream order, end() or abort(); the outcomes
+// and the freed buffers come back through take_events(), signalled on event_fd().
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/fsutil.hpp"
+#include "base/layout.hpp"
+#include "base/manifest.hpp"
+#include "base/status.hpp"
+#include "pfs/l3_store.hpp"
+#include "service/agent/stage_chain.hpp"
+
+namespace cairn::service {
+
+class ChunkSink {
+ public:
+  struct Event {
+    enum Kind { buffer_free, finished, failed } kind = buffer_free;
+    uint64_t transfer = 0;
+    uint32_t buffer = 0;
+    Status status;  // failed: why (a checksum, the file system)
+  };
+
+  ChunkSink();
+  ChunkSink(const ChunkSink&) = delete;
+  ChunkSink& operator=(const ChunkSink&) = delete;
+  ~ChunkSink();
+  Status start(Chain chain);
+  int event_fd() const { return event_.get(); }
+
+  void begin(uint64_t transfer, StageVersion version);
+  // Stream bytes [offset, offset + len) in pool buffer `buffer`, the next ones in stream order.
+  void chunk(uint64_t transfer, uint64_t offset, const uint8_t* data, uint32_t len, uint32_t buffer);
+  // Every chunk was given: finish the files.
+  void end(uint64_t transfer);
+  // Give up: queued chunks come back as freed buffers unwritten, partial files are removed.
+  void abort(uint64_t transfer);
+  std::vector<Event> take_events();
+
+ private:
+  struct Item {
+    enum Kind { begin, chunk, end, abort } kind = chunk;
+    uint64_t transfer = 0;
+    uint64_t offset = 0;
+    const uint8_t* data = nullptr;
+    uint32_t len = 0, buffer = 0;
+    std::unique_ptr<StageVersion> version;  // begin
+  };
+  void run();
+  void enqueue(Item it);
+  void handle(Item& it);
+  void fail(const Status& why);
+  void emit(Event e);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  std::vector<Event> events_;
+  bool stop_ = false;
+  fs::Fd event_;
+  std::thread thread_;
+
+  Chain chain_;
+  // The transfer being written (thread-owned): its version and its stages, begun.
+  uint64_t current_ = 0;
+  bool failed_ = false;
+  std::unique_ptr<StageVersion> version_;
+  std::vector<std::unique_ptr<Stage>> stages_;
+};
+
+}  // namespace cairn::service

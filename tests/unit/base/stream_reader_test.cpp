@@ -1,0 +1,324 @@
+// Reading a snapshot stream with every chunk verified as it lands (cache/stream_reader.hpp): the bytes
+// arrive bit-exact in scattered destinations, any damage or truncation is an error naming the place,
+// and the L3 reader does the same for every layout (a file per rank, N-to-M files, zstd).
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "cache/snapshot_slot.hpp"
+#include "base/stream_reader.hpp"
+#include "base/fsutil.hpp"
+#include "pfs/l3_store.hpp"
+#include "../damage.hpp"
+
+namespace cairn {
+namespace {
+
+std::string scratch(const char* tag) {
+  std::string d = "/tmp/cairn-streamreader-" + std::string(tag) + "-" + std::to_string(getpid());
+  fs::remove_tree(d).ignore();
+  EXPECT_TRUE(fs::make_dirs(d).is_ok());
+  return d;
+}
+
+std::string random_bytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i / 5) % 11 == 0 ? rng() : i % 253);
+  return s;
+}
+
+Manifest manifest_of(const std::string& data, uint32_t chunk, const std::vector<uint64_t>& region_sizes) {
+  Manifest m;
+  m.version = 3;
+  m.rank = 0;
+  m.nranks = 1;
+  m.chunk_size = chunk;
+  m.total_size = data.size();
+  uint64_t off = 0;
+  for (size_t i = 0; i < region_sizes.size(); ++i) {
+    RegionEntry e;
+    e.name = "r" + std::to_string(i);
+    e.count = e.size = region_sizes[i];
+    e.offset = off;
+    off += e.size;
+    m.regions.push_back(e);
+  }
+  m.chunk_hashes = chunk_hashes(data.data(), data.size(), m.chunk_size);
+  return m;
+}
+
+// One buffer per region, as the application's regions would be; extents in stream order.
+struct Regions {
+  std::vector<std::string> bufs;
+  std::vector<StreamExtent> extents;
+  explicit Regions(const Manifest& m) {
+    for (const auto& e : m.regions) bufs.emplace_back(e.size, '\x77');
+    for (size_t i = 0; i < m.regions.size(); ++i)
+      extents.push_back({m.regions[i].offset, m.regions[i].size,
+                         bufs[i].empty() ? nullptr : reinterpret_cast<uint8_t*>(bufs[i].data())});
+  }
+  std::string joined() const {
+    std::string s;
+    for (const auto& b : bufs) s += b;
+    return s;
+  }
+};
+
+std::string write_file(const std::string& dir, const std::string& bytes) {
+  std::string path = dir + "/stream";
+  EXPECT_TRUE(fs::write_file_atomic(path, bytes, false).is_ok());
+  return path;
+}
+
+TEST(StreamReader, ScattersIntoRegionsBitExact) {
+  std::string dir = scratch("scatter");
+  // Chunks of 64 KiB, pieces of 256 KiB, region boundaries on neither (and an empty region).
+  const uint32_t chunk = 64 * 1024;
+  std::vector<uint64_t> sizes{1, 100000, 0, 3 * kStreamPiece + 17, 4096, 77777};
+  uint64_t total = 0;
+  for (auto s : sizes) total += s;
+  std::string data = random_bytes(total, 1);
+  Manifest m = manifest_of(data, chunk, sizes);
+  std::string path = write_file(dir, data);
+  auto fd = fs::open_file(path, O_RDONLY);
+  ASSERT_TRUE(fd.is_ok());
+  Regions r(m);
+  Status st = read_verified(m, r.extents, pread_source(fd->get(), 0, path));
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(r.joined(), data);
+  // At an offset inside a larger file (N-to-M L3 files): base shifts every read.
+  std::string padded = std::string(12345, 'p') + data + "tail";
+  path = write_file(dir, padded);
+  auto fd2 = fs::open_file(path, O_RDONLY);
+  ASSERT_TRUE(fd2.is_ok());
+  std::string whole(total, '\0');
+  st = read_verified(m, whole_stream(m, reinterpret_cast<uint8_t*>(whole.data())), pread_source(fd2->get(), 12345, path));
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(whole, data);
+  fs::remove_tree(dir).ignore();
+}
+
+TEST(StreamReader, NoSourceCallCrossesAChunk) {
+  std::string data = random_bytes(300000, 2);
+  Manifest m = manifest_of(data, 4096, {120000, 180000});
+  Regions r(m);
+  int calls = 0;
+  Status st = read_verified(m, r.extents, [&](uint64_t off, uint64_t len, uint8_t* dst) {
+    ++calls;
+    EXPECT_EQ(off / m.chunk_size, (off + len - 1) / m.chunk_size) << "piece " << off << "+" << len;
+    memcpy(dst, data.data() + off, len);
+    return Status::ok();
+  });
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(r.joined(), data);
+  EXPECT_GE(calls, static_cast<int>(m.chunk_hashes.size()));
+}
+
+TEST(StreamReader, DamageIsCaughtAndNamed) {
+  std::string dir = scratch("damage");
+  std::string data = random_bytes(200000, 3);
+  Manifest m = manifest_of(data, 65536, {50000, 150000});
+  std::string bad = data;
+  bad[140000] ^= 0x01;  // chunk 2
+  std::string path = write_file(dir, bad);
+  auto fd = fs::open_file(path, O_RDONLY);
+  ASSERT_TRUE(fd.is_ok());
+  Regions r(m);
+  Status st = read_verified(m, r.extents, pread_source(fd->get(), 0, path));
+  EXPECT_EQ(st.code(), Code::ERR_CORRUPT);
+  EXPECT_NE(st.message().find("chunk 2 "), std::string::npos) << st.message();
+  // Truncated: the read fails, it never passes for a shorter stream.
+  path = write_file(dir, data.substr(0, 100000));
+  auto fd2 = fs::open_file(path, O_RDONLY);
+  ASSERT_TRUE(fd2.is_ok());
+  st = read_verified(m, r.extents, pread_source(fd2->get(), 0, path));
+  EXPECT_EQ(st.code(), Code::ERR_TRUNCATED) << st.message();
+  fs::remove_tree(dir).ignore();
+}
+
+// With threads (a restart's reading threads, core/restart_inplace.cpp) each takes a run of whole chunks:
+// the same bytes land, region boundaries inside chunks and runs included, and damage names the lowest
+// failing chunk whichever thread met it.
+TEST(StreamReader, ThreadsReadRunsOfChunks) {
+  std::string data = random_bytes((48u << 20) + 12345, 6);  // 3 runs of at least 16 MiB
+  const uint32_t chunk = 1u << 20;
+  Manifest m = manifest_of(data, chunk, {5u << 20, 0, (17u << 20) + 333, 1, (26u << 20) + 12011});
+  for (int threads : {2, 3, 8}) {
+    Regions r(m);
+    std::atomic<int> crossing{0};
+    Status st = read_verified(m, r.extents, [&](uint64_t off, uint64_t len, uint8_t* dst) {
+      if (off / chunk != (off + len - 1) / chunk) ++crossing;
+      memcpy(dst, data.data() + off, len);
+      return Status::ok();
+    }, threads);
+    ASSERT_TRUE(st.is_ok()) << threads << " threads: " << st.message();
+    EXPECT_EQ(r.joined(), data) << threads << " threads";
+    EXPECT_EQ(crossing.load(), 0);
+  }
+  std::string bad = data;
+  bad[(40u << 20) + 7] ^= 0x10;  // chunk 40, in the last run
+  bad[(20u << 20) + 9] ^= 0x10;  // chunk 20, in the second
+  Regions r(m);
+  Status st = read_verified(m, r.extents, copy_source(reinterpret_cast<const uint8_t*>(bad.data())), 3);
+  EXPECT_EQ(st.code(), Code::ERR_CORRUPT);
+  EXPECT_NE(st.message().find("chunk 20 "), std::string::npos) << st.message();
+}
+
+// A stream landing in pieces in any order (an L2 rebuild): each chunk verified once whole, damage named,
+// a chunk that never landed reported.
+TEST(StreamReader, LandingVerifierChecksChunksAsTheyComplete) {
+  std::string data = random_bytes(300000, 7);
+  Manifest m = manifest_of(data, 65536, {300000});
+  auto bytes = reinterpret_cast<const uint8_t*>(data.data());
+  {
+    LandingVerifier v(m, bytes);
+    for (uint64_t off : {200000u, 0u, 100000u}) v.landed(off, 100000);  // out of order, across chunks
+    EXPECT_TRUE(v.result().is_ok()) << v.result().message();
+  }
+  {
+    LandingVerifier v(m, bytes);
+    v.landed(0, 250000);
+    EXPECT_EQ(v.result().code(), Code::ERR_INTERNAL);  // chunk 3 (196608..262143) and 4 are short
+    EXPECT_NE(v.result().message().find("chunk 3: "), std::string::npos) << v.result().message();
+  }
+  std::string bad = data;
+  bad[70000] ^= 1;  // chunk 1
+  LandingVerifier v(m, reinterpret_cast<const uint8_t*>(bad.data()));
+  v.landed(0, 300000);
+  EXPECT_EQ(v.result().code(), Code::ERR_CORRUPT);
+  EXPECT_NE(v.result().message().find("chunk 1 "), std::string::npos) << v.result().message();
+}
+
+TEST(StreamReader, RefusesBadTablesAndDestinationsBeforeReading) {
+  std::string data = random_bytes(10000, 4);
+  Manifest m = manifest_of(data, 4096, {4000, 6000});
+  Regions r(m);
+  int calls = 0;
+  auto source = [&](uint64_t, uint64_t, uint8_t*) {
+    ++calls;
+    return Status::ok();
+  };
+  auto gap = r.extents;
+  gap[1].offset += 1;
+  EXPECT_EQ(read_verified(m, gap, source).code(), Code::ERR_CORRUPT);
+  auto short_ = r.extents;
+  short_[1].size -= 1;
+  EXPECT_EQ(read_verified(m, short_, source).code(), Code::ERR_CORRUPT);
+  Manifest few = m;
+  few.chunk_hashes.pop_back();
+  EXPECT_EQ(read_verified(few, r.extents, source).code(), Code::ERR_CORRUPT);
+  Manifest zero = m;
+  zero.chunk_size = 0;
+  EXPECT_EQ(read_verified(zero, r.extents, source).code(), Code::ERR_CORRUPT);
+  EXPECT_EQ(calls, 0);
+  // An empty stream is fine and reads nothing.
+  Manifest empty = manifest_of("", 4096, {});
+  EXPECT_TRUE(read_verified(empty, {}, source).is_ok());
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(StreamReader, AnonymousStagingIsWritableZeroMemory) {
+  auto buf = MappedFile::anonymous(5 << 20);
+  ASSERT_TRUE(buf.is_ok()) << buf.status().message();
+  ASSERT_GE(buf->size(), 5u << 20);
+  EXPECT_EQ(buf->data()[0], 0);
+  EXPECT_EQ(buf->data()[(5 << 20) - 1], 0);
+  buf->data()[12345] = 7;
+  EXPECT_EQ(buf->data()[12345], 7);
+  auto tiny = MappedFile::anonymous(0);
+  ASSERT_TRUE(tiny.is_ok());
+  EXPECT_GE(tiny->size(), 1u);
+}
+
+// Every L3 layout reads back verified into scattered regions, as read_data reads it whole.
+struct LayoutCase {
+  int files_per_node;
+  int zstd;
+};
+
+class L3Verified : public ::testing::TestWithParam<LayoutCase> {};
+
+TEST_P(L3Verified, EveryLayoutReadsIntoRegions) {
+  const LayoutCase c = GetParam();
+  std::string root = scratch(("l3-" + std::to_string(c.files_per_node) + "-" + std::to_string(c.zstd)).c_str());
+  Config cfg;
+  cfg.prefix = root + "/prefix";
+  cfg.cache_dir = root + "/cache";
+  Layout l = make_layout(cfg);
+  const uint32_t nranks = 4;
+  std::vector<std::string> streams;
+  std::vector<std::thread> writers;
+  std::vector<Status> results(nranks);
+  for (uint32_t r = 0; r < nranks; ++r) streams.push_back(random_bytes(r == 2 ? 0 : 70000 + 4099 * r, 10 + r));
+  for (uint32_t r = 0; r < nranks; ++r) {
+    writers.emplace_back([&, r] {
+      l3::WriteOptions o;
+      o.files_per_node = c.files_per_node;
+      o.zstd_level = c.zstd;
+      o.node = "n" + std::to_string(r / 2);
+      o.local_index = static_cast<int>(r % 2);
+      o.node_dir = root + "/cache/" + o.node;
+      o.clean_below = 1;
+      const std::string& d = streams[r];
+      Manifest m = manifest_of(d, 4096, d.empty() ? std::vector<uint64_t>{} : std::vector<uint64_t>{d.size() / 3, d.size() - d.size() / 3});
+      m.version = 1;
+      m.rank = r;
+      m.nranks = nranks;
+      results[r] = l3::write_rank(l, m, reinterpret_cast<const uint8_t*>(d.data()), {}, &o);
+    });
+  }
+  for (auto& t : writers) t.join();
+  for (auto& st : results) ASSERT_TRUE(st.is_ok()) << st.message();
+  ASSERT_TRUE(l3::commit(l, 1, nranks, "v").is_ok());
+  for (uint32_t r = 0; r < nranks; ++r) {
+    auto m = l3::read_manifest(l, 1, r);
+    ASSERT_TRUE(m.is_ok()) << m.status().message();
+    Regions regions(*m);
+    Status st = l3::read_data_verified(l, *m, regions.extents);
+    ASSERT_TRUE(st.is_ok()) << "rank " << r << ": " << st.message();
+    EXPECT_EQ(regions.joined(), streams[r]) << "rank " << r;
+  }
+  // Damage rank 1's stored bytes: the verified read fails.
+  auto m1 = l3::read_manifest(l, 1, 1);
+  ASSERT_TRUE(m1.is_ok());
+  test::damage_l3_data(l, 1, 1);
+  Regions again(*m1);
+  EXPECT_FALSE(l3::read_data_verified(l, *m1, again.extents).is_ok()) << "damage went unnoticed";
+  fs::remove_tree(root).ignore();
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, L3Verified,
+                         ::testing::Values(LayoutCase{0, 0}, LayoutCase{0, 3}, LayoutCase{2, 0}, LayoutCase{1, 3}));
+
+}  // namespace
+}  // namespace cairn
+
+namespace cairn {
+namespace {
+
+// The way an L1 file is read: huge pages mapped; a small file with pread, unmeasured; a large one as
+// measured once for the process (either answer, the same every time), and the bytes the same either way.
+TEST(StreamReader, TheWayToReadAnL1FileIsMeasuredOncePerProcess) {
+  EXPECT_TRUE(map_to_read(2u << 20, -1, 4096));
+  EXPECT_FALSE(map_to_read(4096, -1, kSlotReadProbeFrom - 1));  // no probe: the fd is not even read
+  std::string path = "/dev/shm/cairn-probe-" + std::to_string(getpid());
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(fd, 0);
+  std::vector<uint8_t> block(1 << 20);
+  for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<uint8_t>(i * 13 + 1);
+  for (uint64_t off = 0; off < kSlotReadProbeFrom; off += block.size())
+    ASSERT_EQ(::pwrite(fd, block.data(), block.size(), static_cast<off_t>(off)), static_cast<ssize_t>(block.size()));
+  const bool first = map_to_read(4096, fd, kSlotReadProbeFrom);
+  EXPECT_EQ(map_to_read(4096, fd, kSlotReadProbeFrom), first);
+  EXPECT_EQ(map_to_read(4096, -1, kSlotReadProbeFrom), first);  // kept: not measured again
+  ::close(fd);
+  ::unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace cairn
