@@ -356,7 +356,9 @@ expect_py "watch --json: stalled" 'j["stalled"] and not j["finalized"] and j["la
 expect_rc "watch --once (no --stall)" 0 "$CAIRN" watch --once
 printf 'phase=compute\nversion=5\nl1=5\nl2=5\nl3=4\nupdated_unix_ns=%s\n' "$(date +%s%N)" >"$CAIRN_PREFIX/.cairn/state"
 expect_rc "watch --stall 1: alarm after a second" 4 timeout 20 "$CAIRN" watch --stall 1 --interval 0.1
-( sleep 0.5; printf 'phase=finalized\nversion=6\nl1=6\nl2=6\nl3=6\n' >"$CAIRN_PREFIX/.cairn/state" ) &
+# Replaced as cairn replaces it (a new file renamed over the old), so that watch never reads it half-written.
+( sleep 0.5; printf 'phase=finalized\nversion=6\nl1=6\nl2=6\nl3=6\n' >"$CAIRN_PREFIX/.cairn/state.new" &&
+  mv "$CAIRN_PREFIX/.cairn/state.new" "$CAIRN_PREFIX/.cairn/state" ) &
 expect_rc "watch: exits 0 when the job finalizes" 0 timeout 20 "$CAIRN" watch --stall 10 --interval 0.1
 wait
 expect_in "watch: saw the finalize" "$WORK/out" "the job finalized"
