@@ -16,11 +16,7 @@ Status SetProtector::exchange(const Version& v, const Status& landed) {
     // Every member's length: the manifests (with the hashes, not ready yet) follow in protect().
     uint64_t mine = v.manifest.total_size;
     std::vector<uint64_t> lens64(n);
-    // The set's members wait for one another here (each comes when its own snapshot landed): gently, so
-    // that this background thread leaves the core to the application meanwhile (mpi/mpi_util.hpp).
-    MPI_Request req;
-    CAIRN_MPI(MPI_Iallgather(&mine, 1, MPI_UINT64_T, lens64.data(), 1, MPI_UINT64_T, comm_, &req));
-    CAIRN_TRY(wait_gently(&req, "MPI_Iallgather"));
+    CAIRN_MPI(MPI_Allgather(&mine, 1, MPI_UINT64_T, lens64.data(), 1, MPI_UINT64_T, comm_));
     std::vector<size_t> lens(lens64.begin(), lens64.end());
     const size_t max_len = *std::max_element(lens.begin(), lens.end());
     const uint64_t red_len = code_->redundancy_len(max_len);
@@ -33,10 +29,9 @@ Status SetProtector::exchange(const Version& v, const Status& landed) {
     }
     // The whole set enters the exchange or none of it does: a member without its bytes or its buffer
     // must not leave the others waiting inside encode_set.
-    CAIRN_TRY(agree(comm_, ready, Waiting::gently));
+    CAIRN_TRY(agree(comm_, ready));
     red_bytes_ = red_len;
-    return redundancy::encode_set(comm_, *code_, v.data, v.manifest.total_size, lens, red->data(), exchange_chunk_,
-                                  /*gentle=*/true);
+    return redundancy::encode_set(comm_, *code_, v.data, v.manifest.total_size, lens, red->data(), exchange_chunk_);
   }();
   return exchange_status_.code() == Code::ERR_MPI ? exchange_status_ : Status::ok();
 }
@@ -50,14 +45,11 @@ Status SetProtector::protect(const Version& v, uint64_t* redundancy_bytes) {
   std::string mine = encode_manifest(v.manifest);
   int my_len = static_cast<int>(mine.size());
   std::vector<int> mlen(static_cast<size_t>(n)), displs(static_cast<size_t>(n));
-  MPI_Request req;
-  CAIRN_MPI(MPI_Iallgather(&my_len, 1, MPI_INT, mlen.data(), 1, MPI_INT, comm_, &req));
-  CAIRN_TRY(wait_gently(&req, "MPI_Iallgather"));
+  CAIRN_MPI(MPI_Allgather(&my_len, 1, MPI_INT, mlen.data(), 1, MPI_INT, comm_));
   int total = 0;
   for (int i = 0; i < n; ++i) displs[static_cast<size_t>(i)] = total, total += mlen[static_cast<size_t>(i)];
   std::string all(static_cast<size_t>(total), '\0');
-  CAIRN_MPI(MPI_Iallgatherv(mine.data(), my_len, MPI_CHAR, all.data(), mlen.data(), displs.data(), MPI_CHAR, comm_, &req));
-  CAIRN_TRY(wait_gently(&req, "MPI_Iallgatherv"));
+  CAIRN_MPI(MPI_Allgatherv(mine.data(), my_len, MPI_CHAR, all.data(), mlen.data(), displs.data(), MPI_CHAR, comm_));
   redundancy::SetRecord rec;
   rec.scheme = code_->scheme();
   rec.n = static_cast<uint32_t>(n);

@@ -420,7 +420,7 @@ Status rebuild_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
 }  // namespace
 
 Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data, size_t my_len,
-                  const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk, bool gentle) {
+                  const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk) {
   const char* op = "L2 encode";
   ReturnErrors errors;
   CAIRN_TRY(errors.enter(set_comm, op));
@@ -435,7 +435,7 @@ Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data
   Geometry g;
   CAIRN_TRY(agree(set_comm, op, code, lens, nullptr, chunk, check, &g));
   if (g.seg == 0) return Status::ok();
-  Pipeline pipe(set_comm, op, gentle);
+  Pipeline pipe(set_comm, op);
   if (code.scheme() == Redundancy::partner) return encode_partner(pipe, g, lens, my_data, my_red);
   return encode_coded(pipe, code, g, lens, my_data, my_red);
 }

@@ -36,11 +36,9 @@ inline constexpr int kSetTagCount = 8;
 
 // Collective over set_comm (size == code.n()). my_data: this member's snapshot (my_len bytes);
 // lens: every member's length (same on all members); my_red: code.redundancy_len(max_len) bytes,
-// written. max_len = max(lens). gentle: wait for the transfers with short sleeps between tests instead of
-// MPI's busy wait (the pipeline's background thread, which must not spin a core the application
-// computes on).
+// written. max_len = max(lens).
 Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data, size_t my_len,
-                  const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk, bool gentle = false);
+                  const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk);
 
 // What a rebuild restores of the lost members: everything, or their data only (a restart that needs
 // the data now and their redundancy data later; the same on every member).
