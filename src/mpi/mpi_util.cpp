@@ -1,41 +1,20 @@
 #include <sched.h>
 
 #include <cstring>
-#include <ctime>
 #include <vector>
 
 #include "mpi/mpi_util.hpp"
 
 namespace cairn {
 
-Status wait_gently(MPI_Request* req, const char* call, long pause_us) {
-  const struct timespec pause = {0, pause_us * 1000};
-  for (;;) {
-    int done = 0;
-    int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) return mpi_status(rc, call, __FILE__, __LINE__);
-    if (done) return Status::ok();
-    nanosleep(&pause, nullptr);
-  }
-}
-
-Status agree(MPI_Comm comm, const Status& mine) { return agree(comm, mine, Waiting::spin); }
-
-Status agree(MPI_Comm comm, const Status& mine, Waiting how) {
+Status agree(MPI_Comm comm, const Status& mine) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   // (failed ? rank : INT_MAX) minimised tells every rank who failed first.
   int candidate = mine.is_ok() ? 0x7fffffff : rank;
   int first = 0;
-  if (how == Waiting::gently) {
-    MPI_Request req;
-    CAIRN_MPI(MPI_Iallreduce(&candidate, &first, 1, MPI_INT, MPI_MIN, comm, &req));
-    CAIRN_TRY(wait_gently(&req, "MPI_Iallreduce"));
-  } else {
-    CAIRN_MPI(MPI_Allreduce(&candidate, &first, 1, MPI_INT, MPI_MIN, comm));
-  }
+  CAIRN_MPI(MPI_Allreduce(&candidate, &first, 1, MPI_INT, MPI_MIN, comm));
   if (first == 0x7fffffff) return Status::ok();
-  // A failure: rare, and the message is worth more than the core; the same calls either way.
   int code = mine.c_code();
   CAIRN_MPI(MPI_Bcast(&code, 1, MPI_INT, first, comm));
   char msg[1024] = {0};

@@ -27,20 +27,6 @@ inline Status mpi_status(int rc, const char* call, const char* file, int line) {
 // message, prefixed with its rank) or success.
 Status agree(MPI_Comm comm, const Status& mine);
 
-// How a thread waits for the other ranks. `spin`: inside the blocking call, which polls a core at full
-// speed until every rank has arrived (the application's own thread: what an MPI code expects). `gently`:
-// a non-blocking collective tested with a short sleep between tests, so that a background thread
-// (cairn's pipeline) that reaches an agreement before the other ranks leaves the core to the
-// application meanwhile, and MPI's progress lock to the application's own calls.
-enum class Waiting { spin, gently };
-
-// Tests `*req` until it completes, sleeping `pause_us` between tests that find it pending. `call` names
-// the operation in the error.
-Status wait_gently(MPI_Request* req, const char* call, long pause_us = 20);
-
-// agree() with the chosen way of waiting (same result, same collective calls on every rank).
-Status agree(MPI_Comm comm, const Status& mine, Waiting how);
-
 // Every rank's `mine`, concatenated in rank order, on every rank (MPI_Allgather of the lengths, then
 // MPI_Allgatherv). Collective over comm.
 Status allgather_u64(MPI_Comm comm, const std::vector<uint64_t>& mine, std::vector<uint64_t>* all);
