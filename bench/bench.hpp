@@ -5,6 +5,8 @@
 // how each figure is measured.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <set>
@@ -15,8 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/cairn.h"
+#include "options.hpp"
 
-namespace bench {
+namespace cairn::bench {
 
 namespace stdfs = std::filesystem;
 using json = nlohmann::ordered_json;
@@ -26,15 +29,9 @@ using json = nlohmann::ordered_json;
 // The phases of the default mode (--only); memcpy always runs.
 extern const std::vector<std::string> kPhases;
 
-struct Options {
-  int ranks = 2;
-  std::string size_text = "256M";
-  uint64_t size = 0;
-  int reps = 5;
-  std::string prefix_base = "/tmp";
-  std::string cache_dir = "/dev/shm";
-  bool json = false;
-  bool verbose = false;
+// The levels (no mode), --redistribute, --snapshot and --restart-after-loss: one MPI job (or a few).
+struct Options : CommonOptions {
+  Options() { size_text = "256M"; }
   std::string only_text;
   std::set<std::string> only;
   bool redistribute = false;  // --redistribute: N -> M restart beside N -> N (docs/performance.md)
@@ -51,6 +48,18 @@ struct Options {
 // "256M", "8m", "1G", "4096", "64KiB": binary multiples.
 bool parse_size(const std::string& text, uint64_t* out);
 std::vector<std::string> split_words(const char* s);
+
+// ---- programs the parents start -------------------------------------------------------------------
+
+// Starts args (PATH searched); with `log`, its stdout and stderr are appended there.
+pid_t spawn(const std::vector<std::string>& args, const std::string& log = "");
+// Waits for it: its exit status, or 128 + the signal that ended it.
+int wait_exit(pid_t pid);
+// A file's contents; "" when it cannot be read.
+std::string slurp(const std::string& path);
+// `given` when not empty; else the executable `name` beside cairn-bench (installed: the same bin
+// directory) or at `build_rel` from the bench's build directory (build tree); else `name` (PATH).
+std::string find_program(const std::string& given, const std::string& name, const std::string& build_rel);
 
 // ---- statistics and units ---------------------------------------------------------------------------
 
@@ -100,12 +109,12 @@ std::string end_capture();
 #define CHECK_CAIRN(call)                                                                              \
   do {                                                                                                 \
     int rc_ = (call);                                                                                  \
-    if (rc_ != 0) ::bench::die("%s failed: %s: %s", #call, cairn_strerror(rc_), cairn_last_error());  \
+    if (rc_ != 0) ::cairn::bench::die("%s failed: %s: %s", #call, cairn_strerror(rc_), cairn_last_error());  \
   } while (0)
 
 #define CHECK_MPI(call)                                                                                \
   do {                                                                                                 \
-    if ((call) != MPI_SUCCESS) ::bench::die("%s failed", #call);                                      \
+    if ((call) != MPI_SUCCESS) ::cairn::bench::die("%s failed", #call);                                      \
   } while (0)
 
 double max_over_ranks(double x);
@@ -142,4 +151,4 @@ int report_redistribute(const Options& o, const std::string& dir, const std::str
 int report_restart_after_loss(const Options& o, const std::string& dir, const std::string& cache_job,
                               double load_start, const std::string& date);
 
-}  // namespace bench
+}  // namespace cairn::bench

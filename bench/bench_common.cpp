@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,11 +17,12 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "base/units.hpp"
 
-namespace bench {
+namespace cairn::bench {
 
 const std::vector<std::string> kPhases = {"l1", "l2", "l3", "restart", "codec"};
 
@@ -37,6 +39,48 @@ std::vector<std::string> split_words(const char* s) {
   std::istringstream is(s ? s : "");
   for (std::string w; is >> w;) out.push_back(w);
   return out;
+}
+
+// ---- programs the parents start -------------------------------------------------------------------
+
+pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!log.empty()) {
+      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO);
+    }
+    execvp(argv[0], argv.data());
+    fprintf(stderr, "cairn-bench: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string find_program(const std::string& given, const std::string& name, const std::string& build_rel) {
+  if (!given.empty()) return given;
+  std::error_code ec;
+  stdfs::path self = stdfs::read_symlink("/proc/self/exe", ec).parent_path();
+  for (const auto& p : {self / name, self / ".." / build_rel})
+    if (access(p.c_str(), X_OK) == 0) return stdfs::weakly_canonical(p, ec).string();
+  return name;
 }
 
 // ---- statistics and units ---------------------------------------------------------------------------
@@ -261,4 +305,4 @@ void evict(const std::string& dir) {
   }
 }
 
-}  // namespace bench
+}  // namespace cairn::bench

@@ -30,7 +30,7 @@
 #include "migrate/migrate_bench.hpp"
 #include "service/service_bench.hpp"
 
-namespace bench {
+namespace cairn::bench {
 namespace {
 
 // One rank of the measuring MPI job: MPI up, what it was given recorded, then the mode.
@@ -80,7 +80,7 @@ struct CommandLine {
   double agent_mbs = 200;
   std::string buffer_size = "8M";
   std::string cuda_driver = "libcuda.so.1";
-  cairn::bench::CampaignOptions campaign_options;  // --campaign's own options, bound in place
+  CampaignOptions campaign_options;  // --campaign's own options, bound in place
   std::string factors = "0.5,0.71,1,1.41,2";
   std::string redundancy = "partner";
   bool no_l3_only = false;
@@ -174,7 +174,7 @@ void define(CLI::App& app, CommandLine& c) {
   app.add_option("--cairn", c.cairn, "the cairn tool (default: beside cairn-bench, or in the build tree)")
       ->group("--migrate, --campaign")->type_name("FILE");
 
-  cairn::bench::CampaignOptions& k = c.campaign_options;
+  CampaignOptions& k = c.campaign_options;
   const char* cam = "--campaign";
   app.add_option("--spares", k.spares, "spare nodes for the launcher to replace lost ones")
       ->check(CLI::Range(0, 4096))->capture_default_str()->group(cam)->type_name("N");
@@ -223,55 +223,54 @@ int usage(const char* what) {
   return 2;
 }
 
-int run_migrate_mode(const CommandLine& c, int argc, char** argv) {
-  cairn::bench::MigrateBenchOptions o;
+// The common options given on the command line, over the defaults the mode's options type starts with.
+void fill_common(const CommandLine& c, CommonOptions& o) {
   if (c.ranks) o.ranks = c.ranks;
   if (c.reps) o.reps = c.reps;
-  if (o.ranks < 2) return usage("--migrate: --ranks must be at least 2");
-  if (c.reps > 100) return usage("--migrate: --reps at most 100");
-  o.nodes = c.nodes ? c.nodes : 2;
-  o.buffers = c.buffers;
+  if (!c.size.empty()) o.size_text = c.size;
   o.prefix_base = c.prefix;
   o.cache_dir = c.cache_dir;
-  o.cairn = c.cairn;
   o.json = c.json;
   o.verbose = c.verbose;
-  const std::string size_text = c.size.empty() ? "64M" : c.size;
-  if (!parse_size(size_text, &o.size) || o.size < 4096) {
-    fprintf(stderr, "cairn-bench: --size %s: expected a size of at least 4K, e.g. 64M\n", size_text.c_str());
+}
+
+int run_migrate_mode(const CommandLine& c, int argc, char** argv) {
+  MigrateBenchOptions o;
+  fill_common(c, o);
+  if (o.ranks < 2) return usage("--migrate: --ranks must be at least 2");
+  if (c.reps > 100) return usage("--migrate: --reps at most 100");
+  if (c.nodes) o.nodes = c.nodes;
+  o.buffers = c.buffers;
+  o.cairn = c.cairn;
+  if (!parse_size(o.size_text, &o.size) || o.size < 4096) {
+    fprintf(stderr, "cairn-bench: --size %s: expected a size of at least 4K, e.g. 64M\n", o.size_text.c_str());
     return 2;
   }
   if (!parse_size(c.buffer_size, &o.buffer_size) || o.buffer_size < 4096) {
     fprintf(stderr, "cairn-bench: --buffer-size %s: expected a size of at least 4K\n", c.buffer_size.c_str());
     return 2;
   }
-  if (c.migrate_app) return cairn::bench::run_migrate_app(argc, argv, o.size);
-  return cairn::bench::run_migrate_bench(o);
+  if (c.migrate_app) return run_migrate_app(argc, argv, o.size);
+  return run_migrate_bench(o);
 }
 
 int run_service_mode(const CommandLine& c, int argc, char** argv) {
-  cairn_bench_service::Options o;
-  if (c.ranks) o.ranks = c.ranks;
-  if (c.reps) o.reps = c.reps;
+  ServiceOptions o;
+  fill_common(c, o);
   if (c.reps > 100) return usage("--service: --reps at most 100");
-  if (!c.size.empty()) o.size_text = c.size;
-  o.prefix_base = c.prefix;
-  o.cache_dir = c.cache_dir;
   o.cairnd = c.cairnd;
   o.provider = c.provider;
-  o.json = c.json;
-  o.verbose = c.verbose;
   o.versions = c.versions;
   o.agent_mbs = c.agent_mbs;
   o.child_app = c.child_app;
   o.child_dir = c.child_dir;
   o.child_service = c.child_service;
-  return cairn_bench_service::run(o, c.placement, argc, argv);
+  return run_service(o, c.placement, argc, argv);
 }
 
 int run_device_mode(const CommandLine& c) {
-  bench_device::Options o;
-  if (c.reps) o.reps = c.reps;
+  DeviceOptions o;
+  fill_common(c, o);
   if (c.reps > 100) return usage("--device: --reps at most 100");
   if (!c.size.empty()) {
     o.sizes.clear();
@@ -286,25 +285,18 @@ int run_device_mode(const CommandLine& c) {
       o.sizes.push_back(w);
     }
   }
-  o.cache_dir = c.cache_dir;
-  o.prefix = c.prefix;
   o.driver = c.cuda_driver;
-  o.json = c.json;
-  return bench_device::run(o);
+  return run_device(o);
 }
 
 int run_campaign_mode(const CommandLine& c) {
-  cairn::bench::CampaignOptions o = c.campaign_options;  // its own options; the common ones below
-  if (c.ranks) o.ranks = c.ranks;
+  CampaignOptions o = c.campaign_options;  // its own options, bound in place; the common ones here
+  fill_common(c, o);
   if (c.nodes) o.nodes = c.nodes;
-  o.prefix_base = c.prefix;
-  o.cache_dir = c.cache_dir;
   o.cairn = c.cairn;
-  o.json = c.json;
-  o.verbose = c.verbose;
   o.l3_only = !c.no_l3_only;
-  if (int rc = cairn::bench::check_campaign_options(o, c.size.empty() ? "16M" : c.size, c.factors); rc != 0) return rc;
-  return cairn::bench::run_campaign(o);
+  if (int rc = check_campaign_options(o, o.size_text, c.factors); rc != 0) return rc;
+  return run_campaign(o);
 }
 
 // The options a mode reads are the common ones and those of the groups whose names mention the mode
@@ -353,10 +345,10 @@ int refuse_options_of_other_modes(const CLI::App& app, const CommandLine& c) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace cairn::bench
 
 int main(int argc, char** argv) {
-  using namespace bench;
+  using namespace cairn::bench;
   CommandLine c;
   CLI::App app{"cairn-bench: the speed of every cairn level beside the machine's own limits (memcpy, ISA-L encode, "
                "write+fsync), measured in one MPI run; one mode at a time, the levels by default. See "
@@ -387,13 +379,7 @@ int main(int argc, char** argv) {
   if (c.service) return run_service_mode(c, argc, argv);
 
   Options o;
-  if (c.ranks) o.ranks = c.ranks;
-  if (c.reps) o.reps = c.reps;
-  if (!c.size.empty()) o.size_text = c.size;
-  o.prefix_base = c.prefix;
-  o.cache_dir = c.cache_dir;
-  o.json = c.json;
-  o.verbose = c.verbose;
+  fill_common(c, o);
   o.only_text = c.only;
   o.redistribute = c.redistribute;
   o.snapshot = c.snapshot;
@@ -407,7 +393,7 @@ int main(int argc, char** argv) {
   o.child_dir = c.child_dir;
   o.child_stage = c.child_stage;
   o.child_job = c.child_job;
-  cairn::bench::FileModeOptions files;  // --scr / --file-api / --interpose: files/file_modes.cpp
+  FileModeOptions files;  // --scr / --file-api / --interpose: files/file_modes.cpp
   files.scr = c.scr;
   files.file_api = c.file_api;
   files.interpose = c.interpose;
@@ -433,14 +419,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (files.scr || files.interpose || files.file_api) {
-    files.ranks = o.ranks;
-    files.size = o.size;
-    files.reps = o.reps;
-    files.prefix_base = o.prefix_base;
-    files.cache_dir = o.cache_dir;
-    files.json = o.json;
-    files.verbose = o.verbose;
-    return cairn::bench::run_file_modes(files, argc, argv);
+    static_cast<CommonOptions&>(files) = o;  // the levels' common options, their size parsed
+    return run_file_modes(files, argc, argv);
   }
   if (o.only_text.empty()) {
     o.only.insert(kPhases.begin(), kPhases.end());
@@ -487,7 +467,7 @@ int main(int argc, char** argv) {
                       "run cairn-bench itself, not under mpirun\n");
       return 2;
     }
-    return bench::run_child(o, argc, argv);
+    return run_child(o, argc, argv);
   }
   return run_parent(o, argc, argv);
 }

@@ -17,7 +17,7 @@
 
 #include "bench.hpp"
 
-namespace bench {
+namespace cairn::bench {
 namespace {
 
 pid_t g_child = -1;
@@ -146,4 +146,4 @@ int run_parent(const Options& o, int argc, char** argv) {
   return rc;
 }
 
-}  // namespace bench
+}  // namespace cairn::bench

@@ -15,7 +15,7 @@
 #include "base/history_line.hpp"
 #include "cache/cache_store.hpp"
 
-namespace bench {
+namespace cairn::bench {
 namespace {
 
 void setenv_or_die(const char* name, const std::string& value) {
@@ -187,4 +187,4 @@ json stage_json(const StageTimes& t, uint64_t bytes) {
   return j;
 }
 
-}  // namespace bench
+}  // namespace cairn::bench

@@ -12,7 +12,7 @@
 
 #include "bench.hpp"
 
-namespace bench {
+namespace cairn::bench {
 
 class Session {
  public:
@@ -76,4 +76,4 @@ StageTimes history_stage_times(const Session& s, uint64_t first_version);
 // Medians: <stage>_ms and <stage>_gbps for `bytes` per rank, for each stage measured.
 json stage_json(const StageTimes& t, uint64_t bytes);
 
-}  // namespace bench
+}  // namespace cairn::bench

@@ -23,9 +23,6 @@ namespace cairn::bench {
 namespace {
 
 namespace stdfs = std::filesystem;
-using ::bench::loadavg_1m;
-using ::bench::machine_info;
-using ::bench::round3;
 
 // What a failure must not leave behind: the work directory, the current job's cache, its cairn run.
 struct Leftovers {
@@ -59,15 +56,6 @@ void on_signal(int) {
 int64_t unix_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// An executable beside cairn-bench (installed) or at `build_rel` from the bench's build directory.
-std::string find_beside(const std::string& name, const std::string& build_rel) {
-  std::error_code ec;
-  stdfs::path self = stdfs::read_symlink("/proc/self/exe", ec).parent_path();
-  for (const auto& p : {self / name, self / ".." / build_rel})
-    if (access(p.c_str(), X_OK) == 0) return stdfs::weakly_canonical(p, ec).string();
-  return name;
 }
 
 struct Policy {
@@ -123,25 +111,25 @@ struct Campaign {
     const std::string log = prefix + ".log";
     if (o.verbose) fprintf(stderr, "cairn-bench --campaign: %s: %s\n", tag.c_str(), log.c_str());
     const int64_t started = unix_ns();
-    g_left.run = cairn_bench_service::spawn(cmd, log);
+    g_left.run = spawn(cmd, log);
     // A run that hangs is ended: far more than the work at the worst useful fraction worth measuring.
     const double limit = 60 + 20 * o.work;
     int status = 0;
-    const double t0 = ::bench::now();
+    const double t0 = now();
     for (;;) {
       pid_t r = waitpid(g_left.run, &status, WNOHANG);
       if (r == g_left.run) break;
-      if (::bench::now() - t0 > limit) fail(tag + ": the run did not end within " + std::to_string(static_cast<int>(limit)) + " s; see " + log);
+      if (now() - t0 > limit) fail(tag + ": the run did not end within " + std::to_string(static_cast<int>(limit)) + " s; see " + log);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     g_left.run = -1;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
       fail(tag + ": cairn run failed (" + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)) +
-           "):\n" + cairn_bench_service::slurp(log));
+           "):\n" + slurp(log));
     auto figures = analyse_run(prefix, log, started);
-    if (!figures) fail(tag + ": " + figures.status().message() + "\n" + cairn_bench_service::slurp(log));
+    if (!figures) fail(tag + ": " + figures.status().message() + "\n" + slurp(log));
     RunFigures& f = figures.value();
-    if (!f.finished) fail(tag + ": the job printed no result:\n" + cairn_bench_service::slurp(log));
+    if (!f.finished) fail(tag + ": the job printed no result:\n" + slurp(log));
     std::error_code ec;
     stdfs::remove_all(g_left.cache, ec);
     g_left.cache.clear();
@@ -187,7 +175,7 @@ int check_campaign_options(CampaignOptions& o, const std::string& size_text, con
     fprintf(stderr, "cairn-bench --campaign: --ranks %d: at least 2\n", o.ranks);
     return 2;
   }
-  if (!::bench::parse_size(size_text, &o.size) || o.size < 4096) {
+  if (!parse_size(size_text, &o.size) || o.size < 4096) {
     fprintf(stderr, "cairn-bench --campaign: --size %s: expected a size of at least 4K, e.g. 16M\n", size_text.c_str());
     return 2;
   }
@@ -221,7 +209,7 @@ int check_campaign_options(CampaignOptions& o, const std::string& size_text, con
 
 int run_campaign(CampaignOptions o) {
   if (!o.from.empty()) {
-    json report = json::parse(cairn_bench_service::slurp(o.from), nullptr, false);
+    json report = json::parse(slurp(o.from), nullptr, false);
     if (!report.is_object() || report.value("mode", "") != "campaign" || !report.contains("policies")) {
       fprintf(stderr, "cairn-bench --campaign: --from %s: not a campaign report (cairn-bench --campaign --json)\n", o.from.c_str());
       return 2;
@@ -246,8 +234,8 @@ int run_campaign(CampaignOptions o) {
     return 0;
   }
   Campaign c{o, {}, {}, {}, 0, schedule.value(), 0};
-  c.cairn = o.cairn.empty() ? find_beside("cairn", "tools/cairn") : o.cairn;
-  c.app = o.app.empty() ? find_beside("synthetic", "examples/synthetic/synthetic") : o.app;
+  c.cairn = find_program(o.cairn, "cairn", "tools/cairn");
+  c.app = find_program(o.app, "synthetic", "examples/synthetic/synthetic");
   c.iterations = std::lround(o.work * 1000 / o.step_ms);
   std::error_code ec;
   std::string tmpl = stdfs::absolute(o.prefix_base, ec).string() + "/cairn-bench-campaign.XXXXXX";
@@ -302,8 +290,8 @@ int run_campaign(CampaignOptions o) {
     if (!f) fail("cannot write " + data);
     fputs(report.dump(1).c_str(), f);
     fclose(f);
-    int rc = cairn_bench_service::wait_exit(cairn_bench_service::spawn({c.cairn, "plot", "--campaign", data, "--out", o.plot}, log));
-    const std::string said = cairn_bench_service::slurp(log);
+    int rc = wait_exit(spawn({c.cairn, "plot", "--campaign", data, "--out", o.plot}, log));
+    const std::string said = slurp(log);
     if (rc != 0 || o.verbose) fputs(said.c_str(), stderr);
     if (rc != 0) fprintf(stderr, "cairn-bench --campaign: cairn plot --campaign exited %d (the figures are in %s)\n", rc, data.c_str());
     else report["plot"] = o.plot;

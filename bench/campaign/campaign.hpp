@@ -22,15 +22,17 @@
 
 #include "policy/failure_schedule.hpp"
 
+#include "options.hpp"
+
 namespace cairn::bench {
 
 using json = nlohmann::ordered_json;
 
-struct CampaignOptions {
-  int ranks = 4;
+// The common options (bench.hpp) with the campaign's defaults: 4 ranks of 16 MiB.
+struct CampaignOptions : CommonOptions {
+  CampaignOptions() { ranks = 4, size_text = "16M", size = 16ull << 20; }
   int nodes = 4;
   int spares = 1;
-  uint64_t size = 16ull << 20;    // bytes of state per rank
   double step_ms = 20;            // compute time per step
   double work = 40;               // seconds of failure-free computation
   double mtbf = 10;               // mean time between failures of the whole job (s)
@@ -40,13 +42,10 @@ struct CampaignOptions {
   std::vector<double> factors = {0.5, 0.71, 1, 1.41, 2};  // fixed intervals, times Daly's optimum
   bool l3_only = true;            // also the one-level policy
   int flush_every = 10;           // multilevel policies: every N-th version to L3
-  std::string prefix_base = "/tmp";
-  std::string cache_dir = "/dev/shm";
   std::string cairn;              // the cairn tool; "": beside cairn-bench or in the build tree
   std::string app;                // the synthetic application; "": likewise
   std::string plot;               // draw the useful fraction per policy into this file (cairn plot --campaign)
   bool keep = false;              // keep the work directory (each run's prefix and log)
-  bool json = false, verbose = false;
   bool schedule_only = false;     // print the failure schedule the seed gives and stop
   std::string from;               // report again from a saved --json report (the figures recomputed)
 };

@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench.hpp"
 #include "cairn/cairn.h"
 #include "cairn/cairn_device.h"
 #include "base/xxh.hpp"
@@ -34,21 +35,12 @@
 #include "bench.hpp"
 #include "device/device_bench.hpp"
 
-namespace bench_device {
+namespace cairn::bench {
 namespace {
 using cairn::device::Driver;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-uint64_t parse_size(const std::string& s) {
-  uint64_t bytes = 0;
-  return ::bench::parse_size(s, &bytes) ? bytes : 0;
-}
 
 #define CU(call)                                                                       \
   do {                                                                                 \
@@ -161,7 +153,7 @@ struct ModeResult {
 
 // cairn_init with device_copy = mode, `reps` timed checkpoints after two warm-ups (one per slot), and in wait
 // mode `reps` restarts from L1 into the device buffer, each checked against the bytes checkpointed.
-ModeResult run_mode(const Driver& drv, CUdeviceptr dev, uint64_t bytes, const Options& o, const char* mode,
+ModeResult run_mode(const Driver& drv, CUdeviceptr dev, uint64_t bytes, const DeviceOptions& o, const char* mode,
                     const std::string& work) {
   const auto& a = drv.api();
   setenv("CAIRN_DEVICE_COPY", mode, 1);
@@ -237,7 +229,7 @@ ModeResult run_mode(const Driver& drv, CUdeviceptr dev, uint64_t bytes, const Op
 }
 }  // namespace
 
-int run(const Options& o) {
+int run_device(const DeviceOptions& o) {
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   auto loaded = cairn::device::process_driver(o.driver);
@@ -258,12 +250,12 @@ int run(const Options& o) {
   CU(a.cuDeviceGet(&dev0, 0));
   CU(a.cuDevicePrimaryCtxRetain(&ctx, dev0));
   CU(a.cuCtxSetCurrent(ctx));
-  std::string work = o.prefix + "/cairn-bench-device-" + std::to_string(getpid());
+  std::string work = o.prefix_base + "/cairn-bench-device-" + std::to_string(getpid());
   nlohmann::json out = nlohmann::json::array();
   bool all_met = true;
   for (const auto& text : o.sizes) {
-    uint64_t bytes = parse_size(text);
-    if (bytes < 4096) {
+    uint64_t bytes = 0;
+    if (!parse_size(text, &bytes) || bytes < 4096) {
       fprintf(stderr, "cairn-bench --device: --size %s: expected a size of at least 4K\n", text.c_str());
       return 2;
     }
@@ -331,4 +323,4 @@ int run(const Options& o) {
   return 0;
 }
 
-}  // namespace bench_device
+}  // namespace cairn::bench

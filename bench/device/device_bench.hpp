@@ -5,19 +5,20 @@
 #include <string>
 #include <vector>
 
-namespace bench_device {
+#include "options.hpp"
 
-struct Options {
+namespace cairn::bench {
+
+// The common options (bench.hpp; ranks unused: one process) with the device's defaults: 3 repetitions,
+// and a list of sizes.
+struct DeviceOptions : CommonOptions {
+  DeviceOptions() { reps = 3; }
   std::vector<std::string> sizes{"1G", "8G"};  // bytes of device memory, one measurement each
-  int reps = 3;                                // timed repetitions, the median reported
-  std::string cache_dir = "/dev/shm";
-  std::string prefix = "/tmp";                 // where the work directory goes
   std::string driver = "libcuda.so.1";         // the CUDA driver library
-  bool json = false;
 };
 
 // One process per GPU (MPI is initialized here, not launched). Returns the exit status: 0, 1 when a
 // CUDA or cairn call fails, 2 when the driver cannot be loaded, sees no GPU, or a size is below 4K.
-int run(const Options& o);
+int run_device(const DeviceOptions& o);
 
-}  // namespace bench_device
+}  // namespace cairn::bench

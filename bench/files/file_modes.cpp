@@ -39,9 +39,6 @@
 namespace cairn::bench {
 namespace {
 
-using ::bench::fs_type_name;  // the harness every mode shares (bench_common.cpp)
-using ::bench::loadavg_1m;
-using ::bench::median;
 
 namespace stdfs = std::filesystem;
 using json = nlohmann::ordered_json;

@@ -8,18 +8,15 @@
 #include <cstdint>
 #include <string>
 
+#include "options.hpp"
+
 namespace cairn::bench {
 
-struct FileModeOptions {
+// The common options (bench.hpp; prefix_base: the "file system" of the fsync'ed write and the prefix;
+// cache_dir: node-local storage, the plain write's and cairn's cache) with the levels' defaults.
+struct FileModeOptions : CommonOptions {
   bool scr = false, interpose = false, file_api = false;
-  int ranks = 2;
-  uint64_t size = 0;  // bytes per rank
-  std::string size_text;
-  int reps = 5;
-  std::string prefix_base = "/tmp";   // the "file system" of the fsync'ed write, and the prefix
-  std::string cache_dir = "/dev/shm";  // node-local storage: the plain write and cairn's cache
-  std::string interpose_lib;           // "" : found beside the library or in the build tree
-  bool json = false, verbose = false;
+  std::string interpose_lib;  // "" : found beside the library or in the build tree
 };
 
 // The parent (starts the MPI jobs, prints the report) or, under CAIRN_BENCH_CHILD=1, one rank.

@@ -20,7 +20,7 @@
 #include "redundancy/set_code.hpp"
 #include "session.hpp"
 
-namespace bench {
+namespace cairn::bench {
 namespace {
 
 const char* const kL2Schemes[] = {"partner", "xor", "rs"};
@@ -494,4 +494,4 @@ int run_levels(const Options& o, const JobInfo& job) {
   return 0;
 }
 
-}  // namespace bench
+}  // namespace cairn::bench

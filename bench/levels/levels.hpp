@@ -8,7 +8,7 @@
 
 #include "bench.hpp"
 
-namespace bench {
+namespace cairn::bench {
 
 // What the measurements found, for the report (rank 0).
 struct LevelFigures {
@@ -31,4 +31,4 @@ struct LevelFigures {
 // One JSON object (--json) or a table on stdout: the figures, the targets, and the run's record.
 void report_levels(const Options& o, const JobInfo& job, const LevelFigures& f);
 
-}  // namespace bench
+}  // namespace cairn::bench

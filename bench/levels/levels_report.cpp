@@ -7,7 +7,7 @@
 
 #include "levels/levels.hpp"
 
-namespace bench {
+namespace cairn::bench {
 namespace {
 
 // ratio of two rates of the same bytes = inverse ratio of their times.
@@ -151,4 +151,4 @@ void report_levels(const Options& o, const JobInfo& job, const LevelFigures& f) 
   fflush(stdout);
 }
 
-}  // namespace bench
+}  // namespace cairn::bench

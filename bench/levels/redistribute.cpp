@@ -13,7 +13,7 @@
 #include "bench.hpp"
 #include "session.hpp"
 
-namespace bench {
+namespace cairn::bench {
 namespace {
 
 //
@@ -301,4 +301,4 @@ int report_redistribute(const Options& o, const std::string& dir, const std::str
 }
 
 
-}  // namespace bench
+}  // namespace cairn::bench

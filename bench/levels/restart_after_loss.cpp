@@ -21,7 +21,7 @@
 #include "bench.hpp"
 #include "session.hpp"
 
-namespace bench {
+namespace cairn::bench {
 namespace {
 
 const char* const kLevelName[] = {"none", "L1", "L2", "L3"};
@@ -346,4 +346,4 @@ int report_restart_after_loss(const Options& o, const std::string& dir, const st
   return 0;
 }
 
-}  // namespace bench
+}  // namespace cairn::bench

@@ -20,7 +20,7 @@
 #include "bench.hpp"
 #include "session.hpp"
 
-namespace bench {
+namespace cairn::bench {
 namespace {
 
 // The number right after `key` in `line` (the library's per-version summary line).
@@ -424,4 +424,4 @@ int run_snapshot(const Options& o, const JobInfo& job) {
   return 0;
 }
 
-}  // namespace bench
+}  // namespace cairn::bench

@@ -51,13 +51,6 @@
 namespace cairn::bench {
 namespace {
 
-using ::bench::gbps;
-using ::bench::loadavg_1m;
-using ::bench::machine_info;
-using ::bench::median;
-using ::bench::now;
-using ::bench::round3;
-using cairn_bench_service::slurp;
 namespace stdfs = std::filesystem;
 using json = nlohmann::ordered_json;
 
@@ -104,7 +97,7 @@ std::string capture(const std::vector<std::string>& args, int* rc) {
     out.append(buf, static_cast<size_t>(n));
   }
   close(pipefd[0]);
-  *rc = cairn_bench_service::wait_exit(pid);
+  *rc = wait_exit(pid);
   return out;
 }
 
@@ -152,7 +145,7 @@ struct Bench {
     return prefix;
   }
   pid_t start_run(bool spares, const std::string& log) {
-    return g_left.run = cairn_bench_service::spawn(run_command(spares), log);
+    return g_left.run = spawn(run_command(spares), log);
   }
   std::string cache_job() const { return o.cache_dir + "/cairn-" + getenv("CAIRN_JOB"); }
 
@@ -162,7 +155,7 @@ struct Bench {
     if (immediate) cmd.push_back("--immediate");
     capture(cmd, &rc);
     if (rc != 0) fail("cairn halt exited " + std::to_string(rc));
-    cairn_bench_service::wait_exit(run);
+    wait_exit(run);
     g_left.run = -1;
   }
 
@@ -205,7 +198,7 @@ struct Bench {
     capture({cairn, "halt", prefix, "--unset"}, &rc);
     std::error_code ec;
     stdfs::remove_all(cache_job(), ec);
-    ::bench::evict(prefix);
+    evict(prefix);
     const double t2 = now();
     run = start_run(false, log);
     wait_state(prefix, run, log, 300, [](const state_file::State& s) { return s.restart_level != "none"; },
@@ -357,7 +350,7 @@ double tcp_loopback_gbps(uint64_t bytes, const std::string& dir = "") {
     unlink(f.c_str());
   }
   close(c), close(l);
-  cairn_bench_service::wait_exit(pid);
+  wait_exit(pid);
   if (got != bytes) fail("the loopback stream carried " + std::to_string(got) + " of " + std::to_string(bytes) + " bytes");
   return static_cast<double>(bytes) / secs / 1e9;
 }
@@ -403,7 +396,7 @@ int run_migrate_bench(const MigrateBenchOptions& o) {
   Bench b(o);
   std::error_code ec;
   b.self = stdfs::read_symlink("/proc/self/exe", ec).string();
-  b.cairn = o.cairn.empty() ? cairn_bench_service::find_cairn(cairn_bench_service::find_cairnd("")) : o.cairn;
+  b.cairn = find_program(o.cairn, "cairn", "tools/cairn");
   std::string tmpl = stdfs::absolute(o.prefix_base, ec).string() + "/cairn-bench-migrate.XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
@@ -448,8 +441,8 @@ int run_migrate_bench(const MigrateBenchOptions& o) {
   doc["run"]["reps"] = o.reps;
   doc["run"]["buffers"] = o.buffers;
   doc["run"]["buffer_size"] = o.buffer_size;
-  doc["run"]["cache_fs"] = ::bench::fs_type_name(o.cache_dir);
-  doc["run"]["prefix_fs"] = ::bench::fs_type_name(o.prefix_base);
+  doc["run"]["cache_fs"] = fs_type_name(o.cache_dir);
+  doc["run"]["prefix_fs"] = fs_type_name(o.prefix_base);
   doc["bytes_moved"] = moved;
   doc["state_bytes"] = state;
   auto path = [&](const std::vector<json>& runs, double limit_gbps, const char* limit_name) {

@@ -11,19 +11,17 @@
 #include <cstdint>
 #include <string>
 
+#include "options.hpp"
+
 namespace cairn::bench {
 
-struct MigrateBenchOptions {
-  int ranks = 4;
+// The common options (bench.hpp) with the migration's defaults: 4 ranks of 64 MiB, 3 repetitions.
+struct MigrateBenchOptions : CommonOptions {
+  MigrateBenchOptions() { ranks = 4, size_text = "64M", size = 64ull << 20, reps = 3; }
   int nodes = 2;
-  uint64_t size = 64ull << 20;  // bytes of state per rank
-  int reps = 3;
   int buffers = 8;
   uint64_t buffer_size = 8ull << 20;
-  std::string prefix_base = "/tmp";
-  std::string cache_dir = "/dev/shm";
   std::string cairn;  // the cairn tool; "" : beside cairn-bench (installed) or in the build tree
-  bool json = false, verbose = false;
 };
 
 // The parent: the runs, the limits, the report.

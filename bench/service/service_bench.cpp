@@ -25,66 +25,11 @@
 
 namespace stdfs = std::filesystem;
 
-namespace cairn_bench_service {
-
-pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (!log.empty()) {
-      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO);
-    }
-    execvp(argv[0], argv.data());
-    fprintf(stderr, "cairn-bench: cannot run %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
-  }
-  return pid;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// cairnd beside this executable (installed: the same bin directory; build tree: ../tools), else PATH.
-std::string find_cairnd(const std::string& given) {
-  if (!given.empty()) return given;
-  std::error_code ec;
-  stdfs::path self = stdfs::read_symlink("/proc/self/exe", ec).parent_path();
-  for (const auto& p : {self / "cairnd", self / ".." / "tools" / "cairnd"})
-    if (access(p.c_str(), X_OK) == 0) return stdfs::weakly_canonical(p, ec).string();
-  return "cairnd";
-}
-
-std::vector<std::string> words(const char* s) {
-  std::vector<std::string> out;
-  std::istringstream is(s ? s : "");
-  for (std::string w; is >> w;) out.push_back(w);
-  return out;
-}
-
-// The cairn tool beside cairnd (build tree: tools/; installed: the same bin directory).
-std::string find_cairn(const std::string& cairnd) {
-  std::error_code ec;
-  stdfs::path p = stdfs::path(cairnd).parent_path() / "cairn";
-  return access(p.c_str(), X_OK) == 0 ? stdfs::weakly_canonical(p, ec).string() : "cairn";
-}
+namespace cairn::bench {
 
 namespace {
 
-int run_parent(const Options& o, int argc, char** argv) {
+int run_service_parent(const ServiceOptions& o, int argc, char** argv) {
   std::error_code ec;
   std::string tmpl = stdfs::absolute(o.prefix_base, ec).string() + "/cairn-bench-service.XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
@@ -94,7 +39,7 @@ int run_parent(const Options& o, int argc, char** argv) {
     return 1;
   }
   std::string dir = buf.data();
-  std::string cairnd = find_cairnd(o.cairnd);
+  std::string cairnd = find_program(o.cairnd, "cairnd", "tools/cairnd");
   std::string af = dir + "/controller.address";
   pid_t ctl = spawn({cairnd, "controller", "--listen", "127.0.0.1:0", "--address-file", af, "--log",
                      dir + "/controller.log", "--log-level", "warn"});
@@ -114,7 +59,7 @@ int run_parent(const Options& o, int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the child's cairn_init waits for agents anyway
     const char* mpirun = getenv("CAIRN_MPIRUN");
     std::vector<std::string> cmd{mpirun && *mpirun ? mpirun : "mpirun"};
-    for (auto& w : words(getenv("CAIRN_MPIRUN_ARGS"))) cmd.push_back(w);
+    for (auto& w : split_words(getenv("CAIRN_MPIRUN_ARGS"))) cmd.push_back(w);
     std::string self = stdfs::read_symlink("/proc/self/exe", ec).string();
     cmd.push_back("-np");
     cmd.push_back(std::to_string(o.ranks));
@@ -145,8 +90,8 @@ int run_parent(const Options& o, int argc, char** argv) {
 }  // namespace
 
 // --service (and --placement): the command line is bench/main.cpp's, which fills `o`.
-int run(Options& o, bool placement, int argc, char** argv) {
-  if (!bench::parse_size(o.size_text, &o.size) || o.size < 65536) {
+int run_service(ServiceOptions& o, bool placement, int argc, char** argv) {
+  if (!parse_size(o.size_text, &o.size) || o.size < 65536) {
     fprintf(stderr, "cairn-bench: --size %s: expected at least 64K, e.g. 64M\n", o.size_text.c_str());
     return 2;
   }
@@ -155,8 +100,8 @@ int run(Options& o, bool placement, int argc, char** argv) {
     if (child && strcmp(child, "1") == 0) return run_placement_child(o, argc, argv);
     return run_placement(o, argc, argv);
   }
-  if (child && strcmp(child, "1") == 0) return run_child(o, argc, argv);
-  return run_parent(o, argc, argv);
+  if (child && strcmp(child, "1") == 0) return run_service_child(o, argc, argv);
+  return run_service_parent(o, argc, argv);
 }
 
-}  // namespace cairn_bench_service
+}  // namespace cairn::bench

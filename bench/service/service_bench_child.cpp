@@ -34,7 +34,7 @@
 namespace stdfs = std::filesystem;
 using json = nlohmann::ordered_json;
 
-namespace cairn_bench_service {
+namespace cairn::bench {
 namespace {
 
 int g_rank = 0, g_nranks = 1;
@@ -87,7 +87,7 @@ json target(const std::string& what, double ratio, double min_ratio) {
 
 class Child {
  public:
-  explicit Child(const Options& o) : o_(o), n_(o.size / sizeof(float)), state_(n_) {
+  explicit Child(const ServiceOptions& o) : o_(o), n_(o.size / sizeof(float)), state_(n_) {
     for (size_t i = 0; i < n_; ++i) state_[i] = static_cast<float>((i * 2654435761u + static_cast<size_t>(g_rank)) % 1000) * 1e-3f;
   }
 
@@ -320,7 +320,7 @@ class Child {
              v["pass"].is_null() ? "n/a" : v["pass"].get<bool>() ? "met" : "MISSED");
   }
 
-  const Options& o_;
+  const ServiceOptions& o_;
   size_t n_;
   std::vector<float> state_;
   std::string prefix_, job_;
@@ -334,7 +334,7 @@ class Child {
 
 }  // namespace
 
-int run_child(const Options& o, int argc, char** argv) {
+int run_service_child(const ServiceOptions& o, int argc, char** argv) {
   int provided = 0;
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) return 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -347,4 +347,4 @@ int run_child(const Options& o, int argc, char** argv) {
   return 0;
 }
 
-}  // namespace cairn_bench_service
+}  // namespace cairn::bench

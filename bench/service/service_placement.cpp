@@ -28,7 +28,7 @@
 
 namespace stdfs = std::filesystem;
 
-namespace cairn_bench_service {
+namespace cairn::bench {
 namespace {
 
 using json = ojson;
@@ -89,7 +89,7 @@ json application_report(const std::string& dir, int i, const Seen& seen, bool* o
 }
 
 // One run: daemons, three jobs, the figures.
-json run_one(const Options& o, const Run& run, int argc, char** argv, bool* ok) {
+json run_one(const ServiceOptions& o, const Run& run, int argc, char** argv, bool* ok) {
   std::error_code ec;
   std::string tmpl = stdfs::absolute(o.prefix_base, ec).string() + "/cairn-bench-placement.XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
@@ -103,7 +103,7 @@ json run_one(const Options& o, const Run& run, int argc, char** argv, bool* ok) 
     return out;
   }
   const std::string dir = buf.data();
-  const std::string cairnd = find_cairnd(o.cairnd), cairn = find_cairn(cairnd);
+  const std::string cairnd = find_program(o.cairnd, "cairnd", "tools/cairnd"), cairn = find_program("", "cairn", "tools/cairn");
   const std::string af = dir + "/controller.address";
   std::vector<std::string> ctl_cmd{cairnd, "controller", "--listen", "127.0.0.1:0", "--address-file", af, "--placement",
                                    run.policy, "--log", dir + "/controller.log", "--log-level", "info"};
@@ -147,7 +147,7 @@ json run_one(const Options& o, const Run& run, int argc, char** argv, bool* ok) 
     };
     for (int i = 0; i < 3; ++i) {
       std::vector<std::string> cmd{mpirun && *mpirun ? mpirun : "mpirun"};
-      for (auto& w : words(getenv("CAIRN_MPIRUN_ARGS"))) cmd.push_back(w);
+      for (auto& w : split_words(getenv("CAIRN_MPIRUN_ARGS"))) cmd.push_back(w);
       cmd.insert(cmd.end(), {"-np", std::to_string(o.ranks), "env", "CAIRN_BENCH_CHILD=1", self.empty() ? argv[0] : self});
       for (int a = 1; a < argc; ++a) cmd.push_back(argv[a]);
       cmd.insert(cmd.end(), {"--child-dir", dir, "--child-service", address, "--child-app", std::to_string(i)});
@@ -269,7 +269,7 @@ std::string mib(uint64_t bytes) {
   return b;
 }
 
-void print_table(const Options& o, const json& doc) {
+void print_table(const ServiceOptions& o, const json& doc) {
   printf("cairn-bench --service --placement: %d ranks per application, %d versions each, agents at %g MB/s "
          "(load %.2f -> %.2f)\n", o.ranks, o.versions, o.agent_mbs, doc["load_start"].get<double>(),
          doc["load_end"].get<double>());
@@ -313,14 +313,14 @@ void print_table(const Options& o, const json& doc) {
 
 }  // namespace
 
-int run_placement(const Options& o, int argc, char** argv) {
+int run_placement(const ServiceOptions& o, int argc, char** argv) {
   json doc;
   doc["mode"] = "service-placement";
   doc["ranks"] = o.ranks;
   doc["versions"] = o.versions;
   doc["agent_bandwidth_mbs"] = o.agent_mbs;
   doc["buffer_pool"] = kBufferPool;
-  doc["load_start"] = r3(bench::loadavg_1m());
+  doc["load_start"] = r3(loadavg_1m());
   bool ok = true;
   json policies = json::array();
   for (const char* p : {"stacking", "bandwidth", "interval"}) policies.push_back(run_one(o, {p, false}, argc, argv, &ok));
@@ -328,7 +328,7 @@ int run_placement(const Options& o, int argc, char** argv) {
   doc["dynamic"] = run_one(o, {kDynamicPolicy, true}, argc, argv, &ok);
   for (const auto& p : policies)
     if (p["policy"] == kDynamicPolicy && ok) doc["comparison"] = comparison(p, doc["dynamic"]);
-  doc["load_end"] = r3(bench::loadavg_1m());
+  doc["load_end"] = r3(loadavg_1m());
   if (o.json)
     printf("%s\n", doc.dump(1).c_str());
   else if (ok)
@@ -336,4 +336,4 @@ int run_placement(const Options& o, int argc, char** argv) {
   return ok ? 0 : 1;
 }
 
-}  // namespace cairn_bench_service
+}  // namespace cairn::bench

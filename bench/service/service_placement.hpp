@@ -11,7 +11,7 @@
 
 #include "service/service_bench.hpp"
 
-namespace cairn_bench_service {
+namespace cairn::bench {
 
 using ojson = nlohmann::ordered_json;
 
@@ -27,11 +27,11 @@ constexpr AppSpec kApps[3] = {{1.0, 0.5}, {0.25, 0.5}, {0.5, 1.5}};
 // so that the limit is what a version's drain meets.
 constexpr const char* kBufferPool = "1M";
 
-inline uint64_t app_size(const Options& o, int i) {
+inline uint64_t app_size(const ServiceOptions& o, int i) {
   uint64_t s = static_cast<uint64_t>(static_cast<double>(o.size) * kApps[i].size_factor);
   return std::max<uint64_t>(s & ~uint64_t(3), 65536);
 }
 
 inline ojson r3(double x) { return std::isfinite(x) ? ojson(std::round(x * 1000.0) / 1000.0) : ojson(nullptr); }
 
-}  // namespace cairn_bench_service
+}  // namespace cairn::bench

@@ -26,7 +26,7 @@
 
 namespace stdfs = std::filesystem;
 
-namespace cairn_bench_service {
+namespace cairn::bench {
 namespace {
 
 double steady_now() {
@@ -70,7 +70,7 @@ double max_over(double x) {
 
 }  // namespace
 
-int run_placement_child(const Options& o, int argc, char** argv) {
+int run_placement_child(const ServiceOptions& o, int argc, char** argv) {
   int provided = 0, rank = 0;
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) return 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -164,4 +164,4 @@ int run_placement_child(const Options& o, int argc, char** argv) {
   return rc == CAIRN_SUCCESS ? 0 : 1;
 }
 
-}  // namespace cairn_bench_service
+}  // namespace cairn::bench
