@@ -5,15 +5,15 @@
 
 #include "base/log.hpp"
 #include "mpi/mpi_util.hpp"
-#include "pipeline/embedded_flusher.hpp"
-#include "pipeline/service_flusher.hpp"
+#include "flush/embedded_flusher.hpp"
+#include "flush/service_flusher.hpp"
 #include "wire/message.hpp"
 
 namespace cairn {
 
 Result<std::unique_ptr<pipeline::Flusher>> choose_flusher(const Config& cfg, const Layout& layout, MPI_Comm comm,
                                                           std::function<l3::WriteOptions()> l3_options) {
-  auto embedded = std::make_unique<pipeline::EmbeddedFlusher>(layout, l3_options);
+  auto embedded = std::make_unique<flush::EmbeddedFlusher>(layout, l3_options);
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
@@ -31,7 +31,7 @@ Result<std::unique_ptr<pipeline::Flusher>> choose_flusher(const Config& cfg, con
   CAIRN_MPI(MPI_Bcast(shared, sizeof shared, MPI_UNSIGNED_CHAR, 0, comm));
   if (!shared[0] || cfg.service.empty()) return std::unique_ptr<pipeline::Flusher>(std::move(embedded));
 
-  pipeline::ServiceSettings s;
+  flush::ServiceSettings s;
   auto hp = wire::parse_host_port(cfg.service);
   if (!hp) return hp.status();  // the knob's own check lets no such value through
   s.controller = *hp;
@@ -53,7 +53,7 @@ Result<std::unique_ptr<pipeline::Flusher>> choose_flusher(const Config& cfg, con
   s.rank = static_cast<uint32_t>(rank);
   s.nranks = static_cast<uint32_t>(nranks);
   return std::unique_ptr<pipeline::Flusher>(
-      std::make_unique<pipeline::ServiceFlusher>(s, layout, l3_options, std::move(embedded)));
+      std::make_unique<flush::ServiceFlusher>(s, layout, l3_options, std::move(embedded)));
 }
 
 }  // namespace cairn

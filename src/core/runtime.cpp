@@ -246,7 +246,7 @@ void Runtime::start_pipeline() {
     flusher_ = std::move(*flusher);
   } else {
     LOG_ERROR("service mode off: %s", flusher.status().message().c_str());
-    flusher_ = std::make_unique<pipeline::EmbeddedFlusher>(layout_, [p] { return p->l3_options(); });
+    flusher_ = std::make_unique<flush::EmbeddedFlusher>(layout_, [p] { return p->l3_options(); });
   }
   pipeline_->set_flusher(flusher_.get());
 }

@@ -27,7 +27,7 @@
 #include "core/regions.hpp"
 #include "device/device_snapshot.hpp"
 #include "pfs/l3_placement.hpp"
-#include "pipeline/embedded_flusher.hpp"
+#include "flush/embedded_flusher.hpp"
 #include "pipeline/job_events.hpp"
 #include "pipeline/mpi/set_protector.hpp"
 #include "pipeline/mpi/team_mpi.hpp"

@@ -2,7 +2,7 @@
 // background, with one asynchronous lifecycle -- post, test, wait, cancel -- the shape of AXL's and
 // VeloC's transfer modules. The pipeline's stages do not know who moves the bytes:
 //
-//   embedded  a thread of this process writes the slot with l3::write_rank (pipeline/embedded_flusher)
+//   embedded  a thread of this process writes the slot with l3::write_rank (flush/embedded_flusher)
 //   service   agents of cairnd pull the slot over libfabric RMA and write it (the service mode)
 //
 // Whoever writes, the result on disk is the same: the rank's data, its where-record when the layout

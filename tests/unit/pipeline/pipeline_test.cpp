@@ -16,7 +16,7 @@
 #include "cache/cache_store.hpp"
 #include "cache/snapshot.hpp"
 #include "pfs/l3_store.hpp"
-#include "pipeline/embedded_flusher.hpp"
+#include "flush/embedded_flusher.hpp"
 #include "pipeline/events.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/protector.hpp"
@@ -24,6 +24,8 @@
 
 namespace cairn::pipeline {
 namespace {
+
+using flush::EmbeddedFlusher;
 
 std::string scratch(const std::string& tag) {
   std::string d = "/tmp/cairn-unit-pipeline-" + tag + "-" + std::to_string(getpid());

@@ -8,12 +8,14 @@
 
 #include "base/fsutil.hpp"
 #include "base/layout.hpp"
-#include "pipeline/service_flusher.hpp"
+#include "flush/service_flusher.hpp"
 #include "test_service.hpp"
 
 namespace cairn::pipeline {
 namespace {
 
+using flush::ServiceFlusher;
+using flush::ServiceSettings;
 using test::TestService;
 using test::WriteRankFlusher;
 

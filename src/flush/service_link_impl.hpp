@@ -5,10 +5,10 @@
 #include <deque>
 
 #include "fabric/endpoint.hpp"
-#include "pipeline/service_link.hpp"
+#include "flush/service_link.hpp"
 #include "wire/session_messages.hpp"
 
-namespace cairn::pipeline {
+namespace cairn::flush {
 
 struct PushOp : fabric::OpContext {
   uint64_t job = 0, generation = 0, offset = 0, buffer = 0;
@@ -118,4 +118,4 @@ struct ServiceLink::Impl {
   void end_restore(const Status& why);
 };
 
-}  // namespace cairn::pipeline
+}  // namespace cairn::flush

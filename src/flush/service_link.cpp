@@ -1,4 +1,4 @@
-#include "pipeline/service_link.hpp"
+#include "flush/service_link.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -7,9 +7,9 @@
 #include <cerrno>
 
 #include "base/log.hpp"
-#include "pipeline/service_link_impl.hpp"
+#include "flush/service_link_impl.hpp"
 
-namespace cairn::pipeline {
+namespace cairn::flush {
 
 using JobState = ServiceLink::JobState;
 
@@ -403,4 +403,4 @@ void ServiceLink::Impl::controller_lost(const std::string& why) {
   cv.notify_all();
 }
 
-}  // namespace cairn::pipeline
+}  // namespace cairn::flush

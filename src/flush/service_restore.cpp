@@ -4,9 +4,9 @@
 // (tcp has manual data progress), and revokes the registrations when the agent answers (restored), when
 // the agent is lost, or when the caller gives up: once restore() returns no write of the agent can land.
 #include "base/log.hpp"
-#include "pipeline/service_link_impl.hpp"
+#include "flush/service_link_impl.hpp"
 
-namespace cairn::pipeline {
+namespace cairn::flush {
 
 Status ServiceLink::restore(uint64_t version, const std::vector<RestoreTarget>& targets, double timeout_s) {
   Impl& i = *impl_;
@@ -63,4 +63,4 @@ void ServiceLink::Impl::end_restore(const Status& why) {
   cv.notify_all();
 }
 
-}  // namespace cairn::pipeline
+}  // namespace cairn::flush

@@ -35,7 +35,13 @@ class Endpoint;
 class MemoryRegion;
 }
 
-namespace cairn::pipeline {
+namespace cairn::flush {
+
+// The contract the flushers implement (pipeline/flusher.hpp).
+using pipeline::Flusher;
+using pipeline::FlushRequest;
+using pipeline::FlushTicket;
+using pipeline::RestoreTarget;
 
 struct ServiceSettings {
   wire::HostPort controller;
@@ -105,4 +111,4 @@ class ServiceLink {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace cairn::pipeline
+}  // namespace cairn::flush

@@ -2,9 +2,9 @@
 #include <unistd.h>
 
 #include "base/log.hpp"
-#include "pipeline/service_link_impl.hpp"
+#include "flush/service_link_impl.hpp"
 
-namespace cairn::pipeline {
+namespace cairn::flush {
 
 using JobState = ServiceLink::JobState;
 
@@ -288,4 +288,4 @@ bool ServiceLink::Impl::fabric_busy() const {
   return restore && restore->sent && !restore->ended;  // the agent writes into our memory
 }
 
-}  // namespace cairn::pipeline
+}  // namespace cairn::flush

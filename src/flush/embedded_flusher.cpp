@@ -1,10 +1,10 @@
-#include "pipeline/embedded_flusher.hpp"
+#include "flush/embedded_flusher.hpp"
 
 #include <algorithm>
 
 #include "pfs/l3_store.hpp"
 
-namespace cairn::pipeline {
+namespace cairn::flush {
 
 EmbeddedFlusher::EmbeddedFlusher(Layout layout, std::function<l3::WriteOptions()> options)
     : layout_(std::move(layout)), options_(std::move(options)) {}
@@ -112,4 +112,4 @@ void EmbeddedFlusher::run() {
   }
 }
 
-}  // namespace cairn::pipeline
+}  // namespace cairn::flush

@@ -13,7 +13,13 @@
 #include "pfs/l3_placement.hpp"
 #include "pipeline/flusher.hpp"
 
-namespace cairn::pipeline {
+namespace cairn::flush {
+
+// The contract the flushers implement (pipeline/flusher.hpp).
+using pipeline::Flusher;
+using pipeline::FlushRequest;
+using pipeline::FlushTicket;
+using pipeline::RestoreTarget;
 
 class EmbeddedFlusher final : public Flusher {
  public:
@@ -49,4 +55,4 @@ class EmbeddedFlusher final : public Flusher {
   std::thread thread_;
 };
 
-}  // namespace cairn::pipeline
+}  // namespace cairn::flush

@@ -1,8 +1,8 @@
-#include "pipeline/service_flusher.hpp"
+#include "flush/service_flusher.hpp"
 
 #include "base/log.hpp"
 
-namespace cairn::pipeline {
+namespace cairn::flush {
 
 using JobState = ServiceLink::JobState;
 
@@ -160,4 +160,4 @@ Status ServiceFlusher::cancel(FlushTicket ticket) {
   return st == JobState::done ? Status::ok() : make_error(Code::ERR_INVALID_VERSION, "cancelled");
 }
 
-}  // namespace cairn::pipeline
+}  // namespace cairn::flush

@@ -17,9 +17,9 @@
 
 #include "base/layout.hpp"
 #include "pipeline/flusher.hpp"
-#include "pipeline/service_link.hpp"
+#include "flush/service_link.hpp"
 
-namespace cairn::pipeline {
+namespace cairn::flush {
 
 class ServiceFlusher : public Flusher {
  public:
@@ -66,4 +66,4 @@ class ServiceFlusher : public Flusher {
   bool warned_compress_ = false;
 };
 
-}  // namespace cairn::pipeline
+}  // namespace cairn::flush
