@@ -55,6 +55,7 @@ Status Agent::setup() {
   eo.node = opts_.listen_host;
   CAIRN_ASSIGN_OR_RETURN(ep, fabric::Endpoint::open(eo));
   ep_ = std::move(ep);
+  rma_ = std::make_unique<fabric::RmaQueue>(*ep_);
   if (job_.mode == wire::TransferMode::push && !ep_->delivery_complete())
     return make_error(Code::ERR_NOT_SUPPORTED, "provider %s cannot complete writes at delivery: push mode needs it",
                       ep_->provider().c_str());

@@ -22,6 +22,7 @@
 #include "base/layout.hpp"
 #include "base/manifest.hpp"
 #include "fabric/endpoint.hpp"
+#include "fabric/rma_queue.hpp"
 #include "pfs/l3_store.hpp"
 #include "service/buffer_pool.hpp"
 #include "service/agent/chunk_sink.hpp"
@@ -60,12 +61,6 @@ class Agent {
     wire::Flush flush;
     Manifest manifest;
   };
-  // A read in flight (pull).
-  struct ReadOp : fabric::OpContext {
-    uint32_t buffer = 0;
-    uint64_t offset = 0;
-    uint32_t len = 0;
-  };
   struct Transfer {
     uint64_t id = 0;
     Request req;
@@ -77,7 +72,7 @@ class Agent {
     std::set<uint32_t> credited;   // push: buffers the rank may write into
     std::set<uint64_t> received;   // push: offsets announced
     std::map<uint32_t, uint32_t> out;  // buffers taken for this transfer -> their chunk's length (0: credited)
-    int reads_in_flight = 0;
+    std::map<uint32_t, uint64_t> reading;  // pull: buffers being read into -> their chunk's offset
     bool ended = false, finished = false, aborting = false;
     Status outcome;
   };
@@ -105,7 +100,8 @@ class Agent {
   void grant_credits();
   void deliver();
   void on_sink_events();
-  void on_read_completion(ReadOp* op, const Status& st);
+  void on_read_done(uint32_t buffer, const Status& st);
+  void progress_rma();  // the endpoint's completions: the reads of the transfer
   void fail_transfer(const Status& why);
   void finish_transfer();
   void release_buffer(uint32_t buffer);
@@ -123,6 +119,7 @@ class Agent {
   fs::Fd listen_, signals_;
   std::string address_;
   std::unique_ptr<fabric::Endpoint> ep_;
+  std::unique_ptr<fabric::RmaQueue> rma_;  // every one-sided transfer of ep_: the pull, a restore's writes
   std::unique_ptr<BufferPool> pool_;
   ChunkSink sink_;
   std::unique_ptr<wire::Connection> manager_;  // stdin (start_agent, then EOF) / stdout (agent_up, agent_stats)
@@ -130,7 +127,6 @@ class Agent {
   uint64_t next_session_ = 1, next_transfer_ = 1;
   std::deque<Request> queue_;
   std::unique_ptr<Transfer> active_;
-  std::deque<std::unique_ptr<ReadOp>> free_ops_;
   std::vector<std::pair<double, uint32_t>> quarantine_;  // push: buffers of an aborted transfer, freed later
   bool stop_ = false;
   double last_tick_ = 0;

@@ -19,42 +19,40 @@ namespace cairn::service {
 namespace {
 using ull = unsigned long long;
 
-struct WriteOp : fabric::OpContext {};
-
-// Post every write of `buf` [0, len) to remote (addr, key) in pieces of `piece`, and wait for all of them.
-Status write_all(fabric::Endpoint& ep, const uint8_t* buf, uint64_t len, void* desc, uint64_t peer, uint64_t addr,
+// Write `len` bytes of `buf` to remote (addr, key) in pieces of `piece`, and wait for all of them. No
+// transfer is in progress while a restore runs (on_restore refuses one then), so every completion of
+// the queue is one of these writes.
+Status write_all(fabric::RmaQueue& rma, const uint8_t* buf, uint64_t len, void* desc, uint64_t peer, uint64_t addr,
                  uint64_t key, uint32_t piece, double stall_s) {
-  std::vector<WriteOp> ops(64);
-  std::vector<WriteOp*> free_ops;
-  for (auto& op : ops) free_ops.push_back(&op);
-  uint64_t posted_to = 0;
-  size_t in_flight = 0;
+  fabric::RmaQueue::Transfer t;
+  t.kind = fabric::RmaQueue::Kind::write;
+  t.local = const_cast<uint8_t*>(buf);  // read from, never written (a write's source)
+  t.len = len;
+  t.desc = desc;
+  t.peer = peer;
+  t.remote_addr = addr;
+  t.key = key;
+  t.piece = piece;
+  rma.add(t);
+  std::vector<fabric::RmaQueue::Done> done;
   double last = wire::monotonic_seconds();
-  Status failed = Status::ok();
-  while ((posted_to < len && failed.is_ok()) || in_flight > 0) {
-    while (posted_to < len && failed.is_ok() && !free_ops.empty()) {
-      uint64_t n = std::min<uint64_t>(piece, len - posted_to);
-      bool posted = false;
-      Status st = ep.write(buf + posted_to, n, desc, peer, addr + posted_to, key, free_ops.back(), &posted);
-      if (!st.is_ok()) failed = st;
-      if (!posted) break;
-      free_ops.pop_back();
-      ++in_flight;
-      posted_to += n;
-    }
-    fabric::Completion c[64];
-    auto got = ep.poll(c, 64);
+  while (done.empty()) {
+    (void)rma.post();  // a failed post is reported by poll(), as its transfer's outcome
+    auto got = rma.poll(&done);
     if (!got) return got.status();
-    for (int i = 0; i < *got; ++i) {
-      if (!c[i].status.is_ok() && failed.is_ok()) failed = c[i].status;
-      free_ops.push_back(static_cast<WriteOp*>(c[i].op));
-      --in_flight;
-    }
     double now = wire::monotonic_seconds();
     if (*got > 0) last = now;
-    if (now - last > stall_s) return make_error(Code::ERR_IO, "no write completed for %.0f s", stall_s);
+    if (done.empty() && now - last > stall_s) {
+      std::vector<uint64_t> unposted;  // never to be posted from `buf` later
+      rma.drop_unposted(&unposted);
+      return make_error(Code::ERR_IO, "no write completed for %.0f s", stall_s);
+    }
   }
-  return failed;
+  // A failure is told at its first piece: the others must be through before `buf` goes away.
+  std::vector<uint64_t> unposted;
+  rma.drop_unposted(&unposted);
+  rma.settle(stall_s);
+  return done.front().status;
 }
 }  // namespace
 
@@ -106,7 +104,7 @@ void Agent::on_restore(Session& s, const wire::Restore& m) {
   for (size_t i = 0; i < mf.regions.size() && st.is_ok(); ++i) {
     const auto& e = mf.regions[i];
     if (e.size == 0) continue;
-    st = write_all(*ep_, stream.data() + e.offset, e.size, (*mr)->desc(), s.peer, target[i]->addr, target[i]->key,
+    st = write_all(*rma_, stream.data() + e.offset, e.size, (*mr)->desc(), s.peer, target[i]->addr, target[i]->key,
                    pool_->chunk(), opts_.stall_timeout_s);
   }
   if (!st.is_ok()) return reply(st.prefixed("fi_write into the rank's memory"));

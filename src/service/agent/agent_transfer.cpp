@@ -64,33 +64,24 @@ void Agent::issue_reads() {
   if (s == sessions_.end() || t.aborting) return;
   while (t.issued < total) {
     uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(pool_->chunk(), total - t.issued));
-    if (pool_->free_count() == 0 || !throttle_allows(len)) return;
+    if (pool_->free_count() == 0 || !throttle_allows(len)) break;
     uint32_t buf = 0;
     pool_->take(&buf);
-    std::unique_ptr<ReadOp> op;
-    if (free_ops_.empty()) {
-      op = std::make_unique<ReadOp>();
-    } else {
-      op = std::move(free_ops_.front());
-      free_ops_.pop_front();
-    }
-    op->buffer = buf;
-    op->offset = t.issued;
-    op->len = len;
-    bool posted = false;
-    Status st = ep_->read(pool_->data(buf), len, pool_->desc(), s->second.peer, t.req.flush.slot_addr + t.issued,
-                          t.req.flush.slot_key, op.get(), &posted);
-    if (!st.is_ok() || !posted) {
-      pool_->give(buf);
-      free_ops_.push_back(std::move(op));
-      if (!st.is_ok()) fail_transfer(st.prefixed("reading rank " + std::to_string(t.req.manifest.rank) + "'s slot"));
-      return;  // queue full: completions first
-    }
+    fabric::RmaQueue::Transfer r;
+    r.local = pool_->data(buf);
+    r.len = len;
+    r.desc = pool_->desc();
+    r.peer = s->second.peer;
+    r.remote_addr = t.req.flush.slot_addr + t.issued;
+    r.key = t.req.flush.slot_key;
+    r.tag = buf;
+    rma_->add(r);
     t.out[buf] = len;
+    t.reading[buf] = t.issued;
     t.issued += len;
-    ++t.reads_in_flight;
-    op.release();  // owned by the provider until its completion comes back
   }
+  Status st = rma_->post();  // as many as the provider takes; the rest after completions
+  if (!st.is_ok()) fail_transfer(st.prefixed("reading rank " + std::to_string(t.req.manifest.rank) + "'s slot"));
 }
 
 void Agent::grant_credits() {
@@ -135,23 +126,37 @@ void Agent::on_pushed(Session& s, const wire::Pushed& m) {
   t.last_completion = wire::monotonic_seconds();
 }
 
-void Agent::on_read_completion(ReadOp* op, const Status& st) {
-  std::unique_ptr<ReadOp> owned(op);
-  if (!active_ || !active_->out.count(op->buffer)) {  // cannot happen: a transfer ends only once its reads did
+void Agent::on_read_done(uint32_t buffer, const Status& st) {
+  if (!active_ || !active_->reading.count(buffer)) {  // cannot happen: a transfer ends only once its reads did
     LOG_ERROR("a read completion for no transfer in progress");
     return;
   }
   Transfer& t = *active_;
-  --t.reads_in_flight;
+  const uint64_t offset = t.reading[buffer];
+  t.reading.erase(buffer);
   t.last_completion = wire::monotonic_seconds();
   if (!st.is_ok() || t.aborting) {
-    release_buffer(op->buffer);
+    release_buffer(buffer);
     if (!st.is_ok() && !t.aborting)
       fail_transfer(st.prefixed("reading rank " + std::to_string(t.req.manifest.rank) + "'s slot"));
   } else {
-    t.landed[op->offset] = {op->buffer, op->len};
+    t.landed[offset] = {buffer, t.out[buffer]};
   }
-  free_ops_.push_back(std::move(owned));
+}
+
+void Agent::progress_rma() {
+  // Progress the provider every turn: pushes land and reads are answered only while someone polls.
+  std::vector<fabric::RmaQueue::Done> done;
+  for (int round = 0; round < 16; ++round) {
+    auto n = rma_->poll(&done);
+    if (!n) {
+      LOG_ERROR("%s", n.status().message().c_str());
+      break;
+    }
+    for (const auto& d : done) on_read_done(static_cast<uint32_t>(d.tag), d.status);
+    done.clear();
+    if (*n < 64) break;
+  }
 }
 
 // Hand landed chunks to the sink in stream order; once the last is handed over, let it finish.
@@ -195,17 +200,7 @@ void Agent::on_sink_events() {
 }
 
 void Agent::drive() {
-  // Progress the provider every turn: pushes land and reads are answered only while someone polls.
-  for (int round = 0; round < 16; ++round) {
-    fabric::Completion c[64];
-    auto n = ep_->poll(c, 64);
-    if (!n) {
-      LOG_ERROR("%s", n.status().message().c_str());
-      break;
-    }
-    for (int i = 0; i < *n; ++i) on_read_completion(static_cast<ReadOp*>(c[i].op), c[i].status);
-    if (*n < 64) break;
-  }
+  progress_rma();
   double now = wire::monotonic_seconds();
   for (auto it = quarantine_.begin(); it != quarantine_.end();) {
     if (it->first <= now) {
@@ -238,6 +233,12 @@ void Agent::fail_transfer(const Status& why) {
     t.out.erase(b);
   }
   t.credited.clear();
+  std::vector<uint64_t> unposted;  // pull: reads the provider never got
+  rma_->drop_unposted(&unposted);
+  for (uint64_t b : unposted) {
+    t.reading.erase(static_cast<uint32_t>(b));
+    release_buffer(static_cast<uint32_t>(b));
+  }
   for (auto& [off, bl] : t.landed) release_buffer(bl.first);
   t.landed.clear();
   ++transfers_failed_;
@@ -268,7 +269,7 @@ void Agent::finish_transfer() {
 void Agent::end_if_quiet() {
   if (!active_) return;
   Transfer& t = *active_;
-  if (!(t.finished || t.aborting) || t.reads_in_flight > 0 || !t.out.empty()) return;
+  if (!(t.finished || t.aborting) || !t.reading.empty() || !t.out.empty()) return;
   // Busy time is counted exactly, per transfer (the part since the last tick; tick() counted the rest),
   // so that a short transfer is not taken for a tick's worth of work.
   busy_s_ += wire::monotonic_seconds() - std::max(t.started, last_tick_);

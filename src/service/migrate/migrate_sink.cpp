@@ -20,6 +20,7 @@
 #include "base/log.hpp"
 #include "cache/node_move.hpp"
 #include "fabric/endpoint.hpp"
+#include "fabric/rma_queue.hpp"
 #include "service/buffer_pool.hpp"
 #include "service/daemon.hpp"
 #include "service/migrate/migrate.hpp"
@@ -28,11 +29,6 @@
 
 namespace cairn::service {
 namespace {
-
-struct ReadOp : fabric::OpContext {
-  uint32_t buffer = 0;
-  uint64_t len = 0, offset = 0;  // within the piece
-};
 
 class Sink {
  public:
@@ -43,7 +39,6 @@ class Sink {
   Status setup();
   Status transfer();
   void issue();
-  Status post_unposted();
   void settle_in_flight();
   void report(const Status& st);
 
@@ -52,6 +47,7 @@ class Sink {
   fs::Fd signals_;
   std::unique_ptr<wire::Connection> conn_;
   std::unique_ptr<fabric::Endpoint> ep_;
+  std::unique_ptr<fabric::RmaQueue> rma_;  // the reads: a piece per buffer, in RMA reads of rma_size_
   uint64_t peer_ = 0;
   wire::MigrateOffer offer_;
   MovePlan plan_;
@@ -59,12 +55,7 @@ class Sink {
   std::unique_ptr<BufferPool> pool_;
   std::unique_ptr<MovePipe> pipe_;
   uint64_t buffer_size_ = 0, rma_size_ = 0;
-  uint32_t ops_per_buffer_ = 1;
-  std::vector<ReadOp> ops_;
   std::vector<MovePiece> piece_of_;      // per buffer: the piece being read into it
-  std::vector<uint32_t> pending_;        // per buffer: reads not completed yet
-  std::deque<ReadOp*> unposted_;
-  uint64_t in_flight_ = 0;               // reads posted and not completed
   size_t next_file_ = 0;
   uint64_t next_offset_ = 0;
   std::atomic<uint64_t> written_{0};
@@ -111,14 +102,12 @@ Status Sink::setup() {
   buffer_size_ = (std::max<uint64_t>(o_.buffer_size, 1) + unit - 1) / unit * unit;
   if (buffer_size_ > (1ull << 31)) return make_error(Code::ERR_INVALID_ARG, "buffers of at most 2 GiB");
   rma_size_ = std::clamp<uint64_t>(o_.rma_size, 4096, buffer_size_);
-  ops_per_buffer_ = static_cast<uint32_t>((buffer_size_ + rma_size_ - 1) / rma_size_);
   CAIRN_ASSIGN_OR_RETURN(pool, BufferPool::create(*ep_, buffer_size_ * o_.buffers, static_cast<uint32_t>(buffer_size_),
                                                   fabric::kLocalRead));
   pool_ = std::move(pool);
   pipe_ = std::make_unique<MovePipe>(pool_->count());
-  ops_.resize(static_cast<size_t>(pool_->count()) * ops_per_buffer_);
+  rma_ = std::make_unique<fabric::RmaQueue>(*ep_);
   piece_of_.resize(pool_->count());
-  pending_.assign(pool_->count(), 0);
   LOG_INFO("version %llu of %s from %s into %s: %zu files, %llu bytes; pool %u x %llu KiB, reads of %llu KiB, %s",
            static_cast<unsigned long long>(plan_.version), offer_.node.c_str(), conn_->peer().c_str(), o_.node.c_str(),
            plan_.files.size(), static_cast<unsigned long long>(plan_.stream_bytes()), pool_->count(),
@@ -140,32 +129,18 @@ void Sink::issue() {
     if (!b) return;
     const uint64_t len = std::min(buffer_size_, f.length - next_offset_);
     piece_of_[*b] = MovePiece{next_file_, next_offset_, len, *b};
-    uint32_t n = 0;
-    for (uint64_t o = 0; o < len; o += rma_size_, ++n) {
-      ReadOp& op = ops_[static_cast<size_t>(*b) * ops_per_buffer_ + n];
-      op.buffer = *b;
-      op.offset = o;
-      op.len = std::min(rma_size_, len - o);
-      unposted_.push_back(&op);
-    }
-    pending_[*b] = n;
+    fabric::RmaQueue::Transfer r;
+    r.local = pool_->data(*b);
+    r.len = len;
+    r.desc = pool_->desc();
+    r.peer = peer_;
+    r.remote_addr = offer_.files[next_file_].addr + next_offset_;
+    r.key = offer_.files[next_file_].key;
+    r.piece = rma_size_;
+    r.tag = *b;
+    rma_->add(r);
     next_offset_ += len;
   }
-}
-
-Status Sink::post_unposted() {
-  while (!unposted_.empty()) {
-    ReadOp* op = unposted_.front();
-    const MovePiece& p = piece_of_[op->buffer];
-    const wire::MigrateFile& f = offer_.files[p.file];
-    bool posted = false;
-    CAIRN_TRY(ep_->read(pool_->data(op->buffer) + op->offset, op->len, pool_->desc(), peer_,
-                        f.addr + p.offset + op->offset, f.key, op, &posted));
-    if (!posted) return Status::ok();  // the queue is full: completions first
-    unposted_.pop_front();
-    ++in_flight_;
-  }
-  return Status::ok();
 }
 
 Status Sink::transfer() {
@@ -182,19 +157,20 @@ Status Sink::transfer() {
   Status st = Status::ok();
   while (st.is_ok() && !drained && !pipe_->aborted()) {
     issue();
-    st = post_unposted();
+    st = rma_->post();
     if (!st.is_ok()) break;
-    if (!filler_done && next_file_ >= plan_.files.size() && unposted_.empty() && in_flight_ == 0) {
+    if (!filler_done && next_file_ >= plan_.files.size() && rma_->idle()) {
       pipe_->filler_done();
       filler_done = true;
     }
     std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}, {conn_->fd(), POLLIN, 0}, {pipe_->free_fd(), POLLIN, 0}};
     // While reads are in flight, wake at least every few ms even with a wait object: the provider's own
     // events (connection set-up) need not show on it.
-    int timeout_ms = in_flight_ > 0 ? 5 : 100;
+    const bool reading = rma_->in_flight() > 0;
+    int timeout_ms = reading ? 5 : 100;
     if (ep_->wait_fd() >= 0 && ep_->ready_to_block())
       fds.push_back({ep_->wait_fd(), POLLIN, 0});
-    else if (in_flight_ > 0)
+    else if (reading)
       timeout_ms = 0;
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
       st = posix_error("poll", "(migrate-sink)", errno);
@@ -209,26 +185,24 @@ Status Sink::transfer() {
       uint64_t v;
       (void)!::read(pipe_->free_fd(), &v, sizeof v);
     }
-    fabric::Completion c[64];
-    auto n = ep_->poll(c, 64);
+    std::vector<fabric::RmaQueue::Done> done;
+    auto n = rma_->poll(&done);
     if (!n) {
       st = n.status();
       break;
     }
     const double now = wire::monotonic_seconds();
-    for (int i = 0; i < *n; ++i) {
-      auto* op = static_cast<ReadOp*>(c[i].op);
-      --in_flight_;
-      last_completion = now;
-      if (!c[i].status.is_ok()) {
-        const MovePiece& p = piece_of_[op->buffer];
-        st = c[i].status.prefixed("reading rank " + std::to_string(plan_.files[p.file].rank) + "'s " +
-                                  plan_.files[p.file].name + " on " + offer_.node);
+    if (*n > 0) last_completion = now;
+    for (const auto& d : done) {
+      const MovePiece& p = piece_of_[d.tag];
+      if (!d.status.is_ok()) {
+        st = d.status.prefixed("reading rank " + std::to_string(plan_.files[p.file].rank) + "'s " +
+                               plan_.files[p.file].name + " on " + offer_.node);
         continue;
       }
-      if (--pending_[op->buffer] == 0) pipe_->push_full(piece_of_[op->buffer]);
+      pipe_->push_full(p);
     }
-    if (in_flight_ > 0 && now - last_completion > o_.stall_timeout_s)
+    if (rma_->in_flight() > 0 && now - last_completion > o_.stall_timeout_s)
       st = make_error(Code::ERR_IO, "no read from %s completed for %.0f s", offer_.node.c_str(), o_.stall_timeout_s);
     if (now - last_progress >= 0.5) {
       printf("progress %llu %llu\n", static_cast<unsigned long long>(written_.load()), static_cast<unsigned long long>(total));
@@ -247,16 +221,11 @@ Status Sink::transfer() {
 
 // After a failure: no read may still land in the pool when it is unmapped.
 void Sink::settle_in_flight() {
-  const double until = wire::monotonic_seconds() + 10;
-  while (in_flight_ > 0 && wire::monotonic_seconds() < until) {
-    fabric::Completion c[64];
-    auto n = ep_->poll(c, 64);
-    if (!n) break;
-    in_flight_ -= static_cast<uint64_t>(*n);
-    if (*n == 0) usleep(1000);
-  }
-  if (in_flight_ > 0) LOG_WARN("%llu reads still in flight; closing the endpoint cancels them",
-                               static_cast<unsigned long long>(in_flight_));
+  if (!rma_) return;
+  std::vector<uint64_t> unposted;
+  rma_->drop_unposted(&unposted);
+  if (uint64_t left = rma_->settle(10); left > 0)
+    LOG_WARN("%llu reads still in flight; closing the endpoint cancels them", static_cast<unsigned long long>(left));
 }
 
 void Sink::report(const Status& st) {

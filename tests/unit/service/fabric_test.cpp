@@ -1,11 +1,14 @@
 // libfabric through cairn's Endpoint, over the tcp provider on 127.0.0.1: RMA read and write between two
-// endpoints of this process, random keys, and a revoked registration refusing a later read.
+// endpoints of this process, random keys, and a revoked registration refusing a later read; the RmaQueue
+// (pieces, the provider's queue, failures told once, unposted transfers dropped).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "fabric/endpoint.hpp"
+#include "fabric/rma_queue.hpp"
 #include "wire/socket.hpp"
 
 namespace cairn::fabric {
@@ -95,6 +98,127 @@ TEST(Fabric, KeysAreFreshAndARevokedRegistrationRefusesReads) {
   });
   Status st = complete(*a, *b, &op);
   EXPECT_FALSE(st.is_ok()) << "a read with a revoked key succeeded";
+  EXPECT_EQ(dst[0], 0);
+}
+
+// Drive `q` (and the target `b`) until `want` transfers ended; what ended.
+std::vector<RmaQueue::Done> run_queue(RmaQueue& q, Endpoint& b, size_t want) {
+  std::vector<RmaQueue::Done> done;
+  double deadline = wire::monotonic_seconds() + 30;
+  while (done.size() < want && wire::monotonic_seconds() < deadline) {
+    EXPECT_TRUE(q.post().is_ok());
+    Completion c[8];
+    EXPECT_TRUE(b.poll(c, 8).is_ok());
+    EXPECT_TRUE(q.poll(&done).is_ok());
+  }
+  return done;
+}
+
+TEST(RmaQueue, ReadsAndWritesInPiecesEachToldOnceWhole) {
+  auto a = open_ep(), b = open_ep();
+  ASSERT_TRUE(a && b);
+  const size_t n = 3 << 20;
+  std::vector<uint8_t> src(n), dst(n, 0), back(n / 2);
+  for (size_t i = 0; i < n; ++i) src[i] = uint8_t(i * 131 + i / 4096);
+  for (size_t i = 0; i < back.size(); ++i) back[i] = uint8_t(i * 7 + 3);
+  auto smr = b->register_memory(src.data(), src.size(), kRemoteRead | kRemoteWrite);
+  auto dmr = a->register_memory(dst.data(), dst.size(), kLocalRead | kLocalWrite);
+  auto bmr = a->register_memory(back.data(), back.size(), kLocalWrite);
+  auto peer = a->insert_peer(b->address());
+  ASSERT_TRUE(smr.is_ok() && dmr.is_ok() && bmr.is_ok() && peer.is_ok());
+  RmaQueue q(*a, /*max_in_flight=*/5);
+  // Three reads of 1 MiB (the first in pieces of 64 KiB, the second of an odd size, the third whole)
+  // and a transfer of nothing.
+  const uint64_t pieces[] = {64 << 10, 100000, 0};
+  for (uint64_t i = 0; i < 3; ++i) {
+    RmaQueue::Transfer t;
+    t.local = dst.data() + i * (1 << 20);
+    t.len = 1 << 20;
+    t.desc = (*dmr)->desc();
+    t.peer = *peer;
+    t.remote_addr = (*smr)->remote_base() + i * (1 << 20);
+    t.key = (*smr)->key();
+    t.piece = pieces[i];
+    t.tag = 10 + i;
+    q.add(t);
+  }
+  RmaQueue::Transfer empty;
+  empty.tag = 99;
+  q.add(empty);
+  auto done = run_queue(q, *b, 4);
+  ASSERT_EQ(done.size(), 4u);
+  std::vector<uint64_t> tags;
+  for (const auto& d : done) {
+    EXPECT_TRUE(d.status.is_ok()) << d.status.message();
+    tags.push_back(d.tag);
+  }
+  std::sort(tags.begin(), tags.end());
+  EXPECT_EQ(tags, (std::vector<uint64_t>{10, 11, 12, 99}));
+  EXPECT_EQ(memcmp(src.data(), dst.data(), n), 0);
+  EXPECT_TRUE(q.idle());
+  EXPECT_LE(q.in_flight(), 0u);
+  // A write back into the target, in pieces.
+  RmaQueue::Transfer w;
+  w.kind = RmaQueue::Kind::write;
+  w.local = back.data();
+  w.len = back.size();
+  w.desc = (*bmr)->desc();
+  w.peer = *peer;
+  w.remote_addr = (*smr)->remote_base() + 4096;
+  w.key = (*smr)->key();
+  w.piece = 256 << 10;
+  w.tag = 7;
+  q.add(w);
+  done = run_queue(q, *b, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_TRUE(done[0].status.is_ok());
+  EXPECT_EQ(memcmp(src.data() + 4096, back.data(), back.size()), 0);
+}
+
+TEST(RmaQueue, AFailedTransferIsToldOnceAndUnpostedOnesAreDropped) {
+  auto a = open_ep(), b = open_ep();
+  ASSERT_TRUE(a && b);
+  std::vector<uint8_t> src(1 << 20, 5), dst(1 << 20, 0);
+  auto m1 = b->register_memory(src.data(), src.size(), kRemoteRead);
+  ASSERT_TRUE(m1.is_ok());
+  uint64_t key = (*m1)->key(), base = (*m1)->remote_base();
+  m1->reset();  // revoked: every read of it fails
+  auto dmr = a->register_memory(dst.data(), dst.size(), kLocalWrite);
+  auto peer = a->insert_peer(b->address());
+  ASSERT_TRUE(dmr.is_ok() && peer.is_ok());
+  RmaQueue q(*a, /*max_in_flight=*/2);
+  RmaQueue::Transfer t;
+  t.local = dst.data();
+  t.len = 512 << 10;
+  t.desc = (*dmr)->desc();
+  t.peer = *peer;
+  t.remote_addr = base;
+  t.key = key;
+  t.piece = 64 << 10;  // 8 pieces, at most 2 in flight
+  t.tag = 1;
+  q.add(t);
+  auto done = run_queue(q, *b, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].tag, 1u);
+  EXPECT_FALSE(done[0].status.is_ok()) << "a read with a revoked key succeeded";
+  // Its other pieces are absorbed, never told again nor posted.
+  EXPECT_EQ(q.settle(20), 0u);
+  std::vector<RmaQueue::Done> more;
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_TRUE(q.post().is_ok());
+    EXPECT_TRUE(q.poll(&more).is_ok());
+  }
+  EXPECT_TRUE(more.empty());
+  EXPECT_TRUE(q.idle());
+  // Transfers never posted are dropped whole, with their tags.
+  t.tag = 2;
+  q.add(t);
+  t.tag = 3;
+  q.add(t);
+  std::vector<uint64_t> dropped;
+  q.drop_unposted(&dropped);
+  EXPECT_EQ(dropped, (std::vector<uint64_t>{2, 3}));
+  EXPECT_TRUE(q.idle());
   EXPECT_EQ(dst[0], 0);
 }
 
