@@ -267,10 +267,31 @@ Status Pipeline::wait_all() {
 }
 
 // Rank 0, after a commit: remove the versions beyond keep_flushed. Deleting every rank's file of an old
-// version takes time on some file systems, so it runs after the version counts as flushed.
+// version takes time on some file systems (an unlink of a 256 MiB file, tens of ms), so it runs on a
+// thread of its own: neither cairn_wait nor the next version's seal and write wait for it. Requests
+// that arrive while a prune runs fold into one more pass. l3::prune never removes the newest committed
+// version nor a directory newer than it (a version being written), whatever the pipeline does meanwhile.
 void Pipeline::prune_l3() {
-  Status p = l3::prune(cfg_.layout, cfg_.keep_flushed);
-  if (!p.is_ok()) LOG_WARN("pruning old L3 versions: %s", p.message().c_str());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    prune_requested_ = true;
+    if (!pruner_.joinable()) pruner_ = std::thread([this] { pruner_loop(); });
+  }
+  cv_.notify_all();
+}
+
+void Pipeline::pruner_loop() {
+  become_background_thread();
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return prune_requested_ || stop_; });
+    if (!prune_requested_) return;  // stopped, nothing asked: a prune asked for runs to its end first
+    prune_requested_ = false;
+    lock.unlock();
+    Status p = l3::prune(cfg_.layout, cfg_.keep_flushed);
+    if (!p.is_ok()) LOG_WARN("pruning old L3 versions: %s", p.message().c_str());
+    lock.lock();
+  }
 }
 
 // At finalize: the newest version to L3 when the periodic flush has not taken it. The pipeline is idle,
