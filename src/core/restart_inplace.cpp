@@ -32,7 +32,7 @@
 #include "base/stream_reader.hpp"
 #include "core/runtime.hpp"
 #include "mpi/mpi_util.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "restore/inventory.hpp"
 #include "restore/mpi/set_rebuild.hpp"
 #include "restore/plan.hpp"

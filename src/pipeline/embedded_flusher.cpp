@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 
 namespace cairn::pipeline {
 

@@ -26,7 +26,7 @@
 #include "base/manifest.hpp"
 #include "base/status.hpp"
 #include "pipeline/flusher.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "wire/message.hpp"
 #include "wire/socket.hpp"
 

@@ -22,7 +22,7 @@
 #include "base/layout.hpp"
 #include "base/manifest.hpp"
 #include "fabric/endpoint.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "service/buffer_pool.hpp"
 #include "service/agent/chunk_sink.hpp"
 #include "service/agent/rate_limit.hpp"

@@ -15,7 +15,7 @@
 #include "base/fsutil.hpp"
 #include "cache/cache_store.hpp"
 #include "cache/snapshot.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "pipeline/embedded_flusher.hpp"
 #include "pipeline/events.hpp"
 #include "pipeline/pipeline.hpp"

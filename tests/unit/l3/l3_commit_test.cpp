@@ -5,7 +5,7 @@
 #include <random>
 
 #include "../fuzz.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 
 namespace cairn::l3 {
 namespace {
