@@ -1,4 +1,4 @@
-// COMMIT, the file that makes a version count in L3 (src/pfs/l3_store.hpp; docs/format.md, "L3"): its
+// COMMIT, the file that makes a version count in L3 (src/l3/l3_store.hpp; docs/format.md, "L3"): its
 // text, what a reader refuses, the names of a rank's files beside it, and the decoder's fuzzer.
 #include <gtest/gtest.h>
 

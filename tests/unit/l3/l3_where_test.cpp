@@ -1,4 +1,4 @@
-// The L3 where-record, rank-<r>.where (src/pfs/l3_placement.hpp; docs/format.md, "L3"): the text the format
+// The L3 where-record, rank-<r>.where (src/l3/l3_placement.hpp; docs/format.md, "L3"): the text the format
 // gives, what is refused, and the decoder's fuzzer. Reading every layout through it: l3_layout_test.cpp.
 #include <gtest/gtest.h>
 
