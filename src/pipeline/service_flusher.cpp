@@ -157,7 +157,7 @@ Status ServiceFlusher::cancel(FlushTicket ticket) {
   Status outcome;
   JobState st = link_->cancel(t.job, &outcome);
   link_->forget(t.job);
-  return st == JobState::done ? Status::ok() : make_error(Code::ERR_INVALID_VERSION, "cancelled");
+  return st == JobState::done ? Status::ok() : make_error(Code::ERR_CANCELLED, "cancelled");
 }
 
 }  // namespace cairn::pipeline

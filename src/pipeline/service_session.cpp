@@ -268,7 +268,7 @@ void ServiceLink::Impl::handle_cancels() {
     if (!j.cancel_requested) continue;
     if (j.state == JobState::pending) {
       if (j.sent && agent) agent->send_message(wire::Cancel{j.version});
-      end_job(j, JobState::cancelled, make_error(Code::ERR_INVALID_VERSION, "cancelled"));
+      end_job(j, JobState::cancelled, make_error(Code::ERR_CANCELLED, "cancelled"));
     }
     if (j.writes_in_flight == 0) j.cancel_requested = false;
   }
