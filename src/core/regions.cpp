@@ -142,11 +142,9 @@ std::vector<SnapshotRegion> ProtectedRegions::sources(const std::vector<RegionEn
   return memory;
 }
 
-Status ProtectedRegions::match(const Manifest& m, int rank, int nranks) const {
-  if (m.nranks != static_cast<uint32_t>(nranks) || m.rank != static_cast<uint32_t>(rank) || m.chunk_size == 0 ||
-      !regions_hold(m, table_))
-    return Status(Code::ERR_NO_CHECKPOINT, "");
-  return Status::ok();
+bool ProtectedRegions::fit(const Manifest& m, int rank, int nranks) const {
+  return m.nranks == static_cast<uint32_t>(nranks) && m.rank == static_cast<uint32_t>(rank) && m.chunk_size != 0 &&
+         regions_hold(m, table_);
 }
 
 std::vector<StreamExtent> ProtectedRegions::extents(const Manifest& m) const {

@@ -51,9 +51,9 @@ class ProtectedRegions {
   std::vector<SnapshotRegion> sources(const std::vector<RegionEntry>& entries) const;
 
   // Whether the regions protected now are exactly the memory regions of version manifest `m` of rank
-  // `rank` of `nranks`, by name and size: ERR_NO_CHECKPOINT with no message when not (the full search
-  // says what does not match, before anything is written).
-  Status match(const Manifest& m, int rank, int nranks) const;
+  // `rank` of `nranks`, by name and size (when not, the full search says what does not match, before
+  // anything is written).
+  bool fit(const Manifest& m, int rank, int nranks) const;
   // The regions as extents of the version's stream (memory regions only), sorted by offset. Every
   // region of `m` must be protected (match).
   std::vector<StreamExtent> extents(const Manifest& m) const;
