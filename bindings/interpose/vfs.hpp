@@ -6,7 +6,7 @@
 // changes content that a version may be taking), and when its last writer closes it, that generation
 // becomes the file's committed content. Committed content never changes afterwards, so a version can
 // take it (a hard link) while the application goes on. Per step (the %d of the pattern) the view counts
-// open writers, committed files and changes; the agent (agent.hpp) reports these to rank 0, which decides
+// open writers, committed files and changes; the checkpoint thread (checkpoint_thread.hpp) reports these to rank 0, which decides
 // when a step is complete on every rank.
 //
 // Thread-safe. Calls the C library through real:: (libc_real.hpp), never through the wrappers.
@@ -70,7 +70,7 @@ class Vfs {
   // The names of our files directly in directory `dir` (absolute, normalised).
   std::vector<std::string> names_in(const std::string& dir);
 
-  // For the agent.
+  // For the checkpoint thread.
   std::map<uint64_t, StepState> steps();
   // Hard links to the committed content of every file of `step`, made in `dir` (names f0, f1, ...),
   // then the committed files of older steps as ghosts.

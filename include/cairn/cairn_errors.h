@@ -5,6 +5,8 @@
  * (docs/errors.md, checked against this list by a test) all come from it.
  *
  * X(NAME, value, "short description")
+ *
+ * Codes are part of the ABI: a new code is appended with the next free value; none is renumbered.
  */
 #ifndef CAIRN_ERRORS_H
 #define CAIRN_ERRORS_H
@@ -30,6 +32,7 @@
   X(ERR_INVALID_VERSION, -17, "a rank declared the checkpoint invalid")                           \
   X(ERR_TRUNCATED, -18, "value truncated: the buffer is too small")                               \
   X(ERR_PREFIX_IN_USE, -19, "the prefix belongs to another job")                                  \
+  X(ERR_CANCELLED, -20, "the operation was cancelled before it completed")                        \
   X(ERR_INTERNAL, -99, "internal error (please report)")
 
 #endif

@@ -2,9 +2,9 @@
 // hand-over) and the copy-on-write copier -- run under SCHED_BATCH, the normal time-sharing policy minus
 // wake-up preemption: a batch thread does not take the core of the thread that woke it. Without it, the
 // worker woken at the end of cairn_checkpoint preempted the application on its own core, and the
-// application waited 5-20 ms for a core before cairn_checkpoint returned (docs/performance.md,
-// "Where the time goes"). Threads that the application waits for (the cow fault handler) keep the
-// normal policy.
+// application waited for a core before cairn_checkpoint returned (the figures: docs/performance.md, "What
+// the application loses"). Threads that the application waits for (the cow fault handler) keep the normal
+// policy.
 #pragma once
 
 #include <sched.h>

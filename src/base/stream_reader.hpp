@@ -82,10 +82,10 @@ StreamSource copy_source(const uint8_t* base);
 bool map_to_read(uint64_t st_blksize);
 
 // The same, for a file of `size` bytes open as `fd`, where the choice is measured: on 4 KiB pages, which
-// way is faster depends on the machine (on a 2-core AMD VM pread, on a 16-core Intel VM a populated
-// mapping: docs/performance.md). The first call for a file of kSlotReadProbeFrom bytes or more times one
-// against the other on kSlotReadProbe bytes each of that file (about 2 ms) and keeps the answer for the
-// process (logged at info); smaller files are read with pread. Thread-safe.
+// way is faster depends on the machine (docs/performance.md has the machines where each won). The first
+// call for a file of kSlotReadProbeFrom bytes or more times one against the other on kSlotReadProbe bytes
+// each of that file (a small fraction of reading the file) and keeps the answer for the process (logged at
+// info); smaller files are read with pread. Thread-safe.
 constexpr uint64_t kSlotReadProbe = 2ull << 20;
 constexpr uint64_t kSlotReadProbeFrom = 128ull << 20;
 bool map_to_read(uint64_t st_blksize, int fd, uint64_t size);

@@ -1,7 +1,8 @@
 // A snapshot slot: a file in the node-local cache directory, mapped shared into the process.
 // Slots are created once, pre-faulted (MAP_POPULATE) and reused by later versions, so the blocking
-// copy of a checkpoint writes to pages that already exist (fresh tmpfs pages cost 5-10x a reused
-// one). Being a file, a slot outlives the process: a rank that crashes restarts from it on the same node.
+// copy of a checkpoint writes to pages that already exist (a fresh tmpfs page costs several times a reused
+// one: docs/performance.md). Being a file, a slot outlives the process: a rank that crashes restarts from it
+// on the same node.
 #pragma once
 
 #include <atomic>

@@ -9,7 +9,7 @@
 #include "base/log.hpp"
 #include "core/runtime.hpp"
 #include "mpi/mpi_util.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 
 namespace cairn {
 

@@ -9,7 +9,7 @@
 
 #include "base/config.hpp"
 #include "base/layout.hpp"
-#include "pfs/l3_placement.hpp"
+#include "l3/l3_placement.hpp"
 #include "pipeline/flusher.hpp"
 
 namespace cairn {

@@ -26,10 +26,10 @@ uint32_t type_size(int type) {
   return 0;
 }
 
-Result<redist::Distribution> dist_from_c(const cairn_distribution& d) {
+Result<redistribute::Distribution> dist_from_c(const cairn_distribution& d) {
   if (d.kind < 0 || d.kind > CAIRN_DIST_BLOCK_COLS)
     return make_error(Code::ERR_INVALID_ARG, "unknown distribution kind %d", d.kind);
-  return redist::make(static_cast<redist::Kind>(d.kind), d.global_count, d.block_size, d.rows, d.cols);
+  return redistribute::make(static_cast<redistribute::Kind>(d.kind), d.global_count, d.block_size, d.rows, d.cols);
 }
 }  // namespace
 
@@ -44,19 +44,20 @@ Result<uint32_t> ProtectedRegions::check(const char* name, void* ptr, size_t cou
   return elem;
 }
 
-Result<redist::Distribution> ProtectedRegions::check_distribution(const char* name, size_t count,
-                                                                  const cairn_distribution* d, int rank, int nranks) {
+Result<redistribute::Distribution> ProtectedRegions::check_distribution(const char* name, size_t count,
+                                                                        const cairn_distribution* d, int rank,
+                                                                        int nranks) {
   if (!d) return make_error(Code::ERR_INVALID_ARG, "cairn_protect_distributed('%s'): distribution is NULL", name ? name : "");
   CAIRN_ASSIGN_OR_RETURN(dist, dist_from_c(*d));
-  if (dist.kind != redist::Kind::private_ && dist.kind != redist::Kind::replicated) {
-    uint64_t want = redist::local_count(dist, nranks, rank);
+  if (dist.kind != redistribute::Kind::private_ && dist.kind != redistribute::Kind::replicated) {
+    uint64_t want = redistribute::local_count(dist, nranks, rank);
     // count 0 on a one-rank communicator: a process about to join a job by cairn_redistribute.
     if (want != count && !(count == 0 && nranks == 1))
       return make_error(Code::ERR_SIZE_MISMATCH,
                         "cairn_protect_distributed('%s'): %zu elements given, the %s distribution gives rank %d of %d "
-                        "%llu (see cairn_local_count)", name ? name : "", count, redist::kind_name(dist.kind), rank,
-                        nranks, static_cast<unsigned long long>(want));
-  } else if (dist.kind == redist::Kind::replicated && dist.global_count && dist.global_count != count) {
+                        "%llu (see cairn_local_count)", name ? name : "", count, redistribute::kind_name(dist.kind),
+                        rank, nranks, static_cast<unsigned long long>(want));
+  } else if (dist.kind == redistribute::Kind::replicated && dist.global_count && dist.global_count != count) {
     return make_error(Code::ERR_SIZE_MISMATCH, "cairn_protect_distributed('%s'): replicated region of %llu elements given %zu",
                       name ? name : "", static_cast<unsigned long long>(dist.global_count), count);
   }
@@ -66,10 +67,11 @@ Result<redist::Distribution> ProtectedRegions::check_distribution(const char* na
 Status ProtectedRegions::local_count(const cairn_distribution* d, int rank, int nranks, size_t* count) {
   if (!d || !count) return make_error(Code::ERR_INVALID_ARG, "cairn_local_count: NULL argument");
   CAIRN_ASSIGN_OR_RETURN(dist, dist_from_c(*d));
-  if (dist.kind == redist::Kind::private_)
+  if (dist.kind == redistribute::Kind::private_)
     return make_error(Code::ERR_INVALID_ARG, "cairn_local_count: a private region has no global shape");
-  *count = static_cast<size_t>(dist.kind == redist::Kind::replicated ? dist.global_count
-                                                                       : redist::local_count(dist, nranks, rank));
+  *count = static_cast<size_t>(dist.kind == redistribute::Kind::replicated
+                                   ? dist.global_count
+                                   : redistribute::local_count(dist, nranks, rank));
   return Status::ok();
 }
 
@@ -86,7 +88,7 @@ void ProtectedRegions::put(const char* name, void* ptr, size_t count, int type, 
   r.dist_params.clear();
 }
 
-void ProtectedRegions::distribute(const char* name, const redist::Distribution& dist) {
+void ProtectedRegions::distribute(const char* name, const redistribute::Distribution& dist) {
   Region& r = table_[name];
   r.dist_kind = static_cast<uint32_t>(dist.kind);
   r.dist_params = dist.to_params();
@@ -142,11 +144,9 @@ std::vector<SnapshotRegion> ProtectedRegions::sources(const std::vector<RegionEn
   return memory;
 }
 
-Status ProtectedRegions::match(const Manifest& m, int rank, int nranks) const {
-  if (m.nranks != static_cast<uint32_t>(nranks) || m.rank != static_cast<uint32_t>(rank) || m.chunk_size == 0 ||
-      !regions_hold(m, table_))
-    return Status(Code::ERR_NO_CHECKPOINT, "");
-  return Status::ok();
+bool ProtectedRegions::fit(const Manifest& m, int rank, int nranks) const {
+  return m.nranks == static_cast<uint32_t>(nranks) && m.rank == static_cast<uint32_t>(rank) && m.chunk_size != 0 &&
+         regions_hold(m, table_);
 }
 
 std::vector<StreamExtent> ProtectedRegions::extents(const Manifest& m) const {

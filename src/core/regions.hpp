@@ -27,8 +27,8 @@ class ProtectedRegions {
   static Result<uint32_t> check(const char* name, void* ptr, size_t count, int type);
   // cairn_protect_distributed's checks, for rank `rank` of `nranks`: the distribution `d` describes, its
   // count for this rank against `count`. ERR_INVALID_ARG or ERR_SIZE_MISMATCH otherwise.
-  static Result<redist::Distribution> check_distribution(const char* name, size_t count, const cairn_distribution* d,
-                                                         int rank, int nranks);
+  static Result<redistribute::Distribution> check_distribution(const char* name, size_t count,
+                                                               const cairn_distribution* d, int rank, int nranks);
   // cairn_local_count: the elements rank `rank` of `nranks` holds of a distributed region.
   static Status local_count(const cairn_distribution* d, int rank, int nranks, size_t* count);
 
@@ -37,7 +37,7 @@ class ProtectedRegions {
   // is device memory of CUDA context `context`. Arguments as check() passed them.
   void put(const char* name, void* ptr, size_t count, int type, uint32_t elem, bool device, void* context);
   // The region `name` (entered by put) takes distribution `dist`.
-  void distribute(const char* name, const redist::Distribution& dist);
+  void distribute(const char* name, const redistribute::Distribution& dist);
   // cairn_set_resize; ERR_UNKNOWN_REGION when `name` is not protected.
   Status set_resize(const char* name, cairn_resize_fn fn, void* user);
   // cairn_unprotect's check: ERR_UNKNOWN_REGION when `name` is not protected.
@@ -51,9 +51,9 @@ class ProtectedRegions {
   std::vector<SnapshotRegion> sources(const std::vector<RegionEntry>& entries) const;
 
   // Whether the regions protected now are exactly the memory regions of version manifest `m` of rank
-  // `rank` of `nranks`, by name and size: ERR_NO_CHECKPOINT with no message when not (the full search
-  // says what does not match, before anything is written).
-  Status match(const Manifest& m, int rank, int nranks) const;
+  // `rank` of `nranks`, by name and size (when not, the full search says what does not match, before
+  // anything is written).
+  bool fit(const Manifest& m, int rank, int nranks) const;
   // The regions as extents of the version's stream (memory regions only), sorted by offset. Every
   // region of `m` must be protected (match).
   std::vector<StreamExtent> extents(const Manifest& m) const;

@@ -32,7 +32,7 @@
 #include "base/stream_reader.hpp"
 #include "core/runtime.hpp"
 #include "mpi/mpi_util.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "restore/inventory.hpp"
 #include "restore/mpi/set_rebuild.hpp"
 #include "restore/plan.hpp"
@@ -49,6 +49,12 @@ bool contiguous(const std::vector<StreamExtent>& extents) {
   for (size_t i = 1; i < extents.size(); ++i)
     if (extents[i].size && extents[i].dst != extents[0].dst + extents[i].offset) return false;
   return true;
+}
+
+// A version the in-place paths cannot restore into the regions protected now: they give way to the full
+// search, which restores it or says what does not match.
+Status regions_unfit() {
+  return make_error(Code::ERR_NOT_SUPPORTED, "the version's regions are not this rank's memory regions");
 }
 
 int all_ok(MPI_Comm comm, const Status& mine, Status* mpi) {
@@ -145,9 +151,7 @@ Status Runtime::restore_through_agents(const RestartPlan& plan, bool* done) {
   Manifest m;
   auto read = l3::read_manifest(layout_, v, static_cast<uint32_t>(rank_));
   if (read) m = std::move(*read);
-  Status mine = read ? regions_.match(m, rank_, nranks_) : read.status();
-  if (mine.code() == Code::ERR_NO_CHECKPOINT && mine.message().empty())
-    mine = Status(Code::ERR_NOT_SUPPORTED, "the version's regions are not this rank's memory regions");
+  Status mine = !read ? read.status() : regions_.fit(m, rank_, nranks_) ? Status::ok() : regions_unfit();
   if (mine.is_ok()) {
     std::vector<pipeline::RestoreTarget> targets;
     for (const auto& e : m.regions) targets.push_back({e.name, static_cast<uint8_t*>(regions_.table().at(e.name).ptr), e.size});
@@ -230,7 +234,9 @@ Status Runtime::read_l1_in_place(const RestartPlan& plan, bool* done, bool* unsu
   *done = false;
   const uint64_t v = plan.version;
   auto rec = cache_.read_record(v);
-  Status mine = rec.is_ok() ? regions_.match(rec->manifest, rank_, nranks_) : rec.status();
+  Status mine = !rec.is_ok()                                 ? rec.status()
+                : regions_.fit(rec->manifest, rank_, nranks_) ? Status::ok()
+                                                              : regions_unfit();
   Status mpi;
   if (!all_ok(app_comm_, mine, &mpi)) {
     *unsuited = true;  // files, or regions that differ: the full search restores (or says why not)
@@ -281,7 +287,7 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
     else if (mine.is_ok()) mine = shared.status();
     if (set && !i_hold) m = set->plan.mine;
   }
-  if (mine.is_ok()) mine = regions_.match(m, rank_, nranks_);
+  if (mine.is_ok() && !regions_.fit(m, rank_, nranks_)) mine = regions_unfit();
   Status mpi;
   if (!all_ok(app_comm_, mine, &mpi)) {
     *unsuited = true;

@@ -22,7 +22,7 @@
 #include "cache/version_view.hpp"
 #include "core/runtime.hpp"
 #include "mpi/mpi_util.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "restore/inventory.hpp"
 #include "restore/mpi/set_rebuild.hpp"
 #include "restore/plan.hpp"

@@ -20,7 +20,7 @@
 #include "cache/cache_store.hpp"
 #include "cache/snapshot_mode.hpp"
 #include "mpi/mpi_util.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "policy/exit_policy.hpp"
 #include "redistribute/distribution.hpp"
 

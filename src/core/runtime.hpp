@@ -26,7 +26,7 @@
 #include "cache/snapshot.hpp"
 #include "core/regions.hpp"
 #include "device/device_snapshot.hpp"
-#include "pfs/l3_placement.hpp"
+#include "l3/l3_placement.hpp"
 #include "flush/embedded_flusher.hpp"
 #include "pipeline/job_events.hpp"
 #include "pipeline/mpi/set_protector.hpp"

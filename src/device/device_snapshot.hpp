@@ -12,9 +12,9 @@
 // Two modes (the device_copy knob; docs/gpu.md). wait: begin() returns once the last device byte is in
 // the slot -- the application may write its device buffers at once. return: begin() returns at once (the
 // ordering after the application's stream is recorded; one of the hashing threads queues the copies, which
-// costs the driver 10-20 us a piece); the application orders its next write of a protected device buffer
-// after copied_event() (cairn_device_wait_copied, which first waits the microseconds until the copies are
-// queued). Either way complete() returns when every piece landed and was hashed.
+// costs the driver time for each piece: docs/performance.md, "Device memory"); the application orders its
+// next write of a protected device buffer after copied_event() (cairn_device_wait_copied, which first waits
+// until the copies are queued). Either way complete() returns when every piece landed and was hashed.
 #pragma once
 
 #include <atomic>
@@ -37,7 +37,7 @@ struct CopyOptions {
   uint64_t piece = 64ull << 20;  // bytes per copy piece (rounded to whole checksum chunks; larger when a
                                  // version would have more than kMaxPieces)
   int hash_threads = 8;
-  // Queuing a copy and its event costs the driver 10-20 us: return mode stays under a millisecond.
+  // Each piece's copy and event cost the driver time to queue: few pieces keep return mode short.
   static constexpr uint64_t kMaxPieces = 16;
   // A restart's pieces: each is hashed before it is copied (so the bus reads bytes the hashing just
   // brought into the cache), and the first copy waits for one piece's hash.

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 
 namespace cairn::flush {
 
@@ -16,7 +16,7 @@ EmbeddedFlusher::~EmbeddedFlusher() {
     for (FlushTicket t : queue_) {
       auto& e = entries_[t];
       e.state = State::finished;
-      e.outcome = make_error(Code::ERR_INVALID_VERSION, "version %llu: flush cancelled (the flusher stopped)",
+      e.outcome = make_error(Code::ERR_CANCELLED, "version %llu: flush cancelled (the flusher stopped)",
                              static_cast<unsigned long long>(e.request.version));
     }
     queue_.clear();
@@ -76,7 +76,7 @@ Status EmbeddedFlusher::cancel(FlushTicket ticket) {
   if (it->second.state == State::queued) {
     queue_.erase(std::find(queue_.begin(), queue_.end(), ticket));
     it->second.state = State::finished;
-    it->second.outcome = make_error(Code::ERR_INVALID_VERSION, "version %llu: flush cancelled",
+    it->second.outcome = make_error(Code::ERR_CANCELLED, "version %llu: flush cancelled",
                                     static_cast<unsigned long long>(it->second.request.version));
   }
   // A write in progress is not interrupted: it reads the slot until it is done.

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "pfs/l3_placement.hpp"
+#include "l3/l3_placement.hpp"
 #include "pipeline/flusher.hpp"
 
 namespace cairn::flush {

@@ -4,7 +4,7 @@
 
 namespace cairn::flush {
 
-using JobState = ServiceLink::JobState;
+using FlushState = ServiceLink::FlushState;
 
 ServiceFlusher::ServiceFlusher(ServiceSettings settings, Layout layout, std::function<l3::WriteOptions()> l3_options,
                                std::unique_ptr<Flusher> fallback)
@@ -98,9 +98,9 @@ Status ServiceFlusher::test(FlushTicket ticket, bool* done) {
   Ticket& t = it->second;
   if (!t.on_fallback) {
     Status outcome;
-    JobState st = link_->state(t.job, &outcome);
-    if (st == JobState::pending) return Status::ok();
-    if (st == JobState::done) {
+    FlushState st = link_->state(t.job, &outcome);
+    if (st == FlushState::pending) return Status::ok();
+    if (st == FlushState::done) {
       link_->forget(t.job);
       *done = true;
       tickets_.erase(it);
@@ -126,13 +126,13 @@ Status ServiceFlusher::wait(FlushTicket ticket) {
   if (!t.on_fallback) {
     // Never block on the service longer than its timeout: then the embedded flusher takes over.
     Status outcome;
-    JobState st = link_->wait(t.job, settings_.timeout_s, &outcome);
-    if (st == JobState::done) {
+    FlushState st = link_->wait(t.job, settings_.timeout_s, &outcome);
+    if (st == FlushState::done) {
       link_->forget(t.job);
       tickets_.erase(it);
       return Status::ok();
     }
-    if (st == JobState::pending) {
+    if (st == FlushState::pending) {
       link_->cancel(t.job, &outcome);
       outcome = make_error(Code::ERR_IO, "the service did not finish within %.1f s", settings_.timeout_s);
     }
@@ -155,9 +155,9 @@ Status ServiceFlusher::cancel(FlushTicket ticket) {
   tickets_.erase(it);
   if (t.on_fallback) return fallback_->cancel(t.fallback);
   Status outcome;
-  JobState st = link_->cancel(t.job, &outcome);
+  FlushState st = link_->cancel(t.job, &outcome);
   link_->forget(t.job);
-  return st == JobState::done ? Status::ok() : make_error(Code::ERR_INVALID_VERSION, "cancelled");
+  return st == FlushState::done ? Status::ok() : make_error(Code::ERR_CANCELLED, "cancelled");
 }
 
 }  // namespace cairn::flush

@@ -11,7 +11,7 @@
 
 namespace cairn::flush {
 
-using JobState = ServiceLink::JobState;
+using FlushState = ServiceLink::FlushState;
 
 ServiceLink::ServiceLink(ServiceSettings s) : impl_(std::make_unique<Impl>(std::move(s))) {
   int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -82,38 +82,38 @@ Result<uint64_t> ServiceLink::submit(uint64_t version, const Manifest& manifest,
   return id;
 }
 
-JobState ServiceLink::state(uint64_t job, Status* outcome) {
+FlushState ServiceLink::state(uint64_t job, Status* outcome) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->jobs.find(job);
   if (it == impl_->jobs.end()) {
     *outcome = make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(job));
-    return JobState::failed;
+    return FlushState::failed;
   }
   *outcome = it->second.outcome;
   return it->second.state;
 }
 
-JobState ServiceLink::wait(uint64_t job, double timeout_s, Status* outcome) {
+FlushState ServiceLink::wait(uint64_t job, double timeout_s, Status* outcome) {
   std::unique_lock<std::mutex> lock(impl_->mu);
   auto ended = [&] {
     auto it = impl_->jobs.find(job);
-    return it == impl_->jobs.end() || it->second.state != JobState::pending;
+    return it == impl_->jobs.end() || it->second.state != FlushState::pending;
   };
   impl_->cv.wait_for(lock, std::chrono::duration<double>(timeout_s), ended);
   auto it = impl_->jobs.find(job);
   if (it == impl_->jobs.end()) {
     *outcome = make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(job));
-    return JobState::failed;
+    return FlushState::failed;
   }
   *outcome = it->second.outcome;
   return it->second.state;
 }
 
-JobState ServiceLink::cancel(uint64_t job, Status* outcome) {
+FlushState ServiceLink::cancel(uint64_t job, Status* outcome) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     auto it = impl_->jobs.find(job);
-    if (it == impl_->jobs.end()) return JobState::failed;
+    if (it == impl_->jobs.end()) return FlushState::failed;
     it->second.cancel_requested = true;
   }
   impl_->notify();
@@ -123,10 +123,10 @@ JobState ServiceLink::cancel(uint64_t job, Status* outcome) {
   impl_->cv.wait_for(lock, std::chrono::seconds(5), [&] {
     auto it = impl_->jobs.find(job);
     return it == impl_->jobs.end() ||
-           (it->second.state != JobState::pending && it->second.writes_in_flight == 0 && !it->second.cancel_requested);
+           (it->second.state != FlushState::pending && it->second.writes_in_flight == 0 && !it->second.cancel_requested);
   });
   auto it = impl_->jobs.find(job);
-  if (it == impl_->jobs.end()) return JobState::failed;
+  if (it == impl_->jobs.end()) return FlushState::failed;
   *outcome = it->second.outcome;
   return it->second.state;
 }
@@ -242,7 +242,7 @@ void ServiceLink::Impl::run() {
   {
     std::lock_guard<std::mutex> lock(mu);
     for (auto& [id, j] : jobs)
-      if (j.state == JobState::pending) end_job(j, JobState::failed, make_error(Code::ERR_IO, "the service link closed"));
+      if (j.state == FlushState::pending) end_job(j, FlushState::failed, make_error(Code::ERR_IO, "the service link closed"));
   }
   agent.reset();
   ctl.reset();
@@ -314,7 +314,7 @@ void ServiceLink::Impl::on_controller_frame(const wire::Frame& f) {
     registered = true;
     std::lock_guard<std::mutex> lock(mu);
     for (auto& [id, j] : jobs)
-      if (j.state == JobState::pending && !j.sent) end_job(j, JobState::failed, make_error(Code::ERR_NOT_SUPPORTED, "%s", why.c_str()));
+      if (j.state == FlushState::pending && !j.sent) end_job(j, FlushState::failed, make_error(Code::ERR_NOT_SUPPORTED, "%s", why.c_str()));
     available = false;
     settled = true;
     cv.notify_all();
@@ -354,7 +354,7 @@ void ServiceLink::Impl::on_controller_frame(const wire::Frame& f) {
 bool ServiceLink::Impl::offer_due() {
   bool unsent = false, in_flight = false;
   for (const auto& [id, j] : jobs)
-    if (j.state == JobState::pending && !j.cancel_requested) (j.sent ? in_flight : unsent) = true;
+    if (j.state == FlushState::pending && !j.cancel_requested) (j.sent ? in_flight : unsent) = true;
   if (probe_requested) {
     switch_asked = have_offer;
     if (!have_offer || in_flight) {  // nothing to take now (or later, once the version in flight ends)
@@ -396,7 +396,7 @@ void ServiceLink::Impl::controller_lost(const std::string& why) {
   if (agent) agent_lost("the controller is gone", false);
   std::lock_guard<std::mutex> lock(mu);
   for (auto& [id, j] : jobs)
-    if (j.state == JobState::pending) end_job(j, JobState::failed, make_error(Code::ERR_IO, "the checkpoint service is gone"));
+    if (j.state == FlushState::pending) end_job(j, FlushState::failed, make_error(Code::ERR_IO, "the checkpoint service is gone"));
   available = false;
   agent_id_pub = 0;
   settled = true;

@@ -26,7 +26,7 @@
 #include "base/manifest.hpp"
 #include "base/status.hpp"
 #include "pipeline/flusher.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "wire/message.hpp"
 #include "wire/socket.hpp"
 
@@ -63,7 +63,9 @@ struct ServiceSettings {
 
 class ServiceLink {
  public:
-  enum class JobState { pending, done, failed, cancelled };
+  // Where one submitted version (a job of this link: its flush by the agent) stands. Not base/job_state's
+  // JobState, the job state file.
+  enum class FlushState { pending, done, failed, cancelled };
 
   explicit ServiceLink(ServiceSettings s);
   ServiceLink(const ServiceLink&) = delete;
@@ -81,12 +83,12 @@ class ServiceLink {
   // chunks compressed at that level (a placement of the rank's own file, recorded).
   Result<uint64_t> submit(uint64_t version, const Manifest& manifest, const uint8_t* data, int slot,
                           const l3::RankPlacement& place, int zstd_level = 0);
-  JobState state(uint64_t job, Status* outcome);
+  FlushState state(uint64_t job, Status* outcome);
   // Block up to timeout_s for the job to end; its state then.
-  JobState wait(uint64_t job, double timeout_s, Status* outcome);
+  FlushState wait(uint64_t job, double timeout_s, Status* outcome);
   // Stop the job: tell the agent, revoke the slot's registration, and return once this process no longer
   // reads the slot (no write of it in flight). Its state after.
-  JobState cancel(uint64_t job, Status* outcome);
+  FlushState cancel(uint64_t job, Status* outcome);
   void forget(uint64_t job);
 
   // Restart from L3 through the agent (service_restore.cpp): the agent reads version `version` of this

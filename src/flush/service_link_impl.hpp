@@ -23,7 +23,7 @@ struct LinkJob {
   int slot = 0;
   l3::RankPlacement place;
   int zstd_level = 0;
-  ServiceLink::JobState state = ServiceLink::JobState::pending;
+  ServiceLink::FlushState state = ServiceLink::FlushState::pending;
   Status outcome;
   bool sent = false;          // the current agent has it
   uint64_t generation = 0;    // counts the times it was sent: a push write of an earlier sending is stale
@@ -108,7 +108,7 @@ struct ServiceLink::Impl {
   void progress_fabric();
   void check_deadlines();
   void handle_cancels();
-  void end_job(LinkJob& j, ServiceLink::JobState st, const Status& why);
+  void end_job(LinkJob& j, ServiceLink::FlushState st, const Status& why);
   Result<fabric::MemoryRegion*> registration(LinkJob& j);
   void revoke(int slot);
   bool fabric_busy() const;

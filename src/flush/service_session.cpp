@@ -6,7 +6,7 @@
 
 namespace cairn::flush {
 
-using JobState = ServiceLink::JobState;
+using FlushState = ServiceLink::FlushState;
 
 void ServiceLink::Impl::connect_agent() {
   auto hp = wire::parse_host_port(assigned.agent_address);
@@ -27,7 +27,7 @@ void ServiceLink::Impl::on_agent_frame(const wire::Frame& f) {
   double now = wire::monotonic_seconds();
   auto job_of = [&](uint64_t version) -> LinkJob* {
     for (auto& [id, j] : jobs)
-      if (j.version == version && j.state == JobState::pending && j.sent) return &j;
+      if (j.version == version && j.state == FlushState::pending && j.sent) return &j;
     return nullptr;
   };
   switch (f.type) {
@@ -76,9 +76,9 @@ void ServiceLink::Impl::on_agent_frame(const wire::Frame& f) {
       LinkJob* j = job_of(m->version);
       if (!j) return;
       if (m->code == 0)
-        end_job(*j, JobState::done, Status::ok());
+        end_job(*j, FlushState::done, Status::ok());
       else
-        end_job(*j, JobState::failed, Status(static_cast<Code>(m->code), "agent: " + m->message));
+        end_job(*j, FlushState::failed, Status(static_cast<Code>(m->code), "agent: " + m->message));
       return;
     }
     case wire::Type::restored: {
@@ -108,7 +108,7 @@ void ServiceLink::Impl::agent_lost(const std::string& why, bool ask_for_another)
   {
     std::lock_guard<std::mutex> lock(mu);
     for (auto& [id, j] : jobs)
-      if (j.state == JobState::pending && j.sent) {
+      if (j.state == FlushState::pending && j.sent) {
         j.sent = false;
         j.credits.clear();
         j.next_offset = 0;
@@ -144,7 +144,7 @@ Result<fabric::MemoryRegion*> ServiceLink::Impl::registration(LinkJob& j) {
 
 void ServiceLink::Impl::send_jobs() {
   for (auto& [id, j] : jobs) {
-    if (j.state != JobState::pending || j.sent || j.cancel_requested) continue;
+    if (j.state != FlushState::pending || j.sent || j.cancel_requested) continue;
     // The controller learns what we checkpoint and how often (placement weighs it): a new size, the first
     // measured interval, or one that moved by more than a quarter.
     bool interval_moved = interval_s > 0 && (reported_interval == 0 || interval_s > reported_interval * 1.25 ||
@@ -156,7 +156,7 @@ void ServiceLink::Impl::send_jobs() {
     }
     auto mr = registration(j);
     if (!mr) {
-      end_job(j, JobState::failed, mr.status());
+      end_job(j, FlushState::failed, mr.status());
       continue;
     }
     wire::Flush f;
@@ -183,7 +183,7 @@ void ServiceLink::Impl::send_jobs() {
 
 void ServiceLink::Impl::push_chunks() {
   for (auto& [id, j] : jobs) {
-    if (j.state != JobState::pending || !j.sent || j.cancel_requested) continue;
+    if (j.state != FlushState::pending || !j.sent || j.cancel_requested) continue;
     auto mr = slot_mr.find(j.slot);
     const uint64_t size = j.manifest.total_size;
     while (!j.credits.empty() && j.next_offset < size && mr != slot_mr.end()) {
@@ -205,7 +205,7 @@ void ServiceLink::Impl::push_chunks() {
                             op.get(), &posted);
       if (!st.is_ok()) {
         free_ops.push_back(std::move(op));
-        end_job(j, JobState::failed, st.prefixed("pushing to the agent"));
+        end_job(j, FlushState::failed, st.prefixed("pushing to the agent"));
         break;
       }
       if (!posted) {
@@ -234,8 +234,8 @@ void ServiceLink::Impl::progress_fabric() {
         auto it = jobs.find(op->job);
         if (it != jobs.end()) {
           LinkJob& j = it->second;
-          if (--j.writes_in_flight == 0 && j.cancel_requested && j.state != JobState::pending) j.cancel_requested = false;
-          bool current = j.generation == op->generation && j.sent && j.state == JobState::pending;
+          if (--j.writes_in_flight == 0 && j.cancel_requested && j.state != FlushState::pending) j.cancel_requested = false;
+          bool current = j.generation == op->generation && j.sent && j.state == FlushState::pending;
           if (current && c[i].status.is_ok() && agent) {
             agent->send_message(wire::Pushed{j.version, op->offset, op->len, op->buffer});
           } else if (current && !c[i].status.is_ok()) {
@@ -255,9 +255,9 @@ void ServiceLink::Impl::progress_fabric() {
 void ServiceLink::Impl::check_deadlines() {
   double now = wire::monotonic_seconds();
   for (auto& [id, j] : jobs) {
-    if (j.state != JobState::pending || now - j.last_heard <= s.timeout_s) continue;
+    if (j.state != FlushState::pending || now - j.last_heard <= s.timeout_s) continue;
     if (j.sent) agent_suspect = true;
-    end_job(j, JobState::failed,
+    end_job(j, FlushState::failed,
             make_error(Code::ERR_IO, "no word from the checkpoint service about version %llu for %.1f s",
                        static_cast<unsigned long long>(j.version), s.timeout_s));
   }
@@ -266,25 +266,25 @@ void ServiceLink::Impl::check_deadlines() {
 void ServiceLink::Impl::handle_cancels() {
   for (auto& [id, j] : jobs) {
     if (!j.cancel_requested) continue;
-    if (j.state == JobState::pending) {
+    if (j.state == FlushState::pending) {
       if (j.sent && agent) agent->send_message(wire::Cancel{j.version});
-      end_job(j, JobState::cancelled, make_error(Code::ERR_INVALID_VERSION, "cancelled"));
+      end_job(j, FlushState::cancelled, make_error(Code::ERR_CANCELLED, "cancelled"));
     }
     if (j.writes_in_flight == 0) j.cancel_requested = false;
   }
   cv.notify_all();
 }
 
-void ServiceLink::Impl::end_job(LinkJob& j, JobState st, const Status& why) {
+void ServiceLink::Impl::end_job(LinkJob& j, FlushState st, const Status& why) {
   j.state = st;
-  j.outcome = st == JobState::done ? Status::ok() : why;
+  j.outcome = st == FlushState::done ? Status::ok() : why;
   revoke(j.slot);  // whoever had the key, it is dead now (a job that is resent registers anew)
   cv.notify_all();
 }
 
 bool ServiceLink::Impl::fabric_busy() const {
   for (const auto& [id, j] : jobs)
-    if (j.state == JobState::pending || j.writes_in_flight > 0) return true;
+    if (j.state == FlushState::pending || j.writes_in_flight > 0) return true;
   return restore && restore->sent && !restore->ended;  // the agent writes into our memory
 }
 

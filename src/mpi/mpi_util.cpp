@@ -5,7 +5,40 @@
 
 #include "mpi/mpi_util.hpp"
 
+#include "base/log.hpp"
+
 namespace cairn {
+
+std::string mpi_error_text(int rc) {
+  char text[MPI_MAX_ERROR_STRING];
+  int n = 0;
+  if (MPI_Error_string(rc, text, &n) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
+  return std::string(text, static_cast<size_t>(n));
+}
+
+Status mpi_call_failed(const char* op, const char* call, int rc, int peer) {
+  if (peer >= 0)
+    return make_error(Code::ERR_MPI, "%s: %s with member %d failed: %s", op, call, peer,
+                      mpi_error_text(rc).c_str());
+  return make_error(Code::ERR_MPI, "%s: %s failed: %s", op, call, mpi_error_text(rc).c_str());
+}
+
+Status ErrorsReturnScope::enter(MPI_Comm comm, const char* op) {
+  op_ = op;
+  int rc = MPI_Comm_get_errhandler(comm, &saved_);
+  if (rc != MPI_SUCCESS) return mpi_call_failed(op, "MPI_Comm_get_errhandler", rc);
+  comm_ = comm;
+  rc = MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  if (rc != MPI_SUCCESS) return mpi_call_failed(op, "MPI_Comm_set_errhandler", rc);
+  return Status::ok();
+}
+
+ErrorsReturnScope::~ErrorsReturnScope() {
+  if (comm_ == MPI_COMM_NULL) return;
+  int rc = MPI_Comm_set_errhandler(comm_, saved_);
+  if (rc == MPI_SUCCESS) rc = MPI_Errhandler_free(&saved_);
+  if (rc != MPI_SUCCESS) LOG_WARN("%s: restoring the error handler failed: %s", op_, mpi_error_text(rc).c_str());
+}
 
 Status agree(MPI_Comm comm, const Status& mine) {
   int rank = 0;

@@ -13,15 +13,36 @@
 
 namespace cairn {
 
+// The MPI library's text for an error code ("MPI error <rc>" when it has none).
+std::string mpi_error_text(int rc);
+
 inline Status mpi_status(int rc, const char* call, const char* file, int line) {
   if (rc == MPI_SUCCESS) return Status::ok();
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  return make_error(Code::ERR_MPI, "%s failed (%s:%d): %.*s", call, file, line, len, text);
+  return make_error(Code::ERR_MPI, "%s failed (%s:%d): %s", call, file, line, mpi_error_text(rc).c_str());
 }
 
 #define CAIRN_MPI(call) CAIRN_TRY(::cairn::mpi_status((call), #call, __FILE__, __LINE__))
+
+// For code that names its operation rather than its source line (the L2 exchange): the ERR_MPI Status
+// of `call` failing with `rc` during `op`, "op: call [with member peer] failed: text" (peer < 0: none).
+Status mpi_call_failed(const char* op, const char* call, int rc, int peer = -1);
+
+// Errors must come back as codes, not abort the job: MPI_ERRORS_RETURN on a communicator from enter()
+// until the object is destroyed, which puts the communicator's own handler back.
+class ErrorsReturnScope {
+ public:
+  ErrorsReturnScope() = default;
+  ErrorsReturnScope(const ErrorsReturnScope&) = delete;
+  ErrorsReturnScope& operator=(const ErrorsReturnScope&) = delete;
+  ~ErrorsReturnScope();
+  // `op` names the operation in errors and in the warning of a failed restore.
+  [[nodiscard]] Status enter(MPI_Comm comm, const char* op);
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Errhandler saved_ = MPI_ERRHANDLER_NULL;
+  const char* op_ = "";
+};
 
 // All ranks agree: every rank passes its Status; all get the first failure's code (lowest rank's
 // message, prefixed with its rank) or success.

@@ -19,8 +19,8 @@
 //   the returned Status is the outcome (ok: the rank's files are durable in the prefix).
 // - wait(ticket) blocks until the ticket is finished and returns its outcome.
 // - cancel(ticket) asks the flusher to stop; it returns once the flusher no longer reads the slot, with
-//   the outcome if the transfer finished anyway, else ERR_INVALID_VERSION ("cancelled"). A cancelled
-//   transfer may leave partial files of the version; they are never read (no COMMIT) and pruned later.
+//   the outcome if the transfer finished anyway, else ERR_CANCELLED. A cancelled transfer may leave
+//   partial files of the version; they are never read (no COMMIT) and pruned later.
 // - Each ticket is finished exactly once (by test, wait or cancel); using it afterwards is ERR_INVALID_ARG.
 // - Tickets are finished in any order. post/test/wait/cancel are called from one thread at a time
 //   (the pipeline's), but the transfer itself runs elsewhere (a thread, or another process).

@@ -12,7 +12,7 @@
 #include "base/fsutil.hpp"
 #include "base/log.hpp"
 #include "cache/slot_choice.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 
 namespace cairn::pipeline {
 

@@ -26,7 +26,7 @@
 #include "cache/cache_store.hpp"
 #include "cache/slot_lender.hpp"
 #include "cache/snapshot.hpp"
-#include "pfs/l3_placement.hpp"
+#include "l3/l3_placement.hpp"
 #include "pipeline/events.hpp"
 #include "pipeline/flusher.hpp"
 #include "pipeline/protector.hpp"

@@ -6,7 +6,7 @@
 #include "base/clock.hpp"
 #include "base/log.hpp"
 #include "base/xxh.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "pipeline/pipeline.hpp"
 
 namespace cairn::pipeline {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 
-namespace cairn::redist {
+namespace cairn::redistribute {
 
 const char* kind_name(Kind kind) {
   switch (kind) {
@@ -188,4 +188,4 @@ Status check_local_count(const Distribution& d, int nranks, int rank, uint64_t c
   return Status::ok();
 }
 
-}  // namespace cairn::redist
+}  // namespace cairn::redistribute

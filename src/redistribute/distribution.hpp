@@ -9,7 +9,7 @@
 
 #include "base/status.hpp"
 
-namespace cairn::redist {
+namespace cairn::redistribute {
 
 enum class Kind : uint32_t {
   private_ = 0,      // per-rank data; no layout over another rank count exists
@@ -91,4 +91,4 @@ int block_owner(uint64_t n, int nranks, uint64_t index);
 uint64_t cyclic_block_count(uint64_t global_count, uint64_t block_size);
 uint64_t cyclic_blocks_of(uint64_t nblocks, int nranks, int rank);
 
-}  // namespace cairn::redist
+}  // namespace cairn::redistribute

@@ -4,7 +4,7 @@
 #include <numeric>
 #include <utility>
 
-namespace cairn::redist {
+namespace cairn::redistribute {
 namespace {
 
 Status check_args(const Distribution& d, int p_old, int p_new) {
@@ -192,4 +192,4 @@ uint64_t bytes_staying(const std::vector<Transfer>& plan, uint64_t elem_size) {
   return saturating_bytes(plan, elem_size, 2);
 }
 
-}  // namespace cairn::redist
+}  // namespace cairn::redistribute

@@ -15,7 +15,7 @@
 #include "base/status.hpp"
 #include "redistribute/distribution.hpp"
 
-namespace cairn::redist {
+namespace cairn::redistribute {
 
 struct Transfer {
   int src = 0;              // old rank (of p_old)
@@ -50,4 +50,4 @@ uint64_t bytes_total(const std::vector<Transfer>& plan, uint64_t elem_size);
 uint64_t bytes_moved(const std::vector<Transfer>& plan, uint64_t elem_size);
 uint64_t bytes_staying(const std::vector<Transfer>& plan, uint64_t elem_size);
 
-}  // namespace cairn::redist
+}  // namespace cairn::redistribute

@@ -143,7 +143,8 @@ contains
     call expect(index(cairn_last_error(), 'cairn_init') > 0, 'the detail names cairn_init')
     call expect(cairn_strerror(CAIRN_ERR_IO) == 'I/O error', 'cairn_strerror')
     call expect(cairn_strerror(CAIRN_SUCCESS) == 'success', 'cairn_strerror(0)')
-    call expect(CAIRN_ERR_INTERNAL == -99 .and. CAIRN_ERR_TRUNCATED == -18, 'the generated constants')
+    call expect(CAIRN_ERR_INTERNAL == -99 .and. CAIRN_ERR_TRUNCATED == -18 .and. CAIRN_ERR_CANCELLED == -20, &
+                'the generated constants')
     call cairn_finalize(ierr)
     call expect_code(ierr, CAIRN_ERR_NOT_INITIALIZED, 'cairn_finalize before cairn_init')
     call passed('before cairn_init: error codes, cairn_strerror, cairn_last_error')

@@ -46,6 +46,7 @@ def errors_come_from_the_one_list():
         assert c.code_name.startswith("CAIRN_ERR_") and cairn.errors.error_class(c.code) is c
     assert cairn.errors.error_class(-12345) is cairn.CairnError
     assert cairn.NoCheckpointError.code == -8 and cairn.CairnIOError.code_name == "CAIRN_ERR_IO"
+    assert cairn.CancelledError.code == -20 and cairn.CancelledError.code_name == "CAIRN_ERR_CANCELLED"
     assert cairn.__version__ == "%d.%d.%d" % _cairn.VERSION and cairn.strerror(0) == "success"
     assert [int(lv) for lv in cairn.Level] == [0, 1, 2, 3] and int(cairn.DistKind.BLOCK_COLS) == 5
 

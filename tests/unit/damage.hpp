@@ -10,7 +10,7 @@
 #include <string>
 
 #include "base/fsutil.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 
 namespace cairn::test {
 

@@ -14,7 +14,7 @@
 #include "base/clock.hpp"
 #include "cache/cache_store.hpp"
 #include "mpi/mpi_util.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "redistribute/exec/reshaper.hpp"
 #include "redistribute/plan.hpp"
 #include "redundancy/set_code.hpp"
@@ -48,7 +48,7 @@ Status move_regions(MPI_Comm comm, RegionTable& regions, int p_old, const std::v
   // Check every region and size the new buffers before anything moves.
   struct Move {
     const RegionEntry* entry;
-    redist::Distribution dist;
+    redistribute::Distribution dist;
   };
   std::vector<Move> moves;
   Status check = Status::ok();
@@ -57,12 +57,12 @@ Status move_regions(MPI_Comm comm, RegionTable& regions, int p_old, const std::v
       check = make_error(Code::ERR_NOT_SUPPORTED, "file '%s': files cannot move to another rank count", e.name.c_str());
       break;
     }
-    auto d = redist::Distribution::from_params(e.distribution, e.dist_params, e.count);
+    auto d = redistribute::Distribution::from_params(e.distribution, e.dist_params, e.count);
     if (!d) {
       check = d.status().prefixed("region '" + e.name + "'");
       break;
     }
-    if (d->kind == redist::Kind::private_ && p_old != p_new) {
+    if (d->kind == redistribute::Kind::private_ && p_old != p_new) {
       check = make_error(Code::ERR_NOT_SUPPORTED, "region '%s' is private (per-rank data): it cannot move from %d to %d ranks; "
                          "protect it with cairn_protect_distributed to make it redistributable", e.name.c_str(), p_old, p_new);
       break;
@@ -100,17 +100,17 @@ Status move_regions(MPI_Comm comm, RegionTable& regions, int p_old, const std::v
           break;
         }
         // The plan reads local_count elements of this old rank's piece: it must hold that many.
-        uint64_t held_want = moves[i].dist.kind == redist::Kind::replicated
+        uint64_t held_want = moves[i].dist.kind == redistribute::Kind::replicated
                                  ? moves[i].dist.global_count
-                                 : redist::local_count(moves[i].dist, p_old, h.old_rank);
+                                 : redistribute::local_count(moves[i].dist, p_old, h.old_rank);
         if (re->count != held_want) {
           check = make_error(Code::ERR_SIZE_MISMATCH, "region '%s' of old rank %d of %d holds %llu elements, its %s "
                              "distribution gives it %llu", e.name.c_str(), h.old_rank, p_old,
-                             static_cast<unsigned long long>(re->count), redist::kind_name(moves[i].dist.kind),
+                             static_cast<unsigned long long>(re->count), redistribute::kind_name(moves[i].dist.kind),
                              static_cast<unsigned long long>(held_want));
           break;
         }
-        auto plan = redist::plan_for_src(moves[i].dist, p_old, p_new, h.old_rank);
+        auto plan = redistribute::plan_for_src(moves[i].dist, p_old, p_new, h.old_rank);
         if (!plan) {
           check = plan.status().prefixed("region '" + e.name + "'");
           break;
@@ -128,8 +128,8 @@ Status move_regions(MPI_Comm comm, RegionTable& regions, int p_old, const std::v
   if (check.is_ok() && my_new >= 0) {
     for (const auto& mv : moves) {
       const RegionEntry& e = *mv.entry;
-      uint64_t want = mv.dist.kind == redist::Kind::replicated ? mv.dist.global_count
-                                                                : redist::local_count(mv.dist, p_new, my_new);
+      uint64_t want = mv.dist.kind == redistribute::Kind::replicated ? mv.dist.global_count
+                                                                      : redistribute::local_count(mv.dist, p_new, my_new);
       auto it = regions.find(e.name);
       if (it == regions.end()) {
         check = make_error(Code::ERR_UNKNOWN_REGION, "region '%s' of the version is not protected on this rank", e.name.c_str());
@@ -194,7 +194,7 @@ Status move_regions(MPI_Comm comm, RegionTable& regions, int p_old, const std::v
     std::vector<Pieces> recvs(static_cast<size_t>(size));
     if (my_new >= 0) {
       // Sorted by (src, src_offset): per host, the order in which it sends.
-      CAIRN_ASSIGN_OR_RETURN(incoming, redist::plan_for_dst(moves[i].dist, p_old, p_new, my_new));
+      CAIRN_ASSIGN_OR_RETURN(incoming, redistribute::plan_for_dst(moves[i].dist, p_old, p_new, my_new));
       uint8_t* dst = static_cast<uint8_t*>(regions[e.name].ptr);
       for (const auto& t : incoming) {
         if (host_of_old[static_cast<size_t>(t.src)] == me && placed_here.count(t.src)) continue;  // already there

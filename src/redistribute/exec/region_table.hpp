@@ -24,7 +24,7 @@ struct Region {
   int type = 0;
   uint32_t elem_size = 1;
   uint32_t dist_kind = 0;               // cairn_dist_kind; 0 = private
-  std::vector<uint64_t> dist_params;    // redist::Distribution::to_params()
+  std::vector<uint64_t> dist_params;    // redistribute::Distribution::to_params()
   cairn_resize_fn resize = nullptr;
   void* resize_user = nullptr;
   uint64_t bytes() const { return static_cast<uint64_t>(count) * elem_size; }
@@ -47,7 +47,7 @@ struct HeldStream {
 // A region of a version, with its distribution, as the new layout needs it.
 struct ReshapeWant {
   const RegionEntry* entry;  // in the version's region table
-  redist::Distribution dist;
+  redistribute::Distribution dist;
 };
 
 // Whether `regions` are exactly the version's regions (manifest `m`), all memory, by name and size: a

@@ -13,7 +13,7 @@
 #include "base/clock.hpp"
 #include "cache/cache_store.hpp"
 #include "mpi/mpi_util.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "redistribute/exec/reshaper.hpp"
 #include "redistribute/plan.hpp"
 #include "redundancy/set_code.hpp"
@@ -29,12 +29,13 @@ int regions_fit(const std::map<std::string, Region>& regions, const Manifest& ta
                 std::vector<ReshapeWant>* wants) {
   wants->clear();
   for (const auto& e : table.regions) {
-    auto d = redist::Distribution::from_params(e.distribution, e.dist_params, e.count);
+    auto d = redistribute::Distribution::from_params(e.distribution, e.dist_params, e.count);
     auto it = regions.find(e.name);
-    if (e.kind != RegionKind::memory || !d || d->kind == redist::Kind::private_ || it == regions.end() ||
+    if (e.kind != RegionKind::memory || !d || d->kind == redistribute::Kind::private_ || it == regions.end() ||
         it->second.elem_size != e.elem_size)
       return 0;
-    uint64_t want = d->kind == redist::Kind::replicated ? d->global_count : redist::local_count(*d, p_new, rank);
+    uint64_t want =
+        d->kind == redistribute::Kind::replicated ? d->global_count : redistribute::local_count(*d, p_new, rank);
     if (it->second.count != want || (want > 0 && !it->second.ptr)) return 0;
     wants->push_back({&e, *d});
   }
@@ -47,7 +48,8 @@ int regions_fit(const std::map<std::string, Region>& regions, const Manifest& ta
 Result<const RegionEntry*> held_region(const Manifest& m, const ReshapeWant& want, int p_old, int k) {
   const RegionEntry& e = *want.entry;
   auto re = std::find_if(m.regions.begin(), m.regions.end(), [&](const RegionEntry& x) { return x.name == e.name; });
-  uint64_t count = want.dist.kind == redist::Kind::replicated ? want.dist.global_count : redist::local_count(want.dist, p_old, k);
+  uint64_t count = want.dist.kind == redistribute::Kind::replicated ? want.dist.global_count
+                                                                    : redistribute::local_count(want.dist, p_old, k);
   if (re == m.regions.end() || re->elem_size != e.elem_size || re->count != count)
     return make_error(Code::ERR_CORRUPT, "region '%s' is missing or differs on old rank %d", e.name.c_str(), k);
   return &*re;
@@ -122,7 +124,7 @@ Status Reshaper::from_l1(uint64_t v, int p_old, const std::vector<std::vector<ui
         for (const auto& w : wants) {
           const RegionEntry& e = *w.entry;
           CAIRN_ASSIGN_OR_RETURN(re, held_region(m, w, p_old, k));
-          CAIRN_ASSIGN_OR_RETURN(plan, redist::plan_for_src(w.dist, p_old, nranks_, k));
+          CAIRN_ASSIGN_OR_RETURN(plan, redistribute::plan_for_src(w.dist, p_old, nranks_, k));
           for (const auto& t : plan)
             if (t.dst == rank_)
               mine.push_back({re->offset + t.src_offset * e.elem_size, t.count * e.elem_size,

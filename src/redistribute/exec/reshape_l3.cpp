@@ -13,7 +13,7 @@
 #include "base/clock.hpp"
 #include "cache/cache_store.hpp"
 #include "mpi/mpi_util.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "redistribute/exec/reshaper.hpp"
 #include "redistribute/plan.hpp"
 #include "redundancy/set_code.hpp"
@@ -80,9 +80,9 @@ Status Reshaper::from_l3_direct(uint64_t v, int p_old, bool* done) {
 
   // This rank's pieces, per old rank, as destinations of that old rank's stream.
   Status local = [&]() -> Status {
-    std::map<int, std::vector<std::pair<size_t, redist::Transfer>>> by_old;
+    std::map<int, std::vector<std::pair<size_t, redistribute::Transfer>>> by_old;
     for (size_t i = 0; i < wants.size(); ++i) {
-      CAIRN_ASSIGN_OR_RETURN(plan, redist::plan_for_dst(wants[i].dist, p_old, nranks_, rank_));
+      CAIRN_ASSIGN_OR_RETURN(plan, redistribute::plan_for_dst(wants[i].dist, p_old, nranks_, rank_));
       for (const auto& t : plan) by_old[t.src].push_back({i, t});
     }
     for (const auto& [k, pieces] : by_old) {

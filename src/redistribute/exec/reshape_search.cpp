@@ -13,7 +13,7 @@
 #include "base/clock.hpp"
 #include "cache/cache_store.hpp"
 #include "mpi/mpi_util.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "redistribute/exec/reshaper.hpp"
 #include "redistribute/plan.hpp"
 #include "redundancy/set_code.hpp"

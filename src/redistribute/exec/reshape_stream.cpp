@@ -83,12 +83,12 @@ int streamable(const Manifest& table, const std::vector<ReshapeWant>& wants, int
   if (table.chunk_size == 0 || table.chunk_size > kMaxChunk || wants.size() > kMaxRegions) return 0;
   uint64_t messages = 0;
   for (const auto& w : wants) {
-    auto in = redist::plan_for_dst(w.dist, p_old, p_new, rank);
+    auto in = redistribute::plan_for_dst(w.dist, p_old, p_new, rank);
     if (!in) return 0;
     for (const auto& t : *in) messages += 1 + t.count * w.entry->elem_size / table.chunk_size;
     for (int k = 0; k < p_old; ++k) {
       if (host_of_old[static_cast<size_t>(k)] != rank) continue;
-      auto out = redist::plan_for_src(w.dist, p_old, p_new, k);
+      auto out = redistribute::plan_for_src(w.dist, p_old, p_new, k);
       if (!out) return 0;
       for (const auto& t : *out) messages += 1 + t.count * w.entry->elem_size / table.chunk_size;
     }
@@ -182,7 +182,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
   uint64_t received = 0;
   for (size_t i = 0; i < nw; ++i) {
     const RegionEntry& e = *wants[i].entry;
-    CAIRN_ASSIGN_OR_RETURN(plan, redist::plan_for_dst(wants[i].dist, p_old, nranks_, rank_));
+    CAIRN_ASSIGN_OR_RETURN(plan, redistribute::plan_for_dst(wants[i].dist, p_old, nranks_, rank_));
     uint8_t* base = static_cast<uint8_t*>(regions_.at(e.name).ptr);
     for (const auto& t : plan) {
       int host = host_of_old[static_cast<size_t>(t.src)];
@@ -219,7 +219,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     auto& [own, outs] = pieces[j];
     for (size_t i = 0; i < nw; ++i) {
       const RegionEntry& e = *wants[i].entry;
-      CAIRN_ASSIGN_OR_RETURN(plan, redist::plan_for_src(wants[i].dist, p_old, nranks_, h.k));
+      CAIRN_ASSIGN_OR_RETURN(plan, redistribute::plan_for_src(wants[i].dist, p_old, nranks_, h.k));
       uint8_t* base = static_cast<uint8_t*>(regions_.at(e.name).ptr);
       for (const auto& t : plan) {
         uint64_t off = h.offsets[i] + t.src_offset * e.elem_size, len = t.count * e.elem_size;

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "base/log.hpp"
+#include "mpi/mpi_util.hpp"
 #include "redundancy/exchange/set_exchange.hpp"
 
 namespace cairn::redundancy {
@@ -38,19 +39,6 @@ size_t have(size_t len, size_t off, size_t piece) { return len > off ? std::min(
 template <class T>
 T* at(T* base, size_t off) { return base == nullptr ? nullptr : base + off; }
 
-std::string mpi_text(int rc) {
-  char text[MPI_MAX_ERROR_STRING];
-  int n = 0;
-  if (MPI_Error_string(rc, text, &n) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
-  return std::string(text, n);
-}
-
-Status mpi_error(const char* op, const char* call, int rc, int peer = -1) {
-  if (peer >= 0)
-    return make_error(Code::ERR_MPI, "%s: %s with member %d failed: %s", op, call, peer, mpi_text(rc).c_str());
-  return make_error(Code::ERR_MPI, "%s: %s failed: %s", op, call, mpi_text(rc).c_str());
-}
-
 struct FreeDeleter {
   void operator()(uint8_t* p) const { std::free(p); }
 };
@@ -61,43 +49,20 @@ Scratch scratch(size_t bytes) {
   return Scratch(p);
 }
 
-// Errors must come back as codes, not abort the job: MPI_ERRORS_RETURN for the duration of one call.
-class ReturnErrors {
- public:
-  Status enter(MPI_Comm comm, const char* op) {
-    int rc = MPI_Comm_get_errhandler(comm, &saved_);
-    if (rc != MPI_SUCCESS) return mpi_error(op, "MPI_Comm_get_errhandler", rc);
-    comm_ = comm;
-    rc = MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-    if (rc != MPI_SUCCESS) return mpi_error(op, "MPI_Comm_set_errhandler", rc);
-    return Status::ok();
-  }
-  ~ReturnErrors() {
-    if (comm_ == MPI_COMM_NULL) return;
-    int rc = MPI_Comm_set_errhandler(comm_, saved_);
-    if (rc == MPI_SUCCESS) rc = MPI_Errhandler_free(&saved_);
-    if (rc != MPI_SUCCESS) LOG_WARN("L2 exchange: restoring the error handler failed: %s", mpi_text(rc).c_str());
-  }
-
- private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  MPI_Errhandler saved_ = MPI_ERRHANDLER_NULL;
-};
-
-// Requests of the steps in flight, one slot per step. Zero-byte transfers are skipped: both sides
-// compute the same counts from the agreed lengths.
-class Pipeline {
+// The window of steps in flight (kStepsInFlight): their requests, one slot per step. Zero-byte transfers
+// are skipped: both sides compute the same counts from the agreed lengths.
+class StepWindow {
  public:
   // gentle: wait by testing, with a short sleep between tests that complete nothing, instead of
   // MPI_Waitall's busy wait: for a member whose cores are wanted elsewhere meanwhile.
-  Pipeline(MPI_Comm comm, const char* op, bool gentle = false) : comm_(comm), op_(op), gentle_(gentle) {}
-  ~Pipeline() { abandon(); }
+  StepWindow(MPI_Comm comm, const char* op, bool gentle = false) : comm_(comm), op_(op), gentle_(gentle) {}
+  ~StepWindow() { abandon(); }
 
   Status send(int slot, const uint8_t* buf, size_t count, int peer, int tag) {
     if (count == 0) return Status::ok();
     MPI_Request r;
     int rc = MPI_Isend(buf, static_cast<int>(count), MPI_BYTE, peer, tag, comm_, &r);
-    if (rc != MPI_SUCCESS) return mpi_error(op_, "MPI_Isend", rc, peer);
+    if (rc != MPI_SUCCESS) return mpi_call_failed(op_, "MPI_Isend", rc, peer);
     reqs_[slot].push_back(r);
     return Status::ok();
   }
@@ -107,7 +72,7 @@ class Pipeline {
     if (count == 0) return Status::ok();
     MPI_Request r;
     int rc = MPI_Irecv(buf, static_cast<int>(count), MPI_BYTE, peer, tag, comm_, &r);
-    if (rc != MPI_SUCCESS) return mpi_error(op_, "MPI_Irecv", rc, peer);
+    if (rc != MPI_SUCCESS) return mpi_call_failed(op_, "MPI_Irecv", rc, peer);
     reqs_[slot].push_back(r);
     return Status::ok();
   }
@@ -126,7 +91,7 @@ class Pipeline {
     }
     // On error the requests still pending stay in r (completed ones are MPI_REQUEST_NULL now), so
     // that abandon() cancels them.
-    if (rc != MPI_SUCCESS) return mpi_error(op_, "MPI_Waitall", rc);
+    if (rc != MPI_SUCCESS) return mpi_call_failed(op_, "MPI_Waitall", rc);
     r.clear();
     return Status::ok();
   }
@@ -167,7 +132,7 @@ class Pipeline {
         if (req == MPI_REQUEST_NULL) continue;
         int rc = MPI_Cancel(&req);
         if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) LOG_DEBUG("%s: cancelling a request failed: %s", op_, mpi_text(rc).c_str());
+        if (rc != MPI_SUCCESS) LOG_DEBUG("%s: cancelling a request failed: %s", op_, mpi_error_text(rc).c_str());
       }
       r.clear();
     }
@@ -199,8 +164,8 @@ using LocalCheck = std::function<std::string(int me, size_t red_len)>;
 Status agree(MPI_Comm comm, const char* op, const SetCode& code, const std::vector<size_t>& lens,
              const std::vector<bool>* lost, size_t chunk, const LocalCheck& check, Geometry* geo) {
   int size = 0, rc = MPI_Comm_size(comm, &size);
-  if (rc != MPI_SUCCESS) return mpi_error(op, "MPI_Comm_size", rc);
-  if ((rc = MPI_Comm_rank(comm, &geo->me)) != MPI_SUCCESS) return mpi_error(op, "MPI_Comm_rank", rc);
+  if (rc != MPI_SUCCESS) return mpi_call_failed(op, "MPI_Comm_size", rc);
+  if ((rc = MPI_Comm_rank(comm, &geo->me)) != MPI_SUCCESS) return mpi_call_failed(op, "MPI_Comm_rank", rc);
   geo->n = code.n();
   geo->m = code.m();
   geo->k = code.k();
@@ -225,7 +190,7 @@ Status agree(MPI_Comm comm, const char* op, const SetCode& code, const std::vect
     for (bool l : *lost) fp = fnv1a(fp, l);
   uint64_t v[5] = {problem.empty() ? 0u : 1u, chunk, ~uint64_t{chunk}, fp, ~fp};
   if ((rc = MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_UINT64_T, MPI_MAX, comm)) != MPI_SUCCESS)
-    return mpi_error(op, "MPI_Allreduce", rc);
+    return mpi_call_failed(op, "MPI_Allreduce", rc);
   if (!problem.empty()) return make_error(Code::ERR_INVALID_ARG, "%s: member %d: %s", op, geo->me, problem.c_str());
   if (v[0] != 0) return make_error(Code::ERR_INVALID_ARG, "%s: another member passed invalid arguments", op);
   if (v[1] != ~v[2]) return make_error(Code::ERR_INVALID_ARG, "%s: members passed different chunk sizes", op);
@@ -242,20 +207,20 @@ Status agree(MPI_Comm comm, const char* op, const SetCode& code, const std::vect
 // --- encode ----------------------------------------------------------------------------------------
 
 // Member x keeps a copy of member x-1: send my pieces right, receive the left one into my_red.
-Status encode_partner(Pipeline& pipe, const Geometry& g, const std::vector<size_t>& lens,
+Status encode_partner(StepWindow& window, const Geometry& g, const std::vector<size_t>& lens,
                       const uint8_t* my_data, uint8_t* my_red) {
   int left = mod(g.me - 1, g.n), right = mod(g.me + 1, g.n);
   auto post = [&](size_t s, int slot) -> Status {
     size_t off = s * g.piece, len = std::min(g.piece, g.seg - off);
-    CAIRN_TRY(pipe.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagEncode + slot));
-    return pipe.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagEncode + slot);
+    CAIRN_TRY(window.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagEncode + slot));
+    return window.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagEncode + slot);
   };
-  return pipe.run(g.pieces, post, [](size_t, int) { return Status::ok(); });
+  return window.run(g.pieces, post, [](size_t, int) { return Status::ok(); });
 }
 
 // Step (piece i, row p): I hold parity row p of stripe me+p and receive its k data pieces; my
 // segment j is data shard j of stripe me-1-j and goes to that stripe's row-p holder.
-Status encode_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
+Status encode_coded(StepWindow& window, const SetCode& code, const Geometry& g,
                     const std::vector<size_t>& lens, const uint8_t* my_data, uint8_t* my_red) {
   Scratch bufs = scratch(static_cast<size_t>(kStepsInFlight) * g.k * g.piece);
   auto piece_buf = [&](int slot, int j) { return bufs.get() + (static_cast<size_t>(slot) * g.k + j) * g.piece; };
@@ -267,12 +232,12 @@ Status encode_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
     for (int j = 0; j < g.k; j++) {
       int y = code.shard_owner(stripe, j);
       size_t pos = static_cast<size_t>(j) * g.seg + off;
-      CAIRN_TRY(pipe.recv(slot, piece_buf(slot, j), have(lens[y], pos, len), len, y, kTagEncode + slot));
+      CAIRN_TRY(window.recv(slot, piece_buf(slot, j), have(lens[y], pos, len), len, y, kTagEncode + slot));
     }
     for (int j = 0; j < g.k; j++) {
       int holder = code.shard_owner(mod(g.me - 1 - j, g.n), g.k + p);
       size_t pos = static_cast<size_t>(j) * g.seg + off;
-      CAIRN_TRY(pipe.send(slot, at(my_data, pos), have(lens[g.me], pos, len), holder, kTagEncode + slot));
+      CAIRN_TRY(window.send(slot, at(my_data, pos), have(lens[g.me], pos, len), holder, kTagEncode + slot));
     }
     return Status::ok();
   };
@@ -283,13 +248,13 @@ Status encode_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
     code.encode_parity_row(p, len, src.data(), my_red + static_cast<size_t>(p) * g.seg + off);
     return Status::ok();
   };
-  return pipe.run(g.pieces * g.m, post, finish);
+  return window.run(g.pieces * g.m, post, finish);
 }
 
 // --- rebuild ---------------------------------------------------------------------------------------
 
 // A lost x gets its data back from x+1's copy and its copy (of x-1's data) from x-1.
-Status rebuild_partner(Pipeline& pipe, const Geometry& g, const std::vector<size_t>& lens,
+Status rebuild_partner(StepWindow& window, const Geometry& g, const std::vector<size_t>& lens,
                        const std::vector<bool>& lost, uint8_t* my_data, uint8_t* my_red, RebuildPart part,
                        const Landed& landed) {
   int left = mod(g.me - 1, g.n), right = mod(g.me + 1, g.n);
@@ -298,14 +263,14 @@ Status rebuild_partner(Pipeline& pipe, const Geometry& g, const std::vector<size
     size_t off = s * g.piece, len = std::min(g.piece, g.seg - off);
     if (lost[g.me]) {
       size_t mine = have(lens[g.me], off, len);  // my data has no padding to fill
-      CAIRN_TRY(pipe.recv(slot, at(my_data, off), mine, mine, right, kTagRebuild + slot));
+      CAIRN_TRY(window.recv(slot, at(my_data, off), mine, mine, right, kTagRebuild + slot));
       if (!red_too) return Status::ok();
-      return pipe.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagRebuildRed + slot);
+      return window.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagRebuildRed + slot);
     }
     if (lost[left])
-      CAIRN_TRY(pipe.send(slot, my_red + off, have(lens[left], off, len), left, kTagRebuild + slot));
+      CAIRN_TRY(window.send(slot, my_red + off, have(lens[left], off, len), left, kTagRebuild + slot));
     if (lost[right] && red_too)
-      CAIRN_TRY(pipe.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagRebuildRed + slot));
+      CAIRN_TRY(window.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagRebuildRed + slot));
     return Status::ok();
   };
   auto finish = [&](size_t s, int) -> Status {
@@ -313,12 +278,12 @@ Status rebuild_partner(Pipeline& pipe, const Geometry& g, const std::vector<size
     if (lost[g.me] && landed && have(lens[g.me], off, len)) landed(off, have(lens[g.me], off, len));
     return Status::ok();
   };
-  return pipe.run(g.pieces, post, finish);
+  return window.run(g.pieces, post, finish);
 }
 
 // Step (piece i, stripe st): each lost member rebuilds its shard of stripe st from the k sources
 // of that stripe's plan, which send their piece to every lost member that needs it.
-Status rebuild_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
+Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
                      const std::vector<size_t>& lens, const std::vector<bool>& lost, uint8_t* my_data,
                      uint8_t* my_red, RebuildPart part, const Landed& landed) {
   std::vector<SetCode::StripeRecovery> plans;
@@ -373,11 +338,11 @@ Status rebuild_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
       if (!needs(g.me, st, off, len)) return Status::ok();
       if (uint8_t* dst = direct(st, off, len)) {
         int sh = plan.sources[0], y = code.shard_owner(st, sh);
-        return pipe.recv(slot, dst, len, len, y, kTagRebuild + slot);
+        return window.recv(slot, dst, len, len, y, kTagRebuild + slot);
       }
       for (int j = 0; j < g.k; j++) {
         int sh = plan.sources[j], y = code.shard_owner(st, sh);
-        CAIRN_TRY(pipe.recv(slot, piece_buf(slot, j), shard_bytes(y, sh, off, len), len, y, kTagRebuild + slot));
+        CAIRN_TRY(window.recv(slot, piece_buf(slot, j), shard_bytes(y, sh, off, len), len, y, kTagRebuild + slot));
       }
       return Status::ok();
     }
@@ -386,7 +351,7 @@ Status rebuild_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
     const uint8_t* piece = sh < g.k ? at(my_data, shard_at(sh, off)) : my_red + shard_at(sh, off);
     for (int x = 0; x < g.n; x++)
       if (lost[x] && needs(x, st, off, len))
-        CAIRN_TRY(pipe.send(slot, piece, shard_bytes(g.me, sh, off, len), x, kTagRebuild + slot));
+        CAIRN_TRY(window.send(slot, piece, shard_bytes(g.me, sh, off, len), x, kTagRebuild + slot));
     return Status::ok();
   };
   auto finish = [&](size_t s, int slot) -> Status {
@@ -414,7 +379,7 @@ Status rebuild_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
     }
     return land();
   };
-  return pipe.run(g.pieces * g.n, post, finish);
+  return window.run(g.pieces * g.n, post, finish);
 }
 
 }  // namespace
@@ -422,7 +387,7 @@ Status rebuild_coded(Pipeline& pipe, const SetCode& code, const Geometry& g,
 Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data, size_t my_len,
                   const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk) {
   const char* op = "L2 encode";
-  ReturnErrors errors;
+  ErrorsReturnScope errors;
   CAIRN_TRY(errors.enter(set_comm, op));
   auto check = [&](int me, size_t red_len) -> std::string {
     if (lens[me] != my_len)
@@ -435,9 +400,9 @@ Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data
   Geometry g;
   CAIRN_TRY(agree(set_comm, op, code, lens, nullptr, chunk, check, &g));
   if (g.seg == 0) return Status::ok();
-  Pipeline pipe(set_comm, op);
-  if (code.scheme() == Redundancy::partner) return encode_partner(pipe, g, lens, my_data, my_red);
-  return encode_coded(pipe, code, g, lens, my_data, my_red);
+  StepWindow window(set_comm, op);
+  if (code.scheme() == Redundancy::partner) return encode_partner(window, g, lens, my_data, my_red);
+  return encode_coded(window, code, g, lens, my_data, my_red);
 }
 
 Status rebuild_set(MPI_Comm set_comm, const SetCode& code, const std::vector<bool>& lost,
@@ -455,7 +420,7 @@ Status rebuild_set(MPI_Comm set_comm, const SetCode& code, const std::vector<boo
     }
     if (std::none_of(lost.begin(), lost.end(), [](bool l) { return l; })) return Status::ok();
   }
-  ReturnErrors errors;
+  ErrorsReturnScope errors;
   CAIRN_TRY(errors.enter(set_comm, op));
   auto check = [&](int me, size_t red_len) -> std::string {
     if (lens[me] > 0 && my_data == nullptr) return "my_data is null";
@@ -467,9 +432,10 @@ Status rebuild_set(MPI_Comm set_comm, const SetCode& code, const std::vector<boo
   Geometry g;
   CAIRN_TRY(agree(set_comm, op, code, lens, &lost, chunk, check, &g));
   if (g.seg == 0) return Status::ok();
-  Pipeline pipe(set_comm, op, gentle && !lost[static_cast<size_t>(g.me)]);
-  if (code.scheme() == Redundancy::partner) return rebuild_partner(pipe, g, lens, lost, my_data, my_red, part, landed);
-  return rebuild_coded(pipe, code, g, lens, lost, my_data, my_red, part, landed);
+  StepWindow window(set_comm, op, gentle && !lost[static_cast<size_t>(g.me)]);
+  if (code.scheme() == Redundancy::partner)
+    return rebuild_partner(window, g, lens, lost, my_data, my_red, part, landed);
+  return rebuild_coded(window, code, g, lens, lost, my_data, my_red, part, landed);
 }
 
 }  // namespace cairn::redundancy

@@ -274,11 +274,11 @@ void Agent::on_cancel(Session& s, const wire::Cancel& m) {
   for (auto it = queue_.begin(); it != queue_.end(); ++it)
     if (it->session == s.id && it->flush.version == m.version) {
       queue_.erase(it);
-      s.conn->send_message(wire::Done{m.version, static_cast<int32_t>(Code::ERR_INVALID_VERSION), "cancelled"});
+      s.conn->send_message(wire::Done{m.version, static_cast<int32_t>(Code::ERR_CANCELLED), "cancelled"});
       return;
     }
   if (active_ && active_->req.session == s.id && active_->req.flush.version == m.version)
-    fail_transfer(make_error(Code::ERR_INVALID_VERSION, "cancelled"));
+    fail_transfer(make_error(Code::ERR_CANCELLED, "cancelled"));
 }
 
 void Agent::on_list(Session& s, const wire::ListVersions& m) {

@@ -23,7 +23,7 @@
 #include "base/manifest.hpp"
 #include "fabric/endpoint.hpp"
 #include "fabric/rma_queue.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "service/buffer_pool.hpp"
 #include "service/agent/chunk_sink.hpp"
 #include "service/agent/rate_limit.hpp"

@@ -22,7 +22,7 @@
 #include "base/layout.hpp"
 #include "base/manifest.hpp"
 #include "base/status.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "service/agent/stage_chain.hpp"
 
 namespace cairn::service {

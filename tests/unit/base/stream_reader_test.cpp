@@ -12,7 +12,7 @@
 #include "cache/snapshot_slot.hpp"
 #include "base/stream_reader.hpp"
 #include "base/fsutil.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "../damage.hpp"
 
 namespace cairn {

@@ -5,7 +5,7 @@
 
 #include "cache/cache_store.hpp"
 #include "base/fsutil.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 
 namespace cairn {
 namespace {

@@ -14,7 +14,7 @@
 #include "cairn/cairn.h"
 #include "base/config.hpp"
 #include "base/layout.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "mpi_test_main.hpp"
 #include "scratch_job.hpp"
 

@@ -19,7 +19,7 @@
 #include "cairn/cairn.h"
 #include "base/fsutil.hpp"
 #include "core/runtime.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "mpi_test_main.hpp"
 #include "scratch_job.hpp"
 #include "../damage.hpp"

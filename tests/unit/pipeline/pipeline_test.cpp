@@ -15,7 +15,7 @@
 #include "base/fsutil.hpp"
 #include "cache/cache_store.hpp"
 #include "cache/snapshot.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "flush/embedded_flusher.hpp"
 #include "pipeline/events.hpp"
 #include "pipeline/pipeline.hpp"
@@ -413,7 +413,7 @@ TEST(EmbeddedFlusher, CancelStopsWhatHasNotStartedAndWaitsForWhatHas) {
   ASSERT_TRUE(t1.is_ok() && t2.is_ok());
   for (int i = 0; i < 2000 && !writing; ++i) usleep(1000);
   ASSERT_TRUE(writing);
-  EXPECT_EQ(fl.cancel(*t2).code(), Code::ERR_INVALID_VERSION) << "queued: cancelled";
+  EXPECT_EQ(fl.cancel(*t2).code(), Code::ERR_CANCELLED) << "queued: cancelled";
   gate.unlock();
   EXPECT_TRUE(fl.cancel(*t1).is_ok()) << "already writing: finishes, with its outcome";
 }

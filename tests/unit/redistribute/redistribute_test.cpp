@@ -13,7 +13,7 @@
 #include "redistribute/distribution.hpp"
 #include "redistribute/plan.hpp"
 
-namespace cairn::redist {
+namespace cairn::redistribute {
 namespace {
 
 Distribution must(Result<Distribution> r) {
@@ -442,4 +442,4 @@ TEST(RedistPlanScale, OneRankOfManyIsCheap) {
 }
 
 }  // namespace
-}  // namespace cairn::redist
+}  // namespace cairn::redistribute

@@ -11,7 +11,7 @@
 #include "../fuzz.hpp"
 #include "../stream_manifest.hpp"
 #include "base/fsutil.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "service/agent/chunk_sink.hpp"
 #include "service/agent/stage_chain.hpp"
 

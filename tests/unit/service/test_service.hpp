@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/fsutil.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "pipeline/flusher.hpp"
 #include "wire/control_messages.hpp"
 #include "wire/socket.hpp"

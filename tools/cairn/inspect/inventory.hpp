@@ -15,7 +15,7 @@
 #include "base/layout.hpp"
 #include "base/manifest.hpp"
 #include "base/status.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "redundancy/set_record.hpp"
 
 namespace cairn::tool {

@@ -33,7 +33,7 @@ const char* type_name(const RegionEntry& e) {
 }
 
 std::string distribution_text(const RegionEntry& e) {
-  std::string s = redist::kind_name(static_cast<redist::Kind>(e.distribution));
+  std::string s = redistribute::kind_name(static_cast<redistribute::Kind>(e.distribution));
   const auto& p = e.dist_params;
   if (e.distribution == 2 && p.size() == 1)
     s += " of " + std::to_string(p[0]);
@@ -125,7 +125,7 @@ nlohmann::json region_json(const RegionEntry& e) {
           {"count", e.count},
           {"offset", e.offset},
           {"size_bytes", e.size},
-          {"distribution", redist::kind_name(static_cast<redist::Kind>(e.distribution))},
+          {"distribution", redistribute::kind_name(static_cast<redistribute::Kind>(e.distribution))},
           {"dist_params", e.dist_params}};
 }
 

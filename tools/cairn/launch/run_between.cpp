@@ -9,7 +9,7 @@
 #include "cache/cache_store.hpp"
 #include "inspect/inventory.hpp"
 #include "redundancy/cache_rebuild.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "launch/process.hpp"
 #include "launch/run_job.hpp"
 #include "format.hpp"

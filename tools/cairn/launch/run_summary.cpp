@@ -6,7 +6,7 @@
 #include "base/fsutil.hpp"
 #include "inspect/inventory.hpp"
 #include "launch/launcher.hpp"
-#include "pfs/cache_to_l3.hpp"
+#include "l3/cache_to_l3.hpp"
 #include "launch/process.hpp"
 #include "redundancy/cache_rebuild.hpp"
 #include "launch/run_job.hpp"

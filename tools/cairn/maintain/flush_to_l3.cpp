@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "pfs/cache_to_l3.hpp"
+#include "l3/cache_to_l3.hpp"
 
 namespace cairn::tool {
 

@@ -9,7 +9,7 @@
 namespace cairn::tool {
 
 // Writes version v from the L1 cache visible here to L3: the library's out-of-process flush
-// (pfs/cache_to_l3.hpp, l3::flush_from_cache, with its checks) over every rank's readable record.
+// (l3/cache_to_l3.hpp, l3::flush_from_cache, with its checks) over every rank's readable record.
 // Errors: ERR_NO_CHECKPOINT (v is not complete in L1 here), and those of flush_from_cache.
 Status flush_to_l3(const Layout& layout, const VersionInfo& v, Progress* progress);
 

@@ -1,10 +1,11 @@
-// The interposer's agent: a thread per rank that owns every cairn call, so the application's own
-// threads never block in one. It starts cairn (cairn_init on MPI_COMM_WORLD) and restores the newest
+// The interposer's checkpoint thread: a thread per rank that owns every cairn call, so the application's
+// own threads never block in one. It starts cairn (cairn_init on MPI_COMM_WORLD) and restores the newest
 // version the application's files can be rebuilt from; then it reports this rank's steps (vfs.hpp) to
-// rank 0's agent, which decides when a step is complete on every rank -- every rank has closed every
-// file of the step it opened, and has committed at least CAIRN_INTERPOSE_FILES of them -- and tells all
-// agents to take it as a version (the same cairn collectives in the same order on every rank). At
-// MPI_Finalize the last complete step is taken and cairn is finalized (docs/interpose.md).
+// rank 0's checkpoint thread, which decides when a step is complete on every rank -- every rank has
+// closed every file of the step it opened, and has committed at least CAIRN_INTERPOSE_FILES of them --
+// and tells every rank's thread to take it as a version (the same cairn collectives in the same order on
+// every rank). At MPI_Finalize the last complete step is taken and cairn is finalized
+// (docs/interpose.md). Not an agent: the service's agents (src/service/agent) are processes of cairnd.
 #pragma once
 
 #include <mpi.h>
@@ -28,8 +29,8 @@ std::optional<Settings> settings_from_env(std::string* error);
 
 // Called from the MPI_Init/MPI_Init_thread wrappers once MPI is up (`provided`: the thread level):
 // returns when the application's files are in place, or the interposer stays off (with a message).
-void start_agent(int provided);
+void start_checkpoint_thread(int provided);
 // Called from the MPI_Finalize wrapper before MPI is finalized.
-void finish_agent();
+void finish_checkpoint_thread();
 
 }  // namespace cairn::interpose

@@ -1,7 +1,7 @@
-// The flush from L1 done outside the job (pfs/cache_to_l3.hpp): a version complete in the cache reads
+// The flush from L1 done outside the job (l3/cache_to_l3.hpp): a version complete in the cache reads
 // back from L3 bit-exact; a damaged slot, a record that changed (the slot reused), a version already
 // committed or not whole are refused, and nothing of a refused version is committed. On real files.
-#include "pfs/cache_to_l3.hpp"
+#include "l3/cache_to_l3.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <random>
 
 #include "base/fsutil.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "../stream_manifest.hpp"
 
 namespace cairn {

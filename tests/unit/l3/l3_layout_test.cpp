@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "base/fsutil.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 #include "../damage.hpp"
 #include "../stream_manifest.hpp"
 

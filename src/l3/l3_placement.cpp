@@ -1,4 +1,4 @@
-#include "pfs/l3_placement.hpp"
+#include "l3/l3_placement.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>

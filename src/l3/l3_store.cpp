@@ -1,4 +1,4 @@
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

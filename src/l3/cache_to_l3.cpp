@@ -1,7 +1,7 @@
-#include "pfs/cache_to_l3.hpp"
+#include "l3/cache_to_l3.hpp"
 
 #include "base/fsutil.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 
 namespace cairn::l3 {
 namespace {

@@ -1,11 +1,11 @@
-// The L3 where-record, rank-<r>.where (src/pfs/l3_placement.hpp; docs/format.md, "L3"): the text the format
+// The L3 where-record, rank-<r>.where (src/l3/l3_placement.hpp; docs/format.md, "L3"): the text the format
 // gives, what is refused, and the decoder's fuzzer. Reading every layout through it: l3_layout_test.cpp.
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "../fuzz.hpp"
-#include "pfs/l3_placement.hpp"
+#include "l3/l3_placement.hpp"
 
 namespace cairn::l3 {
 namespace {

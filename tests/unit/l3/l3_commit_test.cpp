@@ -1,11 +1,11 @@
-// COMMIT, the file that makes a version count in L3 (src/pfs/l3_store.hpp; docs/format.md, "L3"): its
+// COMMIT, the file that makes a version count in L3 (src/l3/l3_store.hpp; docs/format.md, "L3"): its
 // text, what a reader refuses, the names of a rank's files beside it, and the decoder's fuzzer.
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "../fuzz.hpp"
-#include "pfs/l3_store.hpp"
+#include "l3/l3_store.hpp"
 
 namespace cairn::l3 {
 namespace {

@@ -14,7 +14,7 @@
 #include "base/layout.hpp"
 #include "base/manifest.hpp"
 #include "base/status.hpp"
-#include "pfs/l3_placement.hpp"
+#include "l3/l3_placement.hpp"
 
 namespace cairn::l3 {
 

@@ -1,4 +1,4 @@
-#include "agent.hpp"
+#include "checkpoint_thread.hpp"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,7 +30,7 @@ namespace {
 constexpr int kTag = 0x6361;  // "ca"
 enum Message : uint64_t { kReport = 1, kFinal = 2, kTake = 3, kFinish = 4 };
 
-class Agent {
+class CheckpointThread {
  public:
   void start(int provided);
   void finish();
@@ -74,12 +74,12 @@ class Agent {
   uint64_t newest_taken_ = 0;
 };
 
-Agent& agent() {
-  static Agent* a = new Agent();
+CheckpointThread& checkpoint_thread() {
+  static CheckpointThread* a = new CheckpointThread();
   return *a;
 }
 
-void Agent::note(const char* fmt, ...) {
+void CheckpointThread::note(const char* fmt, ...) {
   if (!s_.verbose || rank_ != 0) return;
   va_list ap;
   va_start(ap, fmt);
@@ -89,7 +89,7 @@ void Agent::note(const char* fmt, ...) {
   va_end(ap);
 }
 
-void Agent::warn(const char* fmt, ...) {
+void CheckpointThread::warn(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "cairn-interpose: rank %d: warning: ", rank_);
@@ -98,7 +98,7 @@ void Agent::warn(const char* fmt, ...) {
   va_end(ap);
 }
 
-void Agent::start(int provided) {
+void CheckpointThread::start(int provided) {
   std::string error;
   auto settings = settings_from_env(&error);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -122,7 +122,7 @@ void Agent::start(int provided) {
   cv_.wait(lock, [&] { return ready_; });
 }
 
-void Agent::finish() {
+void CheckpointThread::finish() {
   if (!running_) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -135,7 +135,7 @@ void Agent::finish() {
   MPI_Comm_free(&comm_);
 }
 
-bool Agent::init_cairn() {
+bool CheckpointThread::init_cairn() {
   // cairn catches SIGTERM and its exit signal for cairn_should_exit, which this application never
   // calls: its own handlers (or the defaults) come back right after.
   struct sigaction saved[65];
@@ -169,7 +169,7 @@ bool Agent::init_cairn() {
 }
 
 // The newest version cairn can rebuild: its files become the application's again.
-void Agent::restore() {
+void CheckpointThread::restore() {
   for (;;) {
     int avail = 0;
     char label[256] = "";
@@ -212,7 +212,7 @@ void Agent::restore() {
   }
 }
 
-void Agent::run() {
+void CheckpointThread::run() {
   bool ok = init_cairn();
   if (ok) restore();
   if (ok) note("files matching %s go to cairn (%d file(s) per rank and step, %d step(s) kept)", s_.pattern.c_str(),
@@ -265,7 +265,7 @@ void Agent::run() {
   if (rc != CAIRN_SUCCESS) warn("cairn_finalize: %s", cairn_last_error());
 }
 
-bool Agent::poll(int source, std::vector<uint64_t>* msg, int* from) {
+bool CheckpointThread::poll(int source, std::vector<uint64_t>* msg, int* from) {
   int flag = 0;
   MPI_Status st;
   MPI_Iprobe(source, kTag, comm_, &flag, &st);
@@ -279,7 +279,7 @@ bool Agent::poll(int source, std::vector<uint64_t>* msg, int* from) {
 }
 
 // This rank's steps that changed since the last report.
-void Agent::report() {
+void CheckpointThread::report() {
   std::vector<uint64_t> msg = {kReport, 0};
   for (const auto& [step, st] : vfs().steps()) {
     auto it = sent_.find(step);
@@ -295,7 +295,7 @@ void Agent::report() {
   else send(0, msg);
 }
 
-void Agent::handle_report(int from, const std::vector<uint64_t>& msg) {
+void CheckpointThread::handle_report(int from, const std::vector<uint64_t>& msg) {
   if (msg.size() < 2 || msg.size() != 2 + 4 * msg[1]) return;
   for (size_t i = 2; i + 3 < msg.size(); i += 4) {
     StepState& st = table_[static_cast<size_t>(from)][msg[i]];
@@ -307,7 +307,7 @@ void Agent::handle_report(int from, const std::vector<uint64_t>& msg) {
 
 // Rank 0: the newest step that every rank has written and closed, and that changed since it was
 // last taken, becomes a version on every rank.
-void Agent::decide() {
+void CheckpointThread::decide() {
   std::map<uint64_t, bool> steps;
   for (const auto& per_rank : table_)
     for (const auto& [step, st] : per_rank) steps[step] = true;
@@ -335,7 +335,7 @@ void Agent::decide() {
 }
 
 // Every rank: the committed files of `step` become a cairn version (collective).
-void Agent::take(uint64_t step) {
+void CheckpointThread::take(uint64_t step) {
   std::string label = "step " + std::to_string(step);
   int rc = cairn_start_output(label.c_str(), 0);
   if (rc != CAIRN_SUCCESS) {
@@ -412,7 +412,7 @@ std::optional<Settings> settings_from_env(std::string* error) {
   return s;
 }
 
-void start_agent(int provided) { agent().start(provided); }
-void finish_agent() { agent().finish(); }
+void start_checkpoint_thread(int provided) { checkpoint_thread().start(provided); }
+void finish_checkpoint_thread() { checkpoint_thread().finish(); }
 
 }  // namespace cairn::interpose
