@@ -199,7 +199,13 @@ Result<IncrementalPlan> plan_on_previous(const Layout& l, const Manifest& m, int
       if (!r) return r.status().prefixed(cpath);
       record = std::move(r).value();
     }
-    return plan_incremental(m, {&base, record ? &*record : nullptr}, full_every);
+    CAIRN_ASSIGN_OR_RETURN(plan, plan_incremental(m, {&base, record ? &*record : nullptr}, full_every));
+    // A version it would name that lost its data file (a restart passed over it) makes a full one.
+    for (uint64_t h : holders_of(plan.record))
+      if (!fs::exists(data_path(l, h, m.rank)))
+        return make_error(Code::ERR_NOT_SUPPORTED, "%s, holding chunks of version %llu, is missing",
+                          data_path(l, h, m.rank).c_str(), static_cast<unsigned long long>(c.version));
+    return plan;
   }
   return make_error(Code::ERR_NOT_SUPPORTED, "no earlier committed version");
 }
