@@ -346,32 +346,42 @@ Status with_chunk_record(const Layout& l, const Manifest& m, const std::string& 
                       "version %llu, %zu chunks of %u bytes", cpath.c_str(), static_cast<unsigned long long>(r.version),
                       static_cast<unsigned long long>(r.chunks), r.chunk_size, static_cast<unsigned long long>(m.version),
                       m.chunk_hashes.size(), m.chunk_size);
-  std::map<uint64_t, std::pair<fs::Fd, std::string>> files;  // holder -> its data file
+  struct Holder {
+    fs::Fd fd;
+    std::string path;
+    uint64_t end = 0;  // the furthest byte a run needs
+  };
+  std::map<uint64_t, Holder> files;
   for (const ChunkRun& run : r.runs) {
     auto it = files.find(run.holder);
     if (it == files.end()) {
-      std::string path = data_path(l, run.holder, m.rank);
-      auto fd = fs::open_file(path, O_RDONLY);
+      Holder h;
+      h.path = data_path(l, run.holder, m.rank);
+      auto fd = fs::open_file(h.path, O_RDONLY);
       if (!fd)
         return make_error(Code::ERR_CORRUPT, "version %llu, which holds chunks of this one: %s",
                           static_cast<unsigned long long>(run.holder), fd.status().message().c_str());
-      it = files.emplace(run.holder, std::make_pair(std::move(fd).value(), path)).first;
+      h.fd = std::move(fd).value();
+      it = files.emplace(run.holder, std::move(h)).first;
     }
-    off_t end = lseek(it->second.first.get(), 0, SEEK_END);
-    if (end < 0) return posix_error("lseek", it->second.second, errno);
     const uint64_t bytes = std::min<uint64_t>(m.total_size, (run.first + run.count) * m.chunk_size) - run.first * m.chunk_size;
-    const uint64_t need = run.offset + bytes;
-    if (static_cast<uint64_t>(end) < need || (run.holder == r.version && static_cast<uint64_t>(end) != r.stored))
-      return make_error(Code::ERR_CORRUPT, "%s: %lld bytes; chunks %llu..%llu end at byte %llu%s", it->second.second.c_str(),
-                        static_cast<long long>(end), static_cast<unsigned long long>(run.first),
-                        static_cast<unsigned long long>(run.first + run.count - 1), static_cast<unsigned long long>(need),
-                        run.holder == r.version ? (", the record says " + std::to_string(r.stored) + " stored").c_str() : "");
+    it->second.end = std::max(it->second.end, run.offset + bytes);
+  }
+  for (const auto& [holder, h] : files) {
+    off_t end = lseek(h.fd.get(), 0, SEEK_END);
+    if (end < 0) return posix_error("lseek", h.path, errno);
+    const bool own = holder == r.version;
+    if (static_cast<uint64_t>(end) < h.end || (own && static_cast<uint64_t>(end) != r.stored))
+      return make_error(Code::ERR_CORRUPT, "%s: %lld bytes; %s", h.path.c_str(), static_cast<long long>(end),
+                        own ? ("the chunk record says " + std::to_string(r.stored) + " stored").c_str()
+                            : ("version " + std::to_string(r.version) + "'s chunks in it end at byte " +
+                               std::to_string(h.end)).c_str());
   }
   auto source = [&](uint64_t off, uint64_t len, uint8_t* dst) -> Status {
     const uint64_t c = off / m.chunk_size;
     ChunkPlace p = place_of(r, c);
-    const auto& [fd, path] = files.at(p.holder);
-    return fs::pread_all(fd.get(), dst, len, p.offset + (off - c * m.chunk_size), path);
+    const Holder& h = files.at(p.holder);
+    return fs::pread_all(h.fd.get(), dst, len, p.offset + (off - c * m.chunk_size), h.path);
   };
   return use(source, cpath);
 }
