@@ -70,6 +70,7 @@ struct L3Version {
   int64_t commit_mtime_ns = 0;             // when COMMIT was written (0: none)
   int64_t data_birth_ns = 0;               // earliest creation (statx birth time) of a rank's data file; 0: unknown
   std::set<uint64_t> needs;                // an incremental version: the versions its chunk records name
+  std::string needs_error;                 // one of them is not committed here (why)
 };
 
 struct VersionInfo {
