@@ -377,6 +377,8 @@ expect_in "incremental: list says what 5 needs" "$WORK/out" "incr on 2"
 expect_rc "incremental: list --json" 0 "$CAIRN" list --json
 expect_py "incremental: 5 needs 2, kept; 4 pruned" '[v["l3"]["needs"] for v in j["versions"] if v["version"] == 5] == [[2]] and [v["l3"]["state"] for v in j["versions"] if v["version"] in (2, 4)] == ["absent", "committed"]'
 expect_rc "incremental: verify" 0 "$CAIRN" verify --level l3
+expect_rc "incremental: show 5" 0 "$CAIRN" show 5
+expect_in "incremental: show 5 says where rank 3's chunks are" "$WORK/out" "rank 3: incremental (depth 2): 1 of 33 chunks written here (8 B), the others in version 2"
 mv "$CAIRN_PREFIX/v00000002/rank-3.data" "$WORK/i-r3"
 expect_rc "incremental: verify without 2's file" 1 "$CAIRN" verify --level l3
 expect_in "incremental: verify says why 5 is bad" "$WORK/out" "version 2, which holds chunks of this one"
