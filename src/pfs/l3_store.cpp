@@ -179,14 +179,20 @@ Status RankWriter::finish(const std::function<void()>& after_data) {
   return st;
 }
 
+static std::vector<uint64_t> version_dirs(const Layout& l);
+
 namespace {
 
 // The plan of an incremental version of `m` on the newest committed version older than it, or why the
 // version is written full.
 Result<IncrementalPlan> plan_on_previous(const Layout& l, const Manifest& m, int full_every) {
   if (full_every <= 1) return make_error(Code::ERR_NOT_SUPPORTED, "full_every = %d", full_every);
-  for (const Committed& c : list_committed(l)) {
-    if (c.version >= m.version) continue;
+  // The newest committed version older than m: COMMIT files read only down to it.
+  for (uint64_t v : version_dirs(l)) {
+    if (v >= m.version) continue;
+    auto committed = read_commit(l, v);
+    if (!committed) continue;
+    const Committed& c = *committed;
     if (fs::exists(where_path(l, c.version, m.rank)))
       return make_error(Code::ERR_NOT_SUPPORTED, "version %llu was written in another layout",
                         static_cast<unsigned long long>(c.version));
