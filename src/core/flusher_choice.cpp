@@ -13,6 +13,7 @@ namespace cairn {
 
 Result<std::unique_ptr<pipeline::Flusher>> choose_flusher(const Config& cfg, const Layout& layout, MPI_Comm comm,
                                                           std::function<l3::WriteOptions()> l3_options) {
+  auto embedded = std::make_unique<pipeline::EmbeddedFlusher>(layout, l3_options);
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
@@ -28,8 +29,7 @@ Result<std::unique_ptr<pipeline::Flusher>> choose_flusher(const Config& cfg, con
     }
   }
   CAIRN_MPI(MPI_Bcast(shared, sizeof shared, MPI_UNSIGNED_CHAR, 0, comm));
-  if (!shared[0] || cfg.service.empty())
-    return std::unique_ptr<pipeline::Flusher>(std::make_unique<pipeline::EmbeddedFlusher>(layout, l3_options));
+  if (!shared[0] || cfg.service.empty()) return std::unique_ptr<pipeline::Flusher>(std::move(embedded));
   if (cfg.full_every > 1) {
     // An agent writes a version from the whole slot it pulls, and the embedded flusher that takes over
     // a version an agent was given up on must write the same file: every version is full.
@@ -41,8 +41,8 @@ Result<std::unique_ptr<pipeline::Flusher>> choose_flusher(const Config& cfg, con
       o.full_every = 0;
       return o;
     };
+    embedded = std::make_unique<std::remove_reference_t<decltype(*embedded)>>(layout, l3_options);
   }
-  auto embedded = std::make_unique<pipeline::EmbeddedFlusher>(layout, l3_options);
 
   pipeline::ServiceSettings s;
   auto hp = wire::parse_host_port(cfg.service);
