@@ -26,6 +26,7 @@
 #include "campaign/campaign.hpp"
 #include "cli_style.hpp"
 #include "device/device_bench.hpp"
+#include "levels/incremental_l3.hpp"
 #include "files/file_modes.hpp"
 #include "migrate/migrate_bench.hpp"
 #include "service/service_bench.hpp"
@@ -69,7 +70,7 @@ struct CommandLine {
   // Modes (at most one; none: the levels).
   bool redistribute = false, snapshot = false, scr = false, file_api = false, interpose = false, service = false,
        placement = false, migrate = false, migrate_app = false, device = false, campaign = false,
-       restart_after_loss = false;
+       restart_after_loss = false, incremental = false;
   // Common options; 0 or "": the mode's default.
   int ranks = 0, reps = 0;
   std::string size, prefix = "/tmp", cache_dir = "/dev/shm";
@@ -128,6 +129,10 @@ void define(CLI::App& app, CommandLine& c) {
            "cairn_init + cairn_restart_available + cairn_restart (from L2) beside the same with every cache intact "
            "(from L1), into new and into pre-touched memory, beside first touch of new memory and the bare read of "
            "the same bytes (each repetition two relaunched MPI jobs)");
+  add_mode("--incremental", c.incremental,
+           "incremental L3 versions (full_every): the L3 bytes of a version with 10 % of its chunks rewritten "
+           "against a full one's, and its restart's read speed against the full one's, one rank in this process "
+           "(--size, default 256M; --reps, default 3)");
   app.add_flag("--migrate-app", c.migrate_app)->group("");
 
   app.add_option("--ranks", c.ranks,
@@ -306,7 +311,7 @@ std::vector<std::string> modes_given(const CommandLine& c) {
       {c.redistribute, "--redistribute"}, {c.snapshot, "--snapshot"}, {c.scr, "--scr"}, {c.file_api, "--file-api"},
       {c.interpose, "--interpose"},       {c.service, "--service"},   {c.placement, "--placement"},
       {c.migrate || c.migrate_app, "--migrate"}, {c.device, "--device"}, {c.campaign, "--campaign"},
-      {c.restart_after_loss, "--restart-after-loss"}};
+      {c.restart_after_loss, "--restart-after-loss"}, {c.incremental, "--incremental"}};
   std::vector<std::string> given;
   for (const auto& [on, name] : modes)
     if (on) given.emplace_back(name);
@@ -366,14 +371,22 @@ int main(int argc, char** argv) {
     return 0;
   }
   const int modes = c.redistribute + c.snapshot + c.scr + c.file_api + c.interpose + c.service + c.migrate +
-                    c.migrate_app + c.device + c.campaign + c.restart_after_loss;
+                    c.migrate_app + c.device + c.campaign + c.restart_after_loss + c.incremental;
   if (modes > 1 && !(c.scr + c.file_api + c.interpose == modes))  // the file modes may go together
     return usage("one mode at a time (--redistribute, --snapshot, --service, --migrate, --device, --campaign, "
-                 "--restart-after-loss; --scr, "
+                 "--restart-after-loss, --incremental; --scr, "
                  "--file-api and --interpose may go together)");
   if (c.placement && !c.service) return usage("--placement goes with --service");
   if (int rc = refuse_options_of_other_modes(app, c); rc >= 0) return rc;
   if (c.device) return run_device_mode(c);
+  if (c.incremental) {
+    bench_incremental::Options o;
+    if (!c.size.empty()) o.size = c.size;
+    if (c.reps) o.reps = c.reps;
+    o.prefix = c.prefix;
+    o.json = c.json;
+    return bench_incremental::run(o);
+  }
   if (c.campaign) return run_campaign_mode(c);
   if (c.migrate || c.migrate_app) return run_migrate_mode(c, argc, argv);
   if (c.service) return run_service_mode(c, argc, argv);

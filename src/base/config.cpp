@@ -236,6 +236,20 @@ Status check_across_knobs(const Staging& s) {
                       c.rs_parity, origin("rs_parity").c_str(), c.set_size,
                       origin("set_size").c_str(), c.set_size - 1);
   }
+  if (c.full_every > 1) {
+    // Incremental versions name chunks at offsets of other versions' own files: shared files, other
+    // file systems and compressed chunks have no such offsets.
+    const char* other = c.files_per_node > 0 ? "files_per_node" : !c.data_prefixes.empty() ? "data_prefixes"
+                        : c.compress != "none"                  ? "compress"
+                                                                : nullptr;
+    if (other)
+      return make_error(Code::ERR_CONFIG,
+                        "full_every = %d (%s) writes incremental L3 versions, which need the file-per-rank "
+                        "layout, uncompressed; %s (%s) changes it; accepted: full_every 0 or 1, or "
+                        "files_per_node = 0, data_prefixes empty and compress = \"none\"",
+                        c.full_every, s.origins[*find_knob("full_every")].c_str(), other,
+                        s.origins[*find_knob(other)].c_str());
+  }
   if (c.service_buffer_pool < c.service_chunk) {
     auto origin = [&](const char* name) { return s.origins[*find_knob(name)]; };
     return make_error(Code::ERR_CONFIG,

@@ -105,6 +105,16 @@ const std::vector<Knob>& knobs() {
        .description = "Flushed versions kept in prefix; older ones are deleted once a newer flush is "
                       "complete. Keep at least 2 if you also want a fallback when the newest one "
                       "turns out to be damaged."},
+      {.name = "full_every", .kind = Kind::integer, .member = &Config::full_every,
+       .default_text = "0", .min = 0, .max = 1000,
+       .description = "Incremental level-3 versions: with N > 1, a flushed version writes only the chunks "
+                      "(chunk_size pieces) whose checksums differ from the newest committed version of "
+                      "the same rank, and a record naming the version that holds each other chunk; a full "
+                      "version is written at least every N versions, so that a restart reads at most N "
+                      "versions' files. 0 or 1: every version is full. Pruning keeps every version a kept "
+                      "one names. Needs the file-per-rank layout, uncompressed (files_per_node = 0, "
+                      "data_prefixes empty, compress = none); in service mode every version is full "
+                      "(docs/format.md, L3)."},
       {.name = "files_per_node", .kind = Kind::integer, .member = &Config::files_per_node,
        .default_text = "0", .min = 0, .max = 4096,
        .description = "Level-3 files per node and version: 0 writes a file per rank; N > 0 lets the "

@@ -30,6 +30,19 @@ Result<std::unique_ptr<pipeline::Flusher>> choose_flusher(const Config& cfg, con
   }
   CAIRN_MPI(MPI_Bcast(shared, sizeof shared, MPI_UNSIGNED_CHAR, 0, comm));
   if (!shared[0] || cfg.service.empty()) return std::unique_ptr<pipeline::Flusher>(std::move(embedded));
+  if (cfg.full_every > 1) {
+    // An agent writes a version from the whole slot it pulls, and the embedded flusher that takes over
+    // a version an agent was given up on must write the same file: every version is full.
+    if (rank == 0)
+      LOG_WARN("full_every = %d: the checkpoint service's agents write whole versions, so every L3 version "
+               "is full in service mode", cfg.full_every);
+    l3_options = [inner = std::move(l3_options)] {
+      l3::WriteOptions o = inner();
+      o.full_every = 0;
+      return o;
+    };
+    embedded = std::make_unique<std::remove_reference_t<decltype(*embedded)>>(layout, l3_options);
+  }
 
   flush::ServiceSettings s;
   auto hp = wire::parse_host_port(cfg.service);

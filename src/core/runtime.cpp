@@ -279,6 +279,7 @@ Status Runtime::setup_l3_options() {
   else o.data_prefixes = *prefixes;
   o.files_per_node = cfg_.files_per_node;
   o.turnstile_width = cfg_.turnstile_width;
+  o.full_every = cfg_.full_every;
   o.node = cfg_.node;
   o.node_dir = layout_.node_cache(cfg_.node);
   for (int r = 0; r < rank_; ++r) o.local_index += node_of_rank_[static_cast<size_t>(r)] == cfg_.node ? 1 : 0;

@@ -29,6 +29,7 @@ struct WriteOptions {
   int local_index = 0;                    // this rank's index among the ranks of its node
   std::string node_dir;                   // node-local directory for turnstiles and offset counters
   uint64_t clean_below = 0;               // versions below this are finished everywhere (counters may go)
+  int full_every = 0;                     // > 1: incremental versions between full ones (l3_chunks.hpp)
   bool legacy() const { return files_per_node == 0 && data_prefixes.empty() && zstd_level == 0; }
 };
 

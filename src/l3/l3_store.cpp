@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <sstream>
 
 #include "base/fsutil.hpp"
+#include "base/log.hpp"
 
 namespace cairn::l3 {
 
@@ -19,6 +21,7 @@ const char* suffix_of(RankFile kind) {
     case RankFile::data: return ".data";
     case RankFile::manifest: return ".manifest";
     case RankFile::where: return ".where";
+    case RankFile::chunks: return ".chunks";
   }
   return "";
 }
@@ -35,6 +38,7 @@ std::string manifest_path(const Layout& l, uint64_t v, uint32_t rank) {
 }
 std::string commit_path(const Layout& l, uint64_t v) { return l.l3_version_dir(v) + "/COMMIT"; }
 std::string where_path(const Layout& l, uint64_t v, uint32_t rank) { return rank_file(l, v, rank, RankFile::where); }
+std::string chunks_path(const Layout& l, uint64_t v, uint32_t rank) { return rank_file(l, v, rank, RankFile::chunks); }
 
 bool parse_rank_file_name(std::string_view name, uint32_t* rank, RankFile* kind) {
   constexpr std::string_view kPrefix = "rank-";
@@ -42,7 +46,7 @@ bool parse_rank_file_name(std::string_view name, uint32_t* rank, RankFile* kind)
   name.remove_prefix(kPrefix.size());
   size_t dot = name.find('.');
   if (dot == std::string_view::npos) return false;
-  for (RankFile k : {RankFile::data, RankFile::manifest, RankFile::where}) {
+  for (RankFile k : {RankFile::data, RankFile::manifest, RankFile::where, RankFile::chunks}) {
     uint64_t r = 0;
     if (name.substr(dot) == suffix_of(k) && parse_decimal(name.substr(0, dot), UINT32_MAX, &r)) {
       *rank = static_cast<uint32_t>(r);
@@ -143,6 +147,8 @@ void RankWriter::record_compressed(std::vector<uint64_t> chunk_stored) {
   place_.where.chunk_stored = std::move(chunk_stored);
 }
 
+void RankWriter::record_chunks(ChunkRecord record) { chunks_ = std::move(record); }
+
 Status RankWriter::finish(const std::function<void()>& after_data) {
   if (!fd_.valid()) return make_error(Code::ERR_SEQUENCE, "RankWriter::finish before open");
   if (fsync(fd_.get()) != 0) return posix_error("fsync", temp_.empty() ? path_ : temp_, errno);
@@ -154,14 +160,97 @@ Status RankWriter::finish(const std::function<void()>& after_data) {
   fd_ = fs::Fd();
   if (place_.recorded)
     CAIRN_TRY(fs::write_file_atomic(where_path(layout_, manifest_.version, manifest_.rank), encode_where(place_.where), true));
+  const std::string cpath = chunks_path(layout_, manifest_.version, manifest_.rank);
+  if (chunks_) {
+    CAIRN_TRY(fs::write_file_atomic(cpath, encode_chunk_record(*chunks_), true));
+    // Pruning removes a version's COMMIT first and then looks for chunk records being written that
+    // name it (and puts COMMIT back if it finds one); this record is durable before the check, so
+    // either pruning sees it or this check sees the COMMIT gone.
+    for (uint64_t h : holders_of(*chunks_))
+      if (!fs::exists(commit_path(layout_, h)))
+        return make_error(Code::ERR_INVALID_VERSION, "version %llu, which holds chunks of version %llu, is being removed",
+                          static_cast<unsigned long long>(h), static_cast<unsigned long long>(manifest_.version));
+  } else {
+    CAIRN_TRY(fs::remove_file(cpath));  // an earlier, incremental attempt at this version
+  }
   if (after_data) after_data();
   Status st = fs::write_file_atomic(manifest_path(layout_, manifest_.version, manifest_.rank), encode_manifest(manifest_), true);
   turn_.leave();
   return st;
 }
 
+static std::vector<uint64_t> version_dirs(const Layout& l);
+
+namespace {
+
+// The plan of an incremental version of `m` on the newest committed version older than it, or why the
+// version is written full.
+Result<IncrementalPlan> plan_on_previous(const Layout& l, const Manifest& m, int full_every) {
+  if (full_every <= 1) return make_error(Code::ERR_NOT_SUPPORTED, "full_every = %d", full_every);
+  // The newest committed version older than m: COMMIT files read only down to it.
+  for (uint64_t v : version_dirs(l)) {
+    if (v >= m.version) continue;
+    auto committed = read_commit(l, v);
+    if (!committed) continue;
+    const Committed& c = *committed;
+    if (fs::exists(where_path(l, c.version, m.rank)))
+      return make_error(Code::ERR_NOT_SUPPORTED, "version %llu was written in another layout",
+                        static_cast<unsigned long long>(c.version));
+    CAIRN_ASSIGN_OR_RETURN(base, read_manifest(l, c.version, m.rank));
+    std::optional<ChunkRecord> record;
+    std::string cpath = chunks_path(l, c.version, m.rank);
+    if (fs::exists(cpath)) {
+      CAIRN_ASSIGN_OR_RETURN(text, fs::read_file(cpath));
+      auto r = decode_chunk_record(text);
+      if (!r) return r.status().prefixed(cpath);
+      record = std::move(r).value();
+    }
+    CAIRN_ASSIGN_OR_RETURN(plan, plan_incremental(m, {&base, record ? &*record : nullptr}, full_every));
+    // A version it would name that lost its data file (a restart passed over it) makes a full one.
+    for (uint64_t h : holders_of(plan.record))
+      if (!fs::exists(data_path(l, h, m.rank)))
+        return make_error(Code::ERR_NOT_SUPPORTED, "%s, holding chunks of version %llu, is missing",
+                          data_path(l, h, m.rank).c_str(), static_cast<unsigned long long>(c.version));
+    return plan;
+  }
+  return make_error(Code::ERR_NOT_SUPPORTED, "no earlier committed version");
+}
+
+Status write_incremental(const Layout& l, const Manifest& m, const uint8_t* data, const IncrementalPlan& plan,
+                         const std::function<void()>& after_data) {
+  RankWriter w;
+  CAIRN_TRY(w.open(l, m, RankPlacement{}, nullptr));
+  // Runs of consecutive changed chunks in one write each.
+  uint64_t out = 0;
+  for (size_t i = 0; i < plan.changed.size();) {
+    size_t j = i + 1;
+    while (j < plan.changed.size() && plan.changed[j] == plan.changed[j - 1] + 1) ++j;
+    uint64_t from = plan.changed[i] * m.chunk_size;
+    uint64_t to = std::min<uint64_t>(m.total_size, (plan.changed[j - 1] + 1) * m.chunk_size);
+    CAIRN_TRY(w.write(out, data + from, to - from));
+    out += to - from;
+    i = j;
+  }
+  w.record_chunks(plan.record);
+  return w.finish(after_data);
+}
+
+}  // namespace
+
 Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
                   const std::function<void()>& after_data, const WriteOptions* opts) {
+  if (opts && opts->full_every > 1 && opts->legacy()) {
+    auto plan = plan_on_previous(l, m, opts->full_every);
+    if (plan) {
+      Status st = write_incremental(l, m, data, *plan, after_data);
+      if (st.code() != Code::ERR_INVALID_VERSION) return st;
+      LOG_INFO("version %llu rank %u: written full to L3 (%s)", static_cast<unsigned long long>(m.version), m.rank,
+               st.message().c_str());
+    } else {
+      LOG_DEBUG("version %llu rank %u: a full L3 version (%s)", static_cast<unsigned long long>(m.version), m.rank,
+                plan.status().message().c_str());
+    }
+  }
   std::string packed;
   const uint8_t* bytes = data;
   uint64_t len = m.total_size;
@@ -249,11 +338,71 @@ Status read_data(const Layout& l, const Manifest& m, uint8_t* dst) {
 }
 
 namespace {
+
+// An incremental version: each chunk from the data file of the version its chunk record names, every
+// file opened once and checked to hold the runs named in it.
+Status with_chunk_record(const Layout& l, const Manifest& m, const std::string& cpath,
+                         const std::function<Status(const StreamSource&, const std::string& path)>& use) {
+  CAIRN_ASSIGN_OR_RETURN(text, fs::read_file(cpath));
+  auto decoded = decode_chunk_record(text);
+  if (!decoded) return decoded.status().prefixed(cpath);
+  const ChunkRecord& r = *decoded;
+  if (r.version != m.version || r.chunks != m.chunk_hashes.size() || r.chunk_size != m.chunk_size)
+    return make_error(Code::ERR_CORRUPT, "%s: a record of version %llu, %llu chunks of %u bytes; the manifest says "
+                      "version %llu, %zu chunks of %u bytes", cpath.c_str(), static_cast<unsigned long long>(r.version),
+                      static_cast<unsigned long long>(r.chunks), r.chunk_size, static_cast<unsigned long long>(m.version),
+                      m.chunk_hashes.size(), m.chunk_size);
+  struct Holder {
+    fs::Fd fd;
+    std::string path;
+    uint64_t end = 0;  // the furthest byte a run needs
+  };
+  std::map<uint64_t, Holder> files;
+  for (const ChunkRun& run : r.runs) {
+    auto it = files.find(run.holder);
+    if (it == files.end()) {
+      Holder h;
+      h.path = data_path(l, run.holder, m.rank);
+      auto fd = fs::open_file(h.path, O_RDONLY);
+      if (!fd)
+        return make_error(Code::ERR_CORRUPT, "version %llu, which holds chunks of this one: %s",
+                          static_cast<unsigned long long>(run.holder), fd.status().message().c_str());
+      h.fd = std::move(fd).value();
+      it = files.emplace(run.holder, std::move(h)).first;
+    }
+    const uint64_t bytes = std::min<uint64_t>(m.total_size, (run.first + run.count) * m.chunk_size) - run.first * m.chunk_size;
+    it->second.end = std::max(it->second.end, run.offset + bytes);
+  }
+  for (const auto& [holder, h] : files) {
+    off_t end = lseek(h.fd.get(), 0, SEEK_END);
+    if (end < 0) return posix_error("lseek", h.path, errno);
+    const bool own = holder == r.version;
+    if (static_cast<uint64_t>(end) < h.end || (own && static_cast<uint64_t>(end) != r.stored))
+      return make_error(Code::ERR_CORRUPT, "%s: %lld bytes; %s", h.path.c_str(), static_cast<long long>(end),
+                        own ? ("the chunk record says " + std::to_string(r.stored) + " stored").c_str()
+                            : ("version " + std::to_string(r.version) + "'s chunks in it end at byte " +
+                               std::to_string(h.end)).c_str());
+  }
+  auto source = [&](uint64_t off, uint64_t len, uint8_t* dst) -> Status {
+    const uint64_t c = off / m.chunk_size;
+    ChunkPlace p = place_of(r, c);
+    const Holder& h = files.at(p.holder);
+    return fs::pread_all(h.fd.get(), dst, len, p.offset + (off - c * m.chunk_size), h.path);
+  };
+  return use(source, cpath);
+}
+
 // Opens the rank's data, whatever layout wrote it, checks its length, and calls `use` with a source of
 // its stream bytes (pread at the right offset; for zstd, each chunk decompressed when first asked for).
 Status with_source(const Layout& l, const Manifest& m,
                    const std::function<Status(const StreamSource&, const std::string& path)>& use) {
   std::string wpath = where_path(l, m.version, m.rank);
+  std::string cpath = chunks_path(l, m.version, m.rank);
+  if (fs::exists(cpath)) {
+    if (fs::exists(wpath))
+      return make_error(Code::ERR_CORRUPT, "%s: a chunk record beside a where-record (no writer makes both)", cpath.c_str());
+    return with_chunk_record(l, m, cpath, use);
+  }
   if (!fs::exists(wpath)) {  // one file per rank, stored as is
     std::string path = data_path(l, m.version, m.rank);
     CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_RDONLY));
@@ -320,10 +469,62 @@ Status read_ranges_verified(const Layout& l, const Manifest& m, const std::vecto
   return with_source(l, m, [&](const StreamSource& src, const std::string&) { return read_verified_ranges(m, wanted, src); });
 }
 
+Result<std::set<uint64_t>> holders_named_by(const Layout& l, uint64_t v) {
+  std::set<uint64_t> out;
+  const std::string dir = l.l3_version_dir(v);
+  auto names = fs::list_dir(dir);
+  for (const auto& n : names ? *names : std::vector<std::string>{}) {
+    uint32_t rank;
+    RankFile kind;
+    if (!parse_rank_file_name(n, &rank, &kind) || kind != RankFile::chunks) continue;
+    const std::string path = dir + "/" + n;
+    auto text = fs::read_file(path);
+    if (!text) {
+      if (!fs::exists(path)) continue;  // removed meanwhile
+      return text.status();
+    }
+    auto r = decode_chunk_record(*text);
+    if (!r) return r.status().prefixed(path);
+    out.merge(holders_of(*r));
+  }
+  return out;
+}
+
+namespace {
+
+// The first version newer than v that names chunks of v, among the committed ones (committed = true) or
+// the directories without COMMIT (false); 0 if none. Records that do not decode name nothing: their
+// version cannot be read anyway.
+uint64_t first_naming(const Layout& l, uint64_t v, bool committed) {
+  for (uint64_t u : version_dirs(l)) {
+    if (u <= v || fs::exists(commit_path(l, u)) != committed) continue;
+    auto named = holders_named_by(l, u);
+    if (named && named->count(v)) return u;
+  }
+  return 0;
+}
+
+}  // namespace
+
 Status remove_version(const Layout& l, uint64_t v) {
-  // Remove COMMIT first: a half-removed directory then reads as uncommitted, never as good. Data
-  // files on other prefixes are named by the where-records.
+  auto committed = read_commit(l, v);
+  if (committed) {
+    if (uint64_t u = first_naming(l, v, true))
+      return make_error(Code::ERR_INVALID_ARG, "L3 version %llu holds chunks of version %llu (incremental): remove that one first",
+                        static_cast<unsigned long long>(v), static_cast<unsigned long long>(u));
+  }
+  // Remove COMMIT first: a half-removed directory then reads as uncommitted, never as good.
   CAIRN_TRY(fs::remove_file(commit_path(l, v)));
+  if (committed) {
+    // A writer of an incremental version checks after writing its chunk record that the versions it
+    // names are committed (RankWriter::finish): a record written before COMMIT went is seen here.
+    if (uint64_t u = first_naming(l, v, false)) {
+      CAIRN_TRY(fs::write_file_atomic(commit_path(l, v), encode_commit(*committed), true));
+      return make_error(Code::ERR_INVALID_ARG, "L3 version %llu holds chunks of version %llu, being written: kept",
+                        static_cast<unsigned long long>(v), static_cast<unsigned long long>(u));
+    }
+  }
+  // Data files on other prefixes are named by the where-records.
   std::string dir = l.l3_version_dir(v);
   auto names = fs::list_dir(dir);
   for (const auto& n : names ? *names : std::vector<std::string>{}) {
@@ -343,12 +544,30 @@ Status prune(const Layout& l, int keep) {
   if (committed.empty()) return Status::ok();
   uint64_t newest = committed.front().version;
   std::vector<uint64_t> kept;
-  for (size_t i = 0; i < committed.size() && static_cast<int>(i) < std::max(keep, 1); ++i)
+  std::map<uint64_t, uint64_t> named;  // a version kept because a kept one names it -> the newest that does
+  for (size_t i = 0; i < committed.size() && static_cast<int>(i) < std::max(keep, 1); ++i) {
     kept.push_back(committed[i].version);
+    auto holders = holders_named_by(l, committed[i].version);
+    if (!holders) {
+      LOG_WARN("pruning L3: %s", holders.status().message().c_str());
+      continue;
+    }
+    for (uint64_t h : *holders) named.emplace(h, committed[i].version);
+  }
   for (uint64_t v : version_dirs(l)) {
     if (v >= newest) continue;  // newer uncommitted ones may be in flight
     if (std::find(kept.begin(), kept.end(), v) != kept.end()) continue;
-    CAIRN_TRY(remove_version(l, v));
+    if (auto it = named.find(v); it != named.end()) {
+      LOG_INFO("L3 version %llu kept: version %llu, kept, has chunks in it (incremental)", static_cast<unsigned long long>(v),
+               static_cast<unsigned long long>(it->second));
+      continue;
+    }
+    Status st = remove_version(l, v);
+    if (st.code() == Code::ERR_INVALID_ARG) {
+      LOG_INFO("%s", st.message().c_str());
+      continue;
+    }
+    CAIRN_TRY(st);
   }
   return Status::ok();
 }

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "base/layout.hpp"
 #include "base/manifest.hpp"
 #include "base/status.hpp"
+#include "l3/l3_chunks.hpp"
 #include "l3/l3_placement.hpp"
 
 namespace cairn::l3 {
@@ -31,20 +34,24 @@ std::string encode_commit(const Committed& c);
 // does not know are skipped (a newer writer's).
 Result<Committed> decode_commit(std::string_view text);
 
-// The files of a rank in a version directory: rank-<r>.data, rank-<r>.manifest, rank-<r>.where. The
-// parser accepts exactly the names data_path/manifest_path/where_path make.
-enum class RankFile { data, manifest, where };
+// The files of a rank in a version directory: rank-<r>.data, rank-<r>.manifest, rank-<r>.where,
+// rank-<r>.chunks. The parser accepts exactly the names data_path/manifest_path/where_path/chunks_path make.
+enum class RankFile { data, manifest, where, chunks };
 bool parse_rank_file_name(std::string_view name, uint32_t* rank, RankFile* kind);
 
 std::string data_path(const Layout& l, uint64_t v, uint32_t rank);
 std::string manifest_path(const Layout& l, uint64_t v, uint32_t rank);
 std::string commit_path(const Layout& l, uint64_t v);
 std::string where_path(const Layout& l, uint64_t v, uint32_t rank);
+std::string chunks_path(const Layout& l, uint64_t v, uint32_t rank);
 
-// Write one rank's data and manifest durably (data, fsync, where-record, then manifest). `after_data`
-// runs between the data and the manifest (failure injection of the "flush" phase). `opts` chooses the
-// layout (N-to-M files, prefixes, turnstile, compression); nullptr or legacy(): rank-<r>.data.
-// It is place_rank and a RankWriter over the whole stream.
+// Write one rank's data and manifest durably (data, fsync, where-record or chunk record, then manifest).
+// `after_data` runs between the data and the manifest (failure injection of the "flush" phase). `opts`
+// chooses the layout (N-to-M files, prefixes, turnstile, compression); nullptr or legacy(): rank-<r>.data.
+// It is place_rank and a RankWriter over the whole stream. With opts->full_every > 1 in the legacy
+// layout, a version whose chunks partly match the newest committed version of the same rank (same shape)
+// is written incremental: rank-<r>.data holds only its changed chunks and rank-<r>.chunks names where
+// every chunk lies (l3_chunks.hpp); otherwise, and when a version it would name is being removed, full.
 Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
                   const std::function<void()>& after_data = {}, const WriteOptions* opts = nullptr);
 
@@ -83,12 +90,18 @@ class RankWriter {
   // The bytes written were zstd chunks of these stored sizes (before finish(): the where-record says so;
   // a writer that compresses as the bytes arrive knows the sizes only at the end).
   void record_compressed(std::vector<uint64_t> chunk_stored);
+  // The bytes written are the changed chunks of an incremental version: finish() writes this chunk
+  // record after the data and then checks that every version it names is still committed
+  // (ERR_INVALID_VERSION if one is being removed: nothing is committed by this writer then). Without
+  // it, finish() removes a chunk record an earlier attempt at the version may have left.
+  void record_chunks(ChunkRecord record);
   uint64_t written() const { return written_; }
 
  private:
   Layout layout_;
   Manifest manifest_;
   RankPlacement place_;
+  std::optional<ChunkRecord> chunks_;
   std::string path_, temp_;  // temp_: where the bytes go until finish() (empty for shared files)
   fs::Fd fd_;
   Turnstile turn_;
@@ -103,7 +116,8 @@ std::vector<Committed> list_committed(const Layout& l);
 uint64_t max_version_present(const Layout& l);
 
 Result<Manifest> read_manifest(const Layout& l, uint64_t v, uint32_t rank);
-// Read the rank's data (m.total_size bytes) into dst, whatever layout wrote it.
+// Read the rank's data (m.total_size bytes) into dst, whatever layout wrote it; an incremental version's
+// chunks from the data files its chunk record names (a file missing or too short: ERR_CORRUPT).
 Status read_data(const Layout& l, const Manifest& m, uint8_t* dst);
 // The same, straight into `extents` (the stream's bytes scattered over several buffers, see
 // cache/stream_reader.hpp), verifying every chunk against the manifest right after it landed: one pass,
@@ -113,11 +127,18 @@ Status read_data_verified(const Layout& l, const Manifest& m, const std::vector<
 // restarts on another rank count reads just its pieces of an old rank's file.
 Status read_ranges_verified(const Layout& l, const Manifest& m, const std::vector<StreamExtent>& wanted);
 
+// The versions other than v whose data files hold chunks of version v: what its ranks' chunk records
+// name (empty for a full version). A record that does not decode is ERR_CORRUPT/ERR_FORMAT, naming it.
+Result<std::set<uint64_t>> holders_named_by(const Layout& l, uint64_t v);
+
 // Remove one version: COMMIT first, then the data files its where-records name on other prefixes,
-// then its directory.
+// then its directory. A committed version whose chunks another committed version names is refused
+// (ERR_INVALID_ARG, naming it: remove that one first); one that an incremental version being written
+// names is kept (its COMMIT put back) and refused the same way.
 Status remove_version(const Layout& l, uint64_t v);
-// Keep the `keep` newest committed versions; remove older committed ones and every uncommitted
-// directory older than the newest committed version. Never removes the newest committed version.
+// Keep the `keep` newest committed versions and every version whose chunks they name (logged at info,
+// with the reason); remove older committed ones and every uncommitted directory older than the newest
+// committed version. Never removes the newest committed version.
 Status prune(const Layout& l, int keep);
 
 }  // namespace cairn::l3

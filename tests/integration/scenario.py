@@ -141,9 +141,42 @@ def flip_byte(path, offset=100):
         f.write(bytes([b[0] ^ 0x40]))
 
 
+def chunk_holders(vdir):
+    """The versions that the chunk records (rank-<r>.chunks) of a version directory name, besides itself."""
+    own = int(os.path.basename(vdir)[1:])
+    holders = set()
+    for n in sorted(os.listdir(vdir)):
+        if re.fullmatch(r"rank-\d+\.chunks", n):
+            for line in open(os.path.join(vdir, n)):
+                if line.startswith("run "):
+                    holders.add(int(line.split()[3]))
+    holders.discard(own)
+    return holders
+
+
+def incremental(what, prefix):
+    """l3-incremental: the newest committed version must be incremental (name chunks of older ones);
+    l3-drop-base: the same, then the data files of the versions it names are removed."""
+    v, _ = newest_l3(prefix)
+    vdir = os.path.join(prefix, f"v{v:08d}")
+    holders = chunk_holders(vdir)
+    if not holders:
+        fail(f"version {v} in L3 is not incremental: no chunk record names an older version ({sorted(os.listdir(vdir))})")
+    print(f"scenario: version {v} in L3 is incremental, its chunk records name versions {sorted(holders)}")
+    if what == "l3-drop-base":
+        for h in sorted(holders):
+            hdir = os.path.join(prefix, f"v{h:08d}")
+            for n in sorted(os.listdir(hdir)):
+                if n.endswith(".data"):
+                    os.remove(os.path.join(hdir, n))
+            print(f"scenario: removed the data files of version {h} ({hdir})")
+
+
 def damage(what):
     cache_job = os.environ["CAIRN_CACHE_JOB"]
     prefix = os.environ["CAIRN_PREFIX"]
+    if what in ("l3-incremental", "l3-drop-base"):
+        return incremental(what, prefix)
     if what.startswith("l1"):
         v, path = newest_l1(cache_job, "node0", 0)
     else:
@@ -548,7 +581,8 @@ def main():
                    help="with --no-relaunch: cairn verify, remove the caches, and restart from L3 (--expect)")
     p.add_argument("--phase", default="compute", choices=["compute", "checkpoint", "flush"])
     p.add_argument("--flush-every", type=int, default=4)
-    p.add_argument("--damage", choices=["l1-flip", "l1-truncate", "l3-flip", "l3-truncate"],
+    p.add_argument("--damage", choices=["l1-flip", "l1-truncate", "l3-flip", "l3-truncate", "l3-incremental",
+                                        "l3-drop-base"],
                    help="damage a file before the relaunch (also the hook's own mode)")
     p.add_argument("--expect", help="LEVEL[:VERSION] the relaunch must restart from, e.g. L2:8")
     p.add_argument("--expect-fail", help="regex: the job must fail with a message matching it")

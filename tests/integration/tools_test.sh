@@ -363,6 +363,34 @@ expect_rc "watch: exits 0 when the job finalizes" 0 timeout 20 "$CAIRN" watch --
 wait
 expect_in "watch: saw the finalize" "$WORK/out" "the job finalized"
 
+# ---- job i: incremental L3 versions (full_every) ---------------------------------------------------
+# A 256-row grid on 4 ranks: heat reaches row 100 by the last checkpoint (5), so versions 4 and 5 (flushed
+# every 2nd, 5 at finalize) write only their changed chunks; keep 1 prunes 4, which 5 does not name (its
+# unchanged chunks were written by 2), and keeps 2.
+use i
+export CAIRN_FLUSH_EVERY=2 CAIRN_FULL_EVERY=4 CAIRN_CHUNK_SIZE=4K CAIRN_KEEP_FLUSHED=1
+"$CAIRN" run "${RUN_OPTS[@]}" -n 4 --nodes 2 -- "$HEAT" --n 256 --iters 120 --checkpoint-every 20 >"$WORK/run.out" 2>&1 ||
+  { cat "$WORK/run.out"; fail "job i ran"; }
+unset CAIRN_FULL_EVERY CAIRN_CHUNK_SIZE CAIRN_KEEP_FLUSHED
+expect_rc "incremental: list" 0 "$CAIRN" list
+expect_in "incremental: list says what 5 needs" "$WORK/out" "incr on 2"
+expect_rc "incremental: list --json" 0 "$CAIRN" list --json
+expect_py "incremental: 5 needs 2, kept; 4 pruned" '[v["l3"]["needs"] for v in j["versions"] if v["version"] == 5] == [[2]] and [v["l3"]["state"] for v in j["versions"] if v["version"] in (2, 4)] == ["absent", "committed"]'
+expect_rc "incremental: verify" 0 "$CAIRN" verify --level l3
+expect_rc "incremental: show 5" 0 "$CAIRN" show 5
+expect_in "incremental: show 5 says where rank 3's chunks are" "$WORK/out" "rank 3: incremental (depth 2): 1 of 33 chunks written here (8 B), the others in version 2"
+mv "$CAIRN_PREFIX/v00000002/rank-3.data" "$WORK/i-r3"
+expect_rc "incremental: verify without 2's file" 1 "$CAIRN" verify --level l3
+expect_in "incremental: verify says why 5 is bad" "$WORK/out" "version 2, which holds chunks of this one"
+mv "$WORK/i-r3" "$CAIRN_PREFIX/v00000002/rank-3.data"
+rm "$CAIRN_PREFIX/v00000002/COMMIT"
+expect_rc "incremental: list with 2 uncommitted" 0 "$CAIRN" list --json
+expect_py "incremental: 5 damaged without 2" '[(v["l3"]["state"], v["l3"]["why"]) for v in j["versions"] if v["version"] == 5] == [("damaged", "incremental: its chunk records name version 2, which is not committed")]'
+printf 'cairn-commit 1\nversion 2\nnranks 4\nlabel ckpt.2\n' >"$CAIRN_PREFIX/v00000002/COMMIT"
+expect_rc "incremental: clean --level l3" 0 "$CAIRN" clean --level l3
+expect_in "incremental: clean keeps what 5 names" "$WORK/out" "keeping version 2: version 5, incremental, has chunks in it"
+expect_rc "incremental: verify after clean" 0 "$CAIRN" verify --level l3
+
 echo
 if [ "$failures" -eq 0 ]; then echo "tools: all checks passed"; else echo "tools: $failures check(s) failed"; fi
 [ "$failures" -eq 0 ]

@@ -170,6 +170,7 @@ rs_parity = 3
 l2_every = 2
 flush_every = 0
 keep_flushed = 5
+full_every = 1
 files_per_node = 2
 turnstile_width = 1
 data_prefixes = "/fs1:2,/fs2"
@@ -218,6 +219,7 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.l2_every, 2);
   EXPECT_EQ(c.flush_every, 0);
   EXPECT_EQ(c.keep_flushed, 5);
+  EXPECT_EQ(c.full_every, 1);
   EXPECT_EQ(c.files_per_node, 2);
   EXPECT_EQ(c.turnstile_width, 1);
   EXPECT_EQ(c.data_prefixes, "/fs1:2,/fs2");
@@ -551,6 +553,19 @@ TEST_F(ConfigValues, ServiceKnobs) {
   std::string msg = error_of(load_text("service_chunk = \"4M\"\nservice_buffer_pool = \"1M\"\n"));
   EXPECT_NE(msg.find("service_buffer_pool"), std::string::npos) << msg;
   EXPECT_NE(msg.find("service_chunk"), std::string::npos) << msg;
+}
+
+TEST_F(ConfigValues, IncrementalVersionsNeedTheFilePerRankLayout) {
+  EXPECT_EQ(load_text("full_every = 8\n")->config.full_every, 8);
+  EXPECT_TRUE(load_text("full_every = 1\ncompress = \"zstd\"\n").is_ok());
+  for (const char* other : {"files_per_node = 2", "compress = \"zstd\"", "data_prefixes = \"/fs1\""}) {
+    std::string msg = error_of(load_text(std::string("full_every = 4\n") + other + "\n"));
+    EXPECT_NE(msg.find("full_every = 4"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::string(other).substr(0, std::string(other).find(' '))), std::string::npos) << msg;
+  }
+  env.vars = {{"CAIRN_FULL_EVERY", "3"}};
+  std::string msg = error_of(load_text("files_per_node = 2\n"));
+  EXPECT_NE(msg.find("environment variable CAIRN_FULL_EVERY"), std::string::npos) << msg;
 }
 
 TEST_F(ConfigValues, RsParityMustBeBelowSetSize) {

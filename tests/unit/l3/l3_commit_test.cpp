@@ -56,8 +56,11 @@ TEST(L3Names, RankFilesParsedExactlyAsMade) {
   l.prefix = "/p";
   uint32_t r = 0;
   RankFile kind{};
-  for (RankFile k : {RankFile::data, RankFile::manifest, RankFile::where}) {
-    std::string path = k == RankFile::data ? data_path(l, 3, 17) : k == RankFile::manifest ? manifest_path(l, 3, 17) : where_path(l, 3, 17);
+  for (RankFile k : {RankFile::data, RankFile::manifest, RankFile::where, RankFile::chunks}) {
+    std::string path = k == RankFile::data       ? data_path(l, 3, 17)
+                       : k == RankFile::manifest ? manifest_path(l, 3, 17)
+                       : k == RankFile::where    ? where_path(l, 3, 17)
+                                                 : chunks_path(l, 3, 17);
     std::string name = path.substr(path.rfind('/') + 1);
     ASSERT_TRUE(parse_rank_file_name(name, &r, &kind)) << name;
     EXPECT_EQ(r, 17u);

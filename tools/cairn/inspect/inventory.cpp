@@ -128,6 +128,16 @@ void scan_l3(Inventory& inv) {
       uint32_t r;
       l3::RankFile kind;
       if (!l3::parse_rank_file_name(f, &r, &kind)) continue;
+      if (kind == l3::RankFile::chunks) {
+        // An incremental version: which versions hold its unchanged chunks.
+        std::string path = d.dir + "/" + f;
+        auto text = fs::read_file(path);
+        auto rec = text ? l3::decode_chunk_record(*text) : Result<l3::ChunkRecord>(text.status());
+        if (rec)
+          d.needs.merge(l3::holders_of(*rec));
+        else if (d.needs_error.empty())
+          d.needs_error = "unreadable chunk record: " + rec.status().prefixed(path).message();
+      }
       if (kind != l3::RankFile::manifest) {
         if (!data_ranks.insert(r).second) continue;
         auto w = l3_where(l, v, r);
@@ -290,6 +300,16 @@ Inventory scan_inventory(const Layout& layout) {
     }
   }
   scan_l3(inv);
+  // A committed incremental version is readable only while every version it names is committed too.
+  for (auto& [ver, v] : inv.versions) {
+    if (!v.l3.committed) continue;
+    for (uint64_t h : v.l3.needs) {
+      auto it = inv.versions.find(h);
+      if ((it == inv.versions.end() || !it->second.l3.committed) && v.l3.needs_error.empty())
+        v.l3.needs_error = "incremental: its chunk records name version " + std::to_string(h) + ", which is " +
+                           (it == inv.versions.end() || !it->second.l3.present ? "gone" : "not committed");
+    }
+  }
   return inv;
 }
 
@@ -315,6 +335,7 @@ LevelVerdict l3_verdict(const VersionInfo& v) {
   if (!v.l3.commit_error.empty()) return {LevelVerdict::State::damaged, "unreadable COMMIT: " + v.l3.commit_error};
   if (!v.l3.committed) return {LevelVerdict::State::incomplete, "no COMMIT: never read by a restart"};
   if (!v.l3.errors.empty()) return {LevelVerdict::State::damaged, "unreadable manifest: " + v.l3.errors.front()};
+  if (!v.l3.needs_error.empty()) return {LevelVerdict::State::damaged, v.l3.needs_error};
   return {LevelVerdict::State::complete, ""};
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,8 @@ struct L3Version {
                                            // elsewhere by an N-to-M layout is not counted)
   int64_t commit_mtime_ns = 0;             // when COMMIT was written (0: none)
   int64_t data_birth_ns = 0;               // earliest creation (statx birth time) of a rank's data file; 0: unknown
+  std::set<uint64_t> needs;                // an incremental version: the versions its chunk records name
+  std::string needs_error;                 // one of them is not committed here (why)
 };
 
 struct VersionInfo {

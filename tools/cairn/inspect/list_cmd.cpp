@@ -36,6 +36,11 @@ std::string l2_text(const VersionInfo& v) {
 
 std::string l3_text(const VersionInfo& v) {
   LevelVerdict d = l3_verdict(v);
+  if (d.state == LevelVerdict::State::complete && !v.l3.needs.empty()) {
+    std::string on;
+    for (uint64_t h : v.l3.needs) on += (on.empty() ? "" : ",") + std::to_string(h);
+    return "incr on " + on;
+  }
   return d.state == LevelVerdict::State::absent ? "-" : verdict_name(d, true);
 }
 
@@ -65,6 +70,7 @@ nlohmann::json version_json(const VersionInfo& v, int64_t now) {
              {"why", d3.why},
              {"manifests", v.l3.manifests.size()},
              {"data_files", v.l3.data_files},
+             {"needs", v.l3.needs},
              {"dir", v.l3.present ? v.l3.dir : std::string()}};
   return j;
 }
@@ -121,7 +127,9 @@ Command add_list_command(CLI::App& root) {
   app->footer(
       "L1: ranks whose record is in the cache directories visible from this machine, of the job's ranks.\n"
       "L2: 'protected' when every rank has its protected marker (else how many), with the scheme.\n"
-      "L3: committed, incomplete (no COMMIT: never read), damaged (an unreadable COMMIT or manifest), or '-'.\n"
+      "L3: committed, incomplete (no COMMIT: never read), damaged (an unreadable COMMIT or manifest, or a\n"
+      "version an incremental one names is gone), 'incr on V,...' (committed, incremental: its unchanged\n"
+      "chunks lie in those versions' files, which it needs), or '-'.\n"
       "Size: snapshot bytes over all ranks. 'cairn show VERSION' says why a version is damaged.\n"
       "Exit status: 0 (also when there is no checkpoint: said on stderr), 2 for bad options or configuration\n"
       "(a PREFIX that is not a directory).");

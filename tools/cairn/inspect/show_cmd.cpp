@@ -307,6 +307,24 @@ void show_text(const Layout& layout, const VersionInfo& v) {
                static_cast<unsigned long long>(w->offset), static_cast<unsigned long long>(w->stored),
                w->zstd ? " (zstd)" : "");
     }
+    // An incremental version: which versions' files hold each rank's unchanged chunks.
+    for (uint32_t r = 0; r < n; ++r) {
+      const std::string cpath = l3::chunks_path(layout, v.version, r);
+      if (!fs::exists(cpath)) continue;
+      auto text = fs::read_file(cpath);
+      auto rec = text ? l3::decode_chunk_record(*text) : Result<l3::ChunkRecord>(text.status());
+      if (!rec) {
+        printf("  rank %u: %s\n", r, rec.status().prefixed(cpath).message().c_str());
+        continue;
+      }
+      uint64_t own = 0;
+      for (const auto& run : rec->runs) own += run.holder == rec->version ? run.count : 0;
+      std::string in;
+      for (uint64_t h : l3::holders_of(*rec)) in += (in.empty() ? "" : ", ") + std::to_string(h);
+      printf("  rank %u: incremental (depth %u): %llu of %llu chunks written here (%llu B), the others in version%s %s\n",
+             r, rec->depth, static_cast<unsigned long long>(own), static_cast<unsigned long long>(rec->chunks),
+             static_cast<unsigned long long>(rec->stored), l3::holders_of(*rec).size() > 1 ? "s" : "", in.c_str());
+    }
   }
 }
 

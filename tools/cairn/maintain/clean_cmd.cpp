@@ -229,6 +229,17 @@ struct Cleaner {
         keep.insert(committed[i]->version);
       report.line(fmt("L3: newest good version %llu; keeping %s", static_cast<unsigned long long>(good),
                       join(keep).c_str()));
+      // Incremental versions that stay need the versions holding their chunks (named directly: one level).
+      std::set<uint64_t> held;
+      for (const VersionInfo* v : committed)
+        if (v->version >= good || keep.count(v->version))
+          for (uint64_t h : v->l3.needs)
+            if (!keep.count(h) && h < good) {
+              held.insert(h);
+              report.line(fmt("L3: keeping version %llu: version %llu, incremental, has chunks in it",
+                              static_cast<unsigned long long>(h), static_cast<unsigned long long>(v->version)));
+            }
+      keep.merge(held);
     }
     for (const auto& [ver, v] : inv.versions) {
       if (!v.l3.present || index.skip.count(ver)) continue;

@@ -1,0 +1,184 @@
+// cairn-bench --incremental (incremental_l3.hpp): the L3 bytes and the restart speed of an incremental
+// version against a full one, in this process, through the library's own writer and reader.
+#include "levels/incremental_l3.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "base/fsutil.hpp"
+#include "base/layout.hpp"
+#include "bench.hpp"
+#include "l3/l3_store.hpp"
+
+namespace bench_incremental {
+namespace {
+
+using namespace cairn;
+using cairn::bench::json;
+
+constexpr uint32_t kChunk = 1u << 20;  // the chunk_size knob's default
+
+uint64_t file_bytes(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+// The L3 bytes of one rank of version v: every file of it in the version directory.
+uint64_t version_bytes(const Layout& l, uint64_t v) {
+  uint64_t total = 0;
+  for (const std::string& p : {l3::data_path(l, v, 0), l3::manifest_path(l, v, 0), l3::chunks_path(l, v, 0)})
+    total += file_bytes(p);
+  return total;
+}
+
+Manifest manifest_of(const std::vector<uint8_t>& data, uint64_t v) {
+  Manifest m;
+  m.version = v;
+  m.nranks = 1;
+  m.chunk_size = kChunk;
+  m.total_size = data.size();
+  RegionEntry e;
+  e.name = "state";
+  e.count = e.size = data.size();
+  m.regions.push_back(e);
+  m.chunk_hashes = chunk_hashes(data.data(), data.size(), kChunk);
+  return m;
+}
+
+// The raw write of `len` bytes to a new file, as L3's limit: pwrite in 64 MiB pieces, fsync.
+double raw_write(const std::string& path, const uint8_t* data, uint64_t len) {
+  double t0 = cairn::bench::now();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return -1;
+  for (uint64_t off = 0; off < len;) {
+    ssize_t n = ::pwrite(fd, data + off, std::min<uint64_t>(len - off, 64ull << 20), static_cast<off_t>(off));
+    if (n <= 0) break;
+    off += static_cast<uint64_t>(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  double t = cairn::bench::now() - t0;
+  ::unlink(path.c_str());
+  return t;
+}
+
+Status timed_read(const Layout& l, uint64_t v, std::vector<uint8_t>* into, double* seconds) {
+  CAIRN_ASSIGN_OR_RETURN(m, l3::read_manifest(l, v, 0));
+  double t0 = cairn::bench::now();
+  CAIRN_TRY(l3::read_data_verified(l, m, whole_stream(m, into->data())));
+  *seconds = cairn::bench::now() - t0;
+  return Status::ok();
+}
+
+}  // namespace
+
+int run(const Options& o) {
+  uint64_t size = 0;
+  if (!cairn::bench::parse_size(o.size, &size) || size < kChunk) {
+    fprintf(stderr, "cairn-bench: --incremental: --size %s: expected at least 1M\n", o.size.c_str());
+    return 2;
+  }
+  Config cfg;
+  cfg.prefix = o.prefix + "/cairn-bench-incremental-" + std::to_string(getpid());
+  cfg.cache_dir = cfg.prefix + "/cache";
+  Layout l = make_layout(cfg);
+  if (Status st = fs::make_dirs(l.prefix); !st.is_ok()) {
+    fprintf(stderr, "cairn-bench: --incremental: %s\n", st.message().c_str());
+    return 1;
+  }
+  const double load_start = cairn::bench::loadavg_1m();
+  std::vector<uint8_t> state(size), back(size);
+  std::mt19937_64 rng(42);
+  for (size_t i = 0; i + 8 <= state.size(); i += 8) {
+    uint64_t x = rng();
+    memcpy(&state[i], &x, 8);
+  }
+  const uint64_t nchunks = (size + kChunk - 1) / kChunk;
+  std::vector<double> full_s, incr_s, raw_s, read_full_s, read_incr_s;
+  uint64_t full_bytes = 0, incr_bytes = 0, changed_bytes = 0;
+  auto fail = [&](const Status& st) {
+    fprintf(stderr, "cairn-bench: --incremental: %s\n", st.message().c_str());
+    fs::remove_tree(cfg.prefix).ignore();
+    return 1;
+  };
+  for (int rep = 0; rep < o.reps; ++rep) {
+    const uint64_t vf = 2 * static_cast<uint64_t>(rep) + 1, vi = vf + 1;
+    l3::WriteOptions full, incremental;
+    incremental.full_every = 16;
+    Manifest mf = manifest_of(state, vf);
+    double t0 = cairn::bench::now();
+    if (Status st = l3::write_rank(l, mf, state.data(), {}, &full); !st.is_ok()) return fail(st);
+    full_s.push_back(cairn::bench::now() - t0);
+    if (Status st = l3::commit(l, vf, 1, ""); !st.is_ok()) return fail(st);
+    raw_s.push_back(raw_write(l.prefix + "/raw", state.data(), size));
+    // 10 % of the chunks rewritten: every tenth, a word changed in each.
+    changed_bytes = 0;
+    for (uint64_t c = rep % 10; c < nchunks; c += 10) {
+      state[c * kChunk] ^= 0x5a;
+      changed_bytes += std::min<uint64_t>(kChunk, size - c * kChunk);
+    }
+    Manifest mi = manifest_of(state, vi);
+    t0 = cairn::bench::now();
+    if (Status st = l3::write_rank(l, mi, state.data(), {}, &incremental); !st.is_ok()) return fail(st);
+    incr_s.push_back(cairn::bench::now() - t0);
+    if (Status st = l3::commit(l, vi, 1, ""); !st.is_ok()) return fail(st);
+    if (!fs::exists(l3::chunks_path(l, vi, 0)))
+      return fail(make_error(Code::ERR_INTERNAL, "version %llu was written full", static_cast<unsigned long long>(vi)));
+    full_bytes = version_bytes(l, vf);
+    incr_bytes = version_bytes(l, vi);
+    double rf = 0, ri = 0;
+    if (Status st = timed_read(l, vf, &back, &rf); !st.is_ok()) return fail(st);
+    if (Status st = timed_read(l, vi, &back, &ri); !st.is_ok()) return fail(st);
+    if (memcmp(back.data(), state.data(), size) != 0)
+      return fail(make_error(Code::ERR_INTERNAL, "the incremental version read back other bytes"));
+    read_full_s.push_back(rf);
+    read_incr_s.push_back(ri);
+    for (uint64_t v : {vi, vf})  // the incremental one first: it names the full one
+      if (Status st = l3::remove_version(l, v); !st.is_ok()) return fail(st);
+  }
+  fs::remove_tree(cfg.prefix).ignore();
+
+  const double bytes_ratio = static_cast<double>(incr_bytes) / static_cast<double>(full_bytes);
+  const double rf = cairn::bench::median(read_full_s), ri = cairn::bench::median(read_incr_s);
+  const double read_ratio = ri > 0 ? rf / ri : 0;
+  json j;
+  j["mode"] = "incremental";
+  j["size_bytes"] = size;
+  j["chunk_size"] = kChunk;
+  j["changed_fraction"] = static_cast<double>(changed_bytes) / static_cast<double>(size);
+  j["reps"] = o.reps;
+  j["l3_full_bytes"] = full_bytes;
+  j["l3_incremental_bytes"] = incr_bytes;
+  j["l3_bytes_ratio"] = bytes_ratio;
+  j["l3_bytes_ratio_target"] = 0.15;
+  j["write_full_s"] = cairn::bench::median(full_s);
+  j["write_incremental_s"] = cairn::bench::median(incr_s);
+  j["write_full_gbps"] = cairn::bench::gbps(size, cairn::bench::median(full_s));
+  j["raw_write_gbps"] = cairn::bench::gbps(size, cairn::bench::median(raw_s));
+  j["restart_full_gbps"] = cairn::bench::gbps(size, rf);
+  j["restart_incremental_gbps"] = cairn::bench::gbps(size, ri);
+  j["restart_speed_ratio"] = read_ratio;
+  j["restart_speed_ratio_target"] = 0.8;
+  j["machine"] = cairn::bench::machine_info(load_start, 1);
+  if (o.json) {
+    printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  printf("incremental L3 version, one rank of %s, %.0f %% of its %llu chunks rewritten (median of %d)\n",
+         o.size.c_str(), 100.0 * j["changed_fraction"].get<double>(), static_cast<unsigned long long>(nchunks), o.reps);
+  printf("  L3 bytes   full %llu, incremental %llu: ratio %.3f (target <= 0.15)\n",
+         static_cast<unsigned long long>(full_bytes), static_cast<unsigned long long>(incr_bytes), bytes_ratio);
+  printf("  write      full %.3f s, incremental %.3f s; raw write of the full state %.3f s\n", cairn::bench::median(full_s),
+         cairn::bench::median(incr_s), cairn::bench::median(raw_s));
+  printf("  restart    full %.3f s, incremental %.3f s: speed ratio %.2f (target >= 0.8; from the page cache)\n",
+         rf, ri, read_ratio);
+  return 0;
+}
+
+}  // namespace bench_incremental

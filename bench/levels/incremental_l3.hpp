@@ -1,0 +1,23 @@
+// cairn-bench --incremental: the L3 part of incremental versions (issue 24; docs/format.md, "L3"). One
+// rank's state of --size bytes, in this process: a full version written with l3::write_rank, then 10 % of
+// its chunks rewritten (every tenth) and the next version written incremental (full_every > 1); each
+// beside the raw write of the same bytes (pwrite + fsync), and the restart's read and verification of the
+// incremental version (from its own file and the full one's) beside the full version's. The figures: L3
+// bytes of the incremental version / the full one's (target <= 0.15) and its restart speed / the full
+// one's (target >= 0.8).
+#pragma once
+
+#include <string>
+
+namespace bench_incremental {
+
+struct Options {
+  std::string size = "256M";
+  int reps = 3;
+  std::string prefix = "/tmp";
+  bool json = false;
+};
+
+int run(const Options& o);
+
+}  // namespace bench_incremental
