@@ -254,6 +254,22 @@ TEST(Pipeline, SlotsAreReusedOldestFirstAndTheNewestGoodVersionSurvives) {
   EXPECT_EQ(job.cache.versions(), (std::vector<uint64_t>{2, 3}));
 }
 
+// Rank 0 prunes L3 on a thread of its own: versions flushed back to back leave keep_flushed (2) committed
+// versions once the pipeline stops (a prune asked for runs to its end first), the newest among them.
+TEST(Pipeline, OldL3VersionsArePrunedBesideThePipeline) {
+  Job job("prune");
+  for (uint64_t v = 1; v <= 5; ++v) {
+    ASSERT_TRUE(job.take(v, /*flush=*/true).is_ok());
+    ASSERT_TRUE(job.pipeline->wait_all().is_ok());
+  }
+  job.pipeline->stop();
+  std::vector<uint64_t> committed;
+  for (const auto& c : l3::list_committed(job.layout)) committed.push_back(c.version);
+  EXPECT_EQ(committed, (std::vector<uint64_t>{5, 4}));
+  EXPECT_EQ(l3::max_version_present(job.layout), 5u);
+  for (uint64_t v = 1; v <= 3; ++v) EXPECT_FALSE(l3::read_commit(job.layout, v).is_ok()) << "version " << v;
+}
+
 TEST(Pipeline, FunneledModeRunsTheCollectiveStagesOnlyInsideDrive) {
   Job job("funneled", /*with_l2=*/true, /*mpi_in_worker=*/false);
   ASSERT_TRUE(job.take(1, true).is_ok());
