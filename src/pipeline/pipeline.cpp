@@ -40,7 +40,14 @@ void Pipeline::stop() {
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
   if (team_thread_.joinable()) team_thread_.join();
-  if (pruner_.joinable()) pruner_.join();  // a prune asked for runs to its end first
+  // Only now may the pruner stop: the worker asks for a prune after a version left, so it may ask after
+  // stop() began. A prune asked for runs to its end first.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pruner_stop_ = true;
+  }
+  cv_.notify_all();
+  if (pruner_.joinable()) pruner_.join();
 }
 
 Marks Pipeline::marks() const {
@@ -284,7 +291,7 @@ void Pipeline::pruner_loop() {
   become_background_thread();
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return prune_requested_ || stop_; });
+    cv_.wait(lock, [&] { return prune_requested_ || pruner_stop_; });
     if (!prune_requested_) return;  // stopped, nothing asked: a prune asked for runs to its end first
     prune_requested_ = false;
     lock.unlock();

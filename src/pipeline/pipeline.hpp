@@ -148,6 +148,7 @@ class Pipeline {
   std::thread team_thread_;   // with mpi_in_worker
   std::thread pruner_;        // started at the first prune
   bool prune_requested_ = false;
+  bool pruner_stop_ = false;  // set by stop() once nothing can ask for a prune any more
   bool stop_ = false;
   Status first_failure_;
   Marks marks_;
