@@ -61,6 +61,9 @@ std::string newest_slot_file(const Session& s);
 // `dst` zeroed before each read. One warm-up, then the median of `reps` reads, each the slowest rank's.
 struct SlotRead {
   double pread_s = 0, map_memcpy_s = 0;
+  // The untimed first pass of each (not in the medians): the first pread of the file in this process,
+  // the first mapping of it (see docs/performance.md, "The first access of a page in a process").
+  double pread_first_s = 0, map_memcpy_first_s = 0;
   double best_s() const { return std::min(pread_s, map_memcpy_s); }
 };
 SlotRead timed_slot_read(const std::string& path, uint8_t* dst, uint64_t size, int reps);
