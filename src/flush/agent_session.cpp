@@ -6,8 +6,6 @@
 
 namespace cairn::flush {
 
-using FlushState = ServiceLink::FlushState;
-
 Status AgentSession::open_endpoint(const std::string& node) {
   fabric::EndpointOptions eo;
   eo.provider = s_.provider;

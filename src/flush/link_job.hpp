@@ -1,6 +1,6 @@
-// One version handed to the service link (a job): the row of the link's table that its callers and its
+// One version posted to the service link (a job): the row of the link's table that its callers and its
 // thread share under the link's lock (flush/service_link_impl.hpp). The agent session moves it
-// (flush/agent_session), the link's callers watch its state (ServiceLink::state, wait, cancel).
+// (flush/agent_session), the link's callers watch it through its ticket (ServiceLink::test, wait, cancel).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,10 @@
 
 namespace cairn::flush {
 
+// Where one posted version (a job of the link: its flush by the agent) stands. Not base/job_state's
+// JobState, the job state file.
+enum class FlushState { pending, done, failed, cancelled };
+
 struct LinkJob {
   uint64_t id = 0, version = 0;
   Manifest manifest;
@@ -24,7 +28,7 @@ struct LinkJob {
   int slot = 0;
   l3::RankPlacement place;
   int zstd_level = 0;
-  ServiceLink::FlushState state = ServiceLink::FlushState::pending;
+  FlushState state = FlushState::pending;
   Status outcome;
   bool sent = false;          // the current agent has it
   uint64_t generation = 0;    // counts the times it was sent: a push write of an earlier sending is stale
@@ -43,9 +47,9 @@ using LinkJobs = std::map<uint64_t, LinkJob>;
 // The job ends (under the link's lock) with its outcome, and the registration of its slot is revoked:
 // whoever had the key, it is dead now (a job that is resent registers anew). The caller wakes the link's
 // callers (its condition variable) before it lets the lock go.
-inline void end_job(LinkJob& j, ServiceLink::FlushState st, const Status& why, SlotRegistry& slots) {
+inline void end_job(LinkJob& j, FlushState st, const Status& why, SlotRegistry& slots) {
   j.state = st;
-  j.outcome = st == ServiceLink::FlushState::done ? Status::ok() : why;
+  j.outcome = st == FlushState::done ? Status::ok() : why;
   slots.revoke(j.slot);
 }
 

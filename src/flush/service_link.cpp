@@ -13,8 +13,6 @@
 
 namespace cairn::flush {
 
-using FlushState = ServiceLink::FlushState;
-
 ServiceLink::ServiceLink(ServiceSettings s) : impl_(std::make_unique<Impl>(std::move(s))) {
   int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   impl_->wake = fs::Fd(fd);
@@ -51,10 +49,10 @@ std::string ServiceLink::agent_where() const {
   return impl_->agent_where_pub;
 }
 
-Result<uint64_t> ServiceLink::submit(uint64_t version, const Manifest& manifest, const uint8_t* data, int slot,
-                                     const l3::RankPlacement& place, int zstd_level) {
+Result<ServiceLink::Ticket> ServiceLink::post(uint64_t version, const Manifest& manifest, const uint8_t* data,
+                                              int slot, const l3::RankPlacement& place, int zstd_level) {
   if (zstd_level < 0 || zstd_level > 19 || (zstd_level > 0 && (!place.recorded || place.shared)))
-    return make_error(Code::ERR_INVALID_ARG, "ServiceLink::submit: compression level %d for this placement",
+    return make_error(Code::ERR_INVALID_ARG, "ServiceLink::post: compression level %d for this placement",
                       zstd_level);
   LinkJob j;
   j.zstd_level = zstd_level;
@@ -84,38 +82,42 @@ Result<uint64_t> ServiceLink::submit(uint64_t version, const Manifest& manifest,
   return id;
 }
 
-FlushState ServiceLink::state(uint64_t job, Status* outcome) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  auto it = impl_->jobs.find(job);
-  if (it == impl_->jobs.end()) {
-    *outcome = make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(job));
-    return FlushState::failed;
+// Under mu: an ended job's ticket is finished (the job leaves the table) and its outcome returned.
+Status ServiceLink::Impl::finish(Ticket ticket, bool* done) {
+  auto it = jobs.find(ticket);
+  *done = true;
+  if (it == jobs.end())
+    return make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(ticket));
+  if (it->second.state == FlushState::pending) {
+    *done = false;
+    return Status::ok();
   }
-  *outcome = it->second.outcome;
-  return it->second.state;
+  Status outcome = it->second.outcome;
+  jobs.erase(it);
+  return outcome;
 }
 
-FlushState ServiceLink::wait(uint64_t job, double timeout_s, Status* outcome) {
+Status ServiceLink::test(Ticket ticket, bool* done) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->finish(ticket, done);
+}
+
+Status ServiceLink::wait(Ticket ticket, double timeout_s, bool* done) {
   std::unique_lock<std::mutex> lock(impl_->mu);
   auto ended = [&] {
-    auto it = impl_->jobs.find(job);
+    auto it = impl_->jobs.find(ticket);
     return it == impl_->jobs.end() || it->second.state != FlushState::pending;
   };
   impl_->cv.wait_for(lock, std::chrono::duration<double>(timeout_s), ended);
-  auto it = impl_->jobs.find(job);
-  if (it == impl_->jobs.end()) {
-    *outcome = make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(job));
-    return FlushState::failed;
-  }
-  *outcome = it->second.outcome;
-  return it->second.state;
+  return impl_->finish(ticket, done);
 }
 
-FlushState ServiceLink::cancel(uint64_t job, Status* outcome) {
+Status ServiceLink::cancel(Ticket ticket) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    auto it = impl_->jobs.find(job);
-    if (it == impl_->jobs.end()) return FlushState::failed;
+    auto it = impl_->jobs.find(ticket);
+    if (it == impl_->jobs.end())
+      return make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(ticket));
     it->second.cancel_requested = true;
   }
   impl_->notify();
@@ -123,14 +125,17 @@ FlushState ServiceLink::cancel(uint64_t job, Status* outcome) {
   // that a wedged provider cannot hold the pipeline.
   std::unique_lock<std::mutex> lock(impl_->mu);
   impl_->cv.wait_for(lock, std::chrono::seconds(5), [&] {
-    auto it = impl_->jobs.find(job);
+    auto it = impl_->jobs.find(ticket);
     return it == impl_->jobs.end() ||
            (it->second.state != FlushState::pending && it->second.writes_in_flight == 0 && !it->second.cancel_requested);
   });
-  auto it = impl_->jobs.find(job);
-  if (it == impl_->jobs.end()) return FlushState::failed;
-  *outcome = it->second.outcome;
-  return it->second.state;
+  auto it = impl_->jobs.find(ticket);
+  if (it == impl_->jobs.end())
+    return make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(ticket));
+  Status outcome = it->second.state == FlushState::pending ? make_error(Code::ERR_CANCELLED, "cancelled")
+                                                           : it->second.outcome;
+  impl_->jobs.erase(it);
+  return outcome;
 }
 
 Status ServiceLink::probe(bool* changed) {
@@ -142,11 +147,6 @@ Status ServiceLink::probe(bool* changed) {
   *changed = impl_->changes != impl_->changes_seen;
   impl_->changes_seen = impl_->changes;
   return Status::ok();
-}
-
-void ServiceLink::forget(uint64_t job) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->jobs.erase(job);
 }
 
 // ---- the thread ------------------------------------------------------------------------------------

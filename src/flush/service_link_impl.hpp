@@ -1,5 +1,5 @@
 // ServiceLink's state and the thread that owns it. Private to the link's files:
-//   service_link.cpp     the API (submit, state, wait, cancel, probe), the thread's loop, and what it does when
+//   service_link.cpp     the API (post, test, wait, cancel, probe), the thread's loop, and what it does when
 //                        the controller or the agent speaks or goes (the glue between the three parts below)
 //   service_restore.cpp  the restore through the agent
 // The thread drives three parts, each with its own contract at the top of its header:
@@ -58,6 +58,7 @@ struct ServiceLink::Impl : ControllerClient::Listener {
   ControllerClient ctl{s, *this};
   AgentSession session{s, slots};
 
+  Status finish(Ticket ticket, bool* done);  // under mu
   void run();
   void notify(uint64_t n = 1);
   void set_available(bool avail, bool settle);
