@@ -97,7 +97,9 @@ AgentSession::Heard AgentSession::on_frame(const wire::Frame& f, LinkJobs& jobs)
         end_job(*j, FlushState::done, Status::ok(), slots_);
       else
         end_job(*j, FlushState::failed, Status(static_cast<Code>(m->code), "agent: " + m->message), slots_);
-      return {};
+      Heard h;
+      h.ended = true;
+      return h;
     }
     case wire::Type::restored: {
       auto m = wire::decode<wire::Restored>(f.payload);

@@ -64,6 +64,7 @@ class AgentSession {
     enum class Kind { nothing, welcomed, restored, lost } kind = Kind::nothing;
     std::string why;          // lost: the session is of no more use (the link ends it, asks for another)
     wire::Restored restored;  // restored: the agent's answer to the link's restore
+    bool ended = false;       // a job ended (done): the link wakes its callers
   };
   // A frame of the agent: the welcome, progress, credits, done (the job ends), restored (for the link).
   Heard on_frame(const wire::Frame& f, LinkJobs& jobs);

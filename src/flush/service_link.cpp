@@ -330,10 +330,12 @@ void ServiceLink::Impl::on_agent_frame(const wire::Frame& f) {
       agent_where_pub = session.agent().manager + " " + session.agent().agent_address;
       available = true;
       settled = true;
+      cv.notify_all();
     } else if (heard.kind == AgentSession::Heard::Kind::restored) {
-      on_restored(heard.restored);
+      on_restored(heard.restored);  // wakes the restore's caller when it ends
+    } else if (heard.ended) {
+      cv.notify_all();
     }
-    cv.notify_all();
   }
   if (heard.kind == AgentSession::Heard::Kind::lost) agent_lost(heard.why, true);
 }
