@@ -4,8 +4,6 @@
 
 namespace cairn::flush {
 
-using FlushState = ServiceLink::FlushState;
-
 ServiceFlusher::ServiceFlusher(ServiceSettings settings, Layout layout, std::function<l3::WriteOptions()> l3_options,
                                std::unique_ptr<Flusher> fallback)
     : settings_(std::move(settings)),
@@ -25,8 +23,7 @@ ServiceFlusher::~ServiceFlusher() {
     if (t.on_fallback) {
       fallback_->cancel(t.fallback).ignore();
     } else {
-      Status st;
-      link_->cancel(t.job, &st);
+      link_->cancel(t.job).ignore();
     }
   }
   link_.reset();
@@ -57,9 +54,9 @@ Result<FlushTicket> ServiceFlusher::post(const FlushRequest& request) {
   } else {
     // Compressed: the agent compresses each checksum chunk as it lands and records the sizes.
     auto place = l3::place_rank(layout_, *request.manifest, request.manifest->total_size, &opts);
-    auto job = place ? link_->submit(request.version, *request.manifest, request.data, request.slot, *place,
-                                     opts.zstd_level)
-                     : Result<uint64_t>(place.status());
+    auto job = place ? link_->post(request.version, *request.manifest, request.data, request.slot, *place,
+                                   opts.zstd_level)
+                     : Result<ServiceLink::Ticket>(place.status());
     if (job)
       t.job = *job;
     else
@@ -78,11 +75,11 @@ Result<FlushTicket> ServiceFlusher::post(const FlushRequest& request) {
   return id;
 }
 
-// The service gave the version up: the fallback writes it, from the same slot.
+// The service gave the version up (its ticket at the link is finished): the fallback writes it, from the
+// same slot.
 Status ServiceFlusher::to_fallback(Ticket& t, const Status& why) {
   LOG_WARN("version %llu: %s; the embedded flusher writes it", static_cast<unsigned long long>(t.request.version),
            why.message().c_str());
-  link_->forget(t.job);
   CAIRN_ASSIGN_OR_RETURN(fb, fallback_->post(t.request));
   t.on_fallback = true;
   t.fallback = fb;
@@ -97,11 +94,10 @@ Status ServiceFlusher::test(FlushTicket ticket, bool* done) {
                                              static_cast<unsigned long long>(ticket));
   Ticket& t = it->second;
   if (!t.on_fallback) {
-    Status outcome;
-    FlushState st = link_->state(t.job, &outcome);
-    if (st == FlushState::pending) return Status::ok();
-    if (st == FlushState::done) {
-      link_->forget(t.job);
+    bool ended = false;
+    Status outcome = link_->test(t.job, &ended);
+    if (!ended) return Status::ok();
+    if (outcome.is_ok()) {
       *done = true;
       tickets_.erase(it);
       return Status::ok();
@@ -125,15 +121,14 @@ Status ServiceFlusher::wait(FlushTicket ticket) {
   Ticket& t = it->second;
   if (!t.on_fallback) {
     // Never block on the service longer than its timeout: then the embedded flusher takes over.
-    Status outcome;
-    FlushState st = link_->wait(t.job, settings_.timeout_s, &outcome);
-    if (st == FlushState::done) {
-      link_->forget(t.job);
+    bool ended = false;
+    Status outcome = link_->wait(t.job, settings_.timeout_s, &ended);
+    if (ended && outcome.is_ok()) {
       tickets_.erase(it);
       return Status::ok();
     }
-    if (st == FlushState::pending) {
-      link_->cancel(t.job, &outcome);
+    if (!ended) {
+      link_->cancel(t.job).ignore();
       outcome = make_error(Code::ERR_IO, "the service did not finish within %.1f s", settings_.timeout_s);
     }
     Status moved = to_fallback(t, outcome);
@@ -154,10 +149,7 @@ Status ServiceFlusher::cancel(FlushTicket ticket) {
   Ticket t = std::move(it->second);
   tickets_.erase(it);
   if (t.on_fallback) return fallback_->cancel(t.fallback);
-  Status outcome;
-  FlushState st = link_->cancel(t.job, &outcome);
-  link_->forget(t.job);
-  return st == FlushState::done ? Status::ok() : make_error(Code::ERR_CANCELLED, "cancelled");
+  return link_->cancel(t.job).is_ok() ? Status::ok() : make_error(Code::ERR_CANCELLED, "cancelled");
 }
 
 }  // namespace cairn::flush

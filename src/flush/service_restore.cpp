@@ -35,16 +35,16 @@ Status ServiceLink::restore(uint64_t version, const std::vector<RestoreTarget>& 
 void ServiceLink::Impl::drive_restore() {
   if (!restore || restore->ended) return;
   if (restore->abandon) return end_restore(make_error(Code::ERR_IO, "given up"));
-  if (restore->sent || !agent || !welcomed) return;
+  if (restore->sent || !session.welcomed()) return;
   wire::Restore msg;
   msg.version = restore->version;
   for (const auto& t : restore->targets) {
-    auto mr = ep->register_memory(t.ptr, std::max<uint64_t>(t.size, 1), fabric::kRemoteWrite);
+    auto mr = session.endpoint()->register_memory(t.ptr, std::max<uint64_t>(t.size, 1), fabric::kRemoteWrite);
     if (!mr) return end_restore(mr.status().prefixed("registering region '" + t.name + "'"));
     msg.regions.push_back({t.name, t.size, (*mr)->remote_base(), (*mr)->key()});
     restore->regions.push_back(std::move(*mr));
   }
-  agent->send_message(msg);
+  session.connection()->send_message(msg);
   restore->sent = true;
 }
 
