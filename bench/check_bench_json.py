@@ -247,7 +247,10 @@ def check_placement_app(run, a, versions, out):
             fail("%s: %s is %r" % (name, key, a.get(key)), out)
     if not positive(a["drain_median_s"]) or a["drain_max_s"] < a["drain_median_s"]:
         fail("%s: drain median %r, max %r" % (name, a["drain_median_s"], a["drain_max_s"]), out)
-    if a.get("within_interval") is not (a["drain_max_s"] <= a["interval_s"]):
+    # The JSON rounds to milliseconds and the bench decides on unrounded times: within half a
+    # millisecond of the interval either answer is consistent.
+    near = abs(a["drain_max_s"] - a["interval_s"]) <= 0.0005
+    if not near and a.get("within_interval") is not (a["drain_max_s"] <= a["interval_s"]):
         fail("%s: within_interval %r for a drain max of %r s and an interval of %r s"
              % (name, a.get("within_interval"), a["drain_max_s"], a["interval_s"]), out)
     if not isinstance(a.get("agents_changed_before"), list):
