@@ -16,6 +16,7 @@
 #include <random>
 
 #include "base/fsutil.hpp"
+#include "base/launch_env.hpp"
 #include "base/log.hpp"
 #include "cache/cache_store.hpp"
 #include "cache/snapshot_mode.hpp"
@@ -164,6 +165,12 @@ Status Runtime::claim_prefix() {
     LOG_DEBUG("spawned alone on its communicator: joins the job that spawned it, claims no prefix");
     return Status::ok();
   }
+  // A task that is alone in MPI_COMM_WORLD although the launcher started several (base/launch_env.hpp)
+  // must not claim the prefix: its siblings would each claim it as the same run.
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  std::string mismatch = parent == MPI_COMM_NULL ? singleton_mismatch(world, launched_tasks(process_env())) : "";
+  if (!mismatch.empty()) return make_error(Code::ERR_MPI, "%s", mismatch.c_str());
   // Whether the job's cache already holds versions, on any node (a cache that outlived its prefix is
   // refused at the claim: base/prefix_owner.hpp).
   int mine = cache_holds_versions(layout_, cfg_.node) ? 1 : 0, any = 0;
