@@ -217,7 +217,7 @@ Result<IncrementalPlan> plan_on_previous(const Layout& l, const Manifest& m, int
 }
 
 Status write_incremental(const Layout& l, const Manifest& m, const uint8_t* data, const IncrementalPlan& plan,
-                         const std::function<void()>& after_data) {
+                         const std::function<void()>& after_data, uint64_t* written) {
   RankWriter w;
   CAIRN_TRY(w.open(l, m, RankPlacement{}, nullptr));
   // Runs of consecutive changed chunks in one write each.
@@ -232,17 +232,19 @@ Status write_incremental(const Layout& l, const Manifest& m, const uint8_t* data
     i = j;
   }
   w.record_chunks(plan.record);
-  return w.finish(after_data);
+  CAIRN_TRY(w.finish(after_data));
+  if (written) *written = w.written();
+  return Status::ok();
 }
 
 }  // namespace
 
 Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
-                  const std::function<void()>& after_data, const WriteOptions* opts) {
+                  const std::function<void()>& after_data, const WriteOptions* opts, uint64_t* written) {
   if (opts && opts->full_every > 1 && opts->legacy()) {
     auto plan = plan_on_previous(l, m, opts->full_every);
     if (plan) {
-      Status st = write_incremental(l, m, data, *plan, after_data);
+      Status st = write_incremental(l, m, data, *plan, after_data, written);
       if (st.code() != Code::ERR_INVALID_VERSION) return st;
       LOG_INFO("version %llu rank %u: written full to L3 (%s)", static_cast<unsigned long long>(m.version), m.rank,
                st.message().c_str());
@@ -268,7 +270,9 @@ Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
   RankWriter w;
   CAIRN_TRY(w.open(l, m, place, opts));
   CAIRN_TRY(w.write(0, bytes, len));
-  return w.finish(after_data);
+  CAIRN_TRY(w.finish(after_data));
+  if (written) *written = w.written();
+  return Status::ok();
 }
 
 Status commit(const Layout& l, uint64_t v, uint32_t nranks, const std::string& label) {

@@ -52,8 +52,11 @@ std::string chunks_path(const Layout& l, uint64_t v, uint32_t rank);
 // layout, a version whose chunks partly match the newest committed version of the same rank (same shape)
 // is written incremental: rank-<r>.data holds only its changed chunks and rank-<r>.chunks names where
 // every chunk lies (l3_chunks.hpp); otherwise, and when a version it would name is being removed, full.
+// `written` (may be null) gets the bytes put into the rank's data file once they are durable: the whole
+// stream, its compressed chunks, or an incremental version's changed chunks only.
 Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
-                  const std::function<void()>& after_data = {}, const WriteOptions* opts = nullptr);
+                  const std::function<void()>& after_data = {}, const WriteOptions* opts = nullptr,
+                  uint64_t* written = nullptr);
 
 // Where one rank's stored bytes go, decided before any of them is written: its own file in the version
 // directory (no where-record), or the place a where-record names (a file of its own or a shared file at
