@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -135,7 +136,16 @@ Status remove_tree(const std::string& path) {
   return Status::ok();
 }
 
+namespace {
+std::atomic<uint64_t> list_dir_calls{0}, list_dir_names{0};
+}  // namespace
+
+DirScans dir_scans() {
+  return {list_dir_calls.load(std::memory_order_relaxed), list_dir_names.load(std::memory_order_relaxed)};
+}
+
 Result<std::vector<std::string>> list_dir(const std::string& path) {
+  list_dir_calls.fetch_add(1, std::memory_order_relaxed);
   std::vector<std::string> names;
   DIR* d = ::opendir(path.c_str());
   if (!d) {
@@ -147,6 +157,7 @@ Result<std::vector<std::string>> list_dir(const std::string& path) {
     if (n != "." && n != "..") names.push_back(std::move(n));
   }
   ::closedir(d);
+  list_dir_names.fetch_add(names.size(), std::memory_order_relaxed);
   return names;
 }
 

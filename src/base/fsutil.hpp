@@ -18,6 +18,13 @@ Status remove_file(const std::string& path);   // ENOENT is fine
 Status remove_tree(const std::string& path);   // ENOENT is fine
 // Names in a directory (not "." and ".."); an absent directory is an empty list.
 Result<std::vector<std::string>> list_dir(const std::string& path);
+// What list_dir has done in this process, from any thread: the tests count a removal's directory
+// scans with it (l3::remove_versions reads each version's records once).
+struct DirScans {
+  uint64_t calls = 0;  // directories listed
+  uint64_t names = 0;  // names returned
+};
+DirScans dir_scans();
 // Loops over short writes/reads; EINTR retried. Short reads at EOF are ERR_TRUNCATED.
 Status pwrite_all(int fd, const void* buf, size_t len, uint64_t off, const std::string& path);
 Status pread_all(int fd, void* buf, size_t len, uint64_t off, const std::string& path);

@@ -268,7 +268,8 @@ void Writer::l3_began(uint64_t v, bool at_finalize) {
   while (l3_start_.size() > 64) l3_start_.erase(l3_start_.begin());
 }
 
-void Writer::l3(uint64_t v, double write_s, uint64_t rank_bytes, std::string_view via) {
+void Writer::l3(uint64_t v, double write_s, uint64_t rank_bytes, std::string_view via, uint64_t written,
+                uint64_t rank_written) {
   std::lock_guard<std::mutex> lock(mu_);
   if (fd_ < 0) return;
   int64_t end = now_ns();
@@ -285,7 +286,10 @@ void Writer::l3(uint64_t v, double write_s, uint64_t rank_bytes, std::string_vie
   w.u64("version", v).i64("start_ns", start).i64("end_ns", end);
   if (write_s > 0) w.real("write_s", write_s);
   if (bytes) w.u64("bytes", bytes);
-  w.u64("rank_bytes", rank_bytes).boolean("at_finalize", at_finalize).str("via", via);
+  w.u64("rank_bytes", rank_bytes);
+  if (written != kUnknownBytes) w.u64("l3_bytes_written", written);
+  if (rank_written != kUnknownBytes) w.u64("rank_l3_bytes_written", rank_written);
+  w.boolean("at_finalize", at_finalize).str("via", via);
   emit(w.finish());
 }
 

@@ -25,6 +25,9 @@ namespace cairn::history {
 // The line format this code writes, and the newest it reads ("v" of every line).
 constexpr int kFormat = 1;
 
+// A byte count the caller does not know (the field is left out of the line).
+constexpr uint64_t kUnknownBytes = UINT64_MAX;
+
 // <prefix>/.cairn/history
 std::string path(const Layout& layout);
 
@@ -81,8 +84,11 @@ class Writer {
   // Rank 0 begins writing version v to L3 (at_finalize: from cairn_finalize).
   void l3_began(uint64_t v, bool at_finalize);
   // Version v committed in L3; rank 0 wrote for write_s. `via` names who moved the bytes: the flusher
-  // ("embedded": the job's own worker; "service": the checkpoint service's agents).
-  void l3(uint64_t v, double write_s, uint64_t rank_bytes, std::string_view via = "embedded");
+  // ("embedded": the job's own worker; "service": the checkpoint service's agents). `written`, over
+  // every rank, and `rank_written`, rank 0's: the bytes put into L3 files (an incremental version's
+  // changed chunks, compressed chunks), each left out of the line when kUnknownBytes.
+  void l3(uint64_t v, double write_s, uint64_t rank_bytes, std::string_view via = "embedded",
+          uint64_t written = kUnknownBytes, uint64_t rank_written = kUnknownBytes);
   void failed(uint64_t v, int level, const std::string& error);
   void discarded(uint64_t v, const std::string& error);
   void end(const std::string& status, uint64_t versions, bool exit_requested);

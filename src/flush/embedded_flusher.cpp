@@ -101,7 +101,7 @@ void EmbeddedFlusher::run() {
       req = e.request;
     }
     const l3::WriteOptions opts = options_();
-    Status outcome = l3::write_rank(layout_, *req.manifest, req.data, req.after_data, &opts);
+    Status outcome = l3::write_rank(layout_, *req.manifest, req.data, req.after_data, &opts, req.written);
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto& e = entries_[t];

@@ -179,8 +179,6 @@ Status RankWriter::finish(const std::function<void()>& after_data) {
   return st;
 }
 
-static std::vector<uint64_t> version_dirs(const Layout& l);
-
 namespace {
 
 // The plan of an incremental version of `m` on the newest committed version older than it, or why the
@@ -217,7 +215,7 @@ Result<IncrementalPlan> plan_on_previous(const Layout& l, const Manifest& m, int
 }
 
 Status write_incremental(const Layout& l, const Manifest& m, const uint8_t* data, const IncrementalPlan& plan,
-                         const std::function<void()>& after_data) {
+                         const std::function<void()>& after_data, uint64_t* written) {
   RankWriter w;
   CAIRN_TRY(w.open(l, m, RankPlacement{}, nullptr));
   // Runs of consecutive changed chunks in one write each.
@@ -232,17 +230,19 @@ Status write_incremental(const Layout& l, const Manifest& m, const uint8_t* data
     i = j;
   }
   w.record_chunks(plan.record);
-  return w.finish(after_data);
+  CAIRN_TRY(w.finish(after_data));
+  if (written) *written = w.written();
+  return Status::ok();
 }
 
 }  // namespace
 
 Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
-                  const std::function<void()>& after_data, const WriteOptions* opts) {
+                  const std::function<void()>& after_data, const WriteOptions* opts, uint64_t* written) {
   if (opts && opts->full_every > 1 && opts->legacy()) {
     auto plan = plan_on_previous(l, m, opts->full_every);
     if (plan) {
-      Status st = write_incremental(l, m, data, *plan, after_data);
+      Status st = write_incremental(l, m, data, *plan, after_data, written);
       if (st.code() != Code::ERR_INVALID_VERSION) return st;
       LOG_INFO("version %llu rank %u: written full to L3 (%s)", static_cast<unsigned long long>(m.version), m.rank,
                st.message().c_str());
@@ -268,7 +268,9 @@ Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
   RankWriter w;
   CAIRN_TRY(w.open(l, m, place, opts));
   CAIRN_TRY(w.write(0, bytes, len));
-  return w.finish(after_data);
+  CAIRN_TRY(w.finish(after_data));
+  if (written) *written = w.written();
+  return Status::ok();
 }
 
 Status commit(const Layout& l, uint64_t v, uint32_t nranks, const std::string& label) {
@@ -285,7 +287,7 @@ Result<Committed> read_commit(const Layout& l, uint64_t v) {
   return c;
 }
 
-static std::vector<uint64_t> version_dirs(const Layout& l) {
+std::vector<uint64_t> version_dirs(const Layout& l) {
   std::vector<uint64_t> out;
   auto names = fs::list_dir(l.prefix);
   if (!names) return out;
@@ -467,109 +469,6 @@ Status read_data_verified(const Layout& l, const Manifest& m, const std::vector<
 
 Status read_ranges_verified(const Layout& l, const Manifest& m, const std::vector<StreamExtent>& wanted) {
   return with_source(l, m, [&](const StreamSource& src, const std::string&) { return read_verified_ranges(m, wanted, src); });
-}
-
-Result<std::set<uint64_t>> holders_named_by(const Layout& l, uint64_t v) {
-  std::set<uint64_t> out;
-  const std::string dir = l.l3_version_dir(v);
-  auto names = fs::list_dir(dir);
-  for (const auto& n : names ? *names : std::vector<std::string>{}) {
-    uint32_t rank;
-    RankFile kind;
-    if (!parse_rank_file_name(n, &rank, &kind) || kind != RankFile::chunks) continue;
-    const std::string path = dir + "/" + n;
-    auto text = fs::read_file(path);
-    if (!text) {
-      if (!fs::exists(path)) continue;  // removed meanwhile
-      return text.status();
-    }
-    auto r = decode_chunk_record(*text);
-    if (!r) return r.status().prefixed(path);
-    out.merge(holders_of(*r));
-  }
-  return out;
-}
-
-namespace {
-
-// The first version newer than v that names chunks of v, among the committed ones (committed = true) or
-// the directories without COMMIT (false); 0 if none. Records that do not decode name nothing: their
-// version cannot be read anyway.
-uint64_t first_naming(const Layout& l, uint64_t v, bool committed) {
-  for (uint64_t u : version_dirs(l)) {
-    if (u <= v || fs::exists(commit_path(l, u)) != committed) continue;
-    auto named = holders_named_by(l, u);
-    if (named && named->count(v)) return u;
-  }
-  return 0;
-}
-
-}  // namespace
-
-Status remove_version(const Layout& l, uint64_t v) {
-  auto committed = read_commit(l, v);
-  if (committed) {
-    if (uint64_t u = first_naming(l, v, true))
-      return make_error(Code::ERR_INVALID_ARG, "L3 version %llu holds chunks of version %llu (incremental): remove that one first",
-                        static_cast<unsigned long long>(v), static_cast<unsigned long long>(u));
-  }
-  // Remove COMMIT first: a half-removed directory then reads as uncommitted, never as good.
-  CAIRN_TRY(fs::remove_file(commit_path(l, v)));
-  if (committed) {
-    // A writer of an incremental version checks after writing its chunk record that the versions it
-    // names are committed (RankWriter::finish): a record written before COMMIT went is seen here.
-    if (uint64_t u = first_naming(l, v, false)) {
-      CAIRN_TRY(fs::write_file_atomic(commit_path(l, v), encode_commit(*committed), true));
-      return make_error(Code::ERR_INVALID_ARG, "L3 version %llu holds chunks of version %llu, being written: kept",
-                        static_cast<unsigned long long>(v), static_cast<unsigned long long>(u));
-    }
-  }
-  // Data files on other prefixes are named by the where-records.
-  std::string dir = l.l3_version_dir(v);
-  auto names = fs::list_dir(dir);
-  for (const auto& n : names ? *names : std::vector<std::string>{}) {
-    if (n.size() < 6 || n.compare(n.size() - 6, 6, ".where") != 0) continue;
-    auto text = fs::read_file(dir + "/" + n);
-    auto w = text ? decode_where(*text) : Result<Where>(text.status());
-    if (w && w->file.rfind(dir + "/", 0) != 0) {
-      CAIRN_TRY(fs::remove_file(w->file));
-      ::rmdir(fs::dirname(w->file).c_str());  // the version's directory there, once empty
-    }
-  }
-  return fs::remove_tree(dir);
-}
-
-Status prune(const Layout& l, int keep) {
-  auto committed = list_committed(l);
-  if (committed.empty()) return Status::ok();
-  uint64_t newest = committed.front().version;
-  std::vector<uint64_t> kept;
-  std::map<uint64_t, uint64_t> named;  // a version kept because a kept one names it -> the newest that does
-  for (size_t i = 0; i < committed.size() && static_cast<int>(i) < std::max(keep, 1); ++i) {
-    kept.push_back(committed[i].version);
-    auto holders = holders_named_by(l, committed[i].version);
-    if (!holders) {
-      LOG_WARN("pruning L3: %s", holders.status().message().c_str());
-      continue;
-    }
-    for (uint64_t h : *holders) named.emplace(h, committed[i].version);
-  }
-  for (uint64_t v : version_dirs(l)) {
-    if (v >= newest) continue;  // newer uncommitted ones may be in flight
-    if (std::find(kept.begin(), kept.end(), v) != kept.end()) continue;
-    if (auto it = named.find(v); it != named.end()) {
-      LOG_INFO("L3 version %llu kept: version %llu, kept, has chunks in it (incremental)", static_cast<unsigned long long>(v),
-               static_cast<unsigned long long>(it->second));
-      continue;
-    }
-    Status st = remove_version(l, v);
-    if (st.code() == Code::ERR_INVALID_ARG) {
-      LOG_INFO("%s", st.message().c_str());
-      continue;
-    }
-    CAIRN_TRY(st);
-  }
-  return Status::ok();
 }
 
 }  // namespace cairn::l3

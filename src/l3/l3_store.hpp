@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -52,8 +53,11 @@ std::string chunks_path(const Layout& l, uint64_t v, uint32_t rank);
 // layout, a version whose chunks partly match the newest committed version of the same rank (same shape)
 // is written incremental: rank-<r>.data holds only its changed chunks and rank-<r>.chunks names where
 // every chunk lies (l3_chunks.hpp); otherwise, and when a version it would name is being removed, full.
+// `written` (may be null) gets the bytes put into the rank's data file once they are durable: the whole
+// stream, its compressed chunks, or an incremental version's changed chunks only.
 Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
-                  const std::function<void()>& after_data = {}, const WriteOptions* opts = nullptr);
+                  const std::function<void()>& after_data = {}, const WriteOptions* opts = nullptr,
+                  uint64_t* written = nullptr);
 
 // Where one rank's stored bytes go, decided before any of them is written: its own file in the version
 // directory (no where-record), or the place a where-record names (a file of its own or a shared file at
@@ -112,6 +116,8 @@ Status commit(const Layout& l, uint64_t v, uint32_t nranks, const std::string& l
 Result<Committed> read_commit(const Layout& l, uint64_t v);
 // Committed versions, newest first. Directories without (or with an unreadable) COMMIT are skipped.
 std::vector<Committed> list_committed(const Layout& l);
+// Version numbers with a directory (committed or not), newest first.
+std::vector<uint64_t> version_dirs(const Layout& l);
 // Highest version number with a directory at all (committed or not); 0 if none.
 uint64_t max_version_present(const Layout& l);
 
@@ -131,11 +137,17 @@ Status read_ranges_verified(const Layout& l, const Manifest& m, const std::vecto
 // name (empty for a full version). A record that does not decode is ERR_CORRUPT/ERR_FORMAT, naming it.
 Result<std::set<uint64_t>> holders_named_by(const Layout& l, uint64_t v);
 
-// Remove one version: COMMIT first, then the data files its where-records name on other prefixes,
-// then its directory. A committed version whose chunks another committed version names is refused
-// (ERR_INVALID_ARG, naming it: remove that one first); one that an incremental version being written
-// names is kept (its COMMIT put back) and refused the same way.
+// Removing versions (l3_remove.cpp). Remove one version: COMMIT first, then the data files its
+// where-records name on other prefixes, then its directory. A committed version whose chunks another
+// committed version names is refused (ERR_INVALID_ARG, naming it: remove that one first); one that an
+// incremental version being written names is kept (its COMMIT put back) and refused the same way.
 Status remove_version(const Layout& l, uint64_t v);
+// Remove `versions` as remove_version would one by one, newest first, with the same refusals, and
+// each version's outcome: the chunk records of the prefix are read once (who names whom), not once per
+// version removed. A version a refused or kept one names is refused too. All COMMITs go before the one
+// look for records being written, then what that look keeps gets its COMMIT back, then the directories
+// go.
+std::map<uint64_t, Status> remove_versions(const Layout& l, const std::set<uint64_t>& versions);
 // Keep the `keep` newest committed versions and every version whose chunks they name (logged at info,
 // with the reason); remove older committed ones and every uncommitted directory older than the newest
 // committed version. Never removes the newest committed version.

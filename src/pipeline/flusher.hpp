@@ -52,6 +52,11 @@ struct FlushRequest {
   // back to the embedded one) writes that one's name here before the ticket finishes; the caller sets it
   // to the posting flusher's name first. It says who moved the version: the job history's `via`.
   std::string* via = nullptr;
+  // May be null. Where set, a flusher that learns how many bytes it put into L3 files for this rank (the
+  // embedded one: the stream, its compressed chunks, or an incremental version's changed chunks) writes
+  // them here before the ticket finishes with success; one that does not (the service's agents do not
+  // report it) leaves the caller's value as it was.
+  uint64_t* written = nullptr;
 };
 
 using FlushTicket = uint64_t;  // 0 is never a valid ticket

@@ -30,9 +30,11 @@ void JobEvents::flush_began(uint64_t v, bool at_finalize) {
   state_->history().l3_began(v, at_finalize);
 }
 
+static_assert(Version::kUnknownBytes == history::kUnknownBytes, "one 'unknown' for the pipeline and the history");
+
 void JobEvents::flushed(const Version& v, const char* via) {
   if (!writer()) return;
-  state_->history().l3(v.number, v.t_l3, v.manifest.total_size, via);
+  state_->history().l3(v.number, v.t_l3, v.manifest.total_size, via, v.l3_written_all, v.l3_written);
   state_->set("l3", std::to_string(v.number));
 }
 

@@ -80,6 +80,8 @@ void Pipeline::flush(Version& v, bool report_start) {
     Flusher* f = flusher();
     v.via = f->name();
     req.via = &v.via;
+    v.l3_written = Version::kUnknownBytes;
+    req.written = &v.l3_written;
     auto ticket = f->post(req);
     v.l3_status = ticket.is_ok() ? f->wait(*ticket) : ticket.status();
     v.t_l3 = now_seconds() - t0;
@@ -180,6 +182,13 @@ Status Pipeline::protect(Version& v) {
 Status Pipeline::agree_flushed(Version& v) {
   Status all = team_->agree(v.l3_status);
   if (all.code() == Code::ERR_MPI) return all;
+  // What went into L3 files over every rank (an incremental version writes only its changed chunks),
+  // for the history and the summary; unknown if any rank's flusher did not say.
+  const bool known = v.l3_written != Version::kUnknownBytes;
+  uint64_t written_all = 0, unknown = 0;
+  CAIRN_TRY(team_->sum_at_root(known ? v.l3_written : 0, &written_all));
+  CAIRN_TRY(team_->sum_at_root(known ? 0 : 1, &unknown));
+  v.l3_written_all = unknown ? Version::kUnknownBytes : written_all;
   int committed = 0;
   if (all.is_ok() && team_->rank() == 0) {
     Status c = l3::commit(cfg_.layout, v.number, static_cast<uint32_t>(team_->size()), v.manifest.label);
@@ -214,10 +223,14 @@ void Pipeline::log_summary(const Version& v) const {
   else if (protector_)
     snprintf(l2, sizeof l2, "L2 %s %.1f ms (%.2f GB/s)%s", protector_->scheme(), v.t_l2 * 1e3, bw(v.t_l2),
              v.protected_ok ? "" : " FAILED");
+  // The bytes written to L3 when they are not the stream's (incremental, compressed): the bandwidth is
+  // the stream's, as at the other levels.
+  char written[64] = "";
+  if (v.l3_written != Version::kUnknownBytes && v.l3_written != v.manifest.total_size)
+    snprintf(written, sizeof written, ", %.2f MiB written", static_cast<double>(v.l3_written) / (1 << 20));
   if (v.flush)
-    snprintf(l3, sizeof l3, "L3 %.1f ms (%.2f GB/s, %s)%s", v.t_l3 * 1e3, bw(v.t_l3),
-             v.via.empty() ? flusher()->name() : v.via.c_str(),
-             v.flushed_ok ? "" : " FAILED");
+    snprintf(l3, sizeof l3, "L3 %.1f ms (%.2f GB/s, %s%s)%s", v.t_l3 * 1e3, bw(v.t_l3),
+             v.via.empty() ? flusher()->name() : v.via.c_str(), written, v.flushed_ok ? "" : " FAILED");
   char cow[160] = "";
   if (v.snapshot.protected_bytes > 0)
     snprintf(cow, sizeof cow, " (cow: %.0f%% write-protected, complete in %.1f ms, %llu writes waited)",

@@ -46,6 +46,10 @@ struct Version {
   double t_seal = 0, t_l2 = 0, t_l3 = 0;
   double l2_start = 0;      // when its L2 began: the exchange (seconds since the epoch)
   std::string via;  // who moved it to L3 on this rank: the flusher's name (FlushRequest::via)
+  // Bytes put into L3 files (FlushRequest::written): this rank's, and on rank 0 after agree_flushed the
+  // sum over every rank. kUnknownBytes when the flusher did not say (on any rank, for the sum).
+  static constexpr uint64_t kUnknownBytes = UINT64_MAX;
+  uint64_t l3_written = kUnknownBytes, l3_written_all = kUnknownBytes;
   Status landed_status;     // the snapshot on this rank (set before `landed`; the exchange reads it)
   Status local_status;      // snapshot and seal on this rank (set before `sealed`)
   Status l3_status;         // this rank's flusher outcome

@@ -33,7 +33,7 @@ def sample_history():
     for v in (1, 2, 3):
         out.append(level_line("l1", a, 10 * v, v, copy_s=0.001))
         out.append(level_line("l2", a, 10 * v + 3, v))
-    out.append(level_line("l3", a, 36, 3, seconds=5 * MS))
+    out.append(level_line("l3", a, 36, 3, seconds=5 * MS, l3_bytes_written=1_000_000))
     out.append(line("start", b, 100, ranks=4, nodes=2, groups=["node0", "node1"]))
     out.append(line("restart", b, 105, version=2, level="L2", start_ns=T0 + 101, end_ns=T0 + 105 * MS))
     for v in (4, 5):
@@ -61,6 +61,8 @@ class HistoryTest(unittest.TestCase):
         self.assertEqual((l1.end_ns, l1.bytes), (T0 + 10, 4_000_000))  # integers kept exact
         self.assertAlmostEqual(l1.bandwidth, 4e9)
         self.assertAlmostEqual(s.versions[3].levels[2].bandwidth, 4_000_000 / 0.005)
+        self.assertEqual(s.versions[3].levels[2].l3_bytes_written, 1_000_000)  # incremental: beside bytes
+        self.assertEqual(s.versions[3].levels[0].l3_bytes_written, 0)
         self.assertEqual(s.first_ns, T0 + 36 - 5 * MS)  # the L3 write of version 3 began first
 
     def test_skips_what_it_cannot_read(self):

@@ -154,15 +154,45 @@ def chunk_holders(vdir):
     return holders
 
 
+def written_as_recorded(prefix):
+    """The job history's l3 lines count what went into L3 files: for every incremental version in the
+    prefix that has a line, l3_bytes_written is the size of its own data files, well below its bytes."""
+    lines = {}
+    with open(os.path.join(prefix, ".cairn", "history")) as f:
+        for text in f:
+            try:
+                j = json.loads(text)
+            except ValueError:
+                continue
+            if j.get("ev") == "l3":
+                lines[j["version"]] = j  # the last line about each version
+    checked = []
+    for v, j in sorted(lines.items()):
+        vdir = os.path.join(prefix, f"v{v:08d}")
+        if not os.path.exists(os.path.join(vdir, "COMMIT")) or not chunk_holders(vdir):
+            continue
+        own = sum(os.path.getsize(os.path.join(vdir, n)) for n in os.listdir(vdir) if re.fullmatch(r"rank-\d+\.data", n))
+        if j.get("l3_bytes_written") != own or not own < j["bytes"] // 2:
+            fail(f"history line of incremental version {v}: l3_bytes_written {j.get('l3_bytes_written')}, bytes "
+                 f"{j['bytes']}; its data files hold {own} bytes")
+        checked.append(f"{v}: {own} of {j['bytes']} bytes")
+    if not checked:
+        fail("no l3 line of the history is about an incremental version still in the prefix")
+    print(f"scenario: the history counts the incremental versions' written bytes ({'; '.join(checked)})")
+
+
 def incremental(what, prefix):
-    """l3-incremental: the newest committed version must be incremental (name chunks of older ones);
-    l3-drop-base: the same, then the data files of the versions it names are removed."""
+    """l3-incremental: the newest committed version must be incremental (name chunks of older ones), and
+    the history count what it wrote; l3-drop-base: the same, then the data files of the versions it names
+    are removed."""
     v, _ = newest_l3(prefix)
     vdir = os.path.join(prefix, f"v{v:08d}")
     holders = chunk_holders(vdir)
     if not holders:
         fail(f"version {v} in L3 is not incremental: no chunk record names an older version ({sorted(os.listdir(vdir))})")
     print(f"scenario: version {v} in L3 is incremental, its chunk records name versions {sorted(holders)}")
+    if what == "l3-incremental":
+        written_as_recorded(prefix)
     if what == "l3-drop-base":
         for h in sorted(holders):
             hdir = os.path.join(prefix, f"v{h:08d}")

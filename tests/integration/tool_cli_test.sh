@@ -348,6 +348,37 @@ expect_in "... and says why and what to do" "$WORK/err" \
 expect_in "... keeping the checkpoints" "$WORK/err" "run the job again in a new allocation"
 if grep -q "relaunching the job" "$WORK/err"; then fail "... without a relaunch"; else pass "... without a relaunch"; fi
 
+# The probes pass but the relaunch's own step is refused the same way (a failed attempt's step left
+# completing): the launch is asked again for CAIRN_SLURM_COMMAND_TIMEOUT seconds, then the run stops with
+# the same message, naming the job's step. Fakes: probe steps (cairn-probe) run; of the job's steps the
+# first fails, the next ones are refused, and with `ok_after` the one after that many refusals runs.
+mkdir -p "$WORK/relaunch-refused"
+cat >"$WORK/relaunch-refused/srun" <<'EOF2'
+#!/bin/sh
+case " $* " in *" cairn-probe "*) exit 0 ;; esac
+d=$(dirname "$0")
+n=$(cat "$d/steps" 2>/dev/null || echo 0); echo $((n + 1)) >"$d/steps"
+if [ "$n" -eq 0 ]; then echo "fake job step: the application failed"; exit 1; fi
+if [ -f "$d/ok_after" ] && [ "$n" -gt "$(cat "$d/ok_after")" ]; then echo "fake job step: done"; exit 0; fi
+echo "srun: error: Unable to create step for job 4244: Job/step already completing or completed" >&2
+exit 1
+EOF2
+cp "$WORK/refusing/sinfo" "$WORK/refusing/squeue" "$WORK/relaunch-refused/"
+chmod +x "$WORK/relaunch-refused/srun"
+expect_rc "the relaunch's step refused: the run stops" 1 env SLURM_JOB_ID=4244 SLURM_JOB_NODELIST='h[1-3]' \
+  CAIRN_SRUN="$WORK/relaunch-refused/srun" CAIRN_SLURM_COMMAND_TIMEOUT=2 "$CAIRN" run -n 2 --retries 3 --launcher srun -- true
+expect_in "... asking again meanwhile" "$WORK/err" \
+  "cairn run: Slurm refused the job's step (the job's step: srun: error: Unable to create step for job 4244: Job/step already completing or completed); asking again"
+expect_in "... and says why and what to do" "$WORK/err" \
+  "cairn run: Slurm refuses every new step of the allocation (job 4244) for 2 s (the job's step: srun: error: Unable to create step for job 4244: Job/step already completing or completed)"
+if grep -q "no retry is left" "$WORK/err"; then fail "... not spending the retries"; else pass "... not spending the retries"; fi
+rm -f "$WORK/relaunch-refused/steps"
+echo 2 >"$WORK/relaunch-refused/ok_after"
+expect_rc "the relaunch's step refused twice, then run" 0 env SLURM_JOB_ID=4244 SLURM_JOB_NODELIST='h[1-3]' \
+  CAIRN_SRUN="$WORK/relaunch-refused/srun" CAIRN_SLURM_COMMAND_TIMEOUT=10 "$CAIRN" run -n 2 --retries 1 --launcher srun -- true
+expect_in "... the job's output passed through" "$WORK/out" "fake job step: done"
+if [ "$(grep -c "asking again" "$WORK/err")" -eq 2 ]; then pass "... asked again twice"; else fail "... asked again twice"; fi
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed"
   exit 1

@@ -86,6 +86,8 @@ class LevelRecord:
     bytes: int          # snapshot bytes over every rank (0: unknown)
     launch: int         # index into Summary.launches
     at_finalize: bool = False
+    l3_bytes_written: int = 0  # L3: bytes put into L3 files over every rank (incremental: the changed
+                               # chunks; compressed: after compression); 0: unknown
 
     @property
     def bandwidth(self) -> float:
@@ -194,7 +196,7 @@ def summarize(lines: List[Dict[str, Any]]) -> Summary:
             start, end = _int(line, "start_ns", t), _int(line, "end_ns", t)
             seconds = _num(line, "copy_s") if lv == 1 else (end - start) / 1e9 if end > start else 0.0
             record.levels[lv - 1] = LevelRecord(start, end, seconds, _int(line, "bytes"), li,
-                                                line.get("at_finalize") is True)
+                                                line.get("at_finalize") is True, _int(line, "l3_bytes_written"))
             if lv == 1:
                 launch.versions.append(v)
         elif ev in ("fail", "discard"):

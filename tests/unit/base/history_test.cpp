@@ -216,7 +216,7 @@ TEST_F(HistoryFiles, WriterAppendsOneLinePerEventAndOthersWriteNothing) {
     w.l2(1, t0, 4000, "xor");
     w.l3_began(2, false);
     w.l1(2, t0, 0.001, 0.002, 8000, 2000);
-    w.l3(2, 0.5, 2000);
+    w.l3(2, 0.5, 2000, "embedded", 3000, 700);  // incremental: fewer bytes written than the stream's
     w.l3(1, 0.25, 1000, "service");
     w.failed(3, 2, "rank 1: no space");
     w.discarded(4, "version 4 ('x') discarded: this rank passed valid=0");
@@ -257,7 +257,11 @@ TEST_F(HistoryFiles, WriterAppendsOneLinePerEventAndOthersWriteNothing) {
   EXPECT_EQ(l3["at_finalize"], false);
   EXPECT_EQ(l3["via"], "embedded");
   EXPECT_GE(l3["end_ns"].get<int64_t>(), l3["start_ns"].get<int64_t>());
+  EXPECT_EQ(l3["l3_bytes_written"], 3000);
+  EXPECT_EQ(l3["rank_l3_bytes_written"], 700);
   EXPECT_EQ(lines[5]["via"], "service");
+  EXPECT_FALSE(lines[5].contains("l3_bytes_written"));  // the flusher did not say: left out
+  EXPECT_FALSE(lines[5].contains("rank_l3_bytes_written"));
   EXPECT_EQ(lines[6]["level"], "L2");
   EXPECT_EQ(lines[6]["error"], "rank 1: no space");
   EXPECT_EQ(lines[7]["version"], 4);

@@ -226,6 +226,40 @@ TEST_F(L3Incremental, ReadsBackBitExactFromTheVersionsItNames) {
   EXPECT_EQ(*named, (std::set<uint64_t>{1, 2}));
 }
 
+// What write_rank says it wrote is what went into the rank's data file: the whole stream for a full
+// version, only the changed chunks for an incremental one (the history's l3_bytes_written sums it).
+TEST_F(L3Incremental, WriteRankCountsTheBytesItPutInTheDataFile) {
+  std::string s = bytes_of(8 * 4096 + 100, 1);
+  WriteOptions o;
+  o.full_every = 4;
+  auto write_one = [&](uint64_t v, uint64_t* written) {
+    Manifest m = stream_manifest(s, {.version = v, .rank = 0, .nranks = 1});
+    *written = 12345;  // overwritten on success
+    Status st = write_rank(l_, m, reinterpret_cast<const uint8_t*>(s.data()), {}, &o, written);
+    ASSERT_TRUE(st.is_ok()) << st.message();
+    ASSERT_TRUE(commit(l_, v, 1, "").is_ok());
+  };
+  uint64_t written = 0;
+  write_one(1, &written);
+  EXPECT_EQ(written, s.size());  // full
+  touch(s, 2, 7);                // one chunk changed
+  touch(s, 8, 9);                // and the short last one
+  write_one(2, &written);
+  ASSERT_TRUE(fs::exists(chunks_path(l_, 2, 0)));
+  EXPECT_EQ(written, 4096u + 100u);
+  EXPECT_EQ(size_of(data_path(l_, 2, 0)), written);
+  // Compressed (another layout: full): the compressed bytes.
+  WriteOptions z;
+  z.zstd_level = 1;
+  const std::string plain(s.size(), 'x');
+  Manifest m3 = stream_manifest(plain, {.version = 3, .rank = 0, .nranks = 1});
+  ASSERT_TRUE(write_rank(l_, m3, reinterpret_cast<const uint8_t*>(plain.data()), {}, &z, &written).is_ok());
+  auto where = decode_where(*fs::read_file(where_path(l_, 3, 0)));
+  ASSERT_TRUE(where.is_ok());
+  EXPECT_EQ(written, where->stored);
+  EXPECT_LT(written, plain.size() / 10);
+}
+
 TEST_F(L3Incremental, AMissingOrDamagedHolderMakesItUnreadable) {
   std::string s[2] = {bytes_of(4 * 4096, 1), bytes_of(4 * 4096, 2)};
   write(1, s, 4);

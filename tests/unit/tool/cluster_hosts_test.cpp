@@ -4,6 +4,7 @@
 #include "launch/cluster_hosts.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -106,6 +107,47 @@ TEST(ClusterHosts, MpirunPutsEveryContextOnItsHost) {
   s.launcher = LauncherKind::mpirun;
   EXPECT_EQ(mpirun_argv(s, false), (Words{"/usr/bin/mpirun", "-np", "2", "--host", "n1:2", "env", "./app", ":", "-np", "3",
                                           "--host", "n5:3", "env", "./app"}));
+}
+
+// A relaunch's own srun refused by Slurm for the whole allocation (a failed attempt's step left
+// completing) is told from srun's exit status and the end of its stderr, as the probes' refusals are.
+TEST(ClusterHosts, TellsAStepSlurmRefusedFromSrunsEnd) {
+  const std::string refused =
+      "some output of the job\nsrun: error: Unable to create step for job 42: Job/step already completing or "
+      "completed\n";
+  const int failed = 1 << 8, killed = SIGKILL, ok = 0;
+  EXPECT_EQ(classify_step_end(failed, refused), StepEnd::refused);
+  EXPECT_EQ(refusal_line(refused), "srun: error: Unable to create step for job 42: Job/step already completing or completed");
+  EXPECT_EQ(classify_step_end(killed, refused), StepEnd::refused);
+  // srun succeeded: whatever its stderr says, the step ran.
+  EXPECT_EQ(classify_step_end(ok, refused), StepEnd::ended);
+  // Another failure (a lost host, the application's own error) is not a refusal.
+  const std::string lost = "srun: error: n2: task 3: Killed\nsrun: Terminating StepId=42.0\n";
+  EXPECT_EQ(classify_step_end(failed, lost), StepEnd::ended);
+  EXPECT_EQ(refusal_line(lost), "");
+  EXPECT_EQ(classify_step_end(failed, ""), StepEnd::ended);
+  EXPECT_EQ(refusal_line("already completing or completed"), "already completing or completed");
+}
+
+// The tail kept of srun's stderr is its last bytes, however the pieces came.
+TEST(ClusterHosts, OutputTailKeepsTheLastBytes) {
+  OutputTail t(8);
+  t.append("abc", 3);
+  EXPECT_EQ(t.text(), "abc");
+  t.append("defgh", 5);
+  EXPECT_EQ(t.text(), "abcdefgh");
+  t.append("ij", 2);
+  EXPECT_EQ(t.text(), "cdefghij");
+  t.append("0123456789", 10);
+  EXPECT_EQ(t.text(), "23456789");
+  // A refusal at the end of a long output is still seen.
+  OutputTail srun;
+  std::string job_output(100000, 'x');
+  srun.append(job_output.data(), job_output.size());
+  const std::string last = "\nsrun: error: Unable to create step for job 7: Job/step already completing or completed\n";
+  srun.append(last.data(), last.size());
+  EXPECT_EQ(srun.text().size(), 4096u);
+  EXPECT_EQ(classify_step_end(1 << 8, srun.text()), StepEnd::refused);
 }
 
 }  // namespace

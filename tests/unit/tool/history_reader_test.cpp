@@ -271,7 +271,7 @@ TEST_F(HistoryReadBack, WhatTheWriterWroteReadsBackAsOneCampaign) {
     w.l2(1, t0, 4000, "xor");
     w.l3_began(2, false);
     w.l1(2, t0, 0.001, 0.002, 8000, 2000);
-    w.l3(2, 0.5, 2000);
+    w.l3(2, 0.5, 2000, "embedded", 3000, 700);
     w.failed(3, 2, "rank 1: no space");
     w.discarded(4, "valid=0");
     w.end("ok", 4, false);
@@ -298,6 +298,8 @@ TEST_F(HistoryReadBack, WhatTheWriterWroteReadsBackAsOneCampaign) {
   ASSERT_TRUE(l3.reached);
   EXPECT_EQ(l3.bytes, 8000u);
   EXPECT_EQ(l3.rank_bytes, 2000u);
+  EXPECT_EQ(l3.l3_bytes_written, 3000u);  // the bytes the incremental write put into files, beside the stream's
+  EXPECT_EQ(s.versions.at(1).level[0].l3_bytes_written, 0u);
   EXPECT_EQ(l3.via, "embedded");
   EXPECT_GE(l3.end_ns, l3.start_ns);
   EXPECT_FALSE(l3.at_finalize);

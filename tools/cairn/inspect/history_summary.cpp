@@ -68,6 +68,7 @@ void Summarizer::add(const Line& l) {
     r.bytes = l.u64("bytes");
     r.rank_bytes = l.u64("rank_bytes");
     r.redundancy_bytes = l.u64("redundancy_bytes");
+    r.l3_bytes_written = l.u64("l3_bytes_written");
     r.at_finalize = l.flag("at_finalize");
     r.via = l.str("via");
     r.seconds = lv == 1 ? l.num("copy_s")

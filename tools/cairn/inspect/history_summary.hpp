@@ -23,6 +23,8 @@ struct LevelRecord {
   uint64_t bytes = 0;                // snapshot bytes over every rank (0: unknown)
   uint64_t rank_bytes = 0;           // rank 0's snapshot bytes (L1, L3)
   uint64_t redundancy_bytes = 0;     // L2: redundancy data written over every rank
+  uint64_t l3_bytes_written = 0;     // L3: bytes put into L3 files over every rank (an incremental
+                                     // version's changed chunks, compressed chunks); 0: unknown
   bool at_finalize = false;          // L3: written by cairn_finalize (flush_on_finalize)
   std::string via;                   // L3: who wrote it ("embedded", "service"); empty when the line says not
   size_t launch = 0;                 // index into Summary::launches

@@ -51,6 +51,7 @@ nlohmann::json level_json(const history::LevelRecord& r) {
                       {"launch", r.launch + 1}};
   if (r.rank_bytes) j["rank_bytes"] = r.rank_bytes;
   if (r.redundancy_bytes) j["redundancy_bytes"] = r.redundancy_bytes;
+  if (r.l3_bytes_written) j["l3_bytes_written"] = r.l3_bytes_written;
   if (r.at_finalize) j["at_finalize"] = true;
   return j;
 }

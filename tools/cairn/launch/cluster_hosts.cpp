@@ -175,6 +175,29 @@ bool slurm_state_is_down(const std::string& raw) {
   return false;
 }
 
+StepEnd classify_step_end(int wait_status, const std::string& srun_stderr_tail) {
+  if (exit_code_of(wait_status) == 0) return StepEnd::ended;
+  return srun_stderr_tail.find(kStepsRefused) != std::string::npos ? StepEnd::refused : StepEnd::ended;
+}
+
+std::string refusal_line(const std::string& srun_stderr_tail) {
+  const size_t at = srun_stderr_tail.find(kStepsRefused);
+  if (at == std::string::npos) return "";
+  const size_t nl = srun_stderr_tail.rfind('\n', at);
+  const size_t from = nl == std::string::npos ? 0 : nl + 1;
+  const size_t to = srun_stderr_tail.find('\n', at);
+  return srun_stderr_tail.substr(from, to == std::string::npos ? std::string::npos : to - from);
+}
+
+void OutputTail::append(const char* data, size_t n) {
+  if (n >= capacity_) {
+    text_.assign(data + (n - capacity_), capacity_);
+    return;
+  }
+  text_.append(data, n);
+  if (text_.size() > capacity_) text_.erase(0, text_.size() - capacity_);
+}
+
 std::string join_hosts(const std::vector<std::string>& hosts) {
   std::string out;
   for (const auto& h : hosts) out += (out.empty() ? "" : ",") + h;

@@ -43,6 +43,33 @@ Result<AllocationHosts> allocation_hosts(bool under_srun, const std::vector<std:
 // not yet up, or not responding (the '*' suffix).
 bool slurm_state_is_down(const std::string& state);
 
+// What srun says when the controller refuses a new step of the whole allocation, not of one host
+// (ESLURM_ALREADY_DONE): the job is ending, or a step of a failed attempt is left completing on a lost host.
+inline constexpr const char* kStepsRefused = "already completing or completed";
+
+// How a step ended, from srun's wait status and the tail of what srun wrote to its standard error:
+// `refused` when srun failed and said that Slurm refused the step for the whole allocation
+// (kStepsRefused): nothing ran, and asking again may succeed once the old step has completed; `ended`
+// otherwise (success, or a failure of the job or of a host, judged by the attempt's other signs).
+enum class StepEnd { ended, refused };
+StepEnd classify_step_end(int wait_status, const std::string& srun_stderr_tail);
+// The line of the tail that holds kStepsRefused ("srun: error: Unable to create step for job 42: Job/step
+// already completing or completed"), without its line break; "" when none does.
+std::string refusal_line(const std::string& srun_stderr_tail);
+
+// The last `capacity` bytes of a stream appended piece by piece (a launched step's stderr, copied
+// through as it comes): what classify_step_end reads, never the whole output.
+class OutputTail {
+ public:
+  explicit OutputTail(size_t capacity = 4096) : capacity_(capacity) {}
+  void append(const char* data, size_t n);
+  const std::string& text() const { return text_; }
+
+ private:
+  size_t capacity_;
+  std::string text_;
+};
+
 // "n1,n2,n3" (srun's -w and -x take plain lists).
 std::string join_hosts(const std::vector<std::string>& hosts);
 

@@ -49,7 +49,7 @@ Result<Child> spawn(const std::vector<std::string>& argv, const EnvAssignments& 
 }
 
 Result<Child> spawn(const std::vector<std::string>& argv, const EnvAssignments& env, bool own_group, int stdin_fd,
-                    int stdout_fd) {
+                    int stdout_fd, int stderr_fd) {
   if (argv.empty()) return make_error(Code::ERR_INVALID_ARG, "spawn: empty command");
   // Build everything the child needs before fork: the child only calls async-signal-safe functions.
   std::vector<char*> args;
@@ -75,6 +75,7 @@ Result<Child> spawn(const std::vector<std::string>& argv, const EnvAssignments& 
     signal(SIGTTOU, SIG_DFL);
     if (stdin_fd >= 0) dup2(stdin_fd, STDIN_FILENO);
     if (stdout_fd >= 0) dup2(stdout_fd, STDOUT_FILENO);
+    if (stderr_fd >= 0) dup2(stderr_fd, STDERR_FILENO);
     execvpe(args[0], args.data(), envp.data());
     int err = errno;
     ssize_t ignored = write(STDERR_FILENO, exec_failed.data(), exec_failed.size());

@@ -24,9 +24,9 @@ struct Child {
 // child leads a new process group; if the launcher is in the terminal's foreground, the terminal goes
 // to that group (so the job may read stdin and gets ^C) until release_terminal().
 Result<Child> spawn(const std::vector<std::string>& argv, const EnvAssignments& env, bool own_group);
-// The same, with the child's stdin and stdout taken from these descriptors (-1: the launcher's own).
+// The same, with the child's stdin, stdout and stderr taken from these descriptors (-1: the launcher's own).
 Result<Child> spawn(const std::vector<std::string>& argv, const EnvAssignments& env, bool own_group, int stdin_fd,
-                    int stdout_fd);
+                    int stdout_fd, int stderr_fd = -1);
 
 // Non-blocking wait: true (with the wait status) once the child has ended.
 bool try_reap(const Child& child, int* wait_status);

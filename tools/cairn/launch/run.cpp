@@ -13,6 +13,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/fsutil.hpp"
@@ -281,6 +282,10 @@ int run_job(const RunContext& start) {
   };
   int relaunches = 0;  // after failed attempts (bounded by --retries); migrations do not count
   ctx.epoch = std::chrono::steady_clock::now();  // --fail-at's times count from the first launch
+  // Since when Slurm refuses the job's step for the whole allocation (as the host probes are refused, in
+  // run_hosts.cpp: a failed attempt's step left completing): the launch is asked again, for as long.
+  bool refusing = false;
+  std::chrono::steady_clock::time_point refused_since{};
   for (int k = 1;; ++k) {
     // The n-th attempt that may fail is killed at the n-th --at-checkpoint entry.
     const uint64_t at = kill_point(o, relaunches + 1);
@@ -311,6 +316,22 @@ int run_job(const RunContext& start) {
     if (a.failure) ++ctx.next_failure;
     if (a.reached) a.killed_text = killed_nodes_text(ctx);
     const int status = exit_code_of(a.wait_status);
+
+    if (ctx.spec.launcher == LauncherKind::srun && !a.interrupted &&
+        classify_step_end(a.wait_status, a.srun_stderr_tail) == StepEnd::refused) {
+      const std::string why = "the job's step: " + refusal_line(a.srun_stderr_tail);
+      const auto now = std::chrono::steady_clock::now();
+      if (!refusing) refused_since = now;
+      refusing = true;
+      if (std::chrono::duration<double>(now - refused_since).count() >= slurm_timeout())
+        return finish(status, steps_refused_text(why));
+      fprintf(stderr, "cairn run: Slurm refused the job's step (%s); asking again\n", why.c_str());
+      attempts.pop_back();  // nothing ran: the same attempt again, not a relaunch
+      --k;
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      continue;
+    }
+    refusing = false;
 
     if (inject && !a.reached)
       return finish(kExitNotReached,

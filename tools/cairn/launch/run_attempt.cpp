@@ -1,10 +1,12 @@
 // One attempt of `cairn run`: the job started under the MPI launcher, the chosen nodes killed at the
 // injection point, the restart and migration requests watched, the job's end awaited (docs/launcher.md).
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -14,6 +16,7 @@
 #include "base/history.hpp"
 #include "base/log.hpp"
 #include "common.hpp"
+#include "launch/cluster_hosts.hpp"
 #include "launch/injection.hpp"
 #include "launch/launcher.hpp"
 #include "migrate/migration.hpp"
@@ -104,6 +107,51 @@ std::optional<state_file::State> read_state_written_since(const std::string& pat
   return *state;
 }
 
+// srun's standard error through a pipe: copied to the launcher's own as it comes (the job's output is
+// not held back), its last bytes kept (OutputTail) to tell a step Slurm refused (classify_step_end).
+// pump() never blocks; srun blocks only when the pipe is full between two polls of the attempt's loop.
+class StderrTee {
+ public:
+  ~StderrTee() {
+    if (read_ >= 0) close(read_);
+    if (write_ >= 0) close(write_);
+  }
+  // The descriptor the child writes to, or -1 (no pipe: the child keeps the launcher's stderr).
+  int open() {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+    read_ = fds[0], write_ = fds[1];
+    fcntl(read_, F_SETFL, O_NONBLOCK);
+    (void)fcntl(write_, F_SETPIPE_SZ, 1 << 20);  // room for bursts between polls (best effort)
+    return write_;
+  }
+  void child_started() {  // the launcher's copy of the write end goes: EOF once srun (and any heir) closed it
+    if (write_ >= 0) close(write_);
+    write_ = -1;
+  }
+  void pump() {
+    if (read_ < 0) return;
+    char buf[16384];
+    for (;;) {
+      ssize_t n = read(read_, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // EAGAIN: nothing more now; 0: closed
+      tail_.append(buf, static_cast<size_t>(n));
+      for (ssize_t off = 0; off < n;) {
+        ssize_t w = write(STDERR_FILENO, buf + off, static_cast<size_t>(n - off));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;  // our stderr is gone: the tail is still kept
+        off += w;
+      }
+    }
+  }
+  const std::string& tail() const { return tail_.text(); }
+
+ private:
+  int read_ = -1, write_ = -1;
+  OutputTail tail_;
+};
+
 void kill_injected_ranks(const RunContext& ctx, const InjectionRendezvous& rendezvous, double grace) {
   std::vector<int> expected;
   for (int node : ctx.options.kill_nodes) {
@@ -187,7 +235,10 @@ Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDes
   FileStamp state_seen = state_before;
   const auto launched = std::chrono::steady_clock::now();
   record_attempt_launch(ctx, number);
-  auto child = spawn(argv, {}, /*own_group=*/true);
+  StderrTee srun_stderr;  // srun: Slurm's refusal of the step is told by what srun writes there
+  const int stderr_fd = ctx.spec.launcher == LauncherKind::srun ? srun_stderr.open() : -1;
+  auto child = spawn(argv, {}, /*own_group=*/true, -1, -1, stderr_fd);
+  srun_stderr.child_started();
   if (!child) {
     fprintf(stderr, "cairn run: %s\n", child.status().message().c_str());
     attempt.wait_status = 127 << 8;
@@ -250,8 +301,11 @@ Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDes
       }
     }
     desk.poll(ctx);
+    srun_stderr.pump();
     std::this_thread::sleep_for(kPollInterval);
   }
+  srun_stderr.pump();  // what srun wrote last (a process it left holding the pipe is not waited for)
+  attempt.srun_stderr_tail = srun_stderr.tail();
   release_terminal(*child);
   // The point may have been reached just as the job ended.
   if (inject && !attempt.reached && rendezvous.reached()) {

@@ -16,10 +16,8 @@
 #include "launch/run_job.hpp"
 
 namespace cairn::tool {
-namespace {
 
-// Seconds any one Slurm command may take (sinfo, a probe step); past it the command is killed and the
-// host it asked about counts as down. CAIRN_SLURM_COMMAND_TIMEOUT overrides it.
+// Past it a Slurm command is killed and the host it asked about counts as down.
 double slurm_timeout() {
   if (const char* t = getenv("CAIRN_SLURM_COMMAND_TIMEOUT")) {
     char* end = nullptr;
@@ -28,6 +26,17 @@ double slurm_timeout() {
   }
   return 30;
 }
+
+std::string steps_refused_text(const std::string& why) {
+  const char* job = getenv("SLURM_JOB_ID");
+  return "Slurm refuses every new step of the allocation" + (job ? " (job " + std::string(job) + ")" : std::string()) +
+         " for " + std::to_string(static_cast<int>(slurm_timeout())) + " s (" + why +
+         "): a step of the failed attempt is left completing, or the allocation is ending, and no "
+         "relaunch can run in it; the checkpoints are kept: run the job again in a new allocation "
+         "(`cairn status` shows the version it will restart from)";
+}
+
+namespace {
 
 std::string last_line(const std::string& text) {
   std::string t = text;
@@ -56,10 +65,6 @@ std::map<std::string, std::string> slurm_states(const RunContext& ctx, const std
   for (std::string host, state; lines >> host >> state;) states[host] = state;
   return states;
 }
-
-// What srun says when the controller refuses a new step of the whole allocation, not of one host
-// (ESLURM_ALREADY_DONE): the job is ending, or a step of a failed attempt is left completing on a lost host.
-constexpr const char* kStepsRefused = "already completing or completed";
 
 // A step of one task on `host` (`true`), bounded in time: true when it ran. `refused` is set when Slurm
 // refused the step for the whole allocation (kStepsRefused), which says nothing about the host.
@@ -323,13 +328,7 @@ std::vector<std::string> find_down_hosts(const RunContext& ctx, std::string* how
     const auto it = std::find(refused.begin(), refused.end(), 1);
     if (it == refused.end()) break;
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= slurm_timeout()) {
-      const char* job = getenv("SLURM_JOB_ID");
-      *refused_text = "Slurm refuses every new step of the allocation" +
-                      (job ? " (job " + std::string(job) + ")" : std::string()) + " for " +
-                      std::to_string(static_cast<int>(slurm_timeout())) + " s (" + why[static_cast<size_t>(it - refused.begin())] +
-                      "): a step of the failed attempt is left completing, or the allocation is ending, and no "
-                      "relaunch can run in it; the checkpoints are kept: run the job again in a new allocation "
-                      "(`cairn status` shows the version it will restart from)";
+      *refused_text = steps_refused_text(why[static_cast<size_t>(it - refused.begin())]);
       return {};
     }
     std::this_thread::sleep_for(std::chrono::seconds(1));

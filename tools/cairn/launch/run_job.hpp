@@ -65,6 +65,7 @@ struct Attempt {
   std::string failure_text;           // "node node1 (ranks 2,3) at 12.5 s (due 12.4 s)"
   std::optional<state_file::State> state;      // the job state file, when this attempt wrote it
   std::string hosts_text;             // cluster mode: "lost n2 (sinfo: down*); spare n5 took its ranks 4-5"
+  std::string srun_stderr_tail;       // srun: the end of its standard error (copied through as it came)
 };
 
 // Cluster mode (docs/launcher.md, "On a cluster"): `cairn run` inside a multi-host allocation, where
@@ -162,6 +163,12 @@ Status prepare_cluster(RunContext& ctx, const AllocationHosts& hosts);
 // When Slurm refuses every step of the allocation (not one host's) past CAIRN_SLURM_COMMAND_TIMEOUT,
 // nothing is returned and `refused` says so: no relaunch can run in this allocation.
 std::vector<std::string> find_down_hosts(const RunContext& ctx, std::string* how, std::string* refused);
+// Seconds any one Slurm command may take (sinfo, a probe step), and how long a step refused for the
+// whole allocation (kStepsRefused) is asked again: CAIRN_SLURM_COMMAND_TIMEOUT, else 30.
+double slurm_timeout();
+// What `cairn run` says when Slurm went on refusing every new step for slurm_timeout(), `why` being the
+// last refusal (a probe's, or the relaunch's own srun's): what happened and what to do.
+std::string steps_refused_text(const std::string& why);
 // Waits (bounded) until the failed attempt's step (named cairn-run) has left every host: a relaunch while
 // its step still tears down on some host can hang the new step's PMIx exchange.
 void wait_for_step_end(const RunContext& ctx);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -205,12 +206,9 @@ struct Cleaner {
     if (dirs == 0) return;
     uint64_t newest_committed = committed.empty() ? 0 : committed.front()->version;
     // Directories without COMMIT older than the newest committed version: never read, never finished.
-    auto remove_dir = [&](const VersionInfo& v, const char* what) {
-      if (!o.dry_run) {
-        check(l3::remove_version(inv.layout, v.version));
-      }
-      say("L3 version " + std::to_string(v.version) + " (" + what + "): " + v.l3.dir);
-    };
+    // Removed together below (l3::remove_versions reads the prefix's chunk records once for all).
+    std::vector<std::pair<const VersionInfo*, const char*>> doomed;  // newest first
+    auto remove_dir = [&](const VersionInfo& v, const char* what) { doomed.emplace_back(&v, what); };
     std::set<uint64_t> keep;
     uint64_t good = 0;
     bool removable = committed.size() > static_cast<size_t>(o.keep);
@@ -248,6 +246,14 @@ struct Cleaner {
       } else if (good && ver < good && !keep.count(ver)) {
         remove_dir(v, "committed");
       }
+    }
+    std::set<uint64_t> versions;
+    for (const auto& [v, what] : doomed) versions.insert(v->version);
+    std::map<uint64_t, Status> outcome;
+    if (!o.dry_run && !versions.empty()) outcome = l3::remove_versions(inv.layout, versions);
+    for (const auto& [v, what] : doomed) {
+      if (!o.dry_run) check(outcome.at(v->version));
+      say("L3 version " + std::to_string(v->version) + " (" + what + "): " + v->l3.dir);
     }
   }
 
