@@ -147,6 +147,12 @@ t0=$(date +%s)
 # ---- the cluster ----------------------------------------------------------------------------------------
 share=()
 for bin in "$CAIRN" "$HEAT" "$CAIRND" "$CLUSTER_SH"; do share+=(--share "$(cd "$(dirname "$bin")" && pwd)"); done
+# Each host has a private /tmp: a build tree there (a fresh clone in /tmp) needs its libraries' folders and
+# the test's working directory shared too; elsewhere every host sees them anyway.
+for lib in $(ldd "$HEAT" "$CAIRN" "$CAIRND" 2>/dev/null | awk '/=> \/tmp\// {print $3}' | sort -u); do
+  share+=(--share "$(dirname "$lib")")
+done
+case "$PWD" in /tmp/*) share+=(--share "$PWD") ;; esac
 if ! bash "$CLUSTER_SH" start "$CLUSTER" --hosts 6 "${share[@]}" >"$WORK/start.out" 2>&1; then
   cat "$WORK/start.out"
   fail "the cluster of 6 hosts did not start"
