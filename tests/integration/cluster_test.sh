@@ -147,12 +147,13 @@ t0=$(date +%s)
 # ---- the cluster ----------------------------------------------------------------------------------------
 share=()
 for bin in "$CAIRN" "$HEAT" "$CAIRND" "$CLUSTER_SH"; do share+=(--share "$(cd "$(dirname "$bin")" && pwd)"); done
-# Each host has a private /tmp: a build tree there (a fresh clone in /tmp) needs its libraries' folders and
-# the test's working directory shared too; elsewhere every host sees them anyway.
+# Each host has a private /tmp: a clone there needs its build's libraries' folders, the test's working
+# directory and the source's hang_once.sh shared too; elsewhere every host sees them anyway.
 for lib in $(ldd "$HEAT" "$CAIRN" "$CAIRND" 2>/dev/null | awk '/=> \/tmp\// {print $3}' | sort -u); do
   share+=(--share "$(dirname "$lib")")
 done
 case "$PWD" in /tmp/*) share+=(--share "$PWD") ;; esac
+case "$HANG_ONCE" in /tmp/*) share+=(--share "$(dirname "$HANG_ONCE")") ;; esac  # the stall case's script
 if ! bash "$CLUSTER_SH" start "$CLUSTER" --hosts 6 "${share[@]}" >"$WORK/start.out" 2>&1; then
   cat "$WORK/start.out"
   fail "the cluster of 6 hosts did not start"
