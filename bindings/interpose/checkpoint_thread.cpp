@@ -52,7 +52,7 @@ class CheckpointThread {
   }
   bool poll(int source, std::vector<uint64_t>* msg, int* from);
   void handle_report(int from, const std::vector<uint64_t>& msg);
-  void decide();
+  void decide(bool finishing);
   void take(uint64_t step);
   void note(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
   void warn(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -66,8 +66,13 @@ class CheckpointThread {
   std::condition_variable cv_;
   bool changed_ = false, finishing_ = false, ready_ = false, running_ = false;
   std::map<uint64_t, StepState> sent_;  // what rank 0 last heard from this rank
-  // Rank 0: every rank's steps, who is finishing, and what was taken.
-  std::vector<std::map<uint64_t, StepState>> table_;
+  // Rank 0: every rank's steps (with when rank 0 last heard of a change), who is finishing, and what was
+  // taken.
+  struct Heard {
+    StepState st;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::vector<std::map<uint64_t, Heard>> table_;
   std::vector<bool> final_;
   std::map<uint64_t, uint64_t> taken_changes_;
   bool any_taken_ = false;
@@ -247,9 +252,9 @@ void CheckpointThread::run() {
         if (msg[0] == kReport) handle_report(from, msg);
         else if (msg[0] == kFinal) final_[static_cast<size_t>(from)] = true;
       }
-      decide();
       bool all_final = true;
       for (bool f : final_) all_final = all_final && f;
+      decide(all_final);
       if (all_final) {
         for (int r = 1; r < size_; ++r) send(r, {kFinish});
         done = true;
@@ -284,10 +289,11 @@ void CheckpointThread::report() {
   for (const auto& [step, st] : vfs().steps()) {
     auto it = sent_.find(step);
     if (it != sent_.end() && it->second.writers == st.writers && it->second.committed == st.committed &&
-        it->second.changes == st.changes)
+        it->second.changes == st.changes && it->second.shape == st.shape)
       continue;
     sent_[step] = st;
-    msg.insert(msg.end(), {step, static_cast<uint64_t>(st.writers), static_cast<uint64_t>(st.committed), st.changes});
+    msg.insert(msg.end(),
+               {step, static_cast<uint64_t>(st.writers), static_cast<uint64_t>(st.committed), st.changes, st.shape});
     ++msg[1];
   }
   if (msg[1] == 0) return;
@@ -296,18 +302,23 @@ void CheckpointThread::report() {
 }
 
 void CheckpointThread::handle_report(int from, const std::vector<uint64_t>& msg) {
-  if (msg.size() < 2 || msg.size() != 2 + 4 * msg[1]) return;
-  for (size_t i = 2; i + 3 < msg.size(); i += 4) {
-    StepState& st = table_[static_cast<size_t>(from)][msg[i]];
-    st.writers = static_cast<int>(msg[i + 1]);
-    st.committed = static_cast<int>(msg[i + 2]);
-    st.changes = msg[i + 3];
+  if (msg.size() < 2 || msg.size() != 2 + 5 * msg[1]) return;
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t i = 2; i + 4 < msg.size(); i += 5) {
+    Heard& h = table_[static_cast<size_t>(from)][msg[i]];
+    h.st.writers = static_cast<int>(msg[i + 1]);
+    h.st.committed = static_cast<int>(msg[i + 2]);
+    h.st.changes = msg[i + 3];
+    h.st.shape = msg[i + 4];
+    h.at = now;
   }
 }
 
-// Rank 0: the newest step that every rank has written and closed, and that changed since it was
-// last taken, becomes a version on every rank.
-void CheckpointThread::decide() {
+// Rank 0: the newest step that every rank has written (step_written: closed, committed, and either shaped
+// like the step before or settled), and that changed since it was last taken, becomes a version on every
+// rank. `finishing`: every rank is in MPI_Finalize, nothing more will change.
+void CheckpointThread::decide(bool finishing) {
+  const auto now = std::chrono::steady_clock::now();
   std::map<uint64_t, bool> steps;
   for (const auto& per_rank : table_)
     for (const auto& [step, st] : per_rank) steps[step] = true;
@@ -318,9 +329,10 @@ void CheckpointThread::decide() {
     bool ready = true;
     uint64_t changes = 0;
     for (auto& per_rank : table_) {
-      const StepState& st = per_rank[step];
-      ready = ready && st.writers == 0 && st.committed >= s_.files_per_rank;
-      changes += st.changes;
+      const Heard& h = per_rank[step];
+      const auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(now - h.at);
+      ready = ready && step_written(h.st, s_.files_per_rank, quiet, std::chrono::milliseconds(s_.settle_ms), finishing);
+      changes += h.st.changes;
     }
     if (!ready || taken_changes_[step] == changes) continue;
     taken_changes_[step] = changes;  // an older ready step is passed over for a newer one
@@ -404,7 +416,8 @@ std::optional<Settings> settings_from_env(std::string* error) {
   };
   int prefault = 1;
   if (!number("CAIRN_INTERPOSE_FILES", 1, 1 << 20, &s.files_per_rank) ||
-      !number("CAIRN_INTERPOSE_KEEP", 1, 1000, &s.keep) || !number("CAIRN_INTERPOSE_PREFAULT", 0, 1, &prefault))
+      !number("CAIRN_INTERPOSE_KEEP", 1, 1000, &s.keep) || !number("CAIRN_INTERPOSE_PREFAULT", 0, 1, &prefault) ||
+      !number("CAIRN_INTERPOSE_SETTLE_MS", 0, 3600 * 1000, &s.settle_ms))
     return std::nullopt;
   s.prefault = prefault == 1;
   const char* log = getenv("CAIRN_LOG");

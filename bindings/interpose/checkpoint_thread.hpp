@@ -20,6 +20,7 @@ struct Settings {
   int files_per_rank = 1;  // CAIRN_INTERPOSE_FILES: files a rank commits per step
   int keep = 2;            // CAIRN_INTERPOSE_KEEP: steps whose files stay visible
   bool prefault = true;    // CAIRN_INTERPOSE_PREFAULT: prepare the space of the next generation
+  int settle_ms = 100;     // CAIRN_INTERPOSE_SETTLE_MS: quiet time before a step not shaped like the last is taken
   bool verbose = false;    // CAIRN_LOG=info|debug
 };
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <set>
 #include <vector>
 
@@ -122,6 +123,21 @@ void Vfs::forget(std::shared_ptr<Entry> e) {  // by value: the map may hold the 
   if (e->writers > 0) e->orphan = true;  // its writing generation goes at the last close
 }
 
+StepState& Vfs::begin_step(uint64_t step) {
+  auto [it, fresh] = steps_.try_emplace(step);
+  if (fresh && it != steps_.begin()) {
+    const StepState& before = std::prev(it)->second;
+    if (before.committed > 0) it->second.shape = before.changes;
+  }
+  return it->second;
+}
+
+bool step_written(const StepState& st, int files, std::chrono::milliseconds quiet, std::chrono::milliseconds settle,
+                  bool finishing) {
+  if (st.writers != 0 || st.committed < files) return false;
+  return finishing || (st.shape > 0 && st.changes >= st.shape) || quiet >= settle;
+}
+
 std::optional<int> Vfs::open(const char* path, int flags, mode_t mode) {
   std::string abs;
   bool changed = false;
@@ -161,6 +177,7 @@ std::optional<int> Vfs::open(const char* path, int flags, mode_t mode) {
       e->step = m->step;
       e->mode = mode & 07777 & ~g_umask;
       it = entries_.emplace(abs, e).first;
+      dropped_.erase(abs);
     }
     Entry& e = *it->second;
     int open_flags = flags & ~(O_CREAT | O_EXCL);
@@ -192,7 +209,7 @@ std::optional<int> Vfs::open(const char* path, int flags, mode_t mode) {
     if (fd < 0) return -1;
     fds_[fd] = Fd{it->second, true};
     ++e.writers;
-    ++steps_[e.step].writers;
+    ++begin_step(e.step).writers;
     changed = true;
   }
   if (changed && on_change_) on_change_();
@@ -250,7 +267,10 @@ std::optional<int> Vfs::unlink(const char* path) {
     std::string abs;
     if (!ours(path, &abs)) return std::nullopt;
     auto it = entries_.find(abs);
-    if (it == entries_.end()) return std::nullopt;
+    if (it == entries_.end()) {
+      if (dropped_.erase(abs) == 0) return std::nullopt;
+      return 0;  // dropped as an old step's file a moment ago: the code's removal of it succeeds
+    }
     forget(it->second);
   }
   if (on_change_) on_change_();
@@ -305,11 +325,12 @@ std::optional<int> Vfs::rename(const char* from, const char* to) {
       moved->path = at;
       moved->step = tm->step;
       moved->slot = tm->slot;
-      StepState& s = steps_[moved->step];
+      StepState& s = begin_step(moved->step);
       s.writers += moved->writers;
       if (!moved->committed.empty()) ++s.committed;
       ++s.changes;
       entries_[at] = moved;
+      dropped_.erase(at);
     }
   }
   if (on_change_) on_change_();
@@ -394,6 +415,7 @@ int Vfs::restore(const std::string& path, uint64_t step, uint32_t mode, const st
   if (auto m = pattern_->match(path)) e->slot = m->slot;
   if (auto old = entries_.find(path); old != entries_.end()) forget(old->second);
   entries_[path] = e;
+  dropped_.erase(path);
   ++steps_[step].committed;
   if (!e->ghost && std::find(taken_.begin(), taken_.end(), step) == taken_.end()) taken_.push_back(step);
   return 0;
@@ -404,13 +426,20 @@ void Vfs::after_take(uint64_t taken, int keep) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (std::find(taken_.begin(), taken_.end(), taken) == taken_.end()) taken_.push_back(taken);
+    // The steps the code sees: those taken and those with committed files (a step passed over for a newer
+    // one, or not settled yet, is still the code's to read or remove).
     std::set<uint64_t> newest(taken_.begin(), taken_.end());
+    for (const auto& [step, st] : steps_)
+      if (st.committed > 0) newest.insert(step);
     while (static_cast<int>(newest.size()) > std::max(keep, 1)) newest.erase(newest.begin());
     const uint64_t cutoff = *newest.begin();
     std::vector<std::shared_ptr<Entry>> old;
     for (const auto& [path, e] : entries_)
       if (e->step < cutoff && e->writers == 0) old.push_back(e);
-    for (const auto& e : old) forget(e);
+    for (const auto& e : old) {
+      dropped_.insert(e->path);
+      forget(e);
+    }
     if (prefault_)
       for (const auto& [path, e] : entries_) {
         struct stat st;

@@ -22,6 +22,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <chrono>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,7 +36,17 @@ struct StepState {
   int writers = 0;     // writers open on files of the step
   int committed = 0;   // files of the step with committed content
   uint64_t changes = 0;  // commits, unlinks and renames so far
+  // The changes the newest older step had when this one was first opened for writing (0: no such step,
+  // or it was restored): how many this step should see once the code has written it the same way.
+  uint64_t shape = 0;
 };
+
+// Whether a rank has written a step, as rank 0 judges it from the rank's report. Its files are closed and
+// at least `files` of them committed, and either the step has seen as many changes as the step before it
+// (the code writes its steps alike: a temporary file renamed at the end counts its rename), or nothing of it
+// changed for `settle` (the first step, or a step written differently), or the code is finishing.
+bool step_written(const StepState& st, int files, std::chrono::milliseconds quiet, std::chrono::milliseconds settle,
+                  bool finishing);
 
 // A file held for a version being taken: `link` is a hard link to its committed content; a file of an
 // older step that is still there is listed without content (ghost: link empty, size kept).
@@ -78,8 +90,9 @@ class Vfs {
   // Files of a restored version: `source` is linked (or copied) in as the committed content; without a
   // source the file is a ghost of `size` bytes (stat and unlink work, reading it is EIO).
   int restore(const std::string& path, uint64_t step, uint32_t mode, const std::string& source, uint64_t size = 0);
-  // After step `taken` became a version: drop files of steps before the `keep` newest steps taken (not
-  // being written), and, with prefault, prepare space for the next generation of each file of `taken`.
+  // After step `taken` became a version: drop files (not being written) of steps before the `keep` newest
+  // steps the code has (taken, or with committed files), and, with prefault, prepare space for the next
+  // generation of each file of `taken`.
   void after_take(uint64_t taken, int keep);
   std::string scratch() const;
 
@@ -104,6 +117,7 @@ class Vfs {
   std::optional<Match> ours(const char* path, std::string* abs) const;
   void drop_backing(const std::string& path);
   void forget(std::shared_ptr<Entry> e);  // remove from the namespace (callers hold mu_)
+  StepState& begin_step(uint64_t step);    // steps_[step], shaped after the step before it when new
   int copy_into(const std::string& from, const std::string& to);
 
   mutable std::mutex mu_;
@@ -118,6 +132,9 @@ class Vfs {
   std::map<uint64_t, StepState> steps_;
   std::map<std::string, std::string> pool_;  // slot -> prepared backing (space already allocated)
   std::vector<uint64_t> taken_;              // steps taken, in order
+  // Paths dropped by after_take that the code has not removed yet: its own unlink of one succeeds (the code
+  // removing its old step at the same moment must not see ENOENT).
+  std::set<std::string> dropped_;
 };
 
 Vfs& vfs();

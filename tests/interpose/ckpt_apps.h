@@ -2,12 +2,13 @@
  * ckpt_posix.c, ckpt_mpiio.c): a 1-D heat equation on a ring of MPI ranks, its options, and the result
  * line. None of this knows about cairn; each program writes and reads its checkpoint files itself.
  *
- *   PROGRAM [--cells N] [--steps S] [--every K] [--dir D] [--sleep-ms M]
+ *   PROGRAM [--cells N] [--steps S] [--every K] [--dir D] [--sleep-ms M] [--pause-ms P]
  *
  * Every K steps each rank writes its cells to a file of its own under D (default "ckpt"), named
  * "step<s>.rank<r>.<kind>"; at start the ranks agree on the newest step every rank can read back and
  * continue from it. At the end rank 0 prints "result <16 hex digits>", a hash of every cell of every
- * rank, the same whether or not the run restarted.
+ * rank, the same whether or not the run restarted. --pause-ms: a program that writes a checkpoint in
+ * parts (ckpt_posix) waits this long between them, as a slow file system or a busy node makes it.
  */
 #ifndef CKPT_APPS_H
 #define CKPT_APPS_H
@@ -23,7 +24,7 @@
 
 struct app {
   int rank, ranks;
-  long cells, steps, every, sleep_ms;
+  long cells, steps, every, sleep_ms, pause_ms;
   const char *dir;
   double *u, *v; /* cells 1..cells, with a halo cell at each end */
 };
@@ -41,18 +42,26 @@ static void app_init(struct app *a, int argc, char **argv) {
   a->every = 10;
   a->dir = "ckpt";
   a->sleep_ms = 0;
+  a->pause_ms = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--cells") == 0) a->cells = atol(argv[i + 1]);
     else if (strcmp(argv[i], "--steps") == 0) a->steps = atol(argv[i + 1]);
     else if (strcmp(argv[i], "--every") == 0) a->every = atol(argv[i + 1]);
     else if (strcmp(argv[i], "--dir") == 0) a->dir = argv[i + 1];
     else if (strcmp(argv[i], "--sleep-ms") == 0) a->sleep_ms = atol(argv[i + 1]);
-    else app_die(a, "usage: PROGRAM [--cells N] [--steps S] [--every K] [--dir D] [--sleep-ms M]");
+    else if (strcmp(argv[i], "--pause-ms") == 0) a->pause_ms = atol(argv[i + 1]);
+    else app_die(a, "usage: PROGRAM [--cells N] [--steps S] [--every K] [--dir D] [--sleep-ms M] [--pause-ms P]");
   }
   a->u = malloc((size_t)(a->cells + 2) * sizeof(double));
   a->v = malloc((size_t)(a->cells + 2) * sizeof(double));
   if (!a->u || !a->v) app_die(a, "out of memory");
   for (long i = 0; i < a->cells; i++) a->u[i + 1] = (double)((a->rank * a->cells + i) % 97) / 97.0;
+}
+
+static void app_sleep(long ms) {
+  if (ms <= 0) return;
+  struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&t, NULL);
 }
 
 static void app_step(struct app *a) {
@@ -65,10 +74,7 @@ static void app_step(struct app *a) {
   for (long i = 1; i <= a->cells; i++) a->v[i] = u[i] + 0.25 * (u[i - 1] - 2 * u[i] + u[i + 1]);
   a->u = a->v;
   a->v = u;
-  if (a->sleep_ms > 0) { /* a step of a real code takes a while */
-    struct timespec t = {a->sleep_ms / 1000, (a->sleep_ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
-  }
+  app_sleep(a->sleep_ms); /* a step of a real code takes a while */
 }
 
 static void app_path(const struct app *a, long step, const char *kind, char *out, size_t len) {

@@ -1,7 +1,7 @@
 /* ckpt_posix: an unmodified code that checkpoints with POSIX calls (ckpt_apps.h has the computation).
- * Every K steps: open(D/step<s>.rank<r>.tmp, O_CREAT|O_TRUNC) and write a header, open it again with
- * O_APPEND and write the cells, fsync, close, then rename it to .bin (the usual atomic-write pattern),
- * and unlink the checkpoint before the previous one. At start it scans D with opendir/readdir for its
+ * Every K steps: open(D/step<s>.rank<r>.tmp, O_CREAT|O_TRUNC) and write a header, close it (and wait
+ * --pause-ms), open it again with O_APPEND and write the cells, fsync, close, then rename it to .bin (the
+ * usual atomic-write pattern), and unlink the checkpoint before the previous one. At start it scans D with opendir/readdir for its
  * newest step and reads it with open/fstat/read. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -32,6 +32,7 @@ static int write_ckpt(struct app *a, long step) {
   if (fd < 0) return 0;
   int ok = write_all(fd, &step, sizeof step) && write_all(fd, &a->cells, sizeof a->cells);
   if (close(fd) != 0) ok = 0;
+  app_sleep(a->pause_ms); /* the header alone is closed: not yet a checkpoint */
   fd = open(tmp, O_WRONLY | O_APPEND);
   if (fd < 0) return 0;
   ok = ok && write_all(fd, a->u + 1, (size_t)a->cells * sizeof(double)) && fsync(fd) == 0;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -220,6 +221,95 @@ TEST_F(InterposeVfs, UnlinkRenameAndDup) {
   EXPECT_FALSE(v_.resolve(path("s4.r0").c_str()));
   EXPECT_EQ(v_.steps()[4].committed, 0);
   EXPECT_FALSE(v_.unlink(path("s4.r0").c_str()));  // not ours any more: the file system answers
+}
+
+// A code that writes s<d>.r0.tmp, closes it, appends to it, and renames it to s<d>.r0.bin: all its files are
+// closed twice before the step is finished. The second step is shaped after the first, so it counts as
+// written only after its rename; the first one (nothing to compare with) only once it settled.
+TEST_F(InterposeVfs, AStepIsWrittenWhenShapedLikeTheOneBeforeOrSettled) {
+  v_.stop();
+  std::string e;
+  auto p = Pattern::parse("ckpt/s%d.r%r.*", root_ + "/run", &e);
+  ASSERT_TRUE(p) << e;
+  v_.start(root_ + "/scratch", *p, false, [] {});
+  using ms = std::chrono::milliseconds;
+  const ms settle(100), fresh(0), quiet(150);
+  auto write_step = [&](int d, bool rename) {
+    std::string tmp = "s" + std::to_string(d) + ".r0.tmp", bin = "s" + std::to_string(d) + ".r0.bin";
+    ASSERT_EQ(write_file(tmp.c_str(), "head"), 0);
+    ASSERT_EQ(write_file(tmp.c_str(), "+cells", O_WRONLY | O_APPEND), 0);
+    if (rename) {
+      ASSERT_EQ(*v_.rename(path(tmp.c_str()).c_str(), path(bin.c_str()).c_str()), 0);
+    }
+  };
+  write_step(10, true);
+  StepState first = v_.steps()[10];
+  EXPECT_EQ(first.shape, 0u);
+  EXPECT_EQ(first.changes, 4u);  // two commits, the rename out of .tmp and into .bin
+  EXPECT_FALSE(step_written(first, 1, fresh, settle, false));
+  EXPECT_TRUE(step_written(first, 1, quiet, settle, false));
+  EXPECT_TRUE(step_written(first, 1, fresh, settle, true));  // finishing: nothing more will change
+
+  // The header alone is closed and committed: not written, however it looks.
+  ASSERT_EQ(write_file("s20.r0.tmp", "head"), 0);
+  StepState header = v_.steps()[20];
+  EXPECT_EQ(header.shape, 4u);
+  EXPECT_EQ(header.committed, 1);
+  EXPECT_EQ(header.writers, 0);
+  EXPECT_FALSE(step_written(header, 1, fresh, settle, false));
+  // Appended but not yet renamed: still not.
+  ASSERT_EQ(write_file("s20.r0.tmp", "+cells", O_WRONLY | O_APPEND), 0);
+  EXPECT_FALSE(step_written(v_.steps()[20], 1, fresh, settle, false));
+  ASSERT_EQ(*v_.rename(path("s20.r0.tmp").c_str(), path("s20.r0.bin").c_str()), 0);
+  EXPECT_TRUE(step_written(v_.steps()[20], 1, fresh, settle, false));
+  // Dropping the step before the previous one changes that step, not the shape of the next.
+  EXPECT_EQ(*v_.unlink(path("s10.r0.bin").c_str()), 0);
+  auto fd = v_.open(path("s30.r0.tmp").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_TRUE(fd && *fd >= 0);
+  EXPECT_EQ(v_.steps()[30].shape, 4u);
+  EXPECT_FALSE(step_written(v_.steps()[30], 1, quiet, settle, true));  // open for writing: never
+  ASSERT_EQ(::write(*fd, "head", 4), 4);
+  v_.before_close(*fd);
+  ::close(*fd);
+  ASSERT_EQ(write_file("s30.r0.tmp", "+cells", O_WRONLY | O_APPEND), 0);
+  ASSERT_EQ(*v_.rename(path("s30.r0.tmp").c_str(), path("s30.r0.bin").c_str()), 0);
+  EXPECT_TRUE(step_written(v_.steps()[30], 1, fresh, settle, false));
+  // A step written differently (no rename) waits for the settle time only.
+  write_step(40, false);
+  EXPECT_FALSE(step_written(v_.steps()[40], 1, fresh, settle, false));
+  EXPECT_TRUE(step_written(v_.steps()[40], 1, quiet, settle, false));
+  // Too few files committed: never, even finishing.
+  EXPECT_FALSE(step_written(v_.steps()[40], 2, quiet, settle, true));
+}
+
+// The first step is passed over for the second (both ready at once, or the first not settled yet): the
+// first step's files are still the code's, which keeps two steps, to read or to remove.
+TEST_F(InterposeVfs, AStepPassedOverIsNotPruned) {
+  ASSERT_EQ(write_file("s10.r0", "ten"), 0);
+  ASSERT_EQ(write_file("s20.r0", "twenty"), 0);
+  v_.after_take(20, 2);
+  EXPECT_EQ(read_file("s10.r0"), "ten");
+  ASSERT_EQ(write_file("s30.r0", "thirty"), 0);
+  EXPECT_EQ(*v_.unlink(path("s10.r0").c_str()), 0);
+  v_.after_take(30, 2);
+  EXPECT_EQ(read_file("s20.r0"), "twenty");
+  ASSERT_EQ(write_file("s40.r0", "forty"), 0);
+  v_.after_take(40, 2);  // the code has not removed step 20 yet: keep 30 and 40
+  EXPECT_FALSE(v_.resolve(path("s20.r0").c_str()));
+  EXPECT_EQ(read_file("s30.r0"), "thirty");
+  // The code removing step 20 just after the drop succeeds, once; then the path is not ours.
+  auto rc = v_.unlink(path("s20.r0").c_str());
+  ASSERT_TRUE(rc);
+  EXPECT_EQ(*rc, 0);
+  EXPECT_FALSE(v_.unlink(path("s20.r0").c_str()));
+  // A dropped path written again is an ordinary file of ours.
+  ASSERT_EQ(write_file("s30.r0", "again"), 0);
+  ASSERT_EQ(write_file("s50.r0", "fifty"), 0);
+  v_.after_take(50, 2);  // keep 40 and 50: step 30 dropped
+  ASSERT_EQ(write_file("s30.r0", "rewritten"), 0);
+  EXPECT_EQ(read_file("s30.r0"), "rewritten");
+  EXPECT_EQ(*v_.unlink(path("s30.r0").c_str()), 0);
+  EXPECT_FALSE(v_.unlink(path("s30.r0").c_str()));
 }
 
 TEST_F(InterposeVfs, HoldRestoreGhostsAndPruning) {
