@@ -142,7 +142,15 @@ json run_one(const ServiceOptions& o, const Run& run, int argc, char** argv, boo
       json st = status(cairn, address);
       if (!st.is_object()) return st;
       for (const auto& a : st["agents"]) seen.agents[a["id"].get<uint64_t>()] = a;
-      for (const auto& a : st["applications"]) seen.apps[a["prefix"].get<std::string>()] = a;
+      // An application's record is kept when every agent it names was seen (a dynamic agent just added
+      // may be named before its manager lists it): the report shows the newest consistent view.
+      for (const auto& a : st["applications"]) {
+        bool whole = a["agents"].is_array();
+        for (const auto& id : whole ? a["agents"] : json::array())
+          whole = whole && id.is_number_unsigned() && seen.agents.count(id.get<uint64_t>()) > 0;
+        const std::string prefix = a["prefix"].get<std::string>();
+        if (whole || !seen.apps.count(prefix)) seen.apps[prefix] = a;
+      }
       return st;
     };
     for (int i = 0; i < 3; ++i) {
