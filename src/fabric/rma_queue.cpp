@@ -98,11 +98,11 @@ Result<int> RmaQueue::poll(std::vector<Done>* done) {
   return n;
 }
 
-void RmaQueue::drop_unposted(std::vector<uint64_t>* dropped) {
+void RmaQueue::drop_unposted(std::vector<uint64_t>* dropped, const std::function<bool(uint64_t tag)>& which) {
   std::deque<std::unique_ptr<Piece>> keep;
   for (auto& p : unposted_) {
     auto it = open_.find(p->transfer);
-    if (it != open_.end() && it->second.posted == 0 && !it->second.reported) {
+    if (it != open_.end() && it->second.posted == 0 && !it->second.reported && (!which || which(it->second.t.tag))) {
       dropped->push_back(it->second.t.tag);
       it->second.reported = true;  // its other unposted pieces are dropped below, silently
     }

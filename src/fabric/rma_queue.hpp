@@ -5,6 +5,8 @@
 // each one fi_read or fi_write, at most `max_in_flight` of them posted at a time. The queue is told when
 // the provider's queue is full (post() again after completions) and reports a transfer once: when all
 // its pieces completed, or at its first failed piece (its later pieces are absorbed as they complete).
+// The service's push (a rank writing its slot into the agent's credited buffers) uses it too, a transfer
+// per chunk; a transfer not posted yet can be taken back (drop_unposted), all or by tag.
 //
 // The queue owns every local operation of its endpoint: poll() takes the endpoint's completions, and
 // every one of them must be one of its pieces. One thread at a time, as the endpoint.
@@ -12,6 +14,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -54,8 +57,9 @@ class RmaQueue {
   // Take up to 64 of the endpoint's completions (this also makes progress for the provider) and append
   // the transfers that ended to *done; the number of completions taken.
   Result<int> poll(std::vector<Done>* done);
-  // Forget the transfers none of whose pieces was posted yet; their tags go to *dropped.
-  void drop_unposted(std::vector<uint64_t>* dropped);
+  // Forget the transfers none of whose pieces was posted yet (only those whose tag `which` accepts, when
+  // given); their tags go to *dropped, and they are never reported.
+  void drop_unposted(std::vector<uint64_t>* dropped, const std::function<bool(uint64_t tag)>& which = {});
   // Poll until no piece is in flight or `timeout_s` passed (a transfer given up on must not land in
   // memory that is about to be reused); the pieces still in flight.
   uint64_t settle(double timeout_s);

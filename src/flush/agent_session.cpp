@@ -12,11 +12,14 @@ Status AgentSession::open_endpoint(const std::string& node) {
   eo.node = node;
   CAIRN_ASSIGN_OR_RETURN(e, fabric::Endpoint::open(eo));
   ep_ = std::move(e);
+  rma_ = std::make_unique<fabric::RmaQueue>(*ep_);
   return Status::ok();
 }
 
 void AgentSession::close_endpoint() {
   slots_.clear();
+  rma_.reset();
+  pushes_.clear();
   ep_.reset();
 }
 
@@ -119,6 +122,7 @@ AgentSession::Heard AgentSession::on_frame(const wire::Frame& f, LinkJobs& jobs)
 }
 
 void AgentSession::unsend(LinkJobs& jobs) {
+  drop_pushes(jobs, [](const Push&) { return true; });  // all were for the agent lost (never to its old address)
   for (auto& [id, j] : jobs)
     if (j.state == FlushState::pending && j.sent) {
       j.sent = false;
@@ -160,68 +164,76 @@ void AgentSession::send_jobs(LinkJobs& jobs, const std::function<void(const Link
   }
 }
 
+// Each credit takes one chunk, queued as a transfer of its own; the queue posts them as the provider
+// takes them. A post that fails is reported by the next poll as that write's failure.
 void AgentSession::push_chunks(LinkJobs& jobs) {
   for (auto& [id, j] : jobs) {
     if (j.state != FlushState::pending || !j.sent || j.cancel_requested) continue;
     fabric::MemoryRegion* mr = slots_.find(j.slot);
     const uint64_t size = j.manifest.total_size;
     while (!j.credits.empty() && j.next_offset < size && mr) {
-      uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(welcome_.chunk_size, size - j.next_offset));
-      std::unique_ptr<PushOp> op;
-      if (free_ops_.empty()) {
-        op = std::make_unique<PushOp>();
-      } else {
-        op = std::move(free_ops_.back());
-        free_ops_.pop_back();
-      }
-      op->job = id;
-      op->generation = j.generation;
-      op->offset = j.next_offset;
-      op->len = len;
-      op->buffer = j.credits.front();
-      bool posted = false;
-      Status st = ep_->write(j.data + j.next_offset, len, mr->desc(), agent_peer_, op->buffer, welcome_.pool_key,
-                             op.get(), &posted);
-      if (!st.is_ok()) {
-        free_ops_.push_back(std::move(op));
-        end_job(j, FlushState::failed, st.prefixed("pushing to the agent"), slots_);
-        break;
-      }
-      if (!posted) {
-        free_ops_.push_back(std::move(op));
-        break;  // the queue is full: completions first
-      }
+      const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(welcome_.chunk_size, size - j.next_offset));
+      const uint64_t tag = next_push_++;
+      pushes_[tag] = Push{id, j.generation, j.next_offset, j.credits.front(), len};
+      fabric::RmaQueue::Transfer t;
+      t.kind = fabric::RmaQueue::Kind::write;
+      t.local = const_cast<uint8_t*>(j.data + j.next_offset);  // a write only reads it
+      t.len = len;
+      t.desc = mr->desc();
+      t.peer = agent_peer_;
+      t.remote_addr = j.credits.front();
+      t.key = welcome_.pool_key;
+      t.tag = tag;
+      rma_->add(t);
       j.credits.pop_front();
       j.next_offset += len;
       ++j.writes_in_flight;
-      op.release();  // the provider holds it until its completion
     }
   }
+  if (rma_) (void)rma_->post();  // a failed post comes back from poll as its write's failure
 }
 
-int AgentSession::poll(fabric::Completion* c, int max) {
-  auto n = ep_->poll(c, max);
+int AgentSession::poll(std::vector<fabric::RmaQueue::Done>* done) {
+  if (!rma_) return 0;
+  auto n = rma_->poll(done);
   return n ? *n : 0;
 }
 
-std::optional<std::string> AgentSession::completed(const fabric::Completion* c, int n, LinkJobs& jobs) {
+std::optional<std::string> AgentSession::completed(const std::vector<fabric::RmaQueue::Done>& done, LinkJobs& jobs) {
   std::optional<std::string> failed;
-  for (int i = 0; i < n; ++i) {
-    std::unique_ptr<PushOp> op(static_cast<PushOp*>(c[i].op));
-    auto it = jobs.find(op->job);
-    if (it != jobs.end()) {
-      LinkJob& j = it->second;
-      if (--j.writes_in_flight == 0 && j.cancel_requested && j.state != FlushState::pending) j.cancel_requested = false;
-      bool current = j.generation == op->generation && j.sent && j.state == FlushState::pending;
-      if (current && c[i].status.is_ok() && conn_) {
-        conn_->send_message(wire::Pushed{j.version, op->offset, op->len, op->buffer});
-      } else if (current && !c[i].status.is_ok()) {
-        failed = c[i].status.message();
-      }
+  for (const auto& d : done) {
+    auto p = pushes_.find(d.tag);
+    if (p == pushes_.end()) continue;
+    const Push push = p->second;
+    pushes_.erase(p);
+    auto it = jobs.find(push.job);
+    if (it == jobs.end()) continue;
+    LinkJob& j = it->second;
+    if (--j.writes_in_flight == 0 && j.cancel_requested && j.state != FlushState::pending) j.cancel_requested = false;
+    const bool current = j.generation == push.generation && j.sent && j.state == FlushState::pending;
+    if (current && d.status.is_ok() && conn_) {
+      conn_->send_message(wire::Pushed{j.version, push.offset, push.len, push.buffer});
+    } else if (current && !d.status.is_ok()) {
+      failed = d.status.prefixed("pushing to the agent").message();
     }
-    free_ops_.push_back(std::move(op));
   }
   return failed;
+}
+
+void AgentSession::drop_pushes(LinkJobs& jobs, const std::function<bool(const Push&)>& which) {
+  if (!rma_) return;
+  std::vector<uint64_t> dropped;
+  rma_->drop_unposted(&dropped, [&](uint64_t tag) {
+    auto p = pushes_.find(tag);
+    return p != pushes_.end() && which(p->second);
+  });
+  for (uint64_t tag : dropped) {
+    auto p = pushes_.find(tag);
+    if (p == pushes_.end()) continue;
+    auto it = jobs.find(p->second.job);
+    if (it != jobs.end()) --it->second.writes_in_flight;
+    pushes_.erase(p);
+  }
 }
 
 void AgentSession::check_deadlines(LinkJobs& jobs) {
@@ -243,6 +255,8 @@ void AgentSession::handle_cancels(LinkJobs& jobs) {
       if (j.sent && conn_) conn_->send_message(wire::Cancel{j.version});
       end_job(j, FlushState::cancelled, make_error(Code::ERR_CANCELLED, "cancelled"), slots_);
     }
+    const uint64_t job = id;
+    if (j.writes_in_flight > 0) drop_pushes(jobs, [job](const Push& p) { return p.job == job; });
     if (j.writes_in_flight == 0) j.cancel_requested = false;
   }
 }

@@ -4,8 +4,8 @@
 // link's jobs at that agent:
 //
 //   send_jobs       each version not yet with the agent goes out (flush), its slot registered (SlotRegistry)
-//   push_chunks     push: a chunk written into each buffer the agent credits, and said so (pushed) at its
-//                   completion (completed); the write contexts are reused
+//   push_chunks     push: a chunk written into each buffer the agent credits (a transfer of the fabric's
+//                   RmaQueue, fabric/rma_queue.hpp), and said so (pushed) at its completion (completed)
 //   check_deadlines a job no agent said anything about for timeout_s fails (and the agent is suspect)
 //   handle_cancels  a cancelled job is told to the agent, ended, and let go once no write of it is in flight
 //
@@ -17,12 +17,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "fabric/endpoint.hpp"
+#include "fabric/rma_queue.hpp"
 #include "flush/link_job.hpp"
 #include "flush/service_link.hpp"
 #include "flush/slot_registry.hpp"
@@ -77,12 +79,13 @@ class AgentSession {
   void send_jobs(LinkJobs& jobs, const std::function<void(const LinkJob&)>& before_send);
   // Push mode: write chunks into the buffers credited, as far as the provider's queue takes them.
   void push_chunks(LinkJobs& jobs);
-  // The endpoint's completions, at most max (0 on none or an error); it also makes progress for the
-  // provider (with manual data progress, tcp, an agent's read of our memory is served only then).
-  int poll(fabric::Completion* c, int n);
-  // Apply n completions of push writes (the job said pushed to the agent). A failed write of a job still
-  // with the agent: its message, and the link ends the session.
-  std::optional<std::string> completed(const fabric::Completion* c, int n, LinkJobs& jobs);
+  // The endpoint's completions (at most 64; 0 on none or an error), the push writes that ended appended to
+  // *done; it also makes progress for the provider (with manual data progress, tcp, an agent's read of our
+  // memory is served only then).
+  int poll(std::vector<fabric::RmaQueue::Done>* done);
+  // Apply the push writes that ended (the job said pushed to the agent). A failed write of a job still with
+  // the agent: its message, and the link ends the session.
+  std::optional<std::string> completed(const std::vector<fabric::RmaQueue::Done>& done, LinkJobs& jobs);
   // A job no agent said anything about for timeout_s fails; one the agent had makes it suspect.
   void check_deadlines(LinkJobs& jobs);
   // A job timed out at the current agent: the link gives it up.
@@ -92,10 +95,12 @@ class AgentSession {
   void handle_cancels(LinkJobs& jobs);
 
  private:
-  struct PushOp : fabric::OpContext {
+  struct Push {  // a chunk of a job's slot for a buffer the agent credited
     uint64_t job = 0, generation = 0, offset = 0, buffer = 0;
     uint32_t len = 0;
   };
+  // The pushes not posted yet that `which` accepts are taken back (their jobs count them no longer).
+  void drop_pushes(LinkJobs& jobs, const std::function<bool(const Push&)>& which);
 
   const ServiceSettings& s_;
   SlotRegistry& slots_;
@@ -106,7 +111,9 @@ class AgentSession {
   wire::SessionWelcome welcome_;
   uint64_t agent_peer_ = 0;
   bool have_agent_peer_ = false;
-  std::vector<std::unique_ptr<PushOp>> free_ops_;
+  std::unique_ptr<fabric::RmaQueue> rma_;  // the push writes: every local operation of the endpoint
+  std::map<uint64_t, Push> pushes_;        // by the queue's tag, queued or in flight
+  uint64_t next_push_ = 1;
   bool suspect_ = false;
 };
 

@@ -356,13 +356,13 @@ void ServiceLink::Impl::agent_lost(const std::string& why, bool ask_for_another)
 
 void ServiceLink::Impl::progress_fabric() {
   for (int round = 0; round < 16; ++round) {
-    fabric::Completion c[64];
-    int n = session.poll(c, 64);
-    if (n == 0) return;
+    std::vector<fabric::RmaQueue::Done> done;
+    int n = session.poll(&done);
+    if (n == 0 && done.empty()) return;
     std::optional<std::string> failed;
     {
       std::lock_guard<std::mutex> lock(mu);
-      failed = session.completed(c, n, jobs);
+      failed = session.completed(done, jobs);
       cv.notify_all();
     }
     if (failed) agent_lost("a push failed: " + *failed, true);

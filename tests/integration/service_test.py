@@ -6,6 +6,8 @@ Cases (--case):
   two_apps           heat2d and the synthetic app checkpointing at once, each with a node killed (pull)
   push               heat2d with a node killed, push mode, snapshot = cow (the ranks write from slots the copier filled)
   agent_killed       the agent moving a version is killed (SIGKILL): a replacement finishes it
+  agent_killed_push  the same in push mode: the ranks' writes queued for the killed agent are taken back, and
+                     the version goes again from the start to its replacement
   manager_killed     the manager of that agent is killed: its agents go, replacements run on the other
   controller_killed  the controller is killed mid-transfer: the ranks' embedded flushers take over, and
                      the versions go through the service again once a controller is back on its port
@@ -688,9 +690,10 @@ class Test:
         if re.search(rf"version {version}: .*the embedded flusher writes it", job.output()):
             fail(f"version {version} was written by the embedded flusher, not finished by the service")
 
-    def case_agent_killed(self):
+    def case_agent_killed(self, push=False):
         self.service = Service(self.build, os.path.join(self.work, "svc"), manager_args=["--agent-bandwidth", "8"])
-        job = self.slow_job("agent-killed")
+        job = self.slow_job("agent-killed-push" if push else "agent-killed",
+                            env=["CAIRN_SERVICE_MODE=push"] if push else ())
         job.start()
         a = self.active_transfer()
         say(f"killing agent {a['id']} (pid {a['pid']}) while it moves version {a['active']['version']}: "
@@ -704,6 +707,11 @@ class Test:
             fail(f"version {a['active']['version']} was not finished by the service")
         print_placement(self.service.status())
         check_job(self, job, reference(self, "synthetic", job.app_args))
+
+    def case_agent_killed_push(self):
+        self.case_agent_killed(push=True)
+        if "push" not in self.service.logs():
+            fail("the agents did not run in push mode")
 
     def case_manager_killed(self):
         self.service = Service(self.build, os.path.join(self.work, "svc"), manager_args=["--agent-bandwidth", "8"])
@@ -939,7 +947,7 @@ class Test:
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", required=True)
-    p.add_argument("--case", required=True, choices=["two_apps", "push", "agent_killed", "manager_killed",
+    p.add_argument("--case", required=True, choices=["two_apps", "push", "agent_killed", "agent_killed_push", "manager_killed",
                                                      "controller_killed", "bad_input", "chain", "three_apps",
                                                      "dynamic_agents", "freed_place", "restart_agents", "migrate",
                                                      "manager_names"])

@@ -220,6 +220,19 @@ TEST(RmaQueue, AFailedTransferIsToldOnceAndUnpostedOnesAreDropped) {
   EXPECT_EQ(dropped, (std::vector<uint64_t>{2, 3}));
   EXPECT_TRUE(q.idle());
   EXPECT_EQ(dst[0], 0);
+  // By tag: only the transfers asked for; the others stay queued.
+  for (uint64_t tag : {4, 5, 6}) {
+    t.tag = tag;
+    q.add(t);
+  }
+  dropped.clear();
+  q.drop_unposted(&dropped, [](uint64_t tag) { return tag == 5; });
+  EXPECT_EQ(dropped, (std::vector<uint64_t>{5}));
+  EXPECT_FALSE(q.idle());
+  dropped.clear();
+  q.drop_unposted(&dropped);
+  EXPECT_EQ(dropped, (std::vector<uint64_t>{4, 6}));
+  EXPECT_TRUE(q.idle());
 }
 
 TEST(Fabric, AnUnknownProviderIsNotSupported) {
