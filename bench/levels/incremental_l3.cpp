@@ -1,5 +1,7 @@
 // cairn-bench --incremental (incremental_l3.hpp): the L3 bytes and the restart speed of an incremental
-// version against a full one, in this process, through the library's own writer and reader.
+// version against a full one, in this process, through the library's own writer and reader; and the L1
+// copy of the same change (l1_incremental): the copy snapshotter told what its slot holds, against the
+// plain copy (a memcpy of the state) and the seal's hashing that a plain copy leaves to the worker.
 #include "levels/incremental_l3.hpp"
 
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 
 #include "base/fsutil.hpp"
 #include "base/layout.hpp"
+#include "cache/snapshot.hpp"
 #include "bench.hpp"
 #include "l3/l3_store.hpp"
 
@@ -100,7 +103,11 @@ int run(const Options& o) {
     memcpy(&state[i], &x, 8);
   }
   const uint64_t nchunks = (size + kChunk - 1) / kChunk;
-  std::vector<double> full_s, incr_s, raw_s, read_full_s, read_incr_s;
+  std::vector<double> full_s, incr_s, raw_s, read_full_s, read_incr_s, l1_full_s, l1_hash_s, l1_incr_s;
+  uint64_t l1_unchanged = 0;
+  // The L1 slot: touched once, as a slot that held versions before is.
+  std::vector<uint8_t> slot(size, 0);
+  auto copier = make_copy_snapshotter();
   uint64_t full_bytes = 0, incr_bytes = 0, changed_bytes = 0;
   auto fail = [&](const Status& st) {
     fprintf(stderr, "cairn-bench: --incremental: %s\n", st.message().c_str());
@@ -117,12 +124,30 @@ int run(const Options& o) {
     full_s.push_back(cairn::bench::now() - t0);
     if (Status st = l3::commit(l, vf, 1, ""); !st.is_ok()) return fail(st);
     raw_s.push_back(raw_write(l.prefix + "/raw", state.data(), size));
+    // L1, the full version: the plain copy (blocking), then the seal's hashing of the slot (worker).
+    const std::vector<SnapshotRegion> regions{{"state", state.data(), size, 0}};
+    t0 = cairn::bench::now();
+    copier->set_chunking(kChunk, size);
+    if (Status st = copier->begin(regions, slot.data()); !st.is_ok()) return fail(st);
+    l1_full_s.push_back(cairn::bench::now() - t0);
+    t0 = cairn::bench::now();
+    const std::vector<uint64_t> held = chunk_hashes(slot.data(), size, kChunk);
+    l1_hash_s.push_back(cairn::bench::now() - t0);
     // 10 % of the chunks rewritten: every tenth, a word changed in each.
     changed_bytes = 0;
     for (uint64_t c = rep % 10; c < nchunks; c += 10) {
       state[c * kChunk] ^= 0x5a;
       changed_bytes += std::min<uint64_t>(kChunk, size - c * kChunk);
     }
+    // L1, the incremental version into the same slot: each chunk hashed, the changed ones copied.
+    copier->set_chunking(kChunk, size);
+    copier->set_previous(held);
+    t0 = cairn::bench::now();
+    if (Status st = copier->begin(regions, slot.data()); !st.is_ok()) return fail(st);
+    l1_incr_s.push_back(cairn::bench::now() - t0);
+    l1_unchanged = copier->report().unchanged_bytes;
+    if (memcmp(slot.data(), state.data(), size) != 0 || copier->report().chunk_hashes != chunk_hashes(state.data(), size, kChunk))
+      return fail(make_error(Code::ERR_INTERNAL, "the incremental L1 copy left other bytes or hashes"));
     Manifest mi = manifest_of(state, vi);
     t0 = cairn::bench::now();
     if (Status st = l3::write_rank(l, mi, state.data(), {}, &incremental); !st.is_ok()) return fail(st);
@@ -165,6 +190,14 @@ int run(const Options& o) {
   j["restart_incremental_gbps"] = cairn::bench::gbps(size, ri);
   j["restart_speed_ratio"] = read_ratio;
   j["restart_speed_ratio_target"] = 0.8;
+  const double l1f = cairn::bench::median(l1_full_s), l1h = cairn::bench::median(l1_hash_s),
+               l1i = cairn::bench::median(l1_incr_s);
+  j["l1_copy_full_ms"] = l1f * 1e3;           // the plain copy: a memcpy of the state (its limit)
+  j["l1_seal_hash_full_ms"] = l1h * 1e3;      // what the seal then hashes on the worker
+  j["l1_copy_incremental_ms"] = l1i * 1e3;    // hash every chunk, copy the changed ones; the seal has nothing left
+  j["l1_bytes_copied_ratio"] = 1.0 - static_cast<double>(l1_unchanged) / static_cast<double>(size);
+  j["l1_blocking_ratio"] = l1f > 0 ? l1i / l1f : 0;             // the application's wait, against the plain copy
+  j["l1_work_ratio"] = l1f + l1h > 0 ? l1i / (l1f + l1h) : 0;   // the rank's whole L1 work, against copy + seal
   j["machine"] = cairn::bench::machine_info(load_start, 1);
   if (o.json) {
     printf("%s\n", j.dump(2).c_str());
@@ -178,6 +211,10 @@ int run(const Options& o) {
          cairn::bench::median(incr_s), cairn::bench::median(raw_s));
   printf("  restart    full %.3f s, incremental %.3f s: speed ratio %.2f (target >= 0.8; from the page cache)\n",
          rf, ri, read_ratio);
+  printf("  L1 copy    full %.1f ms (memcpy) + seal's hashing %.1f ms; incremental %.1f ms (hash all, copy %.0f %%): "
+         "blocking ratio %.2f, work ratio %.2f\n",
+         l1f * 1e3, l1h * 1e3, l1i * 1e3, 100.0 * j["l1_bytes_copied_ratio"].get<double>(), j["l1_blocking_ratio"].get<double>(),
+         j["l1_work_ratio"].get<double>());
   return 0;
 }
 

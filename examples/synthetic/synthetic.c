@@ -8,7 +8,7 @@
  * 64 over every rank's array in rank order), identical for a run with failures and restarts and one
  * without.
  *
- * Usage: synthetic [--size BYTES[K|M|G]] [--iters N] [--checkpoint-every K] [--work W] [--sleep-ms S]
+ * Usage: synthetic [--size BYTES[K|M|G]] [--iters N] [--checkpoint-every K] [--work W] [--touch PCT] [--sleep-ms S]
  *                  [--burst FROM:TO:MS] [--probe-agents] [--need-checkpoint] [--print-checkpoints]
  *                  [--no-restart]
  *
@@ -17,6 +17,9 @@
  * from the measured cost), as cairn-bench --campaign runs it; --print-checkpoints has rank 0 print a line
  * per checkpoint ("synthetic: checkpoint at iteration I blocked B after A": the seconds cairn_checkpoint
  * blocked, the seconds since the previous one returned, -1 for the first of a launch), which it reads.
+ *
+ * --touch PCT sweeps only the first PCT % of the array (default 100): the rest keeps its first values, as
+ * most solvers leave part of their state alone between checkpoints (what l1_incremental saves).
  *
  * --burst changes how often it checkpoints mid-run (iterations FROM to TO sleep MS ms instead of S), so
  * that the checkpoint traffic rises and falls: the service's dynamic agents follow it. --probe-agents
@@ -38,7 +41,7 @@
 
 typedef struct options {
   long long size;
-  long iters, checkpoint_every, work, sleep_ms;
+  long iters, checkpoint_every, work, sleep_ms, touch;
   long burst_from, burst_to, burst_ms;
   int no_restart, probe_agents, need_checkpoint, print_checkpoints;
 } options;
@@ -60,6 +63,7 @@ static void usage(FILE *out) {
           "  --iters N             iterations (default 100)\n"
           "  --checkpoint-every K  cairn_checkpoint every K iterations (default 10; 0 = never)\n"
           "  --work W              passes over the array per iteration (default 1)\n"
+          "  --touch PCT           sweep only the first PCT %% of the array (default 100)\n"
           "  --sleep-ms S          sleep S ms per iteration (default 0)\n"
           "  --burst FROM:TO:MS    iterations FROM to TO sleep MS ms instead (checkpoints come faster or slower)\n"
           "  --probe-agents        call cairn_probe_agents every iteration; print each change of a rank's agent\n"
@@ -97,6 +101,7 @@ static int parse_options(int argc, char **argv, options *o) {
   o->size = 4LL << 20, o->iters = 100, o->checkpoint_every = 10, o->work = 1, o->sleep_ms = 0, o->no_restart = 0;
   o->burst_from = o->burst_to = o->burst_ms = 0, o->probe_agents = 0, o->need_checkpoint = 0;
   o->print_checkpoints = 0;
+  o->touch = 100;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     long *target = NULL;
@@ -138,11 +143,16 @@ static int parse_options(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--checkpoint-every")) target = &o->checkpoint_every;
     else if (!strcmp(a, "--work")) target = &o->work;
     else if (!strcmp(a, "--sleep-ms")) target = &o->sleep_ms;
+    else if (!strcmp(a, "--touch")) target = &o->touch;
     if (!target || i + 1 >= argc || parse_count(argv[i + 1], target) != 0) {
       if (world_rank == 0) fprintf(stderr, "synthetic: bad option or value near '%s'\n", a);
       return -1;
     }
     i++;
+  }
+  if (o->touch < 0 || o->touch > 100) {
+    if (world_rank == 0) fprintf(stderr, "synthetic: --touch needs a percentage, 0..100\n");
+    return -1;
   }
   if (o->size < (long long)sizeof(float)) {
     if (world_rank == 0) fprintf(stderr, "synthetic: --size must hold at least one float\n");
@@ -229,7 +239,7 @@ int main(int argc, char **argv) {
   long computed = 0, checkpoints = 0;
   while (iter < o.iters) {
     double t0 = now();
-    sweep(a, n, world_rank, o.work);
+    sweep(a, (size_t)((unsigned long long)n * (unsigned long long)o.touch / 100u), world_rank, o.work);
     compute += now() - t0;
     computed++;
     iter++;

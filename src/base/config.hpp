@@ -23,6 +23,9 @@ enum class IntervalMode { fixed, automatic };
 // application waits only for the write-protection), or cow where the kernel and the node allow it
 // (docs/architecture.md, "Snapshots").
 enum class SnapshotMode { copy, cow, automatic };
+// Whether a copied snapshot copies only the chunks that changed since the slot's previous version (their
+// hashes compared first): always, never, or when the last version showed enough of them unchanged.
+enum class L1Incremental { automatic, on, off };
 // What cairn_checkpoint waits for of a device (GPU) region's copy (docs/gpu.md): the copy itself (wait), or
 // nothing (return: the application orders its next write after cairn's copy, cairn_device_wait_copied).
 enum class DeviceCopy { wait, return_at_once };
@@ -40,6 +43,7 @@ struct Config {
   std::string cache_dir;      // base of the node-local L1 cache; default "/dev/shm"
   int cache_versions = 2;     // versions kept in L1
   SnapshotMode snapshot = SnapshotMode::automatic;
+  L1Incremental l1_incremental = L1Incremental::automatic;
   std::string cuda_driver = "libcuda.so.1";  // the CUDA driver library dlopened for device memory; "off": none
   DeviceCopy device_copy = DeviceCopy::wait;
   uint64_t device_piece = 64ull << 20;  // bytes per device copy piece

@@ -48,6 +48,22 @@ const std::vector<Knob>& knobs() {
                       "the level-1 slots, never the protected memory, and only once a snapshot is "
                       "complete. cairn_init logs the choice and why, and auto's switch to copy is logged "
                       "once, at info level (docs/performance.md)."},
+      {.name = "l1_incremental", .kind = Kind::choice, .member = &Config::l1_incremental,
+       .default_text = "auto", .choices = {"auto", "on", "off"},
+       .description = "Whether a copied snapshot (snapshot = copy, or auto when it copies) copies only what "
+                      "changed. on: cairn_checkpoint hashes each chunk of the protected memory and copies "
+                      "only the chunks whose hash differs from the one the level-1 slot's previous version "
+                      "recorded (the slot already holds the others); the hashes become the version's, so "
+                      "the seal hashes nothing. off: every byte is copied. auto: on for a checkpoint when "
+                      "it should block less than a plain copy, from the rank's own figures: the share of "
+                      "chunks the last version found unchanged in its slot, times what a plain copy cost "
+                      "per byte, exceeds what hashing cost per byte (both measured on plain versions of 1 "
+                      "MiB or more); a state rewritten whole is copied at once, without hashing first. Only "
+                      "what this process sealed into a slot is trusted: a slot whose content it does not "
+                      "know (the first checkpoints after a launch, a version that failed in it, a rebuild "
+                      "into it, another size or chunk_size, file-API versions, device memory) is copied "
+                      "whole. Copy-on-write snapshots are not incremental. The version's summary line says "
+                      "how much was left in place (docs/architecture.md, Snapshots)."},
       {.name = "cuda_driver", .kind = Kind::string, .member = &Config::cuda_driver,
        .default_text = "libcuda.so.1",
        .description = "The CUDA driver library cairn loads (dlopen) at the first cairn_protect, to tell device "

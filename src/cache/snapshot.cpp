@@ -1,7 +1,10 @@
 #include "cache/snapshot.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+
+#include "base/xxh.hpp"
 
 namespace cairn {
 namespace {
@@ -11,9 +14,15 @@ class CopySnapshotter final : public Snapshotter {
   Status begin(const std::vector<SnapshotRegion>& regions, uint8_t* slot) override {
     auto t0 = std::chrono::steady_clock::now();
     report_ = {};
-    for (const auto& r : regions) {
-      if (r.size) memcpy(slot + r.offset, r.src, r.size);
-      report_.bytes += r.size;
+    std::vector<uint64_t> previous = std::move(previous_);
+    previous_.clear();
+    if (!previous.empty() && tiles_stream(regions, previous.size())) {
+      copy_changed(regions, slot, previous);
+    } else {
+      for (const auto& r : regions) {
+        if (r.size) memcpy(slot + r.offset, r.src, r.size);
+        report_.bytes += r.size;
+      }
     }
     report_.blocking_seconds = report_.copy_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -21,9 +30,75 @@ class CopySnapshotter final : public Snapshotter {
   }
   Status complete() override { return Status::ok(); }
   SnapshotReport report() const override { return report_; }
+  void set_chunking(uint32_t chunk_size, uint64_t stream_len) override {
+    chunk_size_ = chunk_size;
+    stream_len_ = stream_len;
+    previous_.clear();  // a previous stream is told for one begin() only, after this
+  }
+  void set_previous(std::vector<uint64_t> previous) override { previous_ = std::move(previous); }
 
  private:
+  // The host regions, in offset order, cover [0, stream_len) without gap or overlap, in as many chunks as
+  // the previous stream had.
+  bool tiles_stream(const std::vector<SnapshotRegion>& regions, uint64_t chunks) const {
+    if (chunk_size_ == 0 || stream_len_ == 0) return false;
+    if (chunks != (stream_len_ + chunk_size_ - 1) / chunk_size_) return false;
+    uint64_t at = 0;
+    for (const auto& r : regions) {
+      if (r.device || r.offset != at) return false;
+      at += r.size;
+    }
+    return at == stream_len_;
+  }
+  // Chunk by chunk: hash the regions' bytes of the chunk (a chunk may span regions), copy them only when
+  // the hash differs from the slot's. Every hash is reported, so the seal hashes nothing.
+  void copy_changed(const std::vector<SnapshotRegion>& regions, uint8_t* slot, const std::vector<uint64_t>& previous) {
+    const uint64_t n = previous.size();
+    report_.chunk_hashes.assign(n, 0);
+    report_.chunk_known.assign(n, 1);
+    size_t r = 0;        // the region holding the chunk's first byte
+    uint64_t in_r = 0;   // offset of that byte in region r
+    XXH3_state_t* state = XXH3_createState();
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t begin = i * chunk_size_, len = std::min<uint64_t>(chunk_size_, stream_len_ - begin);
+      while (r < regions.size() && in_r == regions[r].size) ++r, in_r = 0;
+      uint64_t h;
+      const auto* src = static_cast<const uint8_t*>(regions[r].src);
+      if (regions[r].size - in_r >= len) {  // within one region
+        h = XXH3_64bits(src + in_r, len);
+      } else {
+        XXH3_64bits_reset(state);
+        size_t rr = r;
+        uint64_t at = in_r, left = len;
+        while (left > 0) {
+          const uint64_t take = std::min(left, regions[rr].size - at);
+          XXH3_64bits_update(state, static_cast<const uint8_t*>(regions[rr].src) + at, take);
+          left -= take;
+          at += take;
+          if (at == regions[rr].size) ++rr, at = 0;
+        }
+        h = XXH3_64bits_digest(state);
+      }
+      report_.chunk_hashes[i] = h;
+      // Copy (or skip) the chunk's pieces, moving r/in_r past it.
+      uint64_t left = len;
+      while (left > 0) {
+        while (in_r == regions[r].size) ++r, in_r = 0;
+        const uint64_t take = std::min(left, regions[r].size - in_r);
+        if (h != previous[i]) memcpy(slot + regions[r].offset + in_r, static_cast<const uint8_t*>(regions[r].src) + in_r, take);
+        in_r += take;
+        left -= take;
+      }
+      report_.bytes += len;
+      if (h == previous[i]) report_.unchanged_bytes += len;
+    }
+    XXH3_freeState(state);
+  }
+
   SnapshotReport report_;
+  uint32_t chunk_size_ = 0;
+  uint64_t stream_len_ = 0;
+  std::vector<uint64_t> previous_;
 };
 }  // namespace
 

@@ -54,6 +54,8 @@ struct SnapshotReport {
   // Empty when nothing was hashed ahead; the seal hashes the rest.
   std::vector<uint64_t> chunk_hashes;
   std::vector<uint8_t> chunk_known;
+  // copy with set_previous(): bytes of the regions left in place, their chunks' hashes unchanged.
+  uint64_t unchanged_bytes = 0;
 };
 
 class Snapshotter {
@@ -73,9 +75,14 @@ class Snapshotter {
     (void)chunk_size;
     (void)stream_len;
   }
+  // The next begin()'s slot already holds a stream, chunked as set_chunking() says, whose chunk i hashed
+  // to previous[i] (empty: unknown). A snapshotter that can compare hashes first copies only the chunks
+  // that differ, and reports every chunk's hash. Used once: begin() forgets it.
+  virtual void set_previous(std::vector<uint64_t> previous) { (void)previous; }
 };
 
-// The plain one: memcpy on the blocking path.
+// The plain one: memcpy on the blocking path; with set_previous(), for memory regions that tile the stream
+// from byte 0, each chunk hashed first and copied only when its hash differs.
 std::unique_ptr<Snapshotter> make_copy_snapshotter();
 
 }  // namespace cairn

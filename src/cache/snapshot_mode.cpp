@@ -70,6 +70,7 @@ class AutoSnapshotter final : public Snapshotter {
     copy_->set_chunking(chunk_size, stream_len);
     cow_->set_chunking(chunk_size, stream_len);
   }
+  void set_previous(std::vector<uint64_t> previous) override { current()->set_previous(std::move(previous)); }
 
  private:
   Snapshotter* current() const { return copying_ && !switch_next_ ? copy_.get() : cow_.get(); }

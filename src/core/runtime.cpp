@@ -245,6 +245,7 @@ void Runtime::start_pipeline() {
   pc.mpi_in_worker = mpi_in_worker_;
   pc.l3 = l3_base_;
   pc.inject = &inject_;
+  pc.l1_incremental = cfg_.l1_incremental;
   pipeline_ = std::make_unique<pipeline::Pipeline>(pc, &cache_, team_.get(), protector_.get(), nullptr, events_.get(),
                                                    snapshot_.get());
   pipeline::Pipeline* p = pipeline_.get();

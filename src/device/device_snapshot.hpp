@@ -55,6 +55,9 @@ class DeviceSnapshotter final : public Snapshotter {
   SnapshotReport report() const override;
   void wait_copied() override;
   void set_chunking(uint32_t chunk_size, uint64_t stream_len) override;
+  // To the host snapshotter: used for a version without device regions (with them the host regions leave
+  // gaps in the stream, and are copied whole).
+  void set_previous(std::vector<uint64_t> previous) override { host_->set_previous(std::move(previous)); }
 
   // The driver of the device regions (set when the first one is protected).
   void set_driver(const Driver* driver) { driver_ = driver; }

@@ -186,6 +186,25 @@ int Pipeline::choose_slot() {
 
 int Pipeline::slot_for_rebuild() { return choose_slot(); }
 
+bool incremental_pays(int unchanged_permille, double copy_ns_per_byte, double hash_ns_per_byte) {
+  return unchanged_permille >= 0 && copy_ns_per_byte > 0 && hash_ns_per_byte > 0 &&
+         static_cast<double>(unchanged_permille) / 1000.0 * copy_ns_per_byte > hash_ns_per_byte;
+}
+
+// The chunk hashes of the stream `slot` holds, when this process sealed it there (its version still the
+// one the slot's record names: nothing rebuilt or wrote another version into it since) and chunked as
+// `next` will be; empty otherwise. The slot is about to be written: what was known of it is forgotten.
+std::vector<uint64_t> Pipeline::held_hashes(int slot, const Manifest& next) {
+  Sealed s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (static_cast<size_t>(slot) < sealed_.size()) std::swap(s, sealed_[static_cast<size_t>(slot)]);
+  }
+  if (s.version == 0 || s.chunk_size != next.chunk_size || s.total_size != next.total_size) return {};
+  if (cache_->version_in_slot(slot) != s.version) return {};
+  return std::move(s.hashes);
+}
+
 void Pipeline::prepare_slots(uint64_t size, uint64_t red_size) {
   cache_->prepare(size, red_size, [this](int s) { return lender_.is_lent(s); });
 }
@@ -209,7 +228,9 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
   *blocking_seconds = 0;
   Status local = [&]() -> Status {
     CAIRN_TRY(failed);
-    // The previous occupant of the slot stops counting at L1 before its bytes are overwritten.
+    // What the slot holds, for an incremental copy (read before the record goes); then the previous
+    // occupant of the slot stops counting at L1 before its bytes are overwritten.
+    if (files.empty()) v->held_hashes = held_hashes(slot, manifest);
     CAIRN_TRY(cache_->release_slot(slot));
     double t0 = t_dropped = now_seconds();
     uint64_t memory_bytes = 0;  // the slot holds the memory regions only
@@ -219,6 +240,10 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
     v->data = mapped->data();
     // Chunks that land whole from device memory are hashed as they arrive (device/device_snapshot.hpp).
     snapshot_->set_chunking(files.empty() ? manifest.chunk_size : 0, manifest.total_size);
+    const bool incremental = cfg_.l1_incremental == L1Incremental::on ||
+                             (cfg_.l1_incremental == L1Incremental::automatic &&
+                              incremental_pays(last_unchanged_permille_, copy_ns_per_byte_, hash_ns_per_byte_));
+    if (incremental && !v->held_hashes.empty()) snapshot_->set_previous(v->held_hashes);
     CAIRN_TRY(snapshot_->begin(regions, mapped->data()));
     v->snapshot_begun = true;
     if (!files.empty()) {

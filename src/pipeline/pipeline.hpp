@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/config.hpp"
 #include "base/job_state.hpp"
 #include "base/layout.hpp"
 #include "cache/cache_store.hpp"
@@ -42,6 +43,12 @@ struct Marks {
   uint64_t flushed = 0;
 };
 
+// l1_incremental = auto's rule: an incremental copy hashes every byte and copies the changed ones; it is
+// taken when it is expected to block less than a plain copy, from the rank's own last figures: the share
+// of chunks found unchanged (per mille; -1: not known yet), and the plain copy's and the seal's hashing's
+// nanoseconds per byte (0: not measured yet): unchanged * copy > hash.
+bool incremental_pays(int unchanged_permille, double copy_ns_per_byte, double hash_ns_per_byte);
+
 struct PipelineConfig {
   Layout layout;
   int keep_flushed = 2;                // L3 versions rank 0 keeps after a commit
@@ -49,6 +56,7 @@ struct PipelineConfig {
   bool mpi_in_worker = true;           // the worker runs the team's stages too
   l3::WriteOptions l3;                 // this rank's L3 layout (clean_below is filled per request)
   const FaultInjector* inject = nullptr;  // failure injection points (checkpoint, compute, flush)
+  L1Incremental l1_incremental = L1Incremental::automatic;  // copy only the chunks changed in the slot
 };
 
 // A routed file of the file API that becomes a region of the version where it lies: mapped into the
@@ -140,6 +148,20 @@ class Pipeline {
   EventSink* events_;
   Snapshotter* snapshot_;
   SlotLender lender_;
+  // l1_incremental = auto: the share of chunks (per mille) the last sealed version found unchanged in its
+  // slot (-1 before any), and what a plain copy and the seal's hashing cost per byte on this rank (the last
+  // plain version's; 0 before any).
+  std::atomic<int> last_unchanged_permille_{-1};
+  std::atomic<double> copy_ns_per_byte_{0}, hash_ns_per_byte_{0};
+  // What this process sealed into each slot (the stream's chunking and hashes): an incremental copy trusts
+  // only that, never a record found on disk, and only while the slot's record still names that version.
+  struct Sealed {
+    uint64_t version = 0, total_size = 0;
+    uint32_t chunk_size = 0;
+    std::vector<uint64_t> hashes;
+  };
+  std::vector<Sealed> sealed_;  // by slot; mu_
+  std::vector<uint64_t> held_hashes(int slot, const Manifest& next);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -48,8 +48,28 @@ void Pipeline::land(Version& v) {
 void Pipeline::seal(Version& v) {
   const double t0 = now_seconds();
   if (v.local_status.is_ok()) {
+    const double h0 = now_seconds();
     v.manifest.chunk_hashes = hashes_of_slot(v.data, v.manifest.total_size, v.manifest.chunk_size, v.snapshot);
+    // A plain copy's costs per byte, for l1_incremental = auto (the copy's own: not cow's, nor device's).
+    const double per_byte = 1e9 / static_cast<double>(std::max<uint64_t>(v.manifest.total_size, 1));
+    if (!v.view && v.snapshot.chunk_hashes.empty() && v.snapshot.protected_bytes == 0 &&
+        v.snapshot.device_bytes == 0 && v.manifest.total_size >= (1u << 20)) {
+      hash_ns_per_byte_ = (now_seconds() - h0) * per_byte;
+      copy_ns_per_byte_ = v.snapshot.blocking_seconds * per_byte;
+    }
+    const auto& now = v.manifest.chunk_hashes;
+    if (!now.empty() && v.held_hashes.size() == now.size()) {  // for l1_incremental = auto's next choice
+      size_t same = 0;
+      for (size_t i = 0; i < now.size(); ++i) same += now[i] == v.held_hashes[i];
+      v.unchanged = static_cast<double>(same) / static_cast<double>(now.size());
+      last_unchanged_permille_ = static_cast<int>(same * 1000 / now.size());
+    }
     v.local_status = cache_->write_record(v.number, L1Record{static_cast<uint32_t>(v.slot), v.manifest});
+    if (v.local_status.is_ok() && !v.view && !now.empty()) {  // the whole stream is in the slot
+      std::lock_guard<std::mutex> lock(mu_);
+      if (sealed_.size() <= static_cast<size_t>(v.slot)) sealed_.resize(static_cast<size_t>(v.slot) + 1);
+      sealed_[static_cast<size_t>(v.slot)] = Sealed{v.number, v.manifest.total_size, v.manifest.chunk_size, now};
+    }
   }
   v.t_seal += now_seconds() - t0;
   events_->sealed(v);
@@ -236,9 +256,15 @@ void Pipeline::log_summary(const Version& v) const {
     snprintf(cow, sizeof cow, " (cow: %.0f%% write-protected, complete in %.1f ms, %llu writes waited)",
              100.0 * static_cast<double>(v.snapshot.protected_bytes) / static_cast<double>(std::max<uint64_t>(v.snapshot.bytes, 1)),
              v.snapshot.copy_seconds * 1e3, static_cast<unsigned long long>(v.snapshot.faults));
-  LOG_INFO("version %llu: %.2f MiB/rank; L1 copy %.2f ms (%.2f GB/s)%s, seal %.1f ms; %s; %s%s",
-           static_cast<unsigned long long>(v.number), mib, v.t_copy * 1e3, bw(v.t_copy), cow, v.t_seal * 1e3, l2, l3,
-           v.local_ok ? "" : " [DISCARDED]");
+  char incr[96] = "";
+  if (v.snapshot.unchanged_bytes > 0)
+    snprintf(incr, sizeof incr, " (incremental: %.0f%% unchanged, left in place)",
+             100.0 * static_cast<double>(v.snapshot.unchanged_bytes) / static_cast<double>(std::max<uint64_t>(v.snapshot.bytes, 1)));
+  else if (v.unchanged >= 0)
+    snprintf(incr, sizeof incr, " (%.0f%% unchanged)", 100.0 * v.unchanged);
+  LOG_INFO("version %llu: %.2f MiB/rank; L1 copy %.2f ms (%.2f GB/s)%s%s, seal %.1f ms; %s; %s%s",
+           static_cast<unsigned long long>(v.number), mib, v.t_copy * 1e3, bw(v.t_copy), cow, incr, v.t_seal * 1e3, l2,
+           l3, v.local_ok ? "" : " [DISCARDED]");
 }
 
 }  // namespace cairn::pipeline

@@ -43,6 +43,10 @@ struct Version {
   double t_copy = 0;        // blocking time of the snapshot (s)
   bool snapshot_begun = false;  // begin() succeeded: seal must complete() it, whatever failed after
   SnapshotReport snapshot;  // after seal
+  // The chunk hashes of what the slot held before (its previous version, chunked alike; empty when
+  // unknown): what an incremental copy compares with, and the seal's count of unchanged chunks.
+  std::vector<uint64_t> held_hashes;
+  double unchanged = -1;    // share of the chunks the seal found as the slot held them (-1: unknown)
   double t_seal = 0, t_l2 = 0, t_l3 = 0;
   double l2_start = 0;      // when its L2 began: the exchange (seconds since the epoch)
   std::string via;  // who moved it to L3 on this rank: the flusher's name (FlushRequest::via)

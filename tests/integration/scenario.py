@@ -25,6 +25,10 @@ HEAT_ARGS = ["--n", "256", "--iters", "400", "--checkpoint-every", "20"]
 # rewrite_app (tests/integration/rewrite_app.c) rewrites its whole state right after each checkpoint:
 # the same 19 checkpoints as heat2d's arguments, so the same kills and expectations apply.
 REWRITE_ARGS = ["--mib", "2", "--iters", "100", "--checkpoint-every", "5"]
+# synthetic (examples/synthetic) sweeping a tenth of its state: 90 % of every version is as in the one
+# before (l1_incremental's case); 19 checkpoints as well.
+SYNTHETIC_ARGS = ["--size", "2M", "--iters", "95", "--checkpoint-every", "5", "--touch", "10"]
+OWN_REFERENCE = ("rewrite", "synthetic")  # apps that are not heat2d: compared with their own failure-free run
 
 
 def fail(msg):
@@ -66,6 +70,8 @@ def app_command(args, app):
     whole state right after every checkpoint (its own reference)."""
     if app == "rewrite":
         return [os.path.join(args.build, "tests", "integration", "rewrite_app")]
+    if app == "synthetic":
+        return [os.path.join(args.build, "examples", "synthetic", "synthetic")]
     if app == "fortran":
         return [os.path.join(args.build, "examples", "heat2d_f", "heat2d_f")]
     if app == "python":
@@ -78,12 +84,12 @@ def app_args(args):
     """The application's arguments: --app-args, else rewrite_app's or heat2d's defaults."""
     if args.app_args:
         return args.app_args.split()
-    return REWRITE_ARGS if args.app == "rewrite" else HEAT_ARGS
+    return {"rewrite": REWRITE_ARGS, "synthetic": SYNTHETIC_ARGS}.get(args.app, HEAT_ARGS)
 
 
 def reference_result(args):
     """The failure-free answer, computed once per build and shared by the scenarios."""
-    app = app_command(args, "rewrite" if args.app == "rewrite" else "c")
+    app = app_command(args, args.app if args.app in OWN_REFERENCE else "c")
     # heat2d --device computes the host run's grid bit for bit: its reference is the host run
     ref_args = [a for a in app_args(args) if a != "--device"]
     # keyed by the arguments and the binary's time, so a rebuilt application gets a fresh reference
@@ -628,9 +634,10 @@ def main():
     p.add_argument("--from", dest="from_level", choices=["l1", "l3"], default="l1",
                    help="with --reshape: keep the caches (l1) or remove them (l3)")
     p.add_argument("--sleep-ms", type=int, default=0, help="heat2d's sleep per iteration")
-    p.add_argument("--app", choices=["c", "fortran", "python", "rewrite"], default="c",
+    p.add_argument("--app", choices=["c", "fortran", "python", "rewrite", "synthetic"], default="c",
                    help="the job: heat2d, heat2d_f or heat2d.py (the reference is always heat2d's), or "
-                        "rewrite_app (rewrites its whole state after each checkpoint; its own reference)")
+                        "rewrite_app (rewrites its whole state after each checkpoint; its own reference), or "
+                        "synthetic sweeping a tenth of its state (its own reference)")
     p.add_argument("--app-args", help="the application's arguments instead of its defaults (one string)")
     p.add_argument("--expect-log", action="append", default=[], help="regex the job's output must match")
     p.add_argument("--app2", choices=["c", "fortran", "python"],

@@ -160,6 +160,7 @@ prefix = "/scratch/me/ckpt"
 cache_dir = "/tmp/cache"
 cache_versions = 3
 snapshot = "cow"
+l1_incremental = "on"
 cuda_driver = "/opt/cuda/lib64/libcuda.so.1"
 device_copy = "return"
 device_piece = "16M"
@@ -209,6 +210,7 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.cache_dir, "/tmp/cache");
   EXPECT_EQ(c.cache_versions, 3);
   EXPECT_EQ(c.snapshot, SnapshotMode::cow);
+  EXPECT_EQ(c.l1_incremental, L1Incremental::on);
   EXPECT_EQ(c.cuda_driver, "/opt/cuda/lib64/libcuda.so.1");
   EXPECT_EQ(c.device_copy, DeviceCopy::return_at_once);
   EXPECT_EQ(c.device_piece, 16ull << 20);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/fsutil.hpp"
+#include "base/manifest.hpp"
 #include "cache/cache_store.hpp"
 #include "cache/snapshot.hpp"
 #include "l3/l3_store.hpp"
@@ -104,7 +105,8 @@ class RecordingEvents : public EventSink {
 
 // One rank's job: a region of bytes, its cache, a prefix, the pipeline.
 struct Job {
-  explicit Job(const std::string& tag, bool with_l2 = true, bool mpi_in_worker = true, int slots = 2) {
+  explicit Job(const std::string& tag, bool with_l2 = true, bool mpi_in_worker = true, int slots = 2,
+               L1Incremental incremental = L1Incremental::off) {
     root = scratch(tag);
     layout.prefix = root + "/prefix";
     layout.control = layout.prefix + "/.cairn";
@@ -115,6 +117,7 @@ struct Job {
     pc.layout = layout;
     pc.mpi_in_worker = mpi_in_worker;
     pc.keep_flushed = 2;
+    pc.l1_incremental = incremental;
     snapshot = make_copy_snapshotter();
     pipeline = std::make_unique<Pipeline>(pc, &cache, &team, with_l2 ? &protector : nullptr, nullptr, &events,
                                           snapshot.get());
@@ -130,6 +133,10 @@ struct Job {
 
   Status take(uint64_t v, bool flush, const Status& failed = Status::ok()) {
     for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(v * 31 + i);
+    return take_as_is(v, flush, failed);
+  }
+  // `data` as it is now.
+  Status take_as_is(uint64_t v, bool flush, const Status& failed = Status::ok()) {
     Manifest m;
     m.version = v;
     m.label = "ckpt." + std::to_string(v);
@@ -239,6 +246,75 @@ TEST(Pipeline, AFlushFailureOnAnotherRankLeavesNoCommit) {
   EXPECT_TRUE(job.cache.is_protected(1)) << "L1 and L2 stand";
   EXPECT_EQ(job.pipeline->marks().flushed, 0u);
   EXPECT_EQ(job.events.seen().back().rfind("failed 1 L3: ", 0), 0u);
+}
+
+// l1_incremental: a version copies only the chunks changed since its slot's previous version; every
+// version's slot and record still hold exactly its bytes, whatever the mode.
+TEST(Pipeline, IncrementalCopiesLeaveEveryVersionWholeInItsSlot) {
+  for (L1Incremental mode : {L1Incremental::on, L1Incremental::automatic, L1Incremental::off}) {
+    Job job("incr-" + std::to_string(static_cast<int>(mode)), true, true, 2, mode);
+    for (size_t i = 0; i < job.data.size(); ++i) job.data[i] = static_cast<uint8_t>(i * 3);
+    std::vector<uint64_t> unchanged;
+    for (uint64_t v = 1; v <= 5; ++v) {
+      job.data[(v * 1500) % job.data.size()] ^= static_cast<uint8_t>(v);  // one chunk of ten changes
+      ASSERT_TRUE(job.take_as_is(v, false).is_ok());
+      ASSERT_TRUE(job.pipeline->wait_all().is_ok());
+      unchanged.push_back(job.snapshot->report().unchanged_bytes);
+      auto rec = job.cache.read_record(v);
+      ASSERT_TRUE(rec.is_ok()) << v;
+      auto slot = job.cache.slot(static_cast<int>(rec->slot), job.data.size());
+      ASSERT_TRUE(slot.is_ok());
+      EXPECT_EQ(memcmp((*slot)->data(), job.data.data(), job.data.size()), 0) << "version " << v;
+      EXPECT_EQ(rec->manifest.chunk_hashes, chunk_hashes(job.data.data(), job.data.size(), 1024)) << v;
+    }
+    // Versions 1 and 2 find their slots empty. From 3 on each finds the version before the one before it,
+    // two chunks changed since: on copies the other eight not; off always copies; auto measures a plain
+    // copy's costs only on states of 1 MiB or more, so this small one is always copied.
+    const uint64_t eight = 7 * 1024 + 784;  // eight chunks, the last of them 784 bytes
+    for (size_t i = 0; i < unchanged.size(); ++i)
+      EXPECT_EQ(unchanged[i], mode == L1Incremental::on && i >= 2 ? eight : 0u) << "version " << i + 1;
+  }
+}
+
+// auto's rule: incremental when the share unchanged times the copy's cost beats the hashing's.
+TEST(Pipeline, AutoTakesTheIncrementalCopyWhenItBlocksLess) {
+  EXPECT_FALSE(incremental_pays(-1, 1.0, 0.3));   // nothing seen unchanged yet
+  EXPECT_FALSE(incremental_pays(900, 0.0, 0.3));  // no plain copy measured yet
+  EXPECT_FALSE(incremental_pays(900, 1.0, 0.0));
+  EXPECT_TRUE(incremental_pays(900, 1.0, 0.3));   // 90 % unchanged, hashing at 3x the copy's speed
+  EXPECT_TRUE(incremental_pays(400, 1.0, 0.3));
+  EXPECT_FALSE(incremental_pays(250, 1.0, 0.3));
+  EXPECT_FALSE(incremental_pays(900, 1.0, 0.95));  // hashing as slow as copying: only an all-unchanged state pays
+  EXPECT_TRUE(incremental_pays(1000, 1.0, 0.95));
+}
+
+// An incremental copy trusts only what this process sealed into the slot, and only while the slot's record
+// still names that version: a slot whose record changed under it (a rebuild, a drop), or a new process over
+// the same cache (a relaunch), is copied whole.
+TEST(Pipeline, AnIncrementalCopyTrustsOnlyWhatThisProcessSealed) {
+  Job job("incr-trust", true, true, 2, L1Incremental::on);
+  for (size_t i = 0; i < job.data.size(); ++i) job.data[i] = static_cast<uint8_t>(i);
+  auto take = [&](uint64_t v) {
+    EXPECT_TRUE(job.take_as_is(v, false).is_ok());
+    EXPECT_TRUE(job.pipeline->wait_all().is_ok());
+    return job.snapshot->report().unchanged_bytes;
+  };
+  EXPECT_EQ(take(1), 0u);
+  EXPECT_EQ(take(2), 0u);
+  EXPECT_EQ(take(3), job.data.size());  // nothing changed: all of version 1's slot kept
+  ASSERT_TRUE(job.cache.drop(2).is_ok());
+  EXPECT_EQ(take(4), 0u);  // version 2's slot no longer names version 2
+  EXPECT_EQ(take(5), job.data.size());
+  // Another pipeline over the same cache (as after a relaunch) knows nothing of what the slots hold.
+  job.pipeline->stop();
+  PipelineConfig pc;
+  pc.layout = job.layout;
+  pc.l1_incremental = L1Incremental::on;
+  job.pipeline = std::make_unique<Pipeline>(pc, &job.cache, &job.team, &job.protector, job.flusher.get(), &job.events,
+                                            job.snapshot.get());
+  EXPECT_EQ(take(6), 0u);
+  EXPECT_EQ(take(7), 0u);
+  EXPECT_EQ(take(8), job.data.size());
 }
 
 TEST(Pipeline, SlotsAreReusedOldestFirstAndTheNewestGoodVersionSurvives) {
