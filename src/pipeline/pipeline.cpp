@@ -194,15 +194,16 @@ bool incremental_pays(int unchanged_permille, double copy_ns_per_byte, double ha
 // The chunk hashes of the stream `slot` holds, when this process sealed it there (its version still the
 // one the slot's record names: nothing rebuilt or wrote another version into it since) and chunked as
 // `next` will be; empty otherwise. The slot is about to be written: what was known of it is forgotten.
-std::vector<uint64_t> Pipeline::held_hashes(int slot, const Manifest& next) {
+Pipeline::Sealed Pipeline::held(int slot, const Manifest& next) {
   Sealed s;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (static_cast<size_t>(slot) < sealed_.size()) std::swap(s, sealed_[static_cast<size_t>(slot)]);
   }
-  if (s.version == 0 || s.chunk_size != next.chunk_size || s.total_size != next.total_size) return {};
-  if (cache_->version_in_slot(slot) != s.version) return {};
-  return std::move(s.hashes);
+  if (s.version == 0 || s.chunk_size != next.chunk_size || s.total_size != next.total_size ||
+      cache_->version_in_slot(slot) != s.version)
+    return {};
+  return s;
 }
 
 void Pipeline::prepare_slots(uint64_t size, uint64_t red_size) {
@@ -230,7 +231,12 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
     CAIRN_TRY(failed);
     // What the slot holds, for an incremental copy (read before the record goes); then the previous
     // occupant of the slot stops counting at L1 before its bytes are overwritten.
-    if (files.empty()) v->held_hashes = held_hashes(slot, manifest);
+    if (files.empty()) {
+      Sealed h = held(slot, manifest);
+      v->held_version = h.version;
+      v->held_protected = h.version != 0 && cache_->is_protected(h.version);
+      v->held_hashes = std::move(h.hashes);
+    }
     CAIRN_TRY(cache_->release_slot(slot));
     double t0 = t_dropped = now_seconds();
     uint64_t memory_bytes = 0;  // the slot holds the memory regions only

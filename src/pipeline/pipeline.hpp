@@ -161,7 +161,7 @@ class Pipeline {
     std::vector<uint64_t> hashes;
   };
   std::vector<Sealed> sealed_;  // by slot; mu_
-  std::vector<uint64_t> held_hashes(int slot, const Manifest& next);
+  Sealed held(int slot, const Manifest& next);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

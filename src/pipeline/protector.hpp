@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "base/status.hpp"
 #include "pipeline/version.hpp"
@@ -37,6 +38,8 @@ class Protector {
   // exchange did not run is exchanged here first). The local outcome; ERR_MPI as above.
   // *redundancy_bytes: this rank's redundancy data.
   virtual Status protect(const Version& v, uint64_t* redundancy_bytes) = 0;
+  // For the version's summary line: what the last exchange left out, if anything ("" when it encoded all).
+  virtual std::string exchange_note() const { return ""; }
 };
 
 }  // namespace cairn::pipeline

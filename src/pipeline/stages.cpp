@@ -237,12 +237,12 @@ void Pipeline::log_summary(const Version& v) const {
   if (team_->rank() != 0 || log::level() < log::Level::info) return;
   double mib = static_cast<double>(v.manifest.total_size) / (1 << 20);
   auto bw = [&](double t) { return t > 0 ? static_cast<double>(v.manifest.total_size) / t / 1e9 : 0.0; };
-  char l2[128] = "L2 off", l3[160] = "L3 -";
+  char l2[192] = "L2 off", l3[160] = "L3 -";
   if (protector_ && !v.protect)
     snprintf(l2, sizeof l2, "L2 - (l2_every)");
   else if (protector_)
-    snprintf(l2, sizeof l2, "L2 %s %.1f ms (%.2f GB/s)%s", protector_->scheme(), v.t_l2 * 1e3, bw(v.t_l2),
-             v.protected_ok ? "" : " FAILED");
+    snprintf(l2, sizeof l2, "L2 %s %.1f ms (%.2f GB/s%s)%s", protector_->scheme(), v.t_l2 * 1e3, bw(v.t_l2),
+             protector_->exchange_note().c_str(), v.protected_ok ? "" : " FAILED");
   // The bytes written to L3 when they are not the stream's (incremental, compressed): the bandwidth is
   // the stream's, as at the other levels.
   char written[64] = "";

@@ -31,9 +31,56 @@ Status SetProtector::exchange(const Version& v, const Status& landed) {
     // must not leave the others waiting inside encode_set.
     CAIRN_TRY(agree(comm_, ready));
     red_bytes_ = red_len;
-    return redundancy::encode_set(comm_, *code_, v.data, v.manifest.total_size, lens, red->data(), exchange_chunk_);
+    redundancy::ChangedChunks changed;
+    CAIRN_ASSIGN_OR_RETURN(only, changes_only(v, lens, &changed));
+    redundancy::EncodeReport report;
+    Status st = redundancy::encode_set(comm_, *code_, v.data, v.manifest.total_size, lens, red->data(), exchange_chunk_,
+                                       only ? &changed : nullptr, &report);
+    steps_ = report.steps, skipped_ = report.skipped;
+    return st;
   }();
   return exchange_status_.code() == Code::ERR_MPI ? exchange_status_ : Status::ok();
+}
+
+// The encode may move only what changed when, on every member: the slot held the same version, protected
+// at L2 (so the slot's redundancy data is that version's, whole), and this version's snapshot reported its
+// chunks' hashes (an incremental copy: they are known before the seal). Then each member's changed chunks
+// (its hashes against the ones its slot held) are gathered. A failure half-way leaves the redundancy data
+// a mix, but of this version's own slot only: the version does not count, and the newest protected one
+// lies in another slot with its own (docs/architecture.md).
+Result<bool> SetProtector::changes_only(const Version& v, const std::vector<size_t>& lens,
+                                        redundancy::ChangedChunks* changed) {
+  const auto& now = v.snapshot.chunk_hashes;
+  const bool known = !now.empty() && now.size() == v.held_hashes.size() && v.snapshot.chunk_known.size() == now.size() &&
+                     std::all_of(v.snapshot.chunk_known.begin(), v.snapshot.chunk_known.end(), [](uint8_t k) { return k; });
+  const uint64_t mine[2] = {known && v.held_protected ? v.held_version : 0, v.manifest.chunk_size};
+  const size_t n = members_.size();
+  std::vector<uint64_t> all(2 * n);
+  CAIRN_MPI(MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm_));
+  for (size_t x = 0; x < n; ++x)
+    if (all[2 * x] == 0 || all[2 * x] != all[0] || all[2 * x + 1] != all[1] || all[1] == 0) return false;
+  const uint64_t cs = all[1];
+  std::vector<int> counts(n), displs(n);
+  int total = 0;
+  for (size_t x = 0; x < n; ++x) {
+    counts[x] = static_cast<int>((lens[x] + cs - 1) / cs);
+    displs[x] = total;
+    total += counts[x];
+  }
+  std::vector<uint8_t> bits(now.size()), gathered(static_cast<size_t>(total) + 1);
+  for (size_t i = 0; i < now.size(); ++i) bits[i] = now[i] != v.held_hashes[i];
+  CAIRN_MPI(MPI_Allgatherv(bits.data(), static_cast<int>(bits.size()), MPI_BYTE, gathered.data(), counts.data(),
+                           displs.data(), MPI_BYTE, comm_));
+  changed->chunk_size = static_cast<uint32_t>(cs);
+  changed->chunks.clear();
+  for (size_t x = 0; x < n; ++x)
+    changed->chunks.emplace_back(gathered.begin() + displs[x], gathered.begin() + displs[x] + counts[x]);
+  return true;
+}
+
+std::string SetProtector::exchange_note() const {
+  if (skipped_ == 0 || steps_ == 0) return "";
+  return ", changes only: " + std::to_string(steps_ - skipped_) + " of " + std::to_string(steps_) + " steps";
 }
 
 Status SetProtector::protect(const Version& v, uint64_t* redundancy_bytes) {

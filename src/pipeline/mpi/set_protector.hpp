@@ -8,6 +8,7 @@
 
 #include "cache/cache_store.hpp"
 #include "pipeline/protector.hpp"
+#include "redundancy/exchange/set_exchange.hpp"
 #include "redundancy/set_code.hpp"
 
 namespace cairn::pipeline {
@@ -25,6 +26,7 @@ class SetProtector final : public Protector {
   Status exchange(const Version& v, const Status& landed) override;
   // The members' manifests (with their hashes) gathered into the set record, written to the cache.
   Status protect(const Version& v, uint64_t* redundancy_bytes) override;
+  std::string exchange_note() const override;
 
  private:
   MPI_Comm comm_;
@@ -37,6 +39,9 @@ class SetProtector final : public Protector {
   uint64_t exchanged_ = 0;
   Status exchange_status_;
   uint64_t red_bytes_ = 0;
+  size_t steps_ = 0, skipped_ = 0;  // the last exchange's pipeline steps, and those left out
+  // Only what changed since the version this slot held, when the whole set may (changes_only()).
+  Result<bool> changes_only(const Version& v, const std::vector<size_t>& lens, redundancy::ChangedChunks* changed);
 };
 
 }  // namespace cairn::pipeline

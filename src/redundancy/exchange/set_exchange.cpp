@@ -161,8 +161,10 @@ uint64_t fnv1a(uint64_t h, uint64_t v) {
 // allreduce: MAX of v and of ~v gives max and ~min, which are equal only if all values are).
 // check(me, red_len) names a problem with this member's own buffers ("" if none).
 using LocalCheck = std::function<std::string(int me, size_t red_len)>;
+// extra: a fingerprint of anything else that must be the same on every member (0: nothing).
 Status agree(MPI_Comm comm, const char* op, const SetCode& code, const std::vector<size_t>& lens,
-             const std::vector<bool>* lost, size_t chunk, const LocalCheck& check, Geometry* geo) {
+             const std::vector<bool>* lost, size_t chunk, const LocalCheck& check, Geometry* geo,
+             uint64_t extra = 0) {
   int size = 0, rc = MPI_Comm_size(comm, &size);
   if (rc != MPI_SUCCESS) return mpi_call_failed(op, "MPI_Comm_size", rc);
   if ((rc = MPI_Comm_rank(comm, &geo->me)) != MPI_SUCCESS) return mpi_call_failed(op, "MPI_Comm_rank", rc);
@@ -188,6 +190,7 @@ Status agree(MPI_Comm comm, const char* op, const SetCode& code, const std::vect
   for (size_t len : lens) fp = fnv1a(fp, len);
   if (lost != nullptr)
     for (bool l : *lost) fp = fnv1a(fp, l);
+  fp = fnv1a(fp, extra);
   uint64_t v[5] = {problem.empty() ? 0u : 1u, chunk, ~uint64_t{chunk}, fp, ~fp};
   if ((rc = MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_UINT64_T, MPI_MAX, comm)) != MPI_SUCCESS)
     return mpi_call_failed(op, "MPI_Allreduce", rc);
@@ -206,35 +209,56 @@ Status agree(MPI_Comm comm, const char* op, const SetCode& code, const std::vect
 
 // --- encode ----------------------------------------------------------------------------------------
 
-// Member x keeps a copy of member x-1: send my pieces right, receive the left one into my_red.
+// Whether bytes [pos, pos + len) of member x changed (always, without `changed`).
+bool changed_in(const ChangedChunks* changed, const std::vector<size_t>& lens, int x, size_t pos, size_t len) {
+  return changed == nullptr || changed->any(x, lens[static_cast<size_t>(x)], pos, len);
+}
+
+// Member x keeps a copy of member x-1: send my pieces right, receive the left one into my_red. With
+// `changed`, only the pieces that changed travel (the receiver knows which).
 Status encode_partner(StepWindow& window, const Geometry& g, const std::vector<size_t>& lens,
-                      const uint8_t* my_data, uint8_t* my_red) {
+                      const uint8_t* my_data, uint8_t* my_red, const ChangedChunks* changed, EncodeReport* report) {
   int left = mod(g.me - 1, g.n), right = mod(g.me + 1, g.n);
   auto post = [&](size_t s, int slot) -> Status {
     size_t off = s * g.piece, len = std::min(g.piece, g.seg - off);
-    CAIRN_TRY(window.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagEncode + slot));
-    return window.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagEncode + slot);
+    const bool in = changed_in(changed, lens, left, off, len), out = changed_in(changed, lens, g.me, off, len);
+    if (!in && !out) ++report->skipped;
+    if (in) CAIRN_TRY(window.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagEncode + slot));
+    if (out) CAIRN_TRY(window.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagEncode + slot));
+    return Status::ok();
   };
+  report->steps += g.pieces;
   return window.run(g.pieces, post, [](size_t, int) { return Status::ok(); });
 }
 
 // Step (piece i, row p): I hold parity row p of stripe me+p and receive its k data pieces; my
 // segment j is data shard j of stripe me-1-j and goes to that stripe's row-p holder.
+// With `changed`: a parity piece (stripe, offset) is recomputed only when one of its k data pieces
+// changed; every member decides that alike for the pieces it sends and receives.
 Status encode_coded(StepWindow& window, const SetCode& code, const Geometry& g,
-                    const std::vector<size_t>& lens, const uint8_t* my_data, uint8_t* my_red) {
+                    const std::vector<size_t>& lens, const uint8_t* my_data, uint8_t* my_red,
+                    const ChangedChunks* changed, EncodeReport* report) {
   Scratch bufs = scratch(static_cast<size_t>(kStepsInFlight) * g.k * g.piece);
   auto piece_buf = [&](int slot, int j) { return bufs.get() + (static_cast<size_t>(slot) * g.k + j) * g.piece; };
   std::vector<const uint8_t*> src(g.k);
+  auto touched = [&](int stripe, size_t off, size_t len) {
+    if (changed == nullptr) return true;
+    for (int j = 0; j < g.k; j++)
+      if (changed_in(changed, lens, code.shard_owner(stripe, j), static_cast<size_t>(j) * g.seg + off, len)) return true;
+    return false;
+  };
   auto post = [&](size_t s, int slot) -> Status {
     int p = static_cast<int>(s % g.m);
     size_t off = (s / g.m) * g.piece, len = std::min(g.piece, g.seg - off);
     int stripe = mod(g.me + p, g.n);
-    for (int j = 0; j < g.k; j++) {
+    if (!touched(stripe, off, len)) ++report->skipped;
+    for (int j = 0; j < g.k && touched(stripe, off, len); j++) {
       int y = code.shard_owner(stripe, j);
       size_t pos = static_cast<size_t>(j) * g.seg + off;
       CAIRN_TRY(window.recv(slot, piece_buf(slot, j), have(lens[y], pos, len), len, y, kTagEncode + slot));
     }
     for (int j = 0; j < g.k; j++) {
+      if (!touched(mod(g.me - 1 - j, g.n), off, len)) continue;  // its holder skips this parity piece
       int holder = code.shard_owner(mod(g.me - 1 - j, g.n), g.k + p);
       size_t pos = static_cast<size_t>(j) * g.seg + off;
       CAIRN_TRY(window.send(slot, at(my_data, pos), have(lens[g.me], pos, len), holder, kTagEncode + slot));
@@ -244,10 +268,12 @@ Status encode_coded(StepWindow& window, const SetCode& code, const Geometry& g,
   auto finish = [&](size_t s, int slot) -> Status {
     int p = static_cast<int>(s % g.m);
     size_t off = (s / g.m) * g.piece, len = std::min(g.piece, g.seg - off);
+    if (!touched(mod(g.me + p, g.n), off, len)) return Status::ok();  // my_red keeps it
     for (int j = 0; j < g.k; j++) src[j] = piece_buf(slot, j);
     code.encode_parity_row(p, len, src.data(), my_red + static_cast<size_t>(p) * g.seg + off);
     return Status::ok();
   };
+  report->steps += g.pieces * g.m;
   return window.run(g.pieces * g.m, post, finish);
 }
 
@@ -384,9 +410,23 @@ Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
 
 }  // namespace
 
+bool ChangedChunks::any(int x, size_t lens_x, size_t pos, size_t len) const {
+  if (len == 0 || pos >= lens_x) return false;  // padding: zero before and now
+  if (chunk_size == 0 || static_cast<size_t>(x) >= chunks.size()) return true;
+  const std::vector<uint8_t>& c = chunks[static_cast<size_t>(x)];
+  const size_t last = std::min(pos + len, lens_x) - 1;
+  for (size_t i = pos / chunk_size; i <= last / chunk_size; ++i)
+    if (i >= c.size() || c[i]) return true;
+  return false;
+}
+
 Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data, size_t my_len,
-                  const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk) {
+                  const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk, const ChangedChunks* changed,
+                  EncodeReport* report) {
   const char* op = "L2 encode";
+  EncodeReport ignored;
+  if (report == nullptr) report = &ignored;
+  *report = {};
   ErrorsReturnScope errors;
   CAIRN_TRY(errors.enter(set_comm, op));
   auto check = [&](int me, size_t red_len) -> std::string {
@@ -397,12 +437,22 @@ Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data
     if (red_len > 0 && my_red == nullptr) return "my_red is null";
     return "";
   };
+  // Every member must skip the same steps: the changed chunks are part of what they agree on.
+  uint64_t fp = 0;
+  if (changed != nullptr) {
+    fp = fnv1a(0x9e3779b97f4a7c15ull, changed->chunk_size);
+    for (const auto& c : changed->chunks) {
+      fp = fnv1a(fp, c.size());
+      for (size_t i = 0; i < c.size(); ++i)
+        if (c[i]) fp = fnv1a(fp, i);
+    }
+  }
   Geometry g;
-  CAIRN_TRY(agree(set_comm, op, code, lens, nullptr, chunk, check, &g));
+  CAIRN_TRY(agree(set_comm, op, code, lens, nullptr, chunk, check, &g, fp));
   if (g.seg == 0) return Status::ok();
   StepWindow window(set_comm, op);
-  if (code.scheme() == Redundancy::partner) return encode_partner(window, g, lens, my_data, my_red);
-  return encode_coded(window, code, g, lens, my_data, my_red);
+  if (code.scheme() == Redundancy::partner) return encode_partner(window, g, lens, my_data, my_red, changed, report);
+  return encode_coded(window, code, g, lens, my_data, my_red, changed, report);
 }
 
 Status rebuild_set(MPI_Comm set_comm, const SetCode& code, const std::vector<bool>& lost,

@@ -34,11 +34,33 @@ inline constexpr int kSetTagCount = 8;
 //   Not reentrant on one set_comm.
 // - Buffers of any alignment; kSetCodeAlign-aligned my_red lets ISA-L's xor_gen run for xor.
 
+// What changed in each member's data since the encode whose redundancy data my_red already holds (the
+// same set, code and lengths): member x's chunk c (chunk_size bytes of its data) changed when
+// chunks[x][c] is nonzero; a chunk the vector does not reach counts as changed. The same on every member.
+struct ChangedChunks {
+  uint32_t chunk_size = 0;
+  std::vector<std::vector<uint8_t>> chunks;  // per member
+  // Whether bytes [pos, pos + len) of member x's data (of lens_x bytes; beyond it: padding, unchanged)
+  // hold a changed chunk.
+  bool any(int x, size_t lens_x, size_t pos, size_t len) const;
+};
+// What an encode moved: its pipeline steps, and those skipped because nothing they carry changed.
+struct EncodeReport {
+  size_t steps = 0, skipped = 0;
+};
+
 // Collective over set_comm (size == code.n()). my_data: this member's snapshot (my_len bytes);
 // lens: every member's length (same on all members); my_red: code.redundancy_len(max_len) bytes,
 // written. max_len = max(lens).
+// changed (optional, the same on every member): my_red holds the redundancy data of an earlier encode
+// of this set, and only what changed since is moved and encoded: a step whose sources (partner: the piece
+// copied; xor/rs: the k data pieces of a parity piece) are all unchanged moves nothing and leaves its
+// part of my_red as it is, which is already the redundancy of those bytes. Both codes are per piece, so
+// the result is byte for byte the full encode's. The caller makes sure my_red held that encode in full
+// (a version protected at L2), and that a failure half-way never counts: my_red is then a mix.
 Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data, size_t my_len,
-                  const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk);
+                  const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk,
+                  const ChangedChunks* changed = nullptr, EncodeReport* report = nullptr);
 
 // What a rebuild restores of the lost members: everything, or their data only (a restart that needs
 // the data now and their redundancy data later; the same on every member).
