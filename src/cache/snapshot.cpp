@@ -35,7 +35,7 @@ class CopySnapshotter final : public Snapshotter {
     stream_len_ = stream_len;
     previous_.clear();  // a previous stream is told for one begin() only, after this
   }
-  void set_previous(std::vector<uint64_t> previous) override { previous_ = std::move(previous); }
+  void set_previous(std::vector<uint64_t> previous, uint64_t) override { previous_ = std::move(previous); }
 
  private:
   // The host regions, in offset order, cover [0, stream_len) without gap or overlap, in as many chunks as

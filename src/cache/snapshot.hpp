@@ -55,7 +55,14 @@ struct SnapshotReport {
   std::vector<uint64_t> chunk_hashes;
   std::vector<uint8_t> chunk_known;
   // copy with set_previous(): bytes of the regions left in place, their chunks' hashes unchanged.
+  // cow with write tracking: bytes of the chunks not written since the slot's snapshot, left in place.
   uint64_t unchanged_bytes = 0;
+  // cow with write tracking (tracks_writes()): which snapshot of this snapshotter the slot now holds
+  // (0: none), to hand back with set_previous() when the slot is written again; and, when the slot's
+  // previous stream was known, chunk_changed[i] = 1 for every chunk that may differ from it (0: the
+  // chunk's bytes are the slot's previous ones, its hash is chunk_hashes[i]). Empty: unknown.
+  uint64_t generation = 0;
+  std::vector<uint8_t> chunk_changed;
 };
 
 class Snapshotter {
@@ -68,6 +75,13 @@ class Snapshotter {
   // Blocks until the snapshot in flight no longer reads or protects the regions (at once for copy): a
   // region may then be unmapped or resized, before complete() too. Any thread.
   virtual void wait_copied() {}
+  // The application may free, move or reuse [base, base + len) once this returns (cairn_unprotect, a
+  // region protected again elsewhere): wait_copied(), and stop watching that memory for writes.
+  virtual void forget(const void* base, uint64_t len) {
+    (void)base;
+    (void)len;
+    wait_copied();
+  }
   // The next begin()'s slot holds a stream of stream_len bytes checksummed in chunks of chunk_size:
   // a snapshotter that can hash chunks while they land reports them (SnapshotReport::chunk_hashes).
   // chunk_size 0: the slot holds more than the regions (files): hash nothing ahead.
@@ -77,8 +91,16 @@ class Snapshotter {
   }
   // The next begin()'s slot already holds a stream, chunked as set_chunking() says, whose chunk i hashed
   // to previous[i] (empty: unknown). A snapshotter that can compare hashes first copies only the chunks
-  // that differ, and reports every chunk's hash. Used once: begin() forgets it.
-  virtual void set_previous(std::vector<uint64_t> previous) { (void)previous; }
+  // that differ, and reports every chunk's hash. A snapshotter that tracks writes (tracks_writes())
+  // copies only the chunks written since its snapshot `generation` (SnapshotReport::generation), which
+  // the slot holds, without reading the others. Used once: begin() forgets it.
+  virtual void set_previous(std::vector<uint64_t> previous, uint64_t generation = 0) {
+    (void)previous;
+    (void)generation;
+  }
+  // Whether this snapshotter learns from the write-protection which chunks were written between two
+  // snapshots (cow): then set_previous() costs nothing to use, where a copy must hash every chunk.
+  virtual bool tracks_writes() const { return false; }
 };
 
 // The plain one: memcpy on the blocking path; with set_previous(), for memory regions that tile the stream

@@ -34,7 +34,8 @@ std::string no_spare_core(const CpuShare& c) {
 }
 
 bool writer_outran_copier(const SnapshotReport& r, uint64_t fault_block) {
-  return r.protected_bytes > 0 && r.faults * fault_block * 4 >= r.protected_bytes;
+  // Against the whole state a copy would take (an incremental snapshot protects only what changed).
+  return r.protected_bytes > 0 && r.faults * fault_block * 4 >= r.protected_bytes + r.unchanged_bytes;
 }
 
 namespace {
@@ -61,16 +62,24 @@ class AutoSnapshotter final : public Snapshotter {
                static_cast<unsigned long long>(r.faults), static_cast<double>(CowOptions{}.fault_block) / (1 << 20),
                static_cast<double>(r.protected_bytes) / (1 << 20));
       copying_ = switch_next_ = true;  // report() still answers for the snapshot just completed
+      cow_->forget(nullptr, UINT64_MAX);  // all of it: its write tracking lets the memory go
     }
     return st;
   }
   SnapshotReport report() const override { return current()->report(); }
   void wait_copied() override { current()->wait_copied(); }
+  void forget(const void* base, uint64_t len) override {
+    copy_->forget(base, len);
+    cow_->forget(base, len);
+  }
   void set_chunking(uint32_t chunk_size, uint64_t stream_len) override {
     copy_->set_chunking(chunk_size, stream_len);
     cow_->set_chunking(chunk_size, stream_len);
   }
-  void set_previous(std::vector<uint64_t> previous) override { current()->set_previous(std::move(previous)); }
+  void set_previous(std::vector<uint64_t> previous, uint64_t generation) override {
+    current()->set_previous(std::move(previous), generation);
+  }
+  bool tracks_writes() const override { return current()->tracks_writes(); }
 
  private:
   Snapshotter* current() const { return copying_ && !switch_next_ ? copy_.get() : cow_.get(); }
@@ -94,7 +103,8 @@ std::vector<std::string> rdma_devices(const std::string& sysfs) {
   return names;
 }
 
-SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service, const std::string& sysfs, const CpuShare& cpus) {
+SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service, const std::string& sysfs, const CpuShare& cpus,
+                                  bool track_writes) {
   SnapshotChoice c;
   if (mode == SnapshotMode::copy) {
     c.snapshotter = make_copy_snapshotter();
@@ -119,7 +129,9 @@ SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service, const std::st
       return c;
     }
   }
-  auto cow = make_cow_snapshotter();
+  CowOptions options;
+  options.track_writes = track_writes;
+  auto cow = make_cow_snapshotter(options);
   if (!cow.is_ok()) {
     c.snapshotter = make_copy_snapshotter();
     c.why = asked + ": copy, because " + cow.status().message();

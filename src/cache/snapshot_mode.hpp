@@ -30,8 +30,8 @@ CpuShare this_process_cpus(int ranks_on_node);
 // else why not (for the log).
 std::string no_spare_core(const CpuShare& cpus);
 
-// After a copy-on-write snapshot: the application's writes reached a quarter or more of the protected
-// memory before the copier did (each waited for a block of `fault_block` bytes) -- a writer that
+// After a copy-on-write snapshot: the application's writes reached a quarter or more of the memory it
+// took (protected, or left unchanged in the slot by an incremental snapshot) before the copier did (each waited for a block of `fault_block` bytes) -- a writer that
 // rewrites its state right after a checkpoint, which waits for the copy block by block and would lose
 // less with a plain copy.
 bool writer_outran_copier(const SnapshotReport& report, uint64_t fault_block);
@@ -44,9 +44,10 @@ bool writer_outran_copier(const SnapshotReport& report, uint64_t fault_block);
 // `service` (the service knob is set) changes no choice, only the reason: the service registers and
 // reads the L1 slots, which are never write-protected, and only after complete() (docs/architecture.md,
 // "Snapshots and the checkpoint service"). `sysfs` is where RDMA devices are looked for (tests pass
-// their own).
+// their own). `track_writes`: a cow snapshotter keeps the memory protected between snapshots to learn
+// which chunks were written (CowOptions::track_writes; off with l1_incremental = off).
 SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service = false, const std::string& sysfs = "/sys",
-                                  const CpuShare& cpus = this_process_cpus(1));
+                                  const CpuShare& cpus = this_process_cpus(1), bool track_writes = true);
 
 // The RDMA devices of this node (/sys/class/infiniband, which holds InfiniBand, RoCE, iWARP and EFA
 // devices, and /sys/class/cxi, Slingshot's), by name.

@@ -104,7 +104,8 @@ Status Runtime::choose_snapshot() {
   // auto weighs the CPUs this rank may use against the ranks sharing its node (the copier needs a core).
   HostShare host;
   CAIRN_TRY(host_share(app_comm_, &host));
-  SnapshotChoice snap = choose_snapshotter(cfg_.snapshot, !cfg_.service.empty(), "/sys", this_process_cpus(host.ranks));
+  SnapshotChoice snap = choose_snapshotter(cfg_.snapshot, !cfg_.service.empty(), "/sys", this_process_cpus(host.ranks),
+                                           cfg_.l1_incremental != L1Incremental::off);
   // Device regions are copied by the device snapshotter, host regions by the one chosen (docs/gpu.md).
   device::CopyOptions dev;
   dev.mode = cfg_.device_copy == DeviceCopy::wait ? device::CopyMode::wait : device::CopyMode::return_at_once;
@@ -337,8 +338,14 @@ Status Runtime::protect(const char* name, void* ptr, size_t count, int type) {
   void* context = nullptr;
   CAIRN_TRY(classify_region(name, ptr, static_cast<uint64_t>(count) * elem, &device, &context));
   // Protecting a name again (a resized buffer): the old one may be freed next, so a copy-on-write
-  // snapshot in flight must be done reading it.
-  if (regions_.contains(name)) snapshot_->wait_copied();
+  // snapshot in flight must be done reading it, and its write tracking must let go of it.
+  if (regions_.contains(name)) {
+    const auto& old = regions_.table().at(name);
+    if (old.ptr != ptr || old.bytes() != static_cast<uint64_t>(count) * elem)
+      snapshot_->forget(old.ptr, old.bytes());
+    else
+      snapshot_->wait_copied();
+  }
   regions_.put(name, ptr, count, type, elem, device, context);
   prepare_slots();
   return Status::ok();
@@ -370,8 +377,9 @@ void Runtime::prepare_slots() {
 Status Runtime::unprotect(const char* name) {
   CAIRN_TRY(regions_.check_unprotect(name));
   // The application may free the region once this returns: a copy-on-write snapshot in flight must be
-  // done reading it.
-  snapshot_->wait_copied();
+  // done reading it, and its write tracking must let go of it.
+  const auto& old = regions_.table().at(name);
+  snapshot_->forget(old.ptr, old.bytes());
   regions_.erase(name);
   return Status::ok();
 }

@@ -306,6 +306,11 @@ void DeviceSnapshotter::wait_copied() {
   if (in_flight_ && driver_ && make_current(*driver_, ctx_).is_ok()) (void)driver_->api().cuEventSynchronize(copied_);
 }
 
+void DeviceSnapshotter::forget(const void* base, uint64_t len) {
+  wait_copied();
+  host_->forget(base, len);
+}
+
 Status DeviceSnapshotter::wait_copied_on(CUstream stream) {
   wait_enqueued();
   if (!copied_ || !driver_) return Status::ok();

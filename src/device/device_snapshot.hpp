@@ -57,7 +57,11 @@ class DeviceSnapshotter final : public Snapshotter {
   void set_chunking(uint32_t chunk_size, uint64_t stream_len) override;
   // To the host snapshotter: used for a version without device regions (with them the host regions leave
   // gaps in the stream, and are copied whole).
-  void set_previous(std::vector<uint64_t> previous) override { host_->set_previous(std::move(previous)); }
+  void set_previous(std::vector<uint64_t> previous, uint64_t generation) override {
+    host_->set_previous(std::move(previous), generation);
+  }
+  bool tracks_writes() const override { return host_->tracks_writes(); }
+  void forget(const void* base, uint64_t len) override;
 
   // The driver of the device regions (set when the first one is protected).
   void set_driver(const Driver* driver) { driver_ = driver; }

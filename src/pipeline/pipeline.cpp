@@ -236,6 +236,7 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
       v->held_version = h.version;
       v->held_protected = h.version != 0 && cache_->is_protected(h.version);
       v->held_hashes = std::move(h.hashes);
+      v->held_generation = h.generation;
     }
     CAIRN_TRY(cache_->release_slot(slot));
     double t0 = t_dropped = now_seconds();
@@ -246,10 +247,12 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
     v->data = mapped->data();
     // Chunks that land whole from device memory are hashed as they arrive (device/device_snapshot.hpp).
     snapshot_->set_chunking(files.empty() ? manifest.chunk_size : 0, manifest.total_size);
+    // A snapshotter that tracks writes (cow) finds the unchanged chunks for nothing; a copy hashes them.
     const bool incremental = cfg_.l1_incremental == L1Incremental::on ||
                              (cfg_.l1_incremental == L1Incremental::automatic &&
-                              incremental_pays(last_unchanged_permille_, copy_ns_per_byte_, hash_ns_per_byte_));
-    if (incremental && !v->held_hashes.empty()) snapshot_->set_previous(v->held_hashes);
+                              (snapshot_->tracks_writes() ||
+                               incremental_pays(last_unchanged_permille_, copy_ns_per_byte_, hash_ns_per_byte_)));
+    if (incremental && !v->held_hashes.empty()) snapshot_->set_previous(v->held_hashes, v->held_generation);
     CAIRN_TRY(snapshot_->begin(regions, mapped->data()));
     v->snapshot_begun = true;
     if (!files.empty()) {

@@ -159,6 +159,7 @@ class Pipeline {
     uint64_t version = 0, total_size = 0;
     uint32_t chunk_size = 0;
     std::vector<uint64_t> hashes;
+    uint64_t generation = 0;  // the snapshotter's snapshot that wrote it (SnapshotReport::generation)
   };
   std::vector<Sealed> sealed_;  // by slot; mu_
   Sealed held(int slot, const Manifest& next);

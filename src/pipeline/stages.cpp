@@ -68,7 +68,8 @@ void Pipeline::seal(Version& v) {
     if (v.local_status.is_ok() && !v.view && !now.empty()) {  // the whole stream is in the slot
       std::lock_guard<std::mutex> lock(mu_);
       if (sealed_.size() <= static_cast<size_t>(v.slot)) sealed_.resize(static_cast<size_t>(v.slot) + 1);
-      sealed_[static_cast<size_t>(v.slot)] = Sealed{v.number, v.manifest.total_size, v.manifest.chunk_size, now};
+      sealed_[static_cast<size_t>(v.slot)] =
+          Sealed{v.number, v.manifest.total_size, v.manifest.chunk_size, now, v.snapshot.generation};
     }
   }
   v.t_seal += now_seconds() - t0;
@@ -252,7 +253,7 @@ void Pipeline::log_summary(const Version& v) const {
     snprintf(l3, sizeof l3, "L3 %.1f ms (%.2f GB/s, %s%s)%s", v.t_l3 * 1e3, bw(v.t_l3),
              v.via.empty() ? flusher()->name() : v.via.c_str(), written, v.flushed_ok ? "" : " FAILED");
   char cow[160] = "";
-  if (v.snapshot.protected_bytes > 0)
+  if (v.snapshot.protected_bytes > 0 || v.snapshot.generation > 0)
     snprintf(cow, sizeof cow, " (cow: %.0f%% write-protected, complete in %.1f ms, %llu writes waited)",
              100.0 * static_cast<double>(v.snapshot.protected_bytes) / static_cast<double>(std::max<uint64_t>(v.snapshot.bytes, 1)),
              v.snapshot.copy_seconds * 1e3, static_cast<unsigned long long>(v.snapshot.faults));

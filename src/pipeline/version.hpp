@@ -47,6 +47,7 @@ struct Version {
   // unknown): what an incremental copy compares with, and the seal's count of unchanged chunks.
   std::vector<uint64_t> held_hashes;
   uint64_t held_version = 0;     // the version those hashes are of (0: unknown)
+  uint64_t held_generation = 0;  // the snapshotter's snapshot that wrote it (0: unknown)
   bool held_protected = false;   // it was protected at L2: the slot's redundancy data is its, whole
   double unchanged = -1;    // share of the chunks the seal found as the slot held them (-1: unknown)
   double t_seal = 0, t_l2 = 0, t_l3 = 0;

@@ -18,6 +18,14 @@
 // lock anything the application could hold while a write of it waits. The destructor waits for a snapshot
 // in flight and leaves nothing behind: no thread, no protection, no registration, no descriptor.
 //
+// Write tracking (CowOptions::track_writes): after a snapshot the protected ranges stay registered and
+// write-protected; the first write to a block of them is noted per chunk of the stream (set_chunking) and
+// un-protects the block. The next begin() given set_previous(hashes, g) for a slot that holds snapshot g
+// of this snapshotter protects again only the blocks written since the last snapshot, and copies only the
+// chunks written since snapshot g; the others are left in the slot as they are (SnapshotReport::
+// chunk_changed). A region forgotten (forget()), unmapped, discarded or moved, another layout of the
+// regions or of the stream, or a failed snapshot ends the tracking: the next snapshot copies everything.
+//
 // A region unmapped, madvise(MADV_DONTNEED)'d or moved by mremap while its snapshot is in flight makes
 // complete() fail with ERR_SEQUENCE naming it (the version is then discarded, never wrong); the copier
 // reads with process_vm_readv, so such a region is a failed snapshot, never a crash.
@@ -39,6 +47,8 @@ struct CowOptions {
   // Between snapshots, gather the protected memory into transparent huge pages (MADV_COLLAPSE) so the
   // next protection walks 512 times fewer page-table entries; never where THP is "never".
   bool huge_pages = true;
+  // Keep the ranges protected between snapshots and note which chunks were written (above).
+  bool track_writes = true;
 };
 
 // Empty when this process can take copy-on-write snapshots, else why not (no userfaultfd, not

@@ -43,16 +43,21 @@ Status SetProtector::exchange(const Version& v, const Status& landed) {
 }
 
 // The encode may move only what changed when, on every member: the slot held the same version, protected
-// at L2 (so the slot's redundancy data is that version's, whole), and this version's snapshot reported its
-// chunks' hashes (an incremental copy: they are known before the seal). Then each member's changed chunks
-// (its hashes against the ones its slot held) are gathered. A failure half-way leaves the redundancy data
+// at L2 (so the slot's redundancy data is that version's, whole), and this version's snapshot knows its
+// changed chunks before the seal: an incremental copy reported every chunk's hash, or copy-on-write's
+// write tracking the chunks written since. Then each member's changed chunks are gathered. A failure half-way leaves the redundancy data
 // a mix, but of this version's own slot only: the version does not count, and the newest protected one
 // lies in another slot with its own (docs/architecture.md).
 Result<bool> SetProtector::changes_only(const Version& v, const std::vector<size_t>& lens,
                                         redundancy::ChangedChunks* changed) {
+  // Which chunks changed: the snapshot's hashes of every chunk against the held ones (an incremental
+  // copy), or the chunks written since the held version (copy-on-write's write tracking).
   const auto& now = v.snapshot.chunk_hashes;
-  const bool known = !now.empty() && now.size() == v.held_hashes.size() && v.snapshot.chunk_known.size() == now.size() &&
-                     std::all_of(v.snapshot.chunk_known.begin(), v.snapshot.chunk_known.end(), [](uint8_t k) { return k; });
+  const auto& written = v.snapshot.chunk_changed;
+  const bool hashed = !now.empty() && now.size() == v.held_hashes.size() && v.snapshot.chunk_known.size() == now.size() &&
+                      std::all_of(v.snapshot.chunk_known.begin(), v.snapshot.chunk_known.end(), [](uint8_t k) { return k; });
+  const bool tracked = !written.empty() && written.size() == v.held_hashes.size();
+  const bool known = hashed || tracked;
   const uint64_t mine[2] = {known && v.held_protected ? v.held_version : 0, v.manifest.chunk_size};
   const size_t n = members_.size();
   std::vector<uint64_t> all(2 * n);
@@ -67,8 +72,11 @@ Result<bool> SetProtector::changes_only(const Version& v, const std::vector<size
     displs[x] = total;
     total += counts[x];
   }
-  std::vector<uint8_t> bits(now.size()), gathered(static_cast<size_t>(total) + 1);
-  for (size_t i = 0; i < now.size(); ++i) bits[i] = now[i] != v.held_hashes[i];
+  std::vector<uint8_t> bits = written, gathered(static_cast<size_t>(total) + 1);
+  if (hashed) {
+    bits.resize(now.size());
+    for (size_t i = 0; i < now.size(); ++i) bits[i] = now[i] != v.held_hashes[i];
+  }
   CAIRN_MPI(MPI_Allgatherv(bits.data(), static_cast<int>(bits.size()), MPI_BYTE, gathered.data(), counts.data(),
                            displs.data(), MPI_BYTE, comm_));
   changed->chunk_size = static_cast<uint32_t>(cs);

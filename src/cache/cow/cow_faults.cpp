@@ -1,0 +1,332 @@
+// The copy-on-write snapshotter's two threads (cow_snapshotter.hpp): the copier, which fills the slot
+// in the background, and the fault handler, which serves the writes that reach a protected page.
+#include <poll.h>
+#include <sched.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "base/background_thread.hpp"
+#include "base/log.hpp"
+#include "cache/cow/cow_snapshotter.hpp"
+
+namespace cairn::cow {
+
+const Tracked* CowSnapshotter::tracked_at(uint64_t addr) const {
+  auto it = std::upper_bound(tracked_.begin(), tracked_.end(), addr, [](uint64_t a, const Tracked& t) { return a < t.start; });
+  if (it == tracked_.begin()) return nullptr;
+  --it;
+  return addr < it->end ? &*it : nullptr;
+}
+
+// The first failure wins, except that an unmap/remove/remap explains a failed read better than the read.
+void CowSnapshotter::fail(Failure how, size_t region, int err) {
+  int seen = failure_.load();
+  for (;;) {
+    bool better = seen == 0 || ((seen == static_cast<int>(Failure::unreadable) || seen == static_cast<int>(Failure::protect)) &&
+                                how != Failure::unreadable && how != Failure::protect);
+    if (!better) return;
+    if (failure_.compare_exchange_weak(seen, static_cast<int>(how))) break;
+  }
+  failed_region_ = static_cast<int>(region);
+  failed_errno_ = err;
+}
+
+// Copies the pending pages of tracked_[t] among pages [p0, p1) (indices into pages_), claiming each, in
+// runs of consecutive pages: read while protected, un-protect, then done. Returns the bytes copied.
+uint64_t CowSnapshotter::copy_pages(size_t t, uint64_t p0, uint64_t p1, bool handler) {
+  const Tracked& tr = tracked_[t];
+  auto claim = [&](uint64_t i) {
+    uint8_t want = kPending;
+    return pages_[i].load(std::memory_order_relaxed) == kPending &&
+           pages_[i].compare_exchange_strong(want, kCopying, std::memory_order_acq_rel);
+  };
+  uint64_t copied = 0;
+  for (uint64_t i = p0; i < p1;) {
+    if (!claim(i)) {
+      ++i;
+      continue;
+    }
+    uint64_t j = i + 1;
+    while (j < p1 && claim(j)) ++j;
+    uint64_t off = (i - tr.first_page) * page_, len = (j - i) * page_;
+    iovec local{tr.dst + off, len}, remote{reinterpret_cast<void*>(tr.start + off), len};
+    ssize_t n = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+    if (n != static_cast<ssize_t>(len)) {
+      int err = n < 0 ? errno : EFAULT;  // EFAULT: readable at begin(), gone now
+      fail(err == EFAULT ? Failure::unmapped : Failure::unreadable, tr.region, err);
+    }
+    // Tracking writes, the pages stay protected: a write to them is noted, and un-protects them, then.
+    for (; !tracking_.load(std::memory_order_relaxed);) {
+      int err = uffd_.unprotect(tr.start + off, len);
+      if (err != EAGAIN) {
+        if (err != 0) fail(Failure::protect, tr.region, err);
+        break;
+      }
+      // An munmap/madvise/mremap is being reported on the descriptor: it must be read first.
+      if (handler)
+        drain();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    for (uint64_t k = i; k < j; ++k) pages_[k].store(kDone, std::memory_order_release);
+    done_pages_.fetch_add(j - i, std::memory_order_acq_rel);
+    copied += len;
+    i = j;
+  }
+  return copied;
+}
+
+void CowSnapshotter::copier_loop() {
+  // begin() returns to the application before the copy takes the core (the fault handler keeps the
+  // normal policy: writers wait for it).
+  become_background_thread();
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return copy_requested_ || stop_; });
+      if (!copy_requested_) return;
+      copy_requested_ = false;
+    }
+    copy_all();
+    {
+      // Read what is on the descriptor now: an munmap/madvise/mremap reported so far is then in
+      // failure_ (a madvise not reported yet zaps only after it is read: every page is copied by then).
+      // From here the handler leaves this snapshot's pages alone.
+      std::lock_guard<std::mutex> hl(handler_mu_);
+      uffd_msg msgs[16];
+      for (ssize_t n; (n = read(uffd_.fd(), msgs, sizeof msgs)) > 0;)
+        for (size_t i = 0; i < static_cast<size_t>(n) / sizeof(uffd_msg); ++i) handle(msgs[i]);
+      while (stashed_ > 0) serve_fault(stash_[--stashed_]);
+      active_ = false;
+      hot_.assign(written_, written_ + written_count_);  // within the reserved capacity
+      std::sort(hot_.begin(), hot_.end());
+      hot_.erase(std::unique(hot_.begin(), hot_.end()), hot_.end());
+      written_count_ = 0;
+    }
+    t_copied_ = now();
+    if (!tracking_)
+      for (const auto& t : tracked_) (void)uffd_.unregister(t.start, t.end - t.start);
+    // Pending again for the next snapshot, here rather than on its blocking path.
+    for (uint64_t i = 0; i < total_pages_; ++i) pages_[i].store(kPending, std::memory_order_relaxed);
+    if (huge_pages_) {
+      collapse_.clear();
+      for (const auto& t : tracked_) collapse_.emplace_back(t.start, t.end);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      copied_ = true;
+    }
+    cv_.notify_all();
+    if (huge_pages_) gather_huge_pages();
+  }
+}
+
+// Between snapshots: the protected memory gathered into transparent huge pages (MADV_COLLAPSE, Linux
+// 6.1), 2 MiB at a time, so that the next begin() write-protects one entry per 2 MiB instead of 512, and
+// the page-table walk that dominates the blocking time of a snapshot in 4 KiB pages goes (the figures:
+// docs/performance.md, "Copy-on-write snapshots"). Blocks already huge cost nothing; memory the
+// application marked MADV_NOHUGEPAGE, or pinned, is left as it is. Stops as soon as a snapshot is asked
+// for.
+void CowSnapshotter::gather_huge_pages() {
+  constexpr uint64_t kHuge = 2 << 20;
+  for (const auto& [start, end] : collapse_) {
+    for (uint64_t a = (start + kHuge - 1) & ~(kHuge - 1); a + kHuge <= end; a += kHuge) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (copy_requested_ || stop_) return;
+      }
+      // EINVAL: not for this range (MADV_NOHUGEPAGE, or a kernel before 6.1); the kernel also refuses
+      // pages write-protected by a snapshot begun meanwhile. Other errors: this block only.
+      if (madvise(reinterpret_cast<void*>(a), kHuge, kMadvCollapse) != 0 && errno == EINVAL) break;
+    }
+  }
+}
+
+// Chunk by chunk (copy_chunk-aligned addresses), in order, from where the fault handler last pointed
+// it; the pages the handler claimed are its own. Ends when every page is done.
+void CowSnapshotter::copy_all() {
+  // First the blocks written before the copier last time, then everything in order.
+  for (uint64_t a : hot_) {
+    if (done_pages_.load(std::memory_order_acquire) >= total_pages_) return;
+    uint64_t copied = 0;
+    copy_block(a, false, &copied);
+  }
+  uint64_t cursor = 0, claimed_since_wrap = 0;
+  while (done_pages_.load(std::memory_order_acquire) < total_pages_) {
+    if (uint64_t h = hint_.exchange(0)) cursor = h - 1;
+    if (cursor >= total_pages_) {
+      cursor = 0;
+      if (claimed_since_wrap == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));  // the handler's
+      claimed_since_wrap = 0;
+    }
+    auto it = std::upper_bound(tracked_.begin(), tracked_.end(), cursor,
+                               [](uint64_t p, const Tracked& t) { return p < t.first_page; });
+    size_t t = static_cast<size_t>(it - tracked_.begin()) - 1;
+    const Tracked& tr = tracked_[t];
+    uint64_t addr = tr.start + (cursor - tr.first_page) * page_;
+    uint64_t chunk_end = std::min((addr & ~(opt_.copy_chunk - 1)) + opt_.copy_chunk, tr.end);
+    uint64_t p1 = tr.first_page + (chunk_end - tr.start) / page_;
+    claimed_since_wrap += copy_pages(t, cursor, p1, false);
+    cursor = p1;
+  }
+}
+
+// What is still pending of the fault_block at `addr`, if a tracked range holds it (tracked_ is stable
+// while active_).
+void CowSnapshotter::copy_block(uint64_t addr, bool handler, uint64_t* copied) {
+  const Tracked* tr = tracked_at(addr);
+  if (!tr) return;
+  uint64_t b0 = std::max(addr & ~(opt_.fault_block - 1), tr->start);
+  uint64_t b1 = std::min((addr & ~(opt_.fault_block - 1)) + opt_.fault_block, tr->end);
+  *copied += copy_pages(static_cast<size_t>(tr - tracked_.data()), tr->first_page + (b0 - tr->start) / page_,
+                        tr->first_page + (b1 - tr->start) / page_, handler);
+}
+
+void CowSnapshotter::handler_loop() {
+  pollfd fds[2] = {{uffd_.fd(), POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+  uffd_msg msgs[64];
+  for (;;) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      LOG_ERROR("cow snapshotter: poll: %s; writers now wait for the copier", strerror(errno));
+      return;
+    }
+    if (fds[1].revents) return;
+    // Read and handle under handler_mu_: once the copier holds it, every event read so far is noted.
+    std::lock_guard<std::mutex> hl(handler_mu_);
+    ssize_t n = read(uffd_.fd(), msgs, sizeof msgs);  // EAGAIN: a spurious wake-up
+    for (ssize_t i = 0; i < n / static_cast<ssize_t>(sizeof(uffd_msg)); ++i) handle(msgs[i]);
+    while (stashed_ > 0) serve_fault(stash_[--stashed_]);
+  }
+}
+
+void CowSnapshotter::handle(const uffd_msg& m) {
+  switch (m.event) {
+    case UFFD_EVENT_PAGEFAULT: serve_fault(m.arg.pagefault.address); break;
+    case UFFD_EVENT_UNMAP: note_unmapped(m.arg.remove.start, m.arg.remove.end, Failure::unmapped); break;
+    case UFFD_EVENT_REMOVE: note_unmapped(m.arg.remove.start, m.arg.remove.end, Failure::removed); break;
+    case UFFD_EVENT_REMAP: note_unmapped(m.arg.remap.from, m.arg.remap.from + m.arg.remap.len, Failure::remapped); break;
+    default: break;
+  }
+}
+
+// A write to a protected page: copy the fault_block around it (what of it is still pending), point the
+// copier just past it, and let the writer go. A page that the copier is copying right now is woken by
+// the copier's un-protect (tracking writes: by ours, once the copier is done with the block). Between
+// snapshots, tracking writes: note the block as written and un-protect it.
+void CowSnapshotter::serve_fault(uint64_t addr) {
+  addr &= ~(page_ - 1);
+  const bool tracking = tracking_.load(std::memory_order_relaxed);
+  const Tracked* tr = active_ || tracking ? tracked_at(addr) : nullptr;
+  if (!tr) {
+    (void)uffd_.wake(addr, page_);  // a late message of a finished snapshot
+    return;
+  }
+  const size_t t = static_cast<size_t>(tr - tracked_.data());
+  auto block = [&](uint64_t a, uint64_t* p0, uint64_t* p1) {
+    uint64_t b0 = std::max(a & ~(opt_.fault_block - 1), tr->start);
+    uint64_t b1 = std::min((a & ~(opt_.fault_block - 1)) + opt_.fault_block, tr->end);
+    *p0 = tr->first_page + (b0 - tr->start) / page_;
+    *p1 = tr->first_page + (b1 - tr->start) / page_;
+    return b1;
+  };
+  uint64_t p0 = 0, p1 = 0;
+  uint64_t next = block(addr, &p0, &p1);
+  // Tracking, what a write un-protects is the chunk it is in (its pages), so the next snapshot copies that.
+  uint64_t u0 = 0, u1 = 0;
+  if (tracking) tracker_.chunk_span(t, addr, page_, &u0, &u1);
+  if (!active_) {
+    tracker_.note(t, u0, u1, gen_);
+    unprotect_from_handler(u0, u1 - u0, tr->region);
+    return;
+  }
+  uint64_t page = tr->first_page + (addr - tr->start) / page_;
+  bool was_done = pages_[page].load(std::memory_order_acquire) == kDone;
+  // Tracking, a write to a page copied already (or left in the slot) waited for no copy.
+  if (!tracking || !was_done) {
+    faults_.fetch_add(1, std::memory_order_relaxed);
+    if (written_count_ < kHotBlocks) written_[written_count_++] = addr & ~(opt_.fault_block - 1);
+  }
+  uint64_t copied = copy_pages(t, p0, p1, true);
+  // Nothing of the block was left to claim: the copier is on it (its un-protect wakes the writer).
+  // The writer comes next to the following block it wrote last time, or, sweeping its state, to the
+  // next one: copy that one meanwhile, so two threads copy ahead of it.
+  uint64_t n0 = p0, n1 = p1;
+  if (copied == 0 && !was_done) {
+    auto hot = std::upper_bound(hot_.begin(), hot_.end(), addr);
+    if (hot != hot_.end() && tracked_at(*hot) == tr) next = *hot;
+    if (next < tr->end) {
+      block(next, &n0, &n1);
+      copied = copy_pages(t, n0, n1, true);
+    }
+  }
+  fault_bytes_.fetch_add(copied, std::memory_order_relaxed);
+  hint_ = n1 + 1;
+  if (tracking) {
+    // The chunk's pages are copied, by this thread now or by the copier in a moment (it never waits for
+    // this thread there), before they lose their protection.
+    const uint64_t q0 = tr->first_page + (u0 - tr->start) / page_, q1 = tr->first_page + (u1 - tr->start) / page_;
+    fault_bytes_.fetch_add(copy_pages(t, q0, q1, true), std::memory_order_relaxed);
+    for (uint64_t k = q0; k < q1; ++k)
+      while (pages_[k].load(std::memory_order_acquire) != kDone) sched_yield();
+    tracker_.note(t, u0, u1, gen_);
+    unprotect_from_handler(u0, u1 - u0, tr->region);
+  } else if (was_done) {
+    (void)uffd_.wake(addr, page_);
+  }
+}
+
+void CowSnapshotter::unprotect_from_handler(uint64_t start, uint64_t len, size_t region) {
+  for (;;) {
+    int err = uffd_.unprotect(start, len);
+    if (err != EAGAIN) {
+      if (err != 0) {
+        if (active_) fail(Failure::protect, region, err);
+        track_broken_ = true;
+        (void)uffd_.wake(start, len);
+      }
+      return;
+    }
+    drain();
+  }
+}
+
+// Read what is on the descriptor now (to let an unmap/madvise/mremap in progress finish); faults read
+// here are served after the current one.
+void CowSnapshotter::drain() {
+  uffd_msg msgs[16];
+  ssize_t n = read(uffd_.fd(), msgs, sizeof msgs);
+  for (ssize_t i = 0; i < n / static_cast<ssize_t>(sizeof(uffd_msg)); ++i) {
+    if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
+      handle(msgs[i]);
+    else if (stashed_ < kStash)
+      stash_[stashed_++] = msgs[i].arg.pagefault.address;
+    // else: dropped; that writer is woken when the copier un-protects its page
+  }
+  if (n <= 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+}
+
+// An unmap/remove/remap of [start, end): the snapshot fails if a page of it was not copied yet (a page
+// copied before is correct: a remove zaps only after this read, an unmap's pages not yet copied fail
+// the copier's read).
+void CowSnapshotter::note_unmapped(uint64_t start, uint64_t end, Failure how) {
+  if (tracking_)
+    for (const auto& t : tracked_)
+      if (start < t.end && t.start < end) track_broken_ = true;  // its bytes change unseen: copy all next time
+  if (!active_) return;
+  for (const auto& t : tracked_) {
+    uint64_t a = std::max(start, t.start), b = std::min(end, t.end);
+    if (a >= b) continue;
+    for (uint64_t p = t.first_page + (a - t.start) / page_; p < t.first_page + (b - t.start + page_ - 1) / page_; ++p)
+      if (pages_[p].load(std::memory_order_acquire) != kDone) {
+        fail(how, t.region, 0);
+        break;
+      }
+  }
+}
+
+}  // namespace cairn::cow

@@ -1,0 +1,80 @@
+// The bookkeeping of the copy-on-write snapshotter's write tracking (cow_snapshot.hpp, "Write
+// tracking"): which chunks of the stream were written after which snapshot began, and what that means
+// for the next one -- the chunks to copy, the pages to protect again. No system calls: the snapshotter
+// feeds it the writes its fault handler sees.
+//
+// Generations are the snapshotter's snapshots, counted from 1. A write noted in generation g happened
+// after snapshot g's begin() (and before g + 1's). Chunk c then differs from snapshot h's bytes only if a
+// write to it was noted in a generation >= h; that is exact for every h >= the generation the tracking
+// started with, as long as every page of the watched ranges stayed protected until its first write.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace cairn::cow {
+
+// A protected range of memory and where its first byte sits in the stream.
+struct Watched {
+  uint64_t start = 0, end = 0;  // page aligned
+  uint64_t stream_off = 0;
+  bool operator==(const Watched& o) const { return start == o.start && end == o.end && stream_off == o.stream_off; }
+};
+
+class WriteTracker {
+ public:
+  // Starts over with `ranges` (disjoint) of a stream of `len` bytes in chunks of `chunk_size`, at
+  // snapshot `generation`: nothing is known to have been written before it.
+  void start(std::vector<Watched> ranges, uint32_t chunk_size, uint64_t len, uint64_t generation);
+  void stop() { on_ = false; }
+  bool on() const { return on_; }
+  // Whether the tracking can go on for a snapshot of these ranges and this stream.
+  bool same_layout(const std::vector<Watched>& ranges, uint32_t chunk_size, uint64_t len) const {
+    return on_ && ranges == ranges_ && chunk_size == chunk_size_ && len == len_;
+  }
+  const std::vector<Watched>& ranges() const { return ranges_; }
+  uint64_t chunks() const { return written_.size(); }
+  uint64_t chunk_len(uint64_t c) const { return c + 1 < chunks() ? chunk_size_ : len_ - c * chunk_size_; }
+
+  // A write to [a, b) of ranges()[r] (addresses) in generation `generation`: every chunk it touches.
+  // Never allocates (the fault handler calls it while the writer waits).
+  void note(size_t r, uint64_t a, uint64_t b, uint64_t generation);
+  // The pages of ranges()[r] that hold bytes of the chunk `addr` lies in: [*u0, *u1), page aligned.
+  void chunk_span(size_t r, uint64_t addr, uint64_t page, uint64_t* u0, uint64_t* u1) const;
+
+  // For a slot holding snapshot `held`, taken now as snapshot `now`: 1 for each chunk that may differ
+  // (written since, or not wholly inside the ranges: those are copied in begin() every time). Empty when
+  // the tracking cannot say (off, `held` before it started or not before `now`).
+  std::vector<uint8_t> changed_since(uint64_t held, uint64_t now) const;
+  // Runs [first, end) of chunks written in generation `generation` (their pages lost their protection).
+  std::vector<std::pair<uint64_t, uint64_t>> written_in(uint64_t generation) const;
+
+  // f(r, p0, p1) for the pages [p0, p1) (counted from ranges()[r].start) holding bytes of chunks
+  // [c0, c1): the pages wholly inside them, or (inside = false) every page with a byte of theirs.
+  template <class F>
+  void pages_of(uint64_t c0, uint64_t c1, uint64_t page, bool inside, F f) const {
+    const uint64_t s0 = c0 * chunk_size_, s1 = c1 * chunk_size_ < len_ ? c1 * chunk_size_ : len_;
+    for (size_t r = 0; r < ranges_.size(); ++r) {
+      const Watched& w = ranges_[r];
+      const uint64_t a = s0 > w.stream_off ? s0 : w.stream_off;
+      const uint64_t wend = w.stream_off + (w.end - w.start), b = s1 < wend ? s1 : wend;
+      if (a >= b) continue;
+      const uint64_t lo = a - w.stream_off, hi = b - w.stream_off;
+      const uint64_t p0 = inside ? (lo + page - 1) / page : lo / page;
+      const uint64_t p1 = inside ? hi / page : (hi + page - 1) / page;
+      if (p1 > p0) f(r, p0, p1);
+    }
+  }
+
+ private:
+  bool on_ = false;
+  std::vector<Watched> ranges_;
+  uint32_t chunk_size_ = 0;
+  uint64_t len_ = 0, since_ = 0;
+  std::vector<uint64_t> written_;  // per chunk: the last generation a write to it was noted in (0: none)
+  std::vector<uint8_t> whole_;     // per chunk: every byte of it lies in the ranges
+};
+
+}  // namespace cairn::cow

@@ -1,0 +1,95 @@
+// The write tracker's bookkeeping (cache/cow/write_tracker.hpp), without memory or userfaultfd: which
+// chunks count as changed for a slot holding which snapshot, which pages a write un-protects, which
+// must be protected again.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "cache/cow/write_tracker.hpp"
+
+namespace cairn::cow {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr uint32_t kChunk = 4 * kPage;
+
+std::vector<uint8_t> bits(std::initializer_list<int> v) { return std::vector<uint8_t>(v.begin(), v.end()); }
+
+TEST(WriteTracker, ChangedSinceCountsTheWritesOfEveryLaterGeneration) {
+  WriteTracker t;
+  // One range of 8 chunks at stream offset 0.
+  t.start({{0x100000, 0x100000 + 8 * kChunk, 0}}, kChunk, 8 * kChunk, 3);
+  ASSERT_TRUE(t.on());
+  EXPECT_EQ(t.changed_since(3, 4), bits({0, 0, 0, 0, 0, 0, 0, 0}));
+  t.note(0, 0x100000 + kChunk, 0x100000 + kChunk + kPage, 3);          // chunk 1, after snapshot 3 began
+  t.note(0, 0x100000 + 5 * kChunk - kPage, 0x100000 + 5 * kChunk + kPage, 4);  // chunks 4 and 5
+  EXPECT_EQ(t.changed_since(3, 5), bits({0, 1, 0, 0, 1, 1, 0, 0}));
+  EXPECT_EQ(t.changed_since(4, 5), bits({0, 0, 0, 0, 1, 1, 0, 0}));
+  // Unknown: before the tracking started, none, or not before the snapshot being taken.
+  EXPECT_TRUE(t.changed_since(2, 5).empty());
+  EXPECT_TRUE(t.changed_since(0, 5).empty());
+  EXPECT_TRUE(t.changed_since(5, 5).empty());
+  // The runs written in one generation, to protect again.
+  EXPECT_EQ(t.written_in(4), (std::vector<std::pair<uint64_t, uint64_t>>{{4, 6}}));
+  EXPECT_EQ(t.written_in(3), (std::vector<std::pair<uint64_t, uint64_t>>{{1, 2}}));
+  EXPECT_TRUE(t.written_in(9).empty());
+  t.stop();
+  EXPECT_TRUE(t.changed_since(3, 5).empty());
+}
+
+TEST(WriteTracker, ChunksNotWhollyInTheRangesAlwaysCountAsChanged) {
+  WriteTracker t;
+  // A stream of 5 chunks, the last short; the range covers bytes [100, 4 chunks - a page + 100) of it
+  // (a region whose first and last partial pages are copied in begin()).
+  const uint64_t len = 4 * kChunk + 300;
+  t.start({{0x200000, 0x200000 + 4 * kChunk - kPage, 100}}, kChunk, len, 1);
+  EXPECT_EQ(t.chunks(), 5u);
+  EXPECT_EQ(t.chunk_len(4), 300u);
+  EXPECT_EQ(t.changed_since(1, 2), bits({1, 0, 0, 1, 1}));
+}
+
+TEST(WriteTracker, AWriteUnprotectsItsChunksPages) {
+  WriteTracker t;
+  // The range starts 1000 bytes into chunk 0 of the stream: chunk boundaries fall inside pages.
+  const uint64_t base = 0x300000;
+  t.start({{base, base + 8 * kPage, 1000}}, kChunk, 1000 + 8 * kPage, 1);
+  uint64_t u0 = 0, u1 = 0;
+  // Chunk 1 is stream [kChunk, 2 kChunk): addresses base + kChunk - 1000 ..., rounded out to pages.
+  t.chunk_span(0, base + kChunk, kPage, &u0, &u1);
+  EXPECT_EQ(u0, base + 3 * kPage);
+  EXPECT_EQ(u1, base + 8 * kPage);  // clipped to the range
+  t.chunk_span(0, base + 5, kPage, &u0, &u1);
+  EXPECT_EQ(u0, base);
+  EXPECT_EQ(u1, base + 4 * kPage);
+  // Noting those pages marks both chunks that share the boundary page.
+  t.note(0, base, base + 4 * kPage, 1);
+  EXPECT_EQ(t.changed_since(1, 2), bits({1, 1, 0}));  // chunk 0 is not whole in the range anyway
+  // Pages: wholly inside chunk 1, or touching it.
+  std::vector<std::pair<uint64_t, uint64_t>> in, touching;
+  t.pages_of(1, 2, kPage, true, [&](size_t r, uint64_t p0, uint64_t p1) {
+    EXPECT_EQ(r, 0u);
+    in.emplace_back(p0, p1);
+  });
+  t.pages_of(1, 2, kPage, false, [&](size_t, uint64_t p0, uint64_t p1) { touching.emplace_back(p0, p1); });
+  EXPECT_EQ(in, (std::vector<std::pair<uint64_t, uint64_t>>{{4, 7}}));
+  EXPECT_EQ(touching, (std::vector<std::pair<uint64_t, uint64_t>>{{3, 8}}));
+}
+
+TEST(WriteTracker, TheLayoutDecidesWhetherTrackingGoesOn) {
+  WriteTracker t;
+  std::vector<Watched> r{{0x100000, 0x140000, 0}, {0x200000, 0x210000, 0x40000}};
+  EXPECT_FALSE(t.same_layout(r, kChunk, 0x50000));
+  t.start(r, kChunk, 0x50000, 1);
+  EXPECT_TRUE(t.same_layout(r, kChunk, 0x50000));
+  EXPECT_FALSE(t.same_layout(r, kChunk * 2, 0x50000));
+  EXPECT_FALSE(t.same_layout(r, kChunk, 0x60000));
+  auto moved = r;
+  moved[1].stream_off += kPage;
+  EXPECT_FALSE(t.same_layout(moved, kChunk, 0x50000));
+  // No chunking (a version with files): no tracking.
+  t.start(r, 0, 0x50000, 2);
+  EXPECT_FALSE(t.on());
+}
+
+}  // namespace
+}  // namespace cairn::cow
