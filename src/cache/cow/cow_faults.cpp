@@ -236,9 +236,17 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
   };
   uint64_t p0 = 0, p1 = 0;
   uint64_t next = block(addr, &p0, &p1);
-  // Tracking, what a write un-protects is the chunk it is in (its pages), so the next snapshot copies that.
+  // Tracking, what a write un-protects is the chunk it is in (its pages), so the next snapshot copies
+  // that; where memory is gathered into huge pages, in whole fault blocks: un-protecting part of a huge
+  // page splits it, and every later protection and un-protection then walks 4 KiB entries.
   uint64_t u0 = 0, u1 = 0;
-  if (tracking) tracker_.chunk_span(t, addr, page_, &u0, &u1);
+  if (tracking) {
+    tracker_.chunk_span(t, addr, page_, &u0, &u1);
+    if (huge_pages_) {
+      u0 = std::max(u0 & ~(opt_.fault_block - 1), tr->start);
+      u1 = std::min((u1 + opt_.fault_block - 1) & ~(opt_.fault_block - 1), tr->end);
+    }
+  }
   if (!active_) {
     tracker_.note(t, u0, u1, gen_);
     unprotect_from_handler(u0, u1 - u0, tr->region);
@@ -272,7 +280,7 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
     const uint64_t q0 = tr->first_page + (u0 - tr->start) / page_, q1 = tr->first_page + (u1 - tr->start) / page_;
     fault_bytes_.fetch_add(copy_pages(t, q0, q1, true), std::memory_order_relaxed);
     for (uint64_t k = q0; k < q1; ++k)
-      while (pages_[k].load(std::memory_order_acquire) != kDone) sched_yield();
+      while (pages_[k].load(std::memory_order_acquire) != kDone) std::this_thread::sleep_for(std::chrono::microseconds(20));
     tracker_.note(t, u0, u1, gen_);
     unprotect_from_handler(u0, u1 - u0, tr->region);
   } else if (was_done) {

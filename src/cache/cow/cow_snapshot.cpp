@@ -158,7 +158,13 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
     int err = 0;
     for (const auto& [c0, c1] : tracker_.written_in(G - 1))
       tracker_.pages_of(c0, c1, page_, false, [&](size_t r, uint64_t p0, uint64_t p1) {
-        if (err == 0) err = uffd_.protect(tracked_[r].start + p0 * page_, (p1 - p0) * page_);
+        const Tracked& tr = tracked_[r];
+        uint64_t a = tr.start + p0 * page_, b = tr.start + p1 * page_;
+        if (huge_pages_) {  // whole fault blocks, as the handler un-protects them (a huge page stays whole)
+          a = std::max(a & ~(opt_.fault_block - 1), tr.start);
+          b = std::min((b + opt_.fault_block - 1) & ~(opt_.fault_block - 1), tr.end);
+        }
+        if (err == 0) err = uffd_.protect(a, b - a);
       });
     if (err != 0) return fail_begin(std::string("UFFDIO_WRITEPROTECT: ") + strerror(err), tracked_.size());
   }

@@ -43,10 +43,10 @@ struct Mem {
   std::vector<uint8_t> bytes() const { return std::vector<uint8_t>(p, p + size); }
 };
 
-std::unique_ptr<Snapshotter> tracking_cow(uint64_t fault_block = kChunk) {
+std::unique_ptr<Snapshotter> tracking_cow(uint64_t fault_block = kChunk, bool huge_pages = false) {
   CowOptions o;
   o.fault_block = fault_block;
-  o.huge_pages = false;
+  o.huge_pages = huge_pages;  // with huge pages, writes un-protect whole fault blocks
   auto s = make_cow_snapshotter(o);
   EXPECT_TRUE(s.is_ok()) << s.status().message();
   return s.is_ok() ? std::move(s).value() : nullptr;
@@ -127,9 +127,11 @@ TEST(CowTracking, OnlyTheChunksWrittenSinceTheSlotsSnapshotAreCopied) {
   EXPECT_TRUE(a == m.bytes());
 }
 
-TEST(CowTracking, WritesFromManyThreadsAndTheKernelAreAllSeen) {
+class CowTrackingBlocks : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CowTrackingBlocks, WritesFromManyThreadsAndTheKernelAreAllSeen) {
   SKIP_WITHOUT_COW();
-  auto s = tracking_cow(256 << 10);
+  auto s = GetParam() ? tracking_cow(2 << 20, true) : tracking_cow(256 << 10);
   Mem m(32 * kChunk);
   const std::vector<SnapshotRegion> regions{{"state", m.p, m.size, 0}};
   std::vector<uint8_t> slots[2];
@@ -163,6 +165,8 @@ TEST(CowTracking, WritesFromManyThreadsAndTheKernelAreAllSeen) {
     close(fds[1]);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(HugePages, CowTrackingBlocks, ::testing::Bool());
 
 TEST(CowTracking, ChunksNotWhollyInProtectedPagesAreAlwaysCopied) {
   SKIP_WITHOUT_COW();
