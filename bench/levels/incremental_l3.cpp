@@ -5,6 +5,7 @@
 #include "levels/incremental_l3.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 
 #include "base/fsutil.hpp"
 #include "base/layout.hpp"
+#include "cache/cow/cow_snapshot.hpp"
 #include "cache/snapshot.hpp"
 #include "bench.hpp"
 #include "l3/l3_store.hpp"
@@ -26,6 +28,7 @@ using namespace cairn;
 using cairn::bench::json;
 
 constexpr uint32_t kChunk = 1u << 20;  // the chunk_size knob's default
+constexpr uint64_t kBlock = 2u << 20;  // the application writes its state in blocks of this
 
 uint64_t file_bytes(const std::string& path) {
   struct stat st;
@@ -40,7 +43,31 @@ uint64_t version_bytes(const Layout& l, uint64_t v) {
   return total;
 }
 
-Manifest manifest_of(const std::vector<uint8_t>& data, uint64_t v) {
+// The application's state: anonymous memory aligned to 2 MiB (its blocks are the huge pages that
+// copy-on-write protects whole), as a solver's large arrays are.
+struct State {
+  explicit State(uint64_t n) : size_(n) {
+    const uint64_t huge = 2 << 20;
+    map_len_ = n + huge;
+    void* m = mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) cairn::bench::die("mmap of %llu bytes: %s", static_cast<unsigned long long>(map_len_), strerror(errno));
+    map_ = static_cast<uint8_t*>(m);
+    p_ = reinterpret_cast<uint8_t*>((reinterpret_cast<uint64_t>(map_) + huge - 1) & ~(huge - 1));
+  }
+  ~State() { munmap(map_, map_len_); }
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  uint8_t* data() { return p_; }
+  const uint8_t* data() const { return p_; }
+  uint64_t size() const { return size_; }
+  uint8_t& operator[](uint64_t i) { return p_[i]; }
+
+ private:
+  uint8_t *map_ = nullptr, *p_ = nullptr;
+  uint64_t map_len_ = 0, size_ = 0;
+};
+
+Manifest manifest_of(const State& data, uint64_t v) {
   Manifest m;
   m.version = v;
   m.nranks = 1;
@@ -96,7 +123,8 @@ int run(const Options& o) {
     return 1;
   }
   const double load_start = cairn::bench::loadavg_1m();
-  std::vector<uint8_t> state(size), back(size);
+  State state(size);
+  std::vector<uint8_t> back(size);
   std::mt19937_64 rng(42);
   for (size_t i = 0; i + 8 <= state.size(); i += 8) {
     uint64_t x = rng();
@@ -109,6 +137,13 @@ int run(const Options& o) {
   std::vector<uint8_t> slot(size, 0);
   auto copier = make_copy_snapshotter();
   uint64_t full_bytes = 0, incr_bytes = 0, changed_bytes = 0;
+  // Copy-on-write with write tracking (the snapshotter the library takes by default where it can): a
+  // full snapshot, then the incremental one into the same slot, told which snapshot the slot holds.
+  auto cow_made = make_cow_snapshotter();
+  std::unique_ptr<Snapshotter> cow = cow_made.is_ok() ? std::move(cow_made).value() : nullptr;
+  std::vector<uint8_t> cow_slot(cow ? size : 0, 0);
+  std::vector<double> cow_full_s, cow_full_block_s, cow_incr_s, cow_incr_block_s, cow_hash_s;
+  uint64_t cow_full_copied = 0, cow_incr_copied = 0, cow_changed_chunks = 0;
   auto fail = [&](const Status& st) {
     fprintf(stderr, "cairn-bench: --incremental: %s\n", st.message().c_str());
     fs::remove_tree(cfg.prefix).ignore();
@@ -133,11 +168,29 @@ int run(const Options& o) {
     t0 = cairn::bench::now();
     const std::vector<uint64_t> held = chunk_hashes(slot.data(), size, kChunk);
     l1_hash_s.push_back(cairn::bench::now() - t0);
-    // 10 % of the chunks rewritten: every tenth, a word changed in each.
+    uint64_t cow_gen = 0;
+    if (cow) {
+      cow->set_chunking(kChunk, size);
+      t0 = cairn::bench::now();
+      if (Status st = cow->begin(regions, cow_slot.data()); !st.is_ok()) return fail(st);
+      const double tb = cairn::bench::now();
+      if (Status st = cow->complete(); !st.is_ok()) return fail(st);
+      cow_full_block_s.push_back(tb - t0);
+      cow_full_s.push_back(cairn::bench::now() - t0);
+      cow_full_copied = size;  // all of it: protected, or copied in begin()
+      cow_gen = cow->report().generation;
+    }
+    // 10 % of the state rewritten: every tenth of its 2 MiB blocks, every word of it.
     changed_bytes = 0;
-    for (uint64_t c = rep % 10; c < nchunks; c += 10) {
-      state[c * kChunk] ^= 0x5a;
-      changed_bytes += std::min<uint64_t>(kChunk, size - c * kChunk);
+    for (uint64_t b = (rep % 10) * kBlock; b < size; b += 10 * kBlock) {
+      const uint64_t len = std::min<uint64_t>(kBlock, size - b);
+      for (uint64_t i = b; i + 8 <= b + len; i += 8) {
+        uint64_t w;
+        memcpy(&w, state.data() + i, 8);
+        w = 3 * w + 1;
+        memcpy(state.data() + i, &w, 8);
+      }
+      changed_bytes += len;
     }
     // L1, the incremental version into the same slot: each chunk hashed, the changed ones copied.
     copier->set_chunking(kChunk, size);
@@ -148,6 +201,36 @@ int run(const Options& o) {
     l1_unchanged = copier->report().unchanged_bytes;
     if (memcmp(slot.data(), state.data(), size) != 0 || copier->report().chunk_hashes != chunk_hashes(state.data(), size, kChunk))
       return fail(make_error(Code::ERR_INTERNAL, "the incremental L1 copy left other bytes or hashes"));
+    if (cow) {
+      cow->set_chunking(kChunk, size);
+      cow->set_previous(held, cow_gen);
+      t0 = cairn::bench::now();
+      if (Status st = cow->begin(regions, cow_slot.data()); !st.is_ok()) return fail(st);
+      const double tb = cairn::bench::now();
+      if (Status st = cow->complete(); !st.is_ok()) return fail(st);
+      cow_incr_block_s.push_back(tb - t0);
+      cow_incr_s.push_back(cairn::bench::now() - t0);
+      const SnapshotReport r = cow->report();
+      if (r.chunk_changed.size() != nchunks || r.chunk_known.size() != nchunks)
+        return fail(make_error(Code::ERR_INTERNAL, "the cow snapshot did not track the writes (was the state's memory write-protectable?)"));
+      // The seal hashes only the changed chunks: the others' hashes are the slot's.
+      t0 = cairn::bench::now();
+      std::vector<uint64_t> sealed = r.chunk_hashes;
+      cow_changed_chunks = 0;
+      for (uint64_t c = 0; c < nchunks; ++c)
+        if (!r.chunk_known[c]) {
+          sealed[c] = chunk_hashes(cow_slot.data() + c * kChunk, std::min<uint64_t>(kChunk, size - c * kChunk), kChunk)[0];
+          ++cow_changed_chunks;
+        }
+      cow_hash_s.push_back(cairn::bench::now() - t0);
+      cow_incr_copied = size - r.unchanged_bytes;
+      // Tracked in whole 2 MiB blocks at worst, so the blocks written and nothing more (bytes, not time).
+      if (cow_incr_copied > changed_bytes + 2 * kBlock)
+        return fail(make_error(Code::ERR_INTERNAL, "the incremental cow snapshot copied %llu bytes for %llu written",
+                               static_cast<unsigned long long>(cow_incr_copied), static_cast<unsigned long long>(changed_bytes)));
+      if (memcmp(cow_slot.data(), state.data(), size) != 0 || sealed != chunk_hashes(state.data(), size, kChunk))
+        return fail(make_error(Code::ERR_INTERNAL, "the incremental cow snapshot left other bytes or hashes"));
+    }
     Manifest mi = manifest_of(state, vi);
     t0 = cairn::bench::now();
     if (Status st = l3::write_rank(l, mi, state.data(), {}, &incremental); !st.is_ok()) return fail(st);
@@ -198,12 +281,35 @@ int run(const Options& o) {
   j["l1_bytes_copied_ratio"] = 1.0 - static_cast<double>(l1_unchanged) / static_cast<double>(size);
   j["l1_blocking_ratio"] = l1f > 0 ? l1i / l1f : 0;             // the application's wait, against the plain copy
   j["l1_work_ratio"] = l1f + l1h > 0 ? l1i / (l1f + l1h) : 0;   // the rank's whole L1 work, against copy + seal
+  double cow_work_ratio = 0, versions_ratio = 0;
+  if (cow) {
+    const double cf = cairn::bench::median(cow_full_s), ci = cairn::bench::median(cow_incr_s),
+                 ch = cairn::bench::median(cow_hash_s);
+    j["l1_cow_full_ms"] = cf * 1e3;  // begin .. complete: protect, the copier's copy of everything
+    j["l1_cow_full_blocking_ms"] = cairn::bench::median(cow_full_block_s) * 1e3;
+    j["l1_cow_incremental_ms"] = ci * 1e3;  // protect what was written, copy the chunks written since
+    j["l1_cow_incremental_blocking_ms"] = cairn::bench::median(cow_incr_block_s) * 1e3;
+    j["l1_cow_seal_hash_incremental_ms"] = ch * 1e3;  // the seal's hashing of the changed chunks
+    j["l1_cow_bytes_copied_ratio"] = static_cast<double>(cow_incr_copied) / static_cast<double>(cow_full_copied);
+    cow_work_ratio = cf + l1h > 0 ? (ci + ch) / (cf + l1h) : 0;
+    j["l1_cow_work_ratio"] = cow_work_ratio;  // incremental copy + seal against full copy + seal
+    // A version's bytes at all three levels, incremental against full: L1 what the cow snapshot copied,
+    // L2 partner's (it sends the changed chunks only: the encode skips every step of unchanged ones),
+    // L3 the files.
+    const double l2_incr = static_cast<double>(cow_changed_chunks) * kChunk;
+    versions_ratio = (static_cast<double>(cow_incr_copied) + l2_incr + static_cast<double>(incr_bytes)) /
+                     (static_cast<double>(cow_full_copied) + static_cast<double>(size) + static_cast<double>(full_bytes));
+    j["version_bytes_ratio"] = versions_ratio;
+    j["version_bytes_ratio_target"] = 0.15;
+  } else {
+    j["l1_cow"] = "not measured: " + cow_made.status().message();
+  }
   j["machine"] = cairn::bench::machine_info(load_start, 1);
   if (o.json) {
     printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  printf("incremental L3 version, one rank of %s, %.0f %% of its %llu chunks rewritten (median of %d)\n",
+  printf("incremental version, one rank of %s, %.0f %% of it rewritten (every tenth 2 MiB block; %llu chunks; median of %d)\n",
          o.size.c_str(), 100.0 * j["changed_fraction"].get<double>(), static_cast<unsigned long long>(nchunks), o.reps);
   printf("  L3 bytes   full %llu, incremental %llu: ratio %.3f (target <= 0.15)\n",
          static_cast<unsigned long long>(full_bytes), static_cast<unsigned long long>(incr_bytes), bytes_ratio);
@@ -215,6 +321,16 @@ int run(const Options& o) {
          "blocking ratio %.2f, work ratio %.2f\n",
          l1f * 1e3, l1h * 1e3, l1i * 1e3, 100.0 * j["l1_bytes_copied_ratio"].get<double>(), j["l1_blocking_ratio"].get<double>(),
          j["l1_work_ratio"].get<double>());
+  if (cow)
+    printf("  L1 cow     full %.1f ms (%.2f blocking) + seal %.1f ms; incremental %.1f ms (%.2f blocking, copy %.0f %%) + seal "
+           "%.1f ms: work ratio %.2f\n"
+           "  all levels the incremental version's L1 + L2 (partner) + L3 bytes against the full one's: %.3f (target <= 0.15)\n",
+           j["l1_cow_full_ms"].get<double>(), j["l1_cow_full_blocking_ms"].get<double>(), l1h * 1e3,
+           j["l1_cow_incremental_ms"].get<double>(), j["l1_cow_incremental_blocking_ms"].get<double>(),
+           100.0 * j["l1_cow_bytes_copied_ratio"].get<double>(), j["l1_cow_seal_hash_incremental_ms"].get<double>(),
+           cow_work_ratio, versions_ratio);
+  else
+    printf("  L1 cow     not measured: %s\n", cow_made.status().message().c_str());
   return 0;
 }
 

@@ -237,14 +237,15 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
   uint64_t p0 = 0, p1 = 0;
   uint64_t next = block(addr, &p0, &p1);
   // Tracking, what a write un-protects is the chunk it is in (its pages), so the next snapshot copies
-  // that; where memory is gathered into huge pages, in whole fault blocks: un-protecting part of a huge
-  // page splits it, and every later protection and un-protection then walks 4 KiB entries.
+  // that; where memory is gathered into huge pages, the fault block it is in (every chunk with a byte in
+  // it counts as written): un-protecting part of a huge page splits it, and every later protection and
+  // un-protection then walks 4 KiB entries (1.3 us each to un-protect, against one entry per 2 MiB).
   uint64_t u0 = 0, u1 = 0;
   if (tracking) {
     tracker_.chunk_span(t, addr, page_, &u0, &u1);
     if (huge_pages_) {
-      u0 = std::max(u0 & ~(opt_.fault_block - 1), tr->start);
-      u1 = std::min((u1 + opt_.fault_block - 1) & ~(opt_.fault_block - 1), tr->end);
+      u0 = tr->start + (p0 - tr->first_page) * page_;
+      u1 = next;
     }
   }
   if (!active_) {
