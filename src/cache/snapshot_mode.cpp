@@ -129,8 +129,10 @@ SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service, const std::st
       return c;
     }
   }
+  // Between snapshots the memory stays write-protected only where no network card can write it unseen:
+  // a DMA write between two snapshots would leave its chunk out of every later incremental version.
   CowOptions options;
-  options.track_writes = track_writes;
+  options.track_writes = track_writes && rdma.empty();
   auto cow = make_cow_snapshotter(options);
   if (!cow.is_ok()) {
     c.snapshotter = make_copy_snapshotter();
@@ -144,11 +146,14 @@ SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service, const std::st
     c.snapshotter = std::make_unique<AutoSnapshotter>(std::move(c.snapshotter));
     c.why += "; copy from the first snapshot in which the application rewrites a quarter of its state before the copier";
   }
+  if (options.track_writes)
+    c.why += "; between snapshots it notes which chunks are written, and a version copies only those (l1_incremental)";
   if (service)
     c.why += "; the checkpoint service reads the L1 slots only, never a protected region, once the snapshot is complete";
   if (!rdma.empty()) {
     c.why += "; this node has RDMA devices (" + rdma +
-             "): a transfer that writes a protected region by DMA while a snapshot is in flight is not seen";
+             "): a transfer that writes a protected region by DMA while a snapshot is in flight is not seen; "
+             "writes are not tracked between snapshots (every version copies all)";
     c.warn = true;
   }
   return c;

@@ -45,7 +45,8 @@ bool writer_outran_copier(const SnapshotReport& report, uint64_t fault_block);
 // reads the L1 slots, which are never write-protected, and only after complete() (docs/architecture.md,
 // "Snapshots and the checkpoint service"). `sysfs` is where RDMA devices are looked for (tests pass
 // their own). `track_writes`: a cow snapshotter keeps the memory protected between snapshots to learn
-// which chunks were written (CowOptions::track_writes; off with l1_incremental = off).
+// which chunks were written (CowOptions::track_writes; off with l1_incremental = off, and on a node with
+// RDMA devices, whose DMA writes it would not see).
 SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service = false, const std::string& sysfs = "/sys",
                                   const CpuShare& cpus = this_process_cpus(1), bool track_writes = true);
 

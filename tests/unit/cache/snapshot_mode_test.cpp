@@ -88,6 +88,15 @@ TEST(SnapshotMode, AnExplicitCowIsHonouredOrWarnedAbout) {
   if (cow_unsupported_reason().empty()) {
     EXPECT_STREQ(c.snapshotter->name(), "cow");
     EXPECT_NE(c.why.find("not seen"), std::string::npos) << c.why;
+    // A DMA write between snapshots would be missed by the write tracking too: it is off there.
+    EXPECT_FALSE(c.snapshotter->tracks_writes());
+    EXPECT_NE(c.why.find("writes are not tracked"), std::string::npos) << c.why;
+    FakeSys plain;
+    SnapshotChoice tracked = choose_snapshotter(SnapshotMode::cow, false, plain.root);
+    EXPECT_TRUE(tracked.snapshotter->tracks_writes());
+    EXPECT_NE(tracked.why.find("notes which chunks are written"), std::string::npos) << tracked.why;
+    SnapshotChoice off = choose_snapshotter(SnapshotMode::cow, false, plain.root, this_process_cpus(1), false);
+    EXPECT_FALSE(off.snapshotter->tracks_writes());
   } else {
     EXPECT_STREQ(c.snapshotter->name(), "copy");
   }
