@@ -50,8 +50,13 @@ const std::vector<Knob>& knobs() {
                       "once, at info level (docs/performance.md)."},
       {.name = "l1_incremental", .kind = Kind::choice, .member = &Config::l1_incremental,
        .default_text = "auto", .choices = {"auto", "on", "off"},
-       .description = "Whether a copied snapshot (snapshot = copy, or auto when it copies) copies only what "
-                      "changed. on: cairn_checkpoint hashes each chunk of the protected memory and copies "
+       .description = "Whether a snapshot copies only what changed. With copy-on-write (snapshot = cow, or "
+                      "auto when it takes cow) the memory stays write-protected between snapshots, the first "
+                      "write to each chunk is noted (in whole 2 MiB blocks where memory is in huge pages), "
+                      "and a version copies, seals and encodes at level 2 only the chunks written since its "
+                      "slot's version; auto and on do that, off keeps nothing protected between snapshots. "
+                      "It is off on a node with RDMA devices (a DMA write would not be seen). "
+                      "With a copy (snapshot = copy, or auto when it copies), on: cairn_checkpoint hashes each chunk of the protected memory and copies "
                       "only the chunks whose hash differs from the one the level-1 slot's previous version "
                       "recorded (the slot already holds the others); the hashes become the version's, so "
                       "the seal hashes nothing, and level 2 then moves and encodes only the pieces whose "
@@ -64,8 +69,9 @@ const std::vector<Knob>& knobs() {
                       "what this process sealed into a slot is trusted: a slot whose content it does not "
                       "know (the first checkpoints after a launch, a version that failed in it, a rebuild "
                       "into it, another size or chunk_size, file-API versions, device memory) is copied "
-                      "whole. Copy-on-write snapshots are not incremental. The version's summary line says "
-                      "how much was left in place (docs/architecture.md, Snapshots)."},
+                      "whole, and so is every version after copy-on-write's memory was unprotected, freed, "
+                      "discarded or moved. The version's summary line says how much was left in place "
+                      "(docs/architecture.md, Snapshots)."},
       {.name = "cuda_driver", .kind = Kind::string, .member = &Config::cuda_driver,
        .default_text = "libcuda.so.1",
        .description = "The CUDA driver library cairn loads (dlopen) at the first cairn_protect, to tell device "
