@@ -200,9 +200,11 @@ Pipeline::Sealed Pipeline::held(int slot, const Manifest& next) {
     std::lock_guard<std::mutex> lock(mu_);
     if (static_cast<size_t>(slot) < sealed_.size()) std::swap(s, sealed_[static_cast<size_t>(slot)]);
   }
-  if (s.version == 0 || s.chunk_size != next.chunk_size || s.total_size != next.total_size ||
-      cache_->version_in_slot(slot) != s.version)
-    return {};
+  if (s.version == 0 || s.chunk_size != next.chunk_size || s.total_size != next.total_size) return {};
+  // Its record still names the slot (another version written there would have dropped it first): one
+  // record read on the blocking path, not the directory's.
+  auto rec = cache_->read_record(s.version);
+  if (!rec.is_ok() || static_cast<int>(rec->slot) != slot) return {};
   return s;
 }
 
