@@ -274,7 +274,7 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
     }
   }
   fault_bytes_.fetch_add(copied, std::memory_order_relaxed);
-  hint_ = n1 + 1;
+  if (!tracking || !was_done) hint_ = n1 + 1;  // not for a write behind the copier, or to a chunk left in place
   if (tracking) {
     // The chunk's pages are copied, by this thread now or by the copier in a moment (it never waits for
     // this thread there), before they lose their protection.
