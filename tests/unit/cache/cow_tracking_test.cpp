@@ -150,7 +150,9 @@ TEST_P(CowTrackingBlocks, WritesFromManyThreadsAndTheKernelAreAllSeen) {
       t2.join();
     });
     ASSERT_TRUE(slot == want) << "round " << round;
-    if (round >= 2) EXPECT_EQ(rep.chunk_changed.size(), 32u) << "round " << round;  // incremental
+    if (round >= 2) {
+      EXPECT_EQ(rep.chunk_changed.size(), 32u) << "round " << round;  // incremental
+    }
     gens[round % 2] = rep.generation;
     // Between snapshots: a few chunks by threads, one by the kernel (read(2) into the memory).
     std::thread t(writer, rng());
