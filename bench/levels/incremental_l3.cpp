@@ -144,6 +144,20 @@ int run(const Options& o) {
   std::vector<uint8_t> cow_slot(cow ? size : 0, 0);
   std::vector<double> cow_full_s, cow_full_block_s, cow_incr_s, cow_incr_block_s, cow_hash_s;
   uint64_t cow_full_copied = 0, cow_incr_copied = 0, cow_changed_chunks = 0;
+  // One cow snapshot into cow_slot (the previous one it holds told when `gen`): begin .. complete and the
+  // blocking part of it appended to `total` and `blocking`.
+  auto timed_cow = [&](const std::vector<SnapshotRegion>& regions, const std::vector<uint64_t>& held, uint64_t gen,
+                       std::vector<double>* total, std::vector<double>* blocking) -> Status {
+    cow->set_chunking(kChunk, size);
+    if (gen) cow->set_previous(held, gen);
+    const double t0 = cairn::bench::now();
+    CAIRN_TRY(cow->begin(regions, cow_slot.data()));
+    const double tb = cairn::bench::now();
+    CAIRN_TRY(cow->complete());
+    blocking->push_back(tb - t0);
+    total->push_back(cairn::bench::now() - t0);
+    return Status::ok();
+  };
   auto fail = [&](const Status& st) {
     fprintf(stderr, "cairn-bench: --incremental: %s\n", st.message().c_str());
     fs::remove_tree(cfg.prefix).ignore();
@@ -170,13 +184,7 @@ int run(const Options& o) {
     l1_hash_s.push_back(cairn::bench::now() - t0);
     uint64_t cow_gen = 0;
     if (cow) {
-      cow->set_chunking(kChunk, size);
-      t0 = cairn::bench::now();
-      if (Status st = cow->begin(regions, cow_slot.data()); !st.is_ok()) return fail(st);
-      const double tb = cairn::bench::now();
-      if (Status st = cow->complete(); !st.is_ok()) return fail(st);
-      cow_full_block_s.push_back(tb - t0);
-      cow_full_s.push_back(cairn::bench::now() - t0);
+      if (Status st = timed_cow(regions, held, 0, &cow_full_s, &cow_full_block_s); !st.is_ok()) return fail(st);
       cow_full_copied = size;  // all of it: protected, or copied in begin()
       cow_gen = cow->report().generation;
     }
@@ -202,14 +210,7 @@ int run(const Options& o) {
     if (memcmp(slot.data(), state.data(), size) != 0 || copier->report().chunk_hashes != chunk_hashes(state.data(), size, kChunk))
       return fail(make_error(Code::ERR_INTERNAL, "the incremental L1 copy left other bytes or hashes"));
     if (cow) {
-      cow->set_chunking(kChunk, size);
-      cow->set_previous(held, cow_gen);
-      t0 = cairn::bench::now();
-      if (Status st = cow->begin(regions, cow_slot.data()); !st.is_ok()) return fail(st);
-      const double tb = cairn::bench::now();
-      if (Status st = cow->complete(); !st.is_ok()) return fail(st);
-      cow_incr_block_s.push_back(tb - t0);
-      cow_incr_s.push_back(cairn::bench::now() - t0);
+      if (Status st = timed_cow(regions, held, cow_gen, &cow_incr_s, &cow_incr_block_s); !st.is_ok()) return fail(st);
       const SnapshotReport r = cow->report();
       if (r.chunk_changed.size() != nchunks || r.chunk_known.size() != nchunks)
         return fail(make_error(Code::ERR_INTERNAL, "the cow snapshot did not track the writes (was the state's memory write-protectable?)"));

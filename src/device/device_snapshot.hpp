@@ -55,8 +55,9 @@ class DeviceSnapshotter final : public Snapshotter {
   SnapshotReport report() const override;
   void wait_copied() override;
   void set_chunking(uint32_t chunk_size, uint64_t stream_len) override;
-  // To the host snapshotter: used for a version without device regions (with them the host regions leave
-  // gaps in the stream, and are copied whole).
+  // To the host snapshotter. A copy uses it for a version without device regions only (with them the
+  // host regions leave gaps in the stream, and are copied whole); a tracking cow counts the chunks with
+  // device bytes as changed and leaves only wholly tracked ones in place.
   void set_previous(std::vector<uint64_t> previous, uint64_t generation) override {
     host_->set_previous(std::move(previous), generation);
   }

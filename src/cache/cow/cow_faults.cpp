@@ -97,10 +97,7 @@ void CowSnapshotter::copier_loop() {
       // failure_ (a madvise not reported yet zaps only after it is read: every page is copied by then).
       // From here the handler leaves this snapshot's pages alone.
       std::lock_guard<std::mutex> hl(handler_mu_);
-      uffd_msg msgs[16];
-      for (ssize_t n; (n = read(uffd_.fd(), msgs, sizeof msgs)) > 0;)
-        for (size_t i = 0; i < static_cast<size_t>(n) / sizeof(uffd_msg); ++i) handle(msgs[i]);
-      while (stashed_ > 0) serve_fault(stash_[--stashed_]);
+      handle_pending();
       active_ = false;
       hot_.assign(written_, written_ + written_count_);  // within the reserved capacity
       std::sort(hot_.begin(), hot_.end());
@@ -241,12 +238,11 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
   // it counts as written): un-protecting part of a huge page splits it, and every later protection and
   // un-protection then walks 4 KiB entries (1.3 us each to un-protect, against one entry per 2 MiB).
   uint64_t u0 = 0, u1 = 0;
-  if (tracking) {
+  if (tracking && huge_pages_) {
+    u0 = tr->start + (p0 - tr->first_page) * page_;
+    u1 = next;
+  } else if (tracking) {
     tracker_.chunk_span(t, addr, page_, &u0, &u1);
-    if (huge_pages_) {
-      u0 = tr->start + (p0 - tr->first_page) * page_;
-      u1 = next;
-    }
   }
   if (!active_) {
     tracker_.note(t, u0, u1, gen_);
@@ -302,6 +298,14 @@ void CowSnapshotter::unprotect_from_handler(uint64_t start, uint64_t len, size_t
     }
     drain();
   }
+}
+
+// Everything on the descriptor now, and the faults stashed, handled (the caller holds handler_mu_).
+void CowSnapshotter::handle_pending() {
+  uffd_msg msgs[16];
+  for (ssize_t n; (n = read(uffd_.fd(), msgs, sizeof msgs)) > 0;)
+    for (size_t i = 0; i < static_cast<size_t>(n) / sizeof(uffd_msg); ++i) handle(msgs[i]);
+  while (stashed_ > 0) serve_fault(stash_[--stashed_]);
 }
 
 // Read what is on the descriptor now (to let an unmap/madvise/mremap in progress finish); faults read

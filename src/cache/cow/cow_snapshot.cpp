@@ -60,7 +60,7 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
     return make_error(Code::ERR_SEQUENCE, "snapshot begin: the previous snapshot is still in flight (complete it first)");
   t_begin_ = now();
   report_ = {};
-  const std::vector<uint64_t> previous = std::move(previous_);
+  std::vector<uint64_t> previous = std::move(previous_);
   const uint64_t previous_gen = previous_gen_;
   previous_.clear();
   previous_gen_ = 0;
@@ -76,10 +76,7 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
     {
       // What the descriptor holds now is noted first (an unmap reported ends the tracking).
       std::lock_guard<std::mutex> hl(handler_mu_);
-      uffd_msg msgs[16];
-      for (ssize_t k; (k = read(uffd_.fd(), msgs, sizeof msgs)) > 0;)
-        for (size_t i = 0; i < static_cast<size_t>(k) / sizeof(uffd_msg); ++i) handle(msgs[i]);
-      while (stashed_ > 0) serve_fault(stash_[--stashed_]);
+      handle_pending();
       go_on = !track_broken_ && tracker_.same_layout(watched, chunk_size_, stream_len_);
     }
     if (!go_on) stop_tracking();
@@ -99,8 +96,7 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
     plan.fallbacks.push_back({r.name, err == EBUSY ? "already registered with another userfaultfd"
                                                    : std::string("userfaultfd refused it: ") + strerror(err)});
   }
-  std::vector<uint8_t> changed;  // with `incremental`: the chunks to copy
-  bool incremental = false;
+  std::vector<uint8_t> changed;  // the chunks to copy, when known (empty: all)
   uint64_t G = 0;
   {
     std::lock_guard<std::mutex> hl(handler_mu_);
@@ -132,8 +128,7 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
     }
     tracking_ = track;
     if (go_on && previous.size() == n) changed = tracker_.changed_since(previous_gen, G);
-    incremental = !changed.empty();
-    if (incremental) {
+    if (!changed.empty()) {
       uint64_t done = 0;
       for (uint64_t c = 0; c < n; ++c) {
         if (changed[c]) continue;
@@ -177,11 +172,11 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
   report_.protected_bytes = (total_pages_ - done_pages_.load()) * page_;
   report_.fallbacks = plan.fallbacks;
   report_.generation = tracking_ ? G : 0;
-  if (incremental) {
-    report_.chunk_changed = changed;
-    report_.chunk_hashes = previous;
+  if (!changed.empty()) {
     report_.chunk_known.resize(n);
     for (uint64_t c = 0; c < n; ++c) report_.chunk_known[c] = !changed[c];
+    report_.chunk_changed = std::move(changed);
+    report_.chunk_hashes = std::move(previous);
   }
   log_fallbacks(plan.fallbacks);
   in_flight_ = true;

@@ -115,6 +115,7 @@ class CowSnapshotter final : public Snapshotter {
   void handle(const uffd_msg& m);
   void serve_fault(uint64_t addr);
   void drain();
+  void handle_pending();
   void note_unmapped(uint64_t start, uint64_t end, Failure how);
   // write tracking
   void unprotect_from_handler(uint64_t start, uint64_t len, size_t region);
