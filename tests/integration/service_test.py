@@ -26,6 +26,9 @@ Cases (--case):
   freed_place        one manager with room for one agent: A holds it, B finds no room (its embedded flushers
                      write); A ends, its agent stops, and once the manager reports it gone the place goes to B,
                      whose later versions go through the service
+  gives_way          --scale-agents, one manager with room for two agents: A is scaled up to both; B arrives and
+                     finds no room; A gives one up (2 -> 1, its `why` names B), B's agent takes the freed place,
+                     and A is held at one while B runs; both results the failure-free ones
   restart_agents     heat2d through the service, then relaunched without caches with service_restart=agents:
                      the agents read, verify and fi_write each rank's L3 bytes into its regions (their logs and
                      rank 0's say so), the result the failure-free one; then, with the controller stopped, the
@@ -624,6 +627,50 @@ class Test:
         check_job(self, b, reference(self, "synthetic", b_args, np=2))
         say("a freed place went to the application that had found none")
 
+    def case_gives_way(self):
+        work = os.path.join(self.work, "svc")
+        self.service = Service(self.build, work, managers=1, capacity=2, manager_args=["--agent-bandwidth", "4"],
+                               controller_args=["--scale-agents"])
+        # A: 4 MB per L3 version every ~100 ms at 4 MB/s per agent wants every agent it can get (4 ranks: 4);
+        # the one manager has room for 2.
+        a_args = ["--size", "1M", "--iters", "1500", "--checkpoint-every", "10", "--sleep-ms", "5"]
+        b_args = ["--size", "1M", "--iters", "300", "--checkpoint-every", "10", "--sleep-ms", "20"]
+        a = Job(self, "synthetic-A", self.synthetic, a_args, np=4, nodes=2)
+        b = self.current_job = Job(self, "synthetic-B", self.synthetic, b_args, np=2, nodes=2)
+        pa, pb = a.env["CAIRN_PREFIX"], b.env["CAIRN_PREFIX"]
+
+        def app(st, prefix):
+            found = [x for x in st["applications"] if x["prefix"] == prefix]
+            if not found:
+                raise KeyError(prefix)
+            return found[0]
+
+        def up(st, agent):
+            return any(x["id"] == agent and x["state"] == "up" for x in st["agents"])
+        a.start()
+        st = self.service.wait_for(lambda st: app(st, pa)["agent_count"] == 2 and all(up(st, x) for x in app(st, pa)["agents"]),
+                                   "A to be scaled up to both places", timeout=120)
+        say(f"A: 2 agents ({app(st, pa)['scaling']['why']})")
+        b.start()
+        st = self.service.wait_for(lambda st: up(st, app(st, pb)["agents"][0]), "B's first agent", timeout=120)
+        a_now, b_id = app(st, pa), app(st, pb)["id"]
+        say(f"B's agent {app(st, pb)['agents'][0]} is up; A: {a_now['agent_count']} agent(s) ({a_now['scaling']['why']})")
+        if a_now["ranks_connected"] != 4:
+            fail(f"A ended before B got its agent: the place was freed, not given: {st['applications']}")
+        if a_now["agent_count"] != 1:
+            fail(f"A should hold one agent while B has the other place: {a_now}")
+        log = open(os.path.join(work, "controller.log")).read()
+        gave = re.search(rf"application {a_now['id']}: agents 2 -> 1 \(down to 1: gives an agent to application {b_id} ", log)
+        if not gave:
+            fail(f"the controller log does not show A giving an agent to B:\n{log}")
+        a.wait()
+        b.wait()
+        if re.search(rf"application {a_now['id']}: agents 1 -> 2", log[gave.end():]):
+            fail(f"A took a second agent again while B held the place:\n{log}")
+        check_job(self, a, reference(self, "synthetic", a_args, np=4))
+        check_job(self, b, reference(self, "synthetic", b_args, np=2))
+        say("an application without an agent got one of another's extra agents")
+
     def case_migrate(self):
         self.service = Service(self.build, os.path.join(self.work, "svc"), managers=1)
         ref = reference(self, "heat2d")
@@ -949,7 +996,7 @@ def main():
     p.add_argument("--build", required=True)
     p.add_argument("--case", required=True, choices=["two_apps", "push", "agent_killed", "agent_killed_push", "manager_killed",
                                                      "controller_killed", "bad_input", "chain", "three_apps",
-                                                     "dynamic_agents", "freed_place", "restart_agents", "migrate",
+                                                     "dynamic_agents", "freed_place", "gives_way", "restart_agents", "migrate",
                                                      "manager_names"])
     Test(p.parse_args()).run()
 

@@ -52,6 +52,7 @@ class Controller {
   int run();
 
  private:
+  static constexpr uint32_t kMaxFailedStarts = 3;  // a slot whose agent fails to start this often in a row gets no more
   enum class Role { unknown, rank, manager, client };
   struct Peer {
     uint64_t id = 0;
@@ -138,6 +139,10 @@ class Controller {
   std::vector<NodeLoad> node_loads() const;
   // dynamic agents (controller_scale.cpp)
   void rescale(AppRec& app);
+  void change_agents(AppRec& app, uint32_t k, const std::string& why);
+  bool starving(const AppRec& app) const;  // ranks connected, no agent, and a slot that may still get one
+  uint32_t free_places() const;            // on every checkpoint node together
+  void give_way();                         // an application without an agent gets one of another's
   bool scale_settled(const AppRec& app) const;
   void offer(AppRec& app, uint64_t peer, uint32_t rank);
   void offer_waiting(AppRec& app, uint32_t slot);
@@ -156,6 +161,7 @@ class Controller {
   std::map<uint64_t, ManagerRec> managers_;
   std::map<uint64_t, AgentRec> agents_;
   std::map<uint64_t, AppRec> apps_;
+  std::set<uint64_t> owed_;  // applications without an agent that another gives one up to
   uint64_t next_peer_ = 1, next_manager_ = 1, next_agent_ = 1, next_app_ = 1;
   bool stop_ = false;
   // scale_up_command

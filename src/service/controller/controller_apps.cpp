@@ -7,7 +7,6 @@
 namespace cairn::service {
 
 namespace {
-constexpr uint32_t kMaxFailedStarts = 3;  // a slot whose agent fails to start this often in a row gets no more
 
 // `path` lies under `root` (both absolute, compared step by step; no "." or ".." steps accepted).
 bool under(const std::string& path, std::string root) {
@@ -161,13 +160,17 @@ AppDemand Controller::demand(const AppRec& app) const {
   return d;
 }
 
+// Applications without any agent first, so that a freed place goes to one of them before another
+// application's second agent.
 void Controller::start_empty_slots() {
-  for (auto& [id, app] : apps_) {
-    std::vector<uint32_t> empty;
-    for (uint32_t s = 0; s < app.agents; ++s)
-      if (app.slot_agent[s] == 0) empty.push_back(s);
-    if (!empty.empty()) start_slots(app, empty);
-  }
+  for (bool first : {true, false})
+    for (auto& [id, app] : apps_) {
+      if (starving(app) != first) continue;
+      std::vector<uint32_t> empty;
+      for (uint32_t s = 0; s < app.agents; ++s)
+        if (app.slot_agent[s] == 0) empty.push_back(s);
+      if (!empty.empty()) start_slots(app, empty);
+    }
 }
 
 void Controller::stop_agent(AgentRec& a) {
@@ -186,6 +189,7 @@ void Controller::start_slots(AppRec& app, const std::vector<uint32_t>& slots) {
     if (app.slot_agent[s] == 0 && app.slot_failures[s] < kMaxFailedStarts) todo.push_back(s);
   if (todo.empty()) return;
   auto places = place_agents(o_.policy, node_loads(), static_cast<uint32_t>(todo.size()), demand(app));
+  if (!places.empty()) owed_.erase(app.id);
   for (size_t i = 0; i < places.size(); ++i) {
     AgentRec a;
     a.id = next_agent_++;
@@ -220,6 +224,7 @@ void Controller::start_slots(AppRec& app, const std::vector<uint32_t>& slots) {
              static_cast<unsigned long long>(app.id), todo.size() - places.size());
     need_node("application " + std::to_string(app.id) + " needs " + std::to_string(todo.size() - places.size()) +
               " more agent(s)");
+    give_way();
   }
 }
 
@@ -315,6 +320,7 @@ void Controller::retire_app(uint64_t id, const std::string& why) {
     if (a != agents_.end() && (a->second.state == AgentState::starting || a->second.state == AgentState::up))
       stop_agent(a->second);
   }
+  owed_.erase(id);
   LOG_INFO("application %llu (%s) retired: %s", static_cast<unsigned long long>(id), it->second.reg.app_name.c_str(),
            why.c_str());
   apps_.erase(it);

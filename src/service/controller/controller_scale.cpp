@@ -39,6 +39,7 @@ bool Controller::scale_settled(const AppRec& app) const {
 
 void Controller::rescale(AppRec& app) {
   if (!o_.scale_agents) return;
+  give_way();  // a waiting application's turn may have come (a donor settled)
   // One agent's drain bandwidth: the mean over this application's agents that have drained something.
   double sum = 0;
   int n = 0;
@@ -60,28 +61,39 @@ void Controller::rescale(AppRec& app) {
   in.fraction = o_.scale_fraction;
   ScaleDecision d = scale_agents(in);
   app.scale_why = d.why;
-  if (d.agents == app.agents) return;
+  bool hungry = false;
+  for (const auto& [id, other] : apps_) hungry = hungry || (id != app.id && starving(other));
+  uint32_t k = cap_scale_up(app.agents, d.agents, free_places(), hungry, !o_.scale_up_command.empty());
+  if (k < d.agents) {
+    app.scale_why += hungry ? "; held at " + std::to_string(k) + ": an application waits for its first agent"
+                            : "; held at " + std::to_string(k) + ": no checkpoint node has room for more";
+    if (!hungry) need_node("application " + std::to_string(app.id) + " would scale up to " + std::to_string(d.agents));
+  }
+  if (k != app.agents) change_agents(app, k, app.scale_why);
+}
+
+// Steps 1 and 2 of a change (above): k agents from now on.
+void Controller::change_agents(AppRec& app, uint32_t k, const std::string& why) {
   uint32_t old = app.agents;
-  app.agents = d.agents;
-  app.last_scaled = now;
+  app.agents = k;
+  app.last_scaled = wire::monotonic_seconds();
   ++app.scale_changes;
-  LOG_INFO("application %llu: agents %u -> %u (%s)", static_cast<unsigned long long>(app.id), old, d.agents,
-           d.why.c_str());
-  if (d.agents > old) {
-    app.slot_agent.resize(d.agents, 0);
-    app.slot_failures.resize(d.agents, 0);
+  LOG_INFO("application %llu: agents %u -> %u (%s)", static_cast<unsigned long long>(app.id), old, k, why.c_str());
+  if (k > old) {
+    app.slot_agent.resize(k, 0);
+    app.slot_failures.resize(k, 0);
     std::vector<uint32_t> added;
-    for (uint32_t s = old; s < d.agents; ++s) added.push_back(s);
+    for (uint32_t s = old; s < k; ++s) added.push_back(s);
     start_slots(app, added);
   } else {
-    for (uint32_t s = d.agents; s < old; ++s)
+    for (uint32_t s = k; s < old; ++s)
       if (app.slot_agent[s]) app.retiring.insert(app.slot_agent[s]);
-    app.slot_agent.resize(d.agents);
-    app.slot_failures.resize(d.agents);
+    app.slot_agent.resize(k);
+    app.slot_failures.resize(k);
     // Ranks that waited for a dropped slot's agent ask again under the new k.
     std::set<uint64_t> again;
     for (auto it = app.waiting.begin(); it != app.waiting.end();)
-      if (it->first >= d.agents) {
+      if (it->first >= k) {
         again.insert(it->second.begin(), it->second.end());
         it = app.waiting.erase(it);
       } else {
@@ -95,6 +107,43 @@ void Controller::rescale(AppRec& app) {
   app.offered.clear();
   for (const auto& [rank, peer] : app.rank_peer) offer(app, peer, rank);
   stop_unused(app);
+}
+
+bool Controller::starving(const AppRec& app) const {
+  if (app.rank_peer.empty()) return false;
+  bool may_start = false;
+  for (uint32_t s = 0; s < app.agents; ++s) {
+    if (app.slot_agent[s]) return false;
+    may_start = may_start || app.slot_failures[s] < kMaxFailedStarts;
+  }
+  return may_start;
+}
+
+uint32_t Controller::free_places() const {
+  uint32_t free = 0;
+  for (const auto& n : node_loads()) free += n.capacity > n.agents ? n.capacity - n.agents : 0;
+  return free;
+}
+
+// With dynamic agents, an application that found no room for its first agent is given the place of
+// another's extra one: the donor (pick_donor) goes down by one through the usual steps, and the place its
+// dropped agent leaves goes to the waiting application first (start_empty_slots). One donor per waiting
+// application at a time.
+void Controller::give_way() {
+  if (!o_.scale_agents) return;
+  for (auto& [id, app] : apps_) {
+    if (!starving(app) || owed_.count(id)) continue;
+    std::vector<AppShare> shares;
+    for (const auto& [oid, other] : apps_)
+      if (oid != id) shares.push_back(AppShare{oid, other.agents, scale_settled(other)});
+    uint64_t donor = pick_donor(shares);
+    if (!donor) continue;
+    owed_.insert(id);
+    AppRec& d = apps_.at(donor);
+    d.scale_why = "down to " + std::to_string(d.agents - 1) + ": gives an agent to application " + std::to_string(id) +
+                  " (" + app.reg.app_name + "), which found no room for its first";
+    change_agents(d, d.agents - 1, d.scale_why);
+  }
 }
 
 // Tell a rank its agent under the current k, when that differs from the one it took; later, when the

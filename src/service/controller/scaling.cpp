@@ -46,4 +46,19 @@ ScaleDecision scale_agents(const ScaleInputs& in) {
   return d;
 }
 
+uint64_t pick_donor(const std::vector<AppShare>& apps) {
+  const AppShare* best = nullptr;
+  for (const auto& a : apps)
+    if (a.settled && a.agents >= 2 && (!best || a.agents > best->agents || (a.agents == best->agents && a.app > best->app)))
+      best = &a;
+  return best ? best->app : 0;
+}
+
+uint32_t cap_scale_up(uint32_t current, uint32_t wanted, uint32_t free, bool starving, bool may_grow) {
+  if (wanted <= current) return wanted;
+  if (starving) return current;
+  if (may_grow) return wanted;
+  return std::min(wanted, current + free);
+}
+
 }  // namespace cairn::service

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cairn::service {
 
@@ -36,5 +37,21 @@ struct ScaleDecision {
 constexpr double kScaleDownHeadroom = 1.5;
 
 ScaleDecision scale_agents(const ScaleInputs& in);
+
+// Fairness between applications: one that has no agent gets one before another keeps more than one.
+struct AppShare {
+  uint64_t app = 0;
+  uint32_t agents = 0;   // its k
+  bool settled = false;  // its last change is through (every slot's agent up, every rank moved)
+};
+// The application that gives up an agent to one that has none: of the settled ones with two agents or
+// more, the one with the most (ties: the one registered last, the highest id). 0: none can.
+uint64_t pick_donor(const std::vector<AppShare>& apps);
+
+// How far a scale-up from `current` to `wanted` agents goes, with `free` places on the checkpoint nodes:
+// not at all while an application waits for its first agent (`starving`); else to `wanted` when a new
+// node can come (`may_grow`: a scale-up command is set, the slots without room wait for it), or to what
+// the free places allow.
+uint32_t cap_scale_up(uint32_t current, uint32_t wanted, uint32_t free, bool starving, bool may_grow);
 
 }  // namespace cairn::service

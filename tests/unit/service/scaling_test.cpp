@@ -1,4 +1,4 @@
-// The dynamic agents' rule (service/controller/scaling.hpp): a pure function.
+// The dynamic agents' rules (service/controller/scaling.hpp): pure functions.
 #include <gtest/gtest.h>
 
 #include "service/controller/scaling.hpp"
@@ -51,6 +51,24 @@ TEST(ScaleAgents, DownOnlyWithHeadroom) {
   // Small versions: down to one.
   EXPECT_EQ(scale_agents(in(0.1, 2, 2, 4)).agents, 1u);
   EXPECT_NE(scale_agents(in(8, 2, 2, 5)).why.find("keeps 5"), std::string::npos);
+}
+
+TEST(GiveWay, TheSettledApplicationWithTheMostAgentsGivesOne) {
+  EXPECT_EQ(pick_donor({}), 0u);
+  EXPECT_EQ(pick_donor({{1, 1, true}, {2, 1, true}}), 0u);  // nobody has a second agent
+  EXPECT_EQ(pick_donor({{1, 2, true}, {2, 3, true}, {3, 1, true}}), 2u);
+  EXPECT_EQ(pick_donor({{1, 2, true}, {2, 3, false}}), 1u);  // a change in flight first settles
+  EXPECT_EQ(pick_donor({{1, 2, false}, {2, 4, false}}), 0u);
+  EXPECT_EQ(pick_donor({{4, 2, true}, {7, 2, true}, {5, 2, true}}), 7u);  // ties: the one registered last
+}
+
+TEST(GiveWay, AScaleUpWaitsForAnApplicationWithoutAgentAndForRoom) {
+  EXPECT_EQ(cap_scale_up(2, 5, 10, true, true), 2u);  // someone waits for a first agent: no growth
+  EXPECT_EQ(cap_scale_up(2, 5, 1, false, false), 3u);  // only the free places
+  EXPECT_EQ(cap_scale_up(2, 5, 0, false, false), 2u);
+  EXPECT_EQ(cap_scale_up(2, 5, 0, false, true), 5u);   // a scale-up command may bring a node: the slots wait
+  EXPECT_EQ(cap_scale_up(4, 2, 0, true, false), 2u);   // going down is never held
+  EXPECT_EQ(cap_scale_up(3, 3, 0, true, false), 3u);
 }
 
 }  // namespace
