@@ -72,8 +72,9 @@ TEST(SnapshotMode, TheServiceDoesNotChangeTheChoice) {
   SnapshotChoice with = choose_snapshotter(SnapshotMode::automatic, true, sys.root);
   EXPECT_STREQ(with.snapshotter->name(), plain.snapshotter->name());
   EXPECT_FALSE(with.warn);
-  if (cow_unsupported_reason().empty())
+  if (cow_unsupported_reason().empty()) {
     EXPECT_NE(with.why.find("the checkpoint service reads the L1 slots only"), std::string::npos) << with.why;
+  }
   sys.add("infiniband", "mlx5_0");
   SnapshotChoice rdma = choose_snapshotter(SnapshotMode::automatic, true, sys.root);
   EXPECT_STREQ(rdma.snapshotter->name(), "copy");
@@ -116,10 +117,11 @@ TEST(SnapshotMode, AutoWantsACoreToSpare) {
   EXPECT_FALSE(c.warn);
   EXPECT_NE(c.why.find("snapshot = auto: copy, because this rank may run on 1 CPU"), std::string::npos) << c.why;
   // An explicit cow is honoured on one CPU too.
-  if (cow_unsupported_reason().empty())
+  if (cow_unsupported_reason().empty()) {
     EXPECT_STREQ(choose_snapshotter(SnapshotMode::cow, false, sys.root, {.usable = 1, .online = 8, .ranks_on_node = 1})
                      .snapshotter->name(),
                  "cow");
+  }
 }
 
 // auto's second rule: a snapshot whose writes reached a quarter of the protected memory first.

@@ -148,7 +148,9 @@ TEST_F(FileApi, ADamagedFileIsCaughtAndAnOlderVersionRestored) {
 TEST_F(FileApi, ALostCacheIsRebuiltAtL2FilesIncluded) {
   write_versions(3);
   MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank == 2) ASSERT_TRUE(fs::remove_tree(root_ + "/cache/cairn-files/node2").is_ok());
+  if (g_rank == 2) {
+    ASSERT_TRUE(fs::remove_tree(root_ + "/cache/cairn-files/node2").is_ok());
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   start();
   expect_restart(CAIRN_LEVEL_L2, 3);
