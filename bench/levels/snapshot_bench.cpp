@@ -117,6 +117,9 @@ struct ModeTimes {
   double after_ms = 0;         // a pass once the version is through (after cairn_wait)
   double protected_pct = 0;    // cow: share of the state write-protected (rank 0)
   double writes_waited = 0;    // cow: writes that waited for their page, per snapshot (rank 0)
+  double fault_wait_ms = 0;    // cow: the fault handler's time on them
+  double unprotect_faults = 0;  // cow, tracking: first writes to memory already in the slot, per version
+  double unprotect_wait_ms = 0;  // and the handler's time on them (each is one un-protection)
   // The window: `passes` passes of the writer right after cairn_checkpoint, then cairn_wait, against
   // the same passes without a checkpoint (alternating, same blocks); app_lost_ms the median difference.
   int passes = 0;
@@ -178,6 +181,11 @@ class SnapshotBench {
     j["loop_after_cow_x"] = round3(cow.after_ms / cow.loop_ms);
     j["cow_protected_pct"] = round3(cow.protected_pct);
     j["cow_writes_waited"] = round3(cow.writes_waited);
+    for (const auto& [w, t] : {std::pair<const char*, const ModeTimes*>{"all", &cow}, {"10pct", &cow10}}) {
+      j[std::string("cow_fault_wait_") + w + "_ms"] = round3(t->fault_wait_ms);
+      j[std::string("cow_unprotect_faults_") + w] = round3(t->unprotect_faults);
+      j[std::string("cow_unprotect_wait_") + w + "_ms"] = round3(t->unprotect_wait_ms);
+    }
     j["state_huge_pages_copy_pct"] = round3(copy.huge_pct);
     j["state_huge_pages_cow_pct"] = round3(cow.huge_pct);
     // What the application loses per checkpoint, per writer: the blocking plus its passes' extra time
@@ -318,8 +326,9 @@ class SnapshotBench {
     m.during_ms = writer == Writer::all ? median(during) : 0;
     m.after_ms = writer == Writer::all ? median(after) : 0;
     // rank 0's summary lines of the timed versions (2 ..): "(cow: P% write-protected, complete in X ms,
-    // W writes waited)"; with copy the snapshot is complete when cairn_checkpoint returns.
-    std::vector<double> complete, pct, waits, own;
+    // W writes waited T ms[, first writes un-protected: U in V ms])"; with copy the snapshot is complete
+    // when cairn_checkpoint returns.
+    std::vector<double> complete, pct, waits, own, wait_ms, unprot, unprot_ms;
     int cow_versions = 0, copy_versions = 0;
     std::istringstream in(log);
     bool chosen = false;
@@ -342,6 +351,10 @@ class SnapshotBench {
       if (number_after(line, "complete in ", &x)) complete.push_back(x);
       if (number_after(line, "(cow: ", &x)) pct.push_back(x);
       if (number_after(line.substr(at), " ms, ", &x)) waits.push_back(x);
+      if (number_after(line, "writes waited ", &x)) wait_ms.push_back(x);
+      auto u = line.find("first writes un-protected: ");
+      unprot.push_back(u != std::string::npos && number_after(line, "first writes un-protected: ", &x) ? x : 0);
+      unprot_ms.push_back(u != std::string::npos && number_after(line.substr(u), " in ", &x) ? x : 0);
     }
     if (g_rank == 0 && !chosen) die("the log does not say which snapshotter cairn_init chose");
     m.took = cow_versions && copy_versions ? "cow, copy" : cow_versions ? "cow" : "copy";
@@ -349,6 +362,9 @@ class SnapshotBench {
     m.snapshot_ms = median(own);
     m.protected_pct = median(pct);
     m.writes_waited = median(waits);
+    m.fault_wait_ms = median(wait_ms);
+    m.unprotect_faults = median(unprot);
+    m.unprotect_wait_ms = median(unprot_ms);
     if (g_rank == 0 && std::strcmp(mode, "cow") == 0 && complete.empty())
       die("no copy-on-write summary line in the log (is the state write-protectable?)");
     return m;
@@ -404,6 +420,11 @@ class SnapshotBench {
                s["app_lost_cow_" + std::string(w) + "_ms"].get<double>(), s["app_lost_auto_" + std::string(w) + "_ms"].get<double>(),
                s["auto_took_" + std::string(w)].get<std::string>().c_str(), s["pass_" + std::string(w) + "_ms"].get<double>(),
                s["window_" + std::string(w) + "_passes"].get<int>());
+      for (const char* w : {"all", "10pct"})
+        printf("  %-28s %10.2f ms waiting for copies   %.0f first writes un-protected in %.2f ms   (per version)\n",
+               (std::string("cow fault handler, ") + w).c_str(), s["cow_fault_wait_" + std::string(w) + "_ms"].get<double>(),
+               s["cow_unprotect_faults_" + std::string(w)].get<double>(),
+               s["cow_unprotect_wait_" + std::string(w) + "_ms"].get<double>());
       for (const auto& [name, t] : s["targets"].items())
         printf("  target %-22s %-55s %6.3f <= %-5.2f %s\n", name.c_str(), t["what"].get<std::string>().c_str(),
                t["ratio"].get<double>(), t["max_ratio"].get<double>(), t["pass"].get<bool>() ? "met" : "MISSED");

@@ -46,6 +46,12 @@ struct SnapshotReport {
   uint64_t protected_bytes = 0;  // cow: taken by copy-on-write; the rest was copied in begin()
   uint64_t faults = 0;           // cow: writes that waited for their page's copy
   uint64_t fault_bytes = 0;      // cow: bytes copied for them, ahead of the copier
+  double fault_wait_seconds = 0;  // cow: the fault handler's time on them (from reading each to letting it go)
+  // cow tracking writes: the first writes to protected memory whose bytes were in the slot already, from
+  // the previous snapshot's begin() to this one's -- each waited only for its un-protection -- and the
+  // handler's time on them.
+  uint64_t unprotect_faults = 0;
+  double unprotect_wait_seconds = 0;
   std::vector<SnapshotFallback> fallbacks;  // cow: regions that could not be write-protected
   uint64_t device_bytes = 0;       // device: bytes copied from device memory
   double device_copy_seconds = 0;  // device: from begin() to the last device byte in the slot

@@ -218,6 +218,7 @@ void CowSnapshotter::handle(const uffd_msg& m) {
 // the copier's un-protect (tracking writes: by ours, once the copier is done with the block). Between
 // snapshots, tracking writes: note the block as written and un-protect it.
 void CowSnapshotter::serve_fault(uint64_t addr) {
+  const double t0 = now();
   addr &= ~(page_ - 1);
   const bool tracking = tracking_.load(std::memory_order_relaxed);
   const Tracked* tr = active_ || tracking ? tracked_at(addr) : nullptr;
@@ -246,10 +247,12 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
   } else if (tracking) {
     tracker_.chunk_span(t, addr, page_, &u0, &u1);
   }
+  auto took = [&](std::atomic<uint64_t>& ns) { ns.fetch_add(static_cast<uint64_t>((now() - t0) * 1e9), std::memory_order_relaxed); };
   if (!active_) {
     tracker_.note(t, u0, u1, gen_);
     unprotect_from_handler(u0, u1 - u0, tr->region);
-    return;
+    unprotect_faults_.fetch_add(1, std::memory_order_relaxed);
+    return took(unprotect_wait_ns_);
   }
   uint64_t page = tr->first_page + (addr - tr->start) / page_;
   bool was_done = pages_[page].load(std::memory_order_acquire) == kDone;
@@ -284,6 +287,12 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
     unprotect_from_handler(u0, u1 - u0, tr->region);
   } else if (was_done) {
     (void)uffd_.wake(addr, page_);
+  }
+  if (tracking && was_done) {
+    unprotect_faults_.fetch_add(1, std::memory_order_relaxed);
+    took(unprotect_wait_ns_);
+  } else {
+    took(fault_wait_ns_);
   }
 }
 

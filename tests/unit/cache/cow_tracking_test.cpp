@@ -97,12 +97,17 @@ TEST(CowTracking, OnlyTheChunksWrittenSinceTheSlotsSnapshotAreCopied) {
   m.p[10 * kChunk] ^= 1;
   SnapshotReport r2 = take(*s, regions, m.size, b, 0);
   EXPECT_TRUE(b == m.bytes());
+  // The two writes since r1 began each waited for an un-protection only (their chunks were in a slot).
+  EXPECT_EQ(r2.unprotect_faults, 2u);
+  EXPECT_GT(r2.unprotect_wait_seconds, 0.0);
+  EXPECT_EQ(r2.faults, 0u);
 
   m.p[5 * kChunk + 77] ^= 1;
   const auto before = m.bytes();
   a[1] ^= 0xff;  // a chunk of a that is not copied keeps what the slot had, even wrong
   SnapshotReport r3 = take(*s, regions, m.size, a, r1.generation, [&] { m.p[7 * kChunk + 9] ^= 1; });
   EXPECT_EQ(changed_chunks(r3), (std::set<size_t>{3, 5, 10}));
+  EXPECT_EQ(r3.unprotect_faults, 1u);  // chunk 5, before r3
   EXPECT_EQ(r3.unchanged_bytes, 13ull * kChunk);
   EXPECT_EQ(r3.protected_bytes, 3ull * kChunk);
   EXPECT_EQ(a[1], static_cast<uint8_t>(before[1] ^ 0xff));
@@ -116,6 +121,7 @@ TEST(CowTracking, OnlyTheChunksWrittenSinceTheSlotsSnapshotAreCopied) {
   // b holds r2's snapshot: since then chunk 5 (before r3) and chunk 7 (during r3) were written.
   SnapshotReport r4 = take(*s, regions, m.size, b, r2.generation);
   EXPECT_EQ(changed_chunks(r4), (std::set<size_t>{5, 7}));
+  EXPECT_EQ(r4.unprotect_faults, 1u);  // chunk 7, during r3: left in place, so it waited for no copy
   EXPECT_TRUE(b == m.bytes());
 
   // Nothing written: nothing copied, nothing waits.
