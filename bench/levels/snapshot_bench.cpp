@@ -110,6 +110,7 @@ double settle_huge_pages(const uint8_t* p, uint64_t size) {
 struct ModeTimes {
   double loop_ms = 0;          // the loop alone, in this session, before the timed checkpoints
   double huge_pct = 0;         // share of the state in huge pages when the timed checkpoints start
+  double huge_end_pct = 0;     // and when they are over (with write tracking the two differ: below)
   double blocking_ms = 0;      // cairn_checkpoint
   double snapshot_ms = 0;      // of which the snapshot's own blocking part (rank 0's "L1 copy")
   double complete_ms = 0;      // from the checkpoint's start until its snapshot is in the slot (rank 0)
@@ -188,6 +189,8 @@ class SnapshotBench {
     }
     j["state_huge_pages_copy_pct"] = round3(copy.huge_pct);
     j["state_huge_pages_cow_pct"] = round3(cow.huge_pct);
+    j["state_huge_pages_cow_end_pct"] = round3(cow.huge_end_pct);
+    j["state_huge_pages_cow_10pct_end_pct"] = round3(cow10.huge_end_pct);
     // What the application loses per checkpoint, per writer: the blocking plus its passes' extra time
     // until the version is through.
     const std::pair<Writer, const ModeTimes*> modes[][3] = {
@@ -318,6 +321,8 @@ class SnapshotBench {
       base_window();
       lost.push_back(with - (window[window.size() - 2] + window.back()) / 2);
     }
+    m.huge_end_pct = max_over_ranks(100.0 * static_cast<double>(std::min(huge_bytes(state, size), size)) /
+                                    static_cast<double>(size));
     std::string log = session_.close();
     m.window_ms = median(window);
     m.app_lost_ms = median(lost);
@@ -409,10 +414,11 @@ class SnapshotBench {
              s["loop_copy_ms"].get<double>(), s["loop_during_copy_x"].get<double>(), s["loop_after_copy_x"].get<double>(),
              s["state_huge_pages_copy_pct"].get<double>());
       printf("  %-28s %10.2f ms   complete %8.2f ms   loop %.2f ms, during x%.2f, after x%.2f   (%.0f%% huge pages, "
-             "%.0f%% protected, %.0f writes waited)\n",
+             "%.0f%% at the end, %.0f%% with the tenth writer; %.0f%% protected, %.0f writes waited)\n",
              "snapshot = cow:  blocking", s["l1_blocking_cow_ms"].get<double>(), s["snapshot_complete_cow_ms"].get<double>(),
              s["loop_cow_ms"].get<double>(), s["loop_during_cow_x"].get<double>(), s["loop_after_cow_x"].get<double>(),
-             s["state_huge_pages_cow_pct"].get<double>(), s["cow_protected_pct"].get<double>(),
+             s["state_huge_pages_cow_pct"].get<double>(), s["state_huge_pages_cow_end_pct"].get<double>(),
+             s["state_huge_pages_cow_10pct_end_pct"].get<double>(), s["cow_protected_pct"].get<double>(),
              s["cow_writes_waited"].get<double>());
       for (const char* w : {"all", "10pct"})
         printf("  %-28s %10.2f ms (copy)   %.2f ms (cow)   %.2f ms (auto: %s)   [pass %.2f ms, window %d passes]\n",
