@@ -298,6 +298,14 @@ def check_job(t, job, ref, min_service=1):
     say(f"{job.name}: relaunch without caches restarted from version {m[-1][0]} at L3, result identical")
 
 
+def app_status(st, prefix):
+    """The application with `prefix` in a `cairn status --json` (KeyError until it registered)."""
+    found = [x for x in st["applications"] if x["prefix"] == prefix]
+    if not found:
+        raise KeyError(prefix)
+    return found[0]
+
+
 def print_placement(st):
     for a in st["agents"]:
         say(f"agent {a['id']} of application {a['application']} slot {a['slot']} on {a['manager']}: "
@@ -596,24 +604,19 @@ class Test:
         b = self.current_job = Job(self, "synthetic-B", self.synthetic, b_args, np=2, nodes=2)
         pa, pb = a.env["CAIRN_PREFIX"], b.env["CAIRN_PREFIX"]
 
-        def app(st, prefix):
-            found = [x for x in st["applications"] if x["prefix"] == prefix]
-            if not found:
-                raise KeyError(prefix)
-            return found[0]
         a.start()
-        st = self.service.wait_for(lambda st: app(st, pa)["agents"][0], "A's agent", timeout=120)
-        a_agent, app_a_id = app(st, pa)["agents"][0], app(st, pa)["id"]
+        st = self.service.wait_for(lambda st: app_status(st, pa)["agents"][0], "A's agent", timeout=120)
+        a_agent, app_a_id = app_status(st, pa)["agents"][0], app_status(st, pa)["id"]
         b.start()
-        st = self.service.wait_for(lambda st: app(st, pb)["ranks_connected"] == 2, "B's ranks to register", timeout=120)
-        if app(st, pa)["ranks_connected"] != 2 or app(st, pb)["agents"] != [0]:
+        st = self.service.wait_for(lambda st: app_status(st, pb)["ranks_connected"] == 2, "B's ranks to register", timeout=120)
+        if app_status(st, pa)["ranks_connected"] != 2 or app_status(st, pb)["agents"] != [0]:
             fail(f"B should find no room while A runs: {st['applications']}")
         say(f"B registered while A's agent {a_agent} holds the only place: no agent for B")
         a.wait()
         st = self.service.wait_for(
-            lambda st: any(x["id"] == app(st, pb)["agents"][0] and x["state"] == "up" for x in st["agents"]),
+            lambda st: any(x["id"] == app_status(st, pb)["agents"][0] and x["state"] == "up" for x in st["agents"]),
             "B's agent on the place A's agent left", timeout=120)
-        b_agent = next(x for x in st["agents"] if x["id"] == app(st, pb)["agents"][0])
+        b_agent = next(x for x in st["agents"] if x["id"] == app_status(st, pb)["agents"][0])
         say(f"B's agent {b_agent['id']} is up on {b_agent['manager']} ({b_agent['why']})")
         b.wait()
         via = [who for _, who in b.via()]
@@ -621,7 +624,7 @@ class Test:
             fail(f"B's versions should go through its embedded flushers first, then the service: {b.via()}")
         log = open(os.path.join(self.work, "svc", "controller.log")).read()
         retired = re.search(rf"application {app_a_id} \(\S+\) retired: every rank left", log)
-        placed = re.search(rf"agent \d+ for application {app(st, pb)['id']} slot 0 on manager m0", log)
+        placed = re.search(rf"agent \d+ for application {app_status(st, pb)['id']} slot 0 on manager m0", log)
         if not retired or not placed or placed.start() < retired.start():
             fail(f"the controller log does not show A retired, then B's agent placed:\n{log}")
         check_job(self, b, reference(self, "synthetic", b_args, np=2))
@@ -639,22 +642,16 @@ class Test:
         b = self.current_job = Job(self, "synthetic-B", self.synthetic, b_args, np=2, nodes=2)
         pa, pb = a.env["CAIRN_PREFIX"], b.env["CAIRN_PREFIX"]
 
-        def app(st, prefix):
-            found = [x for x in st["applications"] if x["prefix"] == prefix]
-            if not found:
-                raise KeyError(prefix)
-            return found[0]
-
         def up(st, agent):
             return any(x["id"] == agent and x["state"] == "up" for x in st["agents"])
         a.start()
-        st = self.service.wait_for(lambda st: app(st, pa)["agent_count"] == 2 and all(up(st, x) for x in app(st, pa)["agents"]),
+        st = self.service.wait_for(lambda st: app_status(st, pa)["agent_count"] == 2 and all(up(st, x) for x in app_status(st, pa)["agents"]),
                                    "A to be scaled up to both places", timeout=120)
-        say(f"A: 2 agents ({app(st, pa)['scaling']['why']})")
+        say(f"A: 2 agents ({app_status(st, pa)['scaling']['why']})")
         b.start()
-        st = self.service.wait_for(lambda st: up(st, app(st, pb)["agents"][0]), "B's first agent", timeout=120)
-        a_now, b_id = app(st, pa), app(st, pb)["id"]
-        say(f"B's agent {app(st, pb)['agents'][0]} is up; A: {a_now['agent_count']} agent(s) ({a_now['scaling']['why']})")
+        st = self.service.wait_for(lambda st: up(st, app_status(st, pb)["agents"][0]), "B's first agent", timeout=120)
+        a_now, b_id = app_status(st, pa), app_status(st, pb)["id"]
+        say(f"B's agent {app_status(st, pb)['agents'][0]} is up; A: {a_now['agent_count']} agent(s) ({a_now['scaling']['why']})")
         if a_now["ranks_connected"] != 4:
             fail(f"A ended before B got its agent: the place was freed, not given: {st['applications']}")
         if a_now["agent_count"] != 1:
