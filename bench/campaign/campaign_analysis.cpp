@@ -127,6 +127,35 @@ Result<RunFigures> analyse_run(const std::string& prefix, const std::string& app
       }
     }
   }
+  // The computation a launch's state holds at time t: what its restored version held, plus its own time
+  // since its start (or its restart). A version's is its launch's at the end of its copy. The launch that
+  // took a restored version: the newest before the restoring one with a version of that number; where no
+  // launch names it (struck between the version's seal on every rank and rank 0's line for it), the newest
+  // version below it in the newest launch that has one, which holds at most one interval less.
+  std::map<std::string, size_t> position;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  auto anchor_of = [&](const LaunchRec& L) { return L.restarted ? L.restart_end : L.up; };
+  std::map<std::string, double> base;  // per launch: the computation its starting state held (s)
+  auto version_held = [&](uint64_t v, size_t before) -> double {
+    if (v == 0) return 0;
+    for (size_t j = before; j-- > 0;) {
+      auto it = versions.find({order[j], v});
+      if (it != versions.end())
+        return base[order[j]] + seconds(it->second.start + static_cast<int64_t>(it->second.copy_s * 1e9) -
+                                        anchor_of(launches[order[j]]));
+    }
+    for (size_t j = before; j-- > 0;) {
+      auto it = versions.upper_bound({order[j], v});
+      if (it != versions.begin() && (--it)->first.first == order[j])
+        return base[order[j]] + seconds(it->second.start + static_cast<int64_t>(it->second.copy_s * 1e9) -
+                                        anchor_of(launches[order[j]]));
+    }
+    return 0;
+  };
+  for (size_t i = 0; i < order.size(); ++i) {
+    const LaunchRec& L = launches[order[i]];
+    base[order[i]] = L.restarted ? version_held(L.restored, i) : 0;
+  }
   auto index_of = [&](int number) -> int {
     for (size_t k = 0; k < attempts.size(); ++k)
       if (attempts[k].number == number) return static_cast<int>(k);
@@ -156,19 +185,16 @@ Result<RunFigures> analyse_run(const std::string& prefix, const std::string& app
     for (size_t n = static_cast<size_t>(k) + 1; n < attempts.size() && !back; ++n)
       if (of_attempt[n]) back = of_attempt[n];
     loss.version = back ? back->restored : 0;
-    // Re-done work: from the state the job returned to, as the struck attempt had it, to the strike.
+    // Re-done work: what the struck launch's state held at the strike beyond what the state the job
+    // returned to holds (all of it when the job started afresh).
     const LaunchRec* struck = of_attempt[static_cast<size_t>(k)];
-    if (struck) {
-      int64_t anchor = struck->restarted ? struck->restart_end : struck->up;
-      // The restored version's copy, or where the history lacks it (the strike came between the version's
-      // seal on every rank and rank 0's line for it: the cache holds it whole, the history does not name
-      // it) the newest version before it in that launch: re-done work then counts at most one interval
-      // too much.
-      const std::string& id = id_of_attempt[static_cast<size_t>(k)];
-      auto v = versions.upper_bound({id, loss.version});
-      if (loss.version > 0 && v != versions.begin() && (--v)->first.first == id)
-        anchor = std::max(anchor, v->second.start + static_cast<int64_t>(v->second.copy_s * 1e9));
-      if (anchor > 0 && anchor < f.t) loss.redone = seconds(f.t - anchor);
+    const std::string& id = id_of_attempt[static_cast<size_t>(k)];
+    if (struck && anchor_of(*struck) > 0 && anchor_of(*struck) < f.t) {
+      const double at_strike = base[id] + seconds(f.t - anchor_of(*struck));
+      size_t back_at = order.size();
+      for (size_t n = static_cast<size_t>(k) + 1; n < attempts.size() && back_at == order.size(); ++n)
+        if (of_attempt[n]) back_at = position[id_of_attempt[n]];
+      loss.redone = std::max(0.0, at_strike - version_held(loss.version, back_at));
     }
     // The recovery: the launcher's teardown, the new job's start-up, the restart; each cut short by the
     // next failure if it came first.

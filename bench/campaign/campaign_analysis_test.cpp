@@ -1,7 +1,8 @@
 // campaign_analysis.cpp against run records and histories written line by line: the re-done work of a
 // failure is counted from the restored version's copy as the struck launch took it, also when the job
 // went back to an older version earlier and so numbered later versions alike, and when the history lacks
-// the restored version's line.
+// the restored version's line; a failure that sends the job back further than the struck launch's own
+// restart (to an older version, or afresh) costs what the struck state held beyond the state returned to.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -78,9 +79,10 @@ TEST_F(CampaignAnalysis, ReDoneWorkCountsFromTheVersionTheStruckLaunchTook) {
   EXPECT_NEAR(r->failures[0].teardown, 1.0, 1e-6);
   EXPECT_NEAR(r->failures[0].startup, 1.0, 1e-6);
   EXPECT_NEAR(r->failures[0].restart, 1.0, 1e-6);
-  // Launch b never took version 2 itself: it had the state of its own restart (13 s) to lose.
+  // Launch b never took version 2 itself: its state at the strike held launch a's version 3 (7.01 s of
+  // computation) and its own 7 s since its restart; version 2 holds 3.01 s of launch a's.
   EXPECT_EQ(r->failures[1].version, 2u);
-  EXPECT_NEAR(r->failures[1].redone, 7.0, 1e-6);
+  EXPECT_NEAR(r->failures[1].redone, 7.01 + 7.0 - 3.01, 1e-6);
   EXPECT_NEAR(r->wall, 30.0, 1e-6);
 }
 
@@ -98,6 +100,30 @@ TEST_F(CampaignAnalysis, AVersionTheHistoryLacksCountsFromTheOneBeforeIt) {
   ASSERT_TRUE(r.is_ok()) << r.status().message();
   ASSERT_EQ(r->failures.size(), 1u);
   EXPECT_NEAR(r->failures[0].redone, 9.0 - 4.01, 1e-6);  // from version 2, not from the start at 1 s
+}
+
+TEST_F(CampaignAnalysis, StartingAfreshLosesEverythingTheStateHeld) {
+  // Attempt 2 restores version 2 (3.01 s of computation) and is struck at 15 s by a failure that leaves
+  // nothing (before any version reached L3): the job starts afresh and has to do again what the state
+  // of attempt 2 held, its restored version's part included.
+  attempt(1, 0);
+  start("a", 1 * kS);
+  version("a", 1, 2 * kS), version("a", 2, 4 * kS);
+  failure(1, 6 * kS, "rank");
+  attempt(2, 7 * kS);
+  start("b", 8 * kS);
+  restart("b", 2, "L1", 8 * kS, 9 * kS);
+  failure(2, 15 * kS, "job");
+  attempt(3, 16 * kS);
+  start("c", 17 * kS);
+  end("c", 30 * kS);
+  auto r = analyse_run(dir_.string(), log(), 0);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->failures.size(), 2u);
+  EXPECT_NEAR(r->failures[0].redone, 6.0 - 4.01, 1e-6);
+  EXPECT_EQ(r->failures[1].version, 0u);
+  EXPECT_EQ(r->failures[1].level, "none");
+  EXPECT_NEAR(r->failures[1].redone, 3.01 + 6.0, 1e-6);
 }
 
 }  // namespace

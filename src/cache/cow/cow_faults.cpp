@@ -136,10 +136,10 @@ void CowSnapshotter::gather_huge_pages() {
         std::lock_guard<std::mutex> lock(mu_);
         if (copy_requested_ || stop_) return;
       }
-      // EINVAL: not for this range (MADV_NOHUGEPAGE, or a kernel before 6.1), or, on kernels that refuse
-      // to gather write-protected pages, not for this block: tracking writes, the blocks not written
-      // since the snapshot stay protected, and the written ones after them are gathered all the same
-      // (6.18 gathers protected pages too, keeping the protection). Other errors: this block only.
+      // EINVAL: not for this range (MADV_NOHUGEPAGE, or a kernel before 6.1), or not for this block: the
+      // kernel refuses write-protected 4 KiB pages (6.18 does: every block right after the first tracked
+      // snapshot). Tracking writes, the blocks not written since the snapshot stay protected, and the
+      // written ones after them are gathered all the same. Other errors: this block only.
       if (madvise(reinterpret_cast<void*>(a), kHuge, kMadvCollapse) != 0 && errno == EINVAL && !tracking_) break;
     }
   }

@@ -187,8 +187,7 @@ TEST(CowTracking, WrittenBlocksAreGatheredIntoHugePagesPastProtectedOnes) {
       got = anon_huge_bytes(p + 2 * kHuge, want);
     }
     EXPECT_GE(got, want) << "the written blocks after a protected one were not gathered into huge pages";
-    // A write to the first block is still seen, whether the kernel gathered it (Linux 6.18 does, keeping
-    // its protection on the huge page) or refused it.
+    // A write to the first block is still seen, whether the kernel gathered it or not.
     p[kHuge + 5] ^= 1;
     SnapshotReport r3 = take(*s, regions, len, a, 1);
     EXPECT_EQ(changed_chunks(r3).count(0), 1u);
