@@ -136,20 +136,16 @@ Result<RunFigures> analyse_run(const std::string& prefix, const std::string& app
   for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
   auto anchor_of = [&](const LaunchRec& L) { return L.restarted ? L.restart_end : L.up; };
   std::map<std::string, double> base;  // per launch: the computation its starting state held (s)
+  auto held_by = [&](size_t j, const VersionRec& v) {  // version v of launch order[j]
+    return base[order[j]] + seconds(v.start + static_cast<int64_t>(v.copy_s * 1e9) - anchor_of(launches[order[j]]));
+  };
   auto version_held = [&](uint64_t v, size_t before) -> double {
     if (v == 0) return 0;
-    for (size_t j = before; j-- > 0;) {
-      auto it = versions.find({order[j], v});
-      if (it != versions.end())
-        return base[order[j]] + seconds(it->second.start + static_cast<int64_t>(it->second.copy_s * 1e9) -
-                                        anchor_of(launches[order[j]]));
-    }
-    for (size_t j = before; j-- > 0;) {
-      auto it = versions.upper_bound({order[j], v});
-      if (it != versions.begin() && (--it)->first.first == order[j])
-        return base[order[j]] + seconds(it->second.start + static_cast<int64_t>(it->second.copy_s * 1e9) -
-                                        anchor_of(launches[order[j]]));
-    }
+    for (size_t j = before; j-- > 0;)
+      if (auto it = versions.find({order[j], v}); it != versions.end()) return held_by(j, it->second);
+    for (size_t j = before; j-- > 0;)
+      if (auto it = versions.upper_bound({order[j], v}); it != versions.begin() && (--it)->first.first == order[j])
+        return held_by(j, it->second);
     return 0;
   };
   for (size_t i = 0; i < order.size(); ++i) {

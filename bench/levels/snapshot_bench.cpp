@@ -357,9 +357,10 @@ class SnapshotBench {
       if (number_after(line, "(cow: ", &x)) pct.push_back(x);
       if (number_after(line.substr(at), " ms, ", &x)) waits.push_back(x);
       if (number_after(line, "writes waited ", &x)) wait_ms.push_back(x);
-      auto u = line.find("first writes un-protected: ");
-      unprot.push_back(u != std::string::npos && number_after(line, "first writes un-protected: ", &x) ? x : 0);
-      unprot_ms.push_back(u != std::string::npos && number_after(line.substr(u), " in ", &x) ? x : 0);
+      const auto u = line.find("first writes un-protected: ");
+      const bool any = u != std::string::npos;
+      unprot.push_back(any && number_after(line, "first writes un-protected: ", &x) ? x : 0);
+      unprot_ms.push_back(any && number_after(line.substr(u), " in ", &x) ? x : 0);
     }
     if (g_rank == 0 && !chosen) die("the log does not say which snapshotter cairn_init chose");
     m.took = cow_versions && copy_versions ? "cow, copy" : cow_versions ? "cow" : "copy";

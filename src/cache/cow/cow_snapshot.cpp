@@ -121,8 +121,8 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
     faults_ = 0;
     fault_bytes_ = 0;
     fault_wait_ns_ = 0;
-    prior_unprotect_faults_ = unprotect_faults_.exchange(0);
-    prior_unprotect_ns_ = unprotect_wait_ns_.exchange(0);
+    report_.unprotect_faults = unprotect_faults_.exchange(0);  // since the previous begin()
+    report_.unprotect_wait_seconds = static_cast<double>(unprotect_wait_ns_.exchange(0)) * 1e-9;
     G = ++gen_;
     const bool track = opt_.track_writes && n > 0 && !tracked_.empty() && protect.size() == plan.protect.size();
     if (track && !go_on) {  // tracking starts with this snapshot: every page is protected below
@@ -220,11 +220,6 @@ Status CowSnapshotter::complete() {
   report_.faults = faults_.load();
   report_.fault_bytes = fault_bytes_.load();
   report_.fault_wait_seconds = static_cast<double>(fault_wait_ns_.load()) * 1e-9;
-  {
-    std::lock_guard<std::mutex> hl(handler_mu_);
-    report_.unprotect_faults = prior_unprotect_faults_;
-    report_.unprotect_wait_seconds = static_cast<double>(prior_unprotect_ns_) * 1e-9;
-  }
   auto how = static_cast<Failure>(failure_.load());
   if (how == Failure::none) return Status::ok();
   {

@@ -140,10 +140,9 @@ class CowSnapshotter final : public Snapshotter {
   std::atomic<bool> active_{false};
   std::atomic<int> failure_{0}, failed_region_{0}, failed_errno_{0};
   std::atomic<uint64_t> faults_{0}, fault_bytes_{0}, fault_wait_ns_{0};
-  // Writes that waited only for their un-protection (tracking), since the last begin(), and those of the
-  // period before it (handler_mu_).
+  // Writes that waited only for their un-protection (tracking), since the last begin() (which moves
+  // them into its report).
   std::atomic<uint64_t> unprotect_faults_{0}, unprotect_wait_ns_{0};
-  uint64_t prior_unprotect_faults_ = 0, prior_unprotect_ns_ = 0;
   double t_begin_ = 0;
   std::atomic<double> t_copied_{0};
 
