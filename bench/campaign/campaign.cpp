@@ -94,6 +94,11 @@ struct Campaign {
     setenv("CAIRN_REDUNDANCY", p && p->one_level ? "single" : "xor", 1);
     setenv("CAIRN_FLUSH_EVERY", std::to_string(p && p->one_level ? 1 : o.flush_every).c_str(), 1);
     setenv("CAIRN_FLUSH_ON_FINALIZE", "false", 1);
+    // A failure before any version could be rebuilt (a node lost while the first version's L2 encode ran,
+    // nothing in L3 yet) leaves checkpoints none of which can serve: the job starts afresh, its progress
+    // lost, as an operator would restart it, rather than stop the campaign (cairn run relaunches no
+    // attempt that found itself unrecoverable).
+    setenv("CAIRN_IF_UNRECOVERABLE", "start_over", 1);
     g_left.cache = o.cache_dir + "/cairn-" + job;
 
     std::vector<std::string> cmd{cairn, "run", "-n", std::to_string(o.ranks), "--nodes", std::to_string(o.nodes),

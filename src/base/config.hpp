@@ -34,6 +34,9 @@ enum class DeviceCopy { wait, return_at_once };
 // the agents' buffers.
 enum class ServiceMode { pull, push };
 enum class ServiceRestart { application, agents };
+// What a restart does when checkpoints exist but none can be rebuilt and verified: fail with
+// CAIRN_ERR_UNRECOVERABLE (stop), or pass over every version there is and start afresh (start_over).
+enum class IfUnrecoverable { stop, start_over };
 // How `cairn run` moves a node's snapshots to a spare (docs/migration.md): auto is fabric when the
 // checkpoint service is configured, else local.
 enum class MigrateTransport { automatic, local, fabric };
@@ -75,6 +78,7 @@ struct Config {
   std::string app_name;         // the application in the prefix's identity; default: the executable's name
   bool adopt = false;           // take over a prefix of another identity
   uint64_t restart_version = 0;  // restart from this version or an older one; 0: the newest
+  IfUnrecoverable if_unrecoverable = IfUnrecoverable::stop;
   double lease_seconds = 60;    // the hold on the prefix without renewal
   // Service mode (docs/service.md): L3 through cairnd's agents instead of the embedded flusher.
   std::string service;                     // the controller's HOST:PORT; empty: the embedded flusher

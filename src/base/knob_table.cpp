@@ -249,6 +249,16 @@ const std::vector<Knob>& knobs() {
                       "newer versions stay where they are and are passed over. 0: the newest (the "
                       "default). For a one-off restart from a chosen version; `cairn index --current` "
                       "records the same choice in the prefix for every later launch (docs/tools.md)."},
+      {.name = "if_unrecoverable", .kind = Kind::choice, .member = &Config::if_unrecoverable,
+       .default_text = "stop", .choices = {"stop", "start_over"},
+       .description = "What a restart does when checkpoints exist but none can be rebuilt and verified "
+                      "(more failures than the levels tolerate). stop: cairn_restart_available and "
+                      "cairn_restart fail with CAIRN_ERR_UNRECOVERABLE, the state file's phase becomes "
+                      "unrecoverable, and cairn run does not relaunch the job. start_over: every version "
+                      "there is joins the skip list of the version index (their files stay; `cairn index "
+                      "--add V` verifies one and takes it back), the state file says so (started_over), "
+                      "and the job starts afresh as if it had no checkpoint: for campaigns and throw-away "
+                      "runs, where losing the run's progress is better than stopping."},
       {.name = "lease_seconds", .kind = Kind::duration, .member = &Config::lease_seconds,
        .default_text = "60", .min = 5,
        .description = "How long the job's hold on its prefix lasts without renewal (rank 0 renews it "

@@ -25,7 +25,7 @@ using Member = std::variant<int Config::*, int64_t Config::*, uint64_t Config::*
                             bool Config::*, std::string Config::*, Redundancy Config::*,
                             log::Level Config::*, IntervalMode Config::*, ServiceMode Config::*,
                             SnapshotMode Config::*, ServiceRestart Config::*, MigrateTransport Config::*,
-                            DeviceCopy Config::*, L1Incremental Config::*>;
+                            DeviceCopy Config::*, L1Incremental Config::*, IfUnrecoverable Config::*>;
 
 constexpr int64_t kNoMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;

@@ -154,10 +154,49 @@ Status Runtime::find_restart(RestartChoice* out) {
                       layout_.cache_job.c_str(), layout_.prefix.c_str());
   // Checkpoints exist but none can be rebuilt: an error, not a fresh start (which would silently
   // throw away the run's progress).
-  return Status(Code::ERR_UNRECOVERABLE,
-                "checkpoints exist but none can be rebuilt and verified;" + why.str() +
-                    " To start over instead, remove " + layout_.prefix + " and " + layout_.cache_job +
-                    ", or do not restart.");
+  Status unrecoverable(Code::ERR_UNRECOVERABLE,
+                       "checkpoints exist but none can be rebuilt and verified;" + why.str() +
+                           " To start over instead, set if_unrecoverable = start_over (CAIRN_IF_UNRECOVERABLE), "
+                           "or remove " + layout_.prefix + " and " + layout_.cache_job + ", or do not restart.");
+  if (cfg_.if_unrecoverable == IfUnrecoverable::start_over) return start_over(unrecoverable);
+  events_->unrecoverable(unrecoverable.message());
+  return unrecoverable;
+}
+
+// if_unrecoverable = start_over: every version this job ever numbered (1..next_version_ - 1) joins the
+// version index's skip list, so that this launch and every later one pass over them (their files stay),
+// and the job starts afresh: ERR_NO_CHECKPOINT, as for a job without checkpoints. New versions number on
+// from there, never reusing a passed-over number. Should the index not be written, the job stops as with
+// stop, and says why.
+Status Runtime::start_over(const Status& unrecoverable) {
+  const uint64_t newest = next_version_ - 1;
+  std::set<uint64_t> over;
+  for (uint64_t v = 1; v <= newest; ++v) over.insert(v);
+  const std::string listed = format_version_ranges(over);
+  Status wrote = Status::ok();
+  if (rank_ == 0) {
+    auto index = read_index(layout_.index_file());
+    if (!index) {
+      wrote = index.status();
+    } else {
+      index->skip.insert(over.begin(), over.end());
+      wrote = write_index(layout_.index_file(), *index);
+    }
+  }
+  Status agreed = agree(app_comm_, wrote);
+  if (agreed.code() == Code::ERR_MPI) return agreed;
+  if (!agreed.is_ok()) {
+    Status stop(Code::ERR_UNRECOVERABLE, unrecoverable.message() + " (if_unrecoverable = start_over could not pass over "
+                                             "the versions: " + agreed.message() + ")");
+    events_->unrecoverable(stop.message());
+    return stop;
+  }
+  const std::string said = "versions " + listed + " passed over (" + layout_.index_file() + "): " + unrecoverable.message();
+  if (rank_ == 0) LOG_WARN("restart: starting afresh (if_unrecoverable = start_over): %s", said.c_str());
+  events_->started_over(said);
+  for (uint64_t v : over)
+    if (std::find(rejected_.begin(), rejected_.end(), v) == rejected_.end()) rejected_.push_back(v);
+  return make_error(Code::ERR_NO_CHECKPOINT, "started over: versions %s passed over", listed.c_str());
 }
 
 // Can every set rebuild its lost members (good[r] == 0), with every survivor of such a set protected?

@@ -79,6 +79,14 @@ void JobEvents::restart_rejected(uint64_t v, int level) {
   if (writer()) state_->history().restart_rejected(v, level);
 }
 
+void JobEvents::unrecoverable(const std::string& why) {
+  if (writer()) state_->set({{"phase", "unrecoverable"}, {"unrecoverable", why}});
+}
+
+void JobEvents::started_over(const std::string& what) {
+  if (writer()) state_->set({{"started_over", what}});
+}
+
 void JobEvents::discarded(uint64_t v, const std::string& why) {
   if (writer()) state_->history().discarded(v, why);
 }

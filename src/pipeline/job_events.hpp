@@ -34,6 +34,11 @@ class JobEvents final : public EventSink {
   void restart_via(const char* via);
   void restarted(uint64_t v, int level, int64_t start_ns);
   void restart_rejected(uint64_t v, int level);
+  // Checkpoints exist but none can be rebuilt and verified: phase=unrecoverable and the reason, so that
+  // the launcher stops relaunching a job that would meet the same checkpoints (docs/format.md).
+  void unrecoverable(const std::string& why);
+  // ... and with if_unrecoverable = start_over, the versions passed over: started_over=<what and why>.
+  void started_over(const std::string& what);
   // The application passed valid = 0 for version v (cairn_complete_output).
   void discarded(uint64_t v, const std::string& why);
   void exit_requested(const std::string& why);

@@ -306,6 +306,7 @@ def run_scenario(args):
                 fail("the job succeeded, but it should have failed (nothing recoverable)")
             if not re.search(args.expect_fail, out):
                 fail(f"the failure message does not match /{args.expect_fail}/")
+            check_launcher(args, env, out)  # e.g. no relaunch after an unrecoverable attempt
             print(f"PASS: failed as expected (exit {proc.returncode})")
             shutil.rmtree(work, ignore_errors=True)
             return

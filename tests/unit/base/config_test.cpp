@@ -192,6 +192,7 @@ job = "heat2d"
 app_name = "heat2d-v2"
 adopt = true
 restart_version = 7
+if_unrecoverable = "start_over"
 lease_seconds = 30
 service = "ckpt0-ib:7700"
 service_mode = "push"
@@ -242,6 +243,7 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.app_name, "heat2d-v2");
   EXPECT_TRUE(c.adopt);
   EXPECT_EQ(c.restart_version, 7u);
+  EXPECT_EQ(c.if_unrecoverable, IfUnrecoverable::start_over);
   EXPECT_EQ(c.lease_seconds, 30.0);
   EXPECT_EQ(c.service, "ckpt0-ib:7700");
   EXPECT_EQ(c.service_mode, ServiceMode::push);

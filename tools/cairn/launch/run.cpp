@@ -344,6 +344,9 @@ int run_job(const RunContext& start) {
       continue;
     }
     if (!attempt_failed(a) || a.interrupted) return finish(status);
+    if (a.state && a.state->phase == "unrecoverable")  // a relaunch would meet the same checkpoints
+      return finish(status, "attempt " + std::to_string(k) + " found checkpoints but none it could restart from, so "
+                                "no relaunch would do better: " + a.state->values["unrecoverable"]);
     const bool killed = a.reached;
     if (killed && !ctx.cluster.active) delete_killed_caches(ctx);
     if (a.failure) {  // --fail-at: the failure's caches are gone whether or not the job goes on
@@ -431,6 +434,9 @@ Failure injection (--kill-node, --at-checkpoint, --phase):
   node number I names the k-th node of the job, wherever a spare moved it); --kill-every-attempt
   kills every later attempt at the last entry. --retries R bounds the relaunches after failed
   attempts (non-zero exit or killed); the default is the number of entries with --kill-node, else 0.
+  An attempt whose restart found checkpoints but none it could rebuild (phase=unrecoverable in the
+  state file) is not relaunched: a relaunch would meet the same ones (if_unrecoverable = start_over
+  makes the job start afresh instead).
   Phases: compute (after checkpoint C, while the job computes), checkpoint (during checkpoint C),
   flush (while version C is written to the file system).
 

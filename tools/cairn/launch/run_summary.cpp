@@ -23,7 +23,9 @@ std::string describe_attempt(const Attempt& a) {
     out += describe_wait_status(a.wait_status) + "; the job wrote no state file";
   } else {
     const state_file::State& s = *a.state;
-    if (s.restart_level.empty() || s.restart_level == "none" || s.restart_version == 0)
+    if (s.phase == "unrecoverable")
+      out += "found checkpoints but none it could restart from";
+    else if (s.restart_level.empty() || s.restart_level == "none" || s.restart_version == 0)
       out += "started without a restart";
     else
       out += "restarted from version " + std::to_string(s.restart_version) + " at " + s.restart_level;
