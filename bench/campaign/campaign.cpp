@@ -58,6 +58,12 @@ int64_t unix_ns() {
       .count();
 }
 
+// The MTBF of the mix's whole-job failures (only L3 recovers them); 0 when the mix has none.
+double l3_mtbf(const CampaignOptions& o) {
+  const double all = o.mix.node + o.mix.rank + o.mix.job;
+  return o.mix.job > 0 ? o.mtbf * all / o.mix.job : 0;
+}
+
 struct Policy {
   std::string name;        // "auto", "fixed 1x", "L3 only"
   std::string interval;    // "auto", "fixed"
@@ -91,6 +97,10 @@ struct Campaign {
     setenv("CAIRN_INTERVAL_SECONDS", num, 1);
     snprintf(num, sizeof num, "%.6f", o.mtbf);
     setenv("CAIRN_MTBF_SECONDS", num, 1);
+    // What interval = auto is told of the failures only L3 recovers: the whole-job ones of the mix, or,
+    // with one level, every failure (each is made a whole-job one below).
+    snprintf(num, sizeof num, "%.6f", p && p->one_level ? o.mtbf : l3_mtbf(o));
+    setenv("CAIRN_L3_MTBF_SECONDS", num, 1);
     setenv("CAIRN_REDUNDANCY", p && p->one_level ? "single" : "xor", 1);
     setenv("CAIRN_FLUSH_EVERY", std::to_string(p && p->one_level ? 1 : o.flush_every).c_str(), 1);
     setenv("CAIRN_FLUSH_ON_FINALIZE", "false", 1);
@@ -257,7 +267,7 @@ int run_campaign(CampaignOptions o) {
   report["run"] = machine_info(load_start, o.ranks);
   report["campaign"] = {{"ranks", o.ranks}, {"nodes", o.nodes}, {"spares", o.spares}, {"size_bytes", o.size},
                         {"step_s", o.step_ms / 1000}, {"iterations", c.iterations}, {"work_s", o.work},
-                        {"mtbf_s", o.mtbf}, {"mix", policy::format_failure_mix(o.mix)}, {"seed", o.seed},
+                        {"mtbf_s", o.mtbf}, {"l3_mtbf_s", l3_mtbf(o)}, {"mix", policy::format_failure_mix(o.mix)}, {"seed", o.seed},
                         {"flush_every", o.flush_every}, {"schedule", sched}};
   json free = c.run(nullptr);
   report["failure_free"] = {{"wall_s", free["wall_s"]}, {"result", free["result"]}};

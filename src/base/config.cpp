@@ -228,6 +228,13 @@ Status check_across_knobs(const Staging& s) {
                       "interval = \"auto\" (%s) needs the job's mean time between failures, but "
                       "mtbf_seconds = 0 (%s); accepted: mtbf_seconds > 0, or interval = \"fixed\"",
                       s.origins[*find_knob("interval")].c_str(), s.origins[*find_knob("mtbf_seconds")].c_str());
+  if (c.l3_mtbf_seconds > 0 && c.mtbf_seconds > 0 && c.l3_mtbf_seconds < c.mtbf_seconds)
+    return make_error(Code::ERR_CONFIG,
+                      "l3_mtbf_seconds = %g (%s) is less than mtbf_seconds = %g (%s), but the failures only "
+                      "level 3 recovers are a part of all failures; accepted: l3_mtbf_seconds >= "
+                      "mtbf_seconds, or 0 (none)",
+                      c.l3_mtbf_seconds, s.origins[*find_knob("l3_mtbf_seconds")].c_str(), c.mtbf_seconds,
+                      s.origins[*find_knob("mtbf_seconds")].c_str());
   if (c.redundancy == Redundancy::rs && c.rs_parity >= c.set_size) {
     auto origin = [&](const char* name) { return s.origins[*find_knob(name)]; };
     return make_error(Code::ERR_CONFIG,

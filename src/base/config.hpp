@@ -66,6 +66,7 @@ struct Config {
   IntervalMode interval = IntervalMode::fixed;
   double interval_seconds = 0;  // cairn_need_checkpoint period (0: only on halt/signal); auto: the first
   double mtbf_seconds = 0;      // the job's mean time between failures, for interval = auto (0: unknown)
+  double l3_mtbf_seconds = 0;   // the part of those failures that only L3 recovers (0: none)
   double halt_seconds = 0;      // checkpoint and exit this long before end_time
   int64_t end_time = 0;         // job end (Unix seconds); 0: none
   std::string exit_signal = "USR1";  // the signal that asks for a checkpoint and an exit (SIGTERM too)

@@ -183,6 +183,15 @@ const std::vector<Knob>& knobs() {
        .description = "Mean time between failures of the whole job (a node's MTBF divided by the "
                       "number of nodes), in seconds. Needed (> 0) by interval = auto; 0: unknown. "
                       "Count the failures the job restarts from: lost nodes and interrupts."},
+      {.name = "l3_mtbf_seconds", .kind = Kind::duration, .member = &Config::l3_mtbf_seconds,
+       .default_text = "0", .min = 0,
+       .description = "Mean time between the failures of mtbf_seconds that only level 3 recovers (the "
+                      "whole job lost: power, the network, the file system's clients; more nodes of one "
+                      "set than level 2 tolerates; every lost node when redundancy = single), in "
+                      "seconds; not less than mtbf_seconds. 0: none. interval = auto then plans for them "
+                      "too: such a failure goes back to the last level-3 version, flush_every checkpoints "
+                      "apart, and the interval shortens so that both kinds lose least together "
+                      "(docs/intervals.md)."},
       {.name = "halt_seconds", .kind = Kind::duration, .member = &Config::halt_seconds,
        .default_text = "0", .min = 0,
        .description = "Seconds before end_time at which the application is told to take a last "

@@ -245,6 +245,15 @@ double auto_interval(double measured_cost, double mtbf, double first_interval) {
   return tau.is_ok() ? tau.value() : 0;
 }
 
+double equivalent_mtbf(const FailureRates& r) {
+  if (!std::isfinite(r.mtbf) || r.mtbf <= 0) return 0;
+  const double all = 1 / r.mtbf;
+  const double l3 = std::isfinite(r.l3_mtbf) && r.l3_mtbf >= r.mtbf ? 1 / r.l3_mtbf : 0;
+  const double q2 = static_cast<double>(std::max<uint64_t>(r.l2_period, 1));
+  const double q3 = static_cast<double>(std::max<uint64_t>(r.l3_period, 1));
+  return 1 / ((all - l3) * q2 + l3 * q3);
+}
+
 // ---- text --------------------------------------------------------------------------------------
 
 Result<double> parse_duration(const std::string& raw) { return units::parse_duration(raw); }

@@ -133,6 +133,23 @@ constexpr double kMinMeasuredCost = 1e-3;
 // 0 (no interval). Every rank must pass the same agreed values to get the same answer.
 double auto_interval(double measured_cost, double mtbf, double first_interval);
 
+// The failures interval = "auto" plans for: all of them (mtbf, seconds), the part of them that only
+// level 3 recovers (l3_mtbf; 0: none), and how many checkpoints apart are the versions each kind goes
+// back to: l2_period for the others (a lost node goes back to the last version protected at level 2:
+// l2_every), l3_period for those (flush_every).
+struct FailureRates {
+  double mtbf = 0;
+  double l3_mtbf = 0;
+  uint64_t l2_period = 1;
+  uint64_t l3_period = 1;
+};
+// The MTBF of the one level that loses as much per second of computation as these failures do at a
+// checkpoint every τ: a failure that goes back to a version taken every q checkpoints loses q·τ/2 on
+// average, so 1/M_eq = (1/M − 1/M3)·q2 + q3/M3 (the model of "Several levels" in docs/intervals.md, with
+// the ratios the configuration fixes). Without l3_mtbf (or with l3_mtbf < mtbf, which the configuration
+// refuses) and q2 = 1 it is mtbf itself: Daly's one level. mtbf <= 0 or not finite: 0.
+double equivalent_mtbf(const FailureRates& rates);
+
 // ---- text --------------------------------------------------------------------------------------
 
 // "90", "90s", "250ms", "15m", "15min", "1.5h", "2d", "1w", "1h30m" -> seconds (>= 0, finite):

@@ -21,6 +21,15 @@ int64_t end_time_from_slurm() {
   return found.end_time;
 }
 
+FailureRates failure_rates(const Config& cfg) {
+  FailureRates r;
+  r.mtbf = cfg.mtbf_seconds;
+  r.l3_mtbf = cfg.l3_mtbf_seconds;
+  r.l2_period = cfg.redundancy != Redundancy::single && cfg.l2_every > 1 ? static_cast<uint64_t>(cfg.l2_every) : 1;
+  r.l3_period = cfg.flush_every > 0 ? static_cast<uint64_t>(cfg.flush_every) : 1;
+  return r;
+}
+
 void Observer::checkpoint_taken(double cost, double now) {
   last_checkpoint_time_ = now;
   checkpoint_cost_.add(cost);
@@ -49,13 +58,19 @@ Observer::Reading Observer::local(const Config& cfg, const Layout& layout, bool 
 Decision Observer::decide(const Reading& all, const Config& cfg, bool rank0, std::string* new_request) {
   double interval = cfg.interval_seconds;
   if (cfg.interval == IntervalMode::automatic) {
-    interval = auto_interval(all[4], cfg.mtbf_seconds, cfg.interval_seconds);
+    const FailureRates rates = failure_rates(cfg);
+    const double mtbf = equivalent_mtbf(rates);
+    interval = auto_interval(all[4], mtbf, cfg.interval_seconds);
     if (rank0 && checkpoint_cost_.samples() != auto_interval_logged_) {
       auto_interval_logged_ = checkpoint_cost_.samples();
-      LOG_INFO("interval auto: checkpoint cost %.3f s (mean of the last %d, slowest rank), MTBF %.0f s: "
-               "next checkpoint after %.1f s of computation",
+      char levels[160] = "";
+      if (mtbf != cfg.mtbf_seconds)
+        snprintf(levels, sizeof levels, " (level 3 only: %.3g s, every %llu versions; as one level: %.3g s)",
+                 cfg.l3_mtbf_seconds, static_cast<unsigned long long>(rates.l3_period), mtbf);
+      LOG_INFO("interval auto: checkpoint cost %.3f s (mean of the last %d, slowest rank), MTBF %.3g s%s: "
+               "next checkpoint after %.3g s of computation",
                all[4], static_cast<int>(std::min<uint64_t>(auto_interval_logged_, CheckpointCostAverage::kWindow)),
-               cfg.mtbf_seconds, interval);
+               cfg.mtbf_seconds, levels, interval);
     }
   }
   Observation o{all[0] != 0, all[1] != 0, all[2] != 0, interval_due(interval, all[3])};

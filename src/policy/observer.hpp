@@ -20,6 +20,10 @@ namespace cairn::policy {
 // The job's end time from Slurm, when inside a Slurm job (docs/halt.md), logged; 0 otherwise.
 int64_t end_time_from_slurm();
 
+// The failures interval = "auto" plans for, from the knobs: mtbf_seconds, l3_mtbf_seconds, and the
+// periods of the levels they go back to (l2_every where level 2 is on, flush_every).
+FailureRates failure_rates(const Config& cfg);
+
 class Observer {
  public:
   // One rank's observations, combined over the ranks by a max-reduction (MPI_DOUBLE, MPI_MAX):

@@ -180,6 +180,7 @@ flush_on_finalize = false
 interval = "auto"
 interval_seconds = 120.5
 mtbf_seconds = 86400
+l3_mtbf_seconds = "1w"
 halt_seconds = 300
 end_time = 1700000000
 exit_signal = "USR2"
@@ -231,6 +232,7 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.interval, IntervalMode::automatic);
   EXPECT_EQ(c.interval_seconds, 120.5);
   EXPECT_EQ(c.mtbf_seconds, 86400.0);
+  EXPECT_EQ(c.l3_mtbf_seconds, 7 * 86400.0);
   EXPECT_EQ(c.halt_seconds, 300.0);
   EXPECT_EQ(c.end_time, 1700000000);
   EXPECT_EQ(c.exit_signal, "USR2");

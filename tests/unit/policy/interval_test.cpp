@@ -461,5 +461,38 @@ TEST(IntervalConfig, AutoNeedsAnMtbf) {
   EXPECT_FALSE(load_with_env({{"CAIRN_MTBF_SECONDS", "-5"}}).is_ok());
 }
 
+TEST(IntervalAuto, FailuresOnlyLevel3RecoversShortenTheInterval) {
+  // Without l3_mtbf, and with level 2 at every version: Daly's one level, as before.
+  EXPECT_DOUBLE_EQ(equivalent_mtbf({.mtbf = 8}), 8);
+  EXPECT_DOUBLE_EQ(equivalent_mtbf({.mtbf = 8, .l3_mtbf = 0, .l2_period = 1, .l3_period = 10}), 8);
+  // The campaign's mix (node:2, rank:1, job:1 at M = 8 s): a quarter of the failures go back to the last
+  // of every 10th version, the rest to the last: 1/M_eq = (1/8 - 1/32)·1 + 10/32 = 0.40625.
+  const FailureRates campaign{.mtbf = 8, .l3_mtbf = 32, .l2_period = 1, .l3_period = 10};
+  EXPECT_DOUBLE_EQ(equivalent_mtbf(campaign), 1 / 0.40625);
+  // Which is the first-order optimum of "Several levels" for those ratios: τ = sqrt(A/B), B = 1/(2·M_eq).
+  const double cost = 0.0125;
+  EXPECT_NEAR(std::sqrt(2 * cost * equivalent_mtbf(campaign)), 0.248, 1e-3);
+  EXPECT_LT(auto_interval(cost, equivalent_mtbf(campaign), 0), 0.6 * auto_interval(cost, 8, 0));
+  // Every failure one only level 3 recovers (L3 only: flush_every = 1): Daly's again.
+  EXPECT_DOUBLE_EQ(equivalent_mtbf({.mtbf = 8, .l3_mtbf = 8, .l2_period = 1, .l3_period = 1}), 8);
+  // Level 2 on every 4th version: the other failures go back 4 checkpoints.
+  EXPECT_DOUBLE_EQ(equivalent_mtbf({.mtbf = 8, .l3_mtbf = 0, .l2_period = 4, .l3_period = 10}), 2);
+  // l3_mtbf below mtbf (refused by the configuration) is not counted; no MTBF, no interval.
+  EXPECT_DOUBLE_EQ(equivalent_mtbf({.mtbf = 8, .l3_mtbf = 4, .l2_period = 1, .l3_period = 10}), 8);
+  EXPECT_EQ(equivalent_mtbf({.mtbf = 0, .l3_mtbf = 32}), 0.0);
+}
+
+TEST(IntervalAuto, Level3FailuresAreAPartOfAll) {
+  auto ok = load_with_env({{"CAIRN_INTERVAL", "auto"}, {"CAIRN_MTBF_SECONDS", "8"}, {"CAIRN_L3_MTBF_SECONDS", "32"}});
+  ASSERT_TRUE(ok.is_ok()) << ok.status().message();
+  EXPECT_EQ(ok->config.l3_mtbf_seconds, 32.0);
+  auto bad = load_with_env({{"CAIRN_INTERVAL", "auto"}, {"CAIRN_MTBF_SECONDS", "8"}, {"CAIRN_L3_MTBF_SECONDS", "4"}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("l3_mtbf_seconds = 4 (environment variable CAIRN_L3_MTBF_SECONDS) is less "
+                                        "than mtbf_seconds = 8"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 }  // namespace
 }  // namespace cairn::policy

@@ -95,4 +95,38 @@ TEST(Observer, AutoIntervalFollowsTheCombinedCost) {
   EXPECT_TRUE(o.decide(reading(interval, 0, 0, 0, 2.0), cfg, false, &request).need_checkpoint);
 }
 
+TEST(Observer, FailureRatesFromTheKnobs) {
+  Config cfg;
+  cfg.mtbf_seconds = 8;
+  cfg.l3_mtbf_seconds = 32;
+  cfg.flush_every = 10;
+  cfg.l2_every = 3;
+  FailureRates rates = failure_rates(cfg);
+  EXPECT_EQ(rates.mtbf, 8.0);
+  EXPECT_EQ(rates.l3_mtbf, 32.0);
+  EXPECT_EQ(rates.l2_period, 3u);
+  EXPECT_EQ(rates.l3_period, 10u);
+  // Without level 2 the other failures are those the cache itself recovers (a crash): the last version.
+  cfg.redundancy = Redundancy::single;
+  cfg.flush_every = 0;
+  rates = failure_rates(cfg);
+  EXPECT_EQ(rates.l2_period, 1u);
+  EXPECT_EQ(rates.l3_period, 1u) << "flush_every = 0 (only at finalize): not a period the model can use";
+}
+
+TEST(Observer, AutoIntervalPlansForFailuresOnlyLevel3Recovers) {
+  Config cfg;
+  cfg.interval = IntervalMode::automatic;
+  cfg.mtbf_seconds = 3600;
+  cfg.l3_mtbf_seconds = 4 * 3600;
+  cfg.flush_every = 10;
+  Observer o;
+  std::string request;
+  const double one_level = auto_interval(2.0, cfg.mtbf_seconds, 0);
+  const double interval = auto_interval(2.0, equivalent_mtbf(failure_rates(cfg)), 0);
+  ASSERT_LT(interval, 0.6 * one_level);
+  EXPECT_FALSE(o.decide(reading(interval * 0.99, 0, 0, 0, 2.0), cfg, false, &request).need_checkpoint);
+  EXPECT_TRUE(o.decide(reading(interval, 0, 0, 0, 2.0), cfg, false, &request).need_checkpoint);
+}
+
 }  // namespace cairn::policy
