@@ -8,7 +8,13 @@
 namespace cairn::pipeline {
 
 void JobEvents::sealed(const Version& v) {
-  if (writer()) state_->set("version", std::to_string(v.number));  // off the application's path
+  if (!writer()) return;
+  // Off the application's path. An application that went on after an unrecoverable restart (starting
+  // over by itself) computes again: its new versions are what a relaunch restarts from.
+  if (unrecoverable_.exchange(false))
+    state_->set({{"version", std::to_string(v.number)}, {"phase", "compute"}});
+  else
+    state_->set("version", std::to_string(v.number));
 }
 
 void JobEvents::local(const Version& v, uint64_t all_bytes) {
@@ -80,7 +86,9 @@ void JobEvents::restart_rejected(uint64_t v, int level) {
 }
 
 void JobEvents::unrecoverable(const std::string& why) {
-  if (writer()) state_->set({{"phase", "unrecoverable"}, {"unrecoverable", why}});
+  if (!writer()) return;
+  state_->set({{"phase", "unrecoverable"}, {"unrecoverable", why}});
+  unrecoverable_ = true;
 }
 
 void JobEvents::started_over(const std::string& what) {

@@ -4,6 +4,7 @@
 // requests and end.
 #pragma once
 
+#include <atomic>
 #include <string>
 
 #include "base/job_state.hpp"
@@ -35,7 +36,8 @@ class JobEvents final : public EventSink {
   void restarted(uint64_t v, int level, int64_t start_ns);
   void restart_rejected(uint64_t v, int level);
   // Checkpoints exist but none can be rebuilt and verified: phase=unrecoverable and the reason, so that
-  // the launcher stops relaunching a job that would meet the same checkpoints (docs/format.md).
+  // the launcher stops relaunching a job that would meet the same checkpoints (docs/format.md); until
+  // the application, going on regardless, seals a version (phase=compute again).
   void unrecoverable(const std::string& why);
   // ... and with if_unrecoverable = start_over, the versions passed over: started_over=<what and why>.
   void started_over(const std::string& what);
@@ -47,6 +49,7 @@ class JobEvents final : public EventSink {
 
  private:
   bool writer() const { return rank_ == 0; }
+  std::atomic<bool> unrecoverable_{false};  // set by the application's thread, read by the pipeline's
   JobState* state_;
   int rank_;
   std::string prefix_;
