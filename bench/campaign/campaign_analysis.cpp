@@ -37,6 +37,11 @@ struct LaunchRec {
   std::string level = "none";
   int64_t restart_end = 0;     // the restart returned
   int64_t ended = 0;           // its end line (cairn_finalize), 0 if killed
+  bool took_version = false;   // it wrote a version's line
+  // Where the job stood after it: it restarted, or it went on afresh (a version, its end). A launch with
+  // none of these was struck before its restart returned (or before an afresh start's first version):
+  // it tells nothing of where the job went back to, and held no computation of its own.
+  bool settled() const { return restarted || took_version || ended; }
 };
 struct VersionRec {
   int64_t start = 0;           // the copy began
@@ -104,6 +109,7 @@ Result<RunFigures> analyse_run(const std::string& prefix, const std::string& app
       L.level = j.value("level", "");
       L.restart_end = i64(j, "end_ns");
     } else if (ev == "l1") {
+      launches[id].took_version = true;
       versions.emplace(std::make_pair(id, static_cast<uint64_t>(i64(j, "version"))),
                        VersionRec{i64(j, "start_ns"), j.value("copy_s", 0.0)});
     } else if (ev == "end") {
@@ -176,20 +182,20 @@ Result<RunFigures> analyse_run(const std::string& prefix, const std::string& app
     loss.at_s = f.at_s;
     loss.due_s = f.due_s;
     loss.kind = f.kind;
-    // The version the job went back to: the next attempt that restarted or started afresh.
+    // The version the job went back to: the next attempt that restarted or started afresh (one struck
+    // before its restart returned is passed over: the one after it says where the job went).
     const LaunchRec* back = nullptr;
+    size_t back_at = order.size();
     for (size_t n = static_cast<size_t>(k) + 1; n < attempts.size() && !back; ++n)
-      if (of_attempt[n]) back = of_attempt[n];
+      if (of_attempt[n] && of_attempt[n]->settled()) back = of_attempt[n], back_at = position[id_of_attempt[n]];
     loss.version = back ? back->restored : 0;
     // Re-done work: what the struck launch's state held at the strike beyond what the state the job
-    // returned to holds (all of it when the job started afresh).
+    // returned to holds (all of it when the job started afresh). A launch struck before its restart
+    // returned held nothing of its own: the failure before it counts the way back.
     const LaunchRec* struck = of_attempt[static_cast<size_t>(k)];
     const std::string& id = id_of_attempt[static_cast<size_t>(k)];
-    if (struck && anchor_of(*struck) > 0 && anchor_of(*struck) < f.t) {
+    if (struck && struck->settled() && anchor_of(*struck) > 0 && anchor_of(*struck) < f.t) {
       const double at_strike = base[id] + seconds(f.t - anchor_of(*struck));
-      size_t back_at = order.size();
-      for (size_t n = static_cast<size_t>(k) + 1; n < attempts.size() && back_at == order.size(); ++n)
-        if (of_attempt[n]) back_at = position[id_of_attempt[n]];
       loss.redone = std::max(0.0, at_strike - version_held(loss.version, back_at));
     }
     // The recovery: the launcher's teardown, the new job's start-up, the restart; each cut short by the
@@ -201,9 +207,10 @@ Result<RunFigures> analyse_run(const std::string& prefix, const std::string& app
     const int64_t up = L ? std::min(L->up, cut) : cut;
     if (up != kNever) loss.startup = seconds(std::max<int64_t>(0, up - launched));
     if (L && L->up < cut) {
-      const int64_t done = std::min(L->restarted ? L->restart_end : L->up, cut);
+      // Not settled: its restart ran until the next failure struck it.
+      const int64_t done = std::min(L->restarted ? L->restart_end : L->settled() ? L->up : cut, cut);
       loss.restart = seconds(std::max<int64_t>(0, done - L->up));
-      loss.level = L->restarted ? L->level : "none";
+      if (L->settled()) loss.level = L->restarted ? L->level : "none";
       loss.cut_short = done == cut;
     } else {
       loss.cut_short = true;

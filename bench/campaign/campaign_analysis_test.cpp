@@ -126,5 +126,33 @@ TEST_F(CampaignAnalysis, StartingAfreshLosesEverythingTheStateHeld) {
   EXPECT_NEAR(r->failures[1].redone, 3.01 + 6.0, 1e-6);
 }
 
+TEST_F(CampaignAnalysis, ALaunchStruckBeforeItsRestartReturnedIsNotAFreshStart) {
+  // Attempt 2 is up at 8 s and still rebuilding version 2 when a second failure strikes it at 9 s; attempt
+  // 3 restores version 1 (from L3). The first failure sent the job back to version 1, not to nothing, and
+  // the second undid no computation of its own: its time was the first one's restart.
+  attempt(1, 0);
+  start("a", 1 * kS);
+  version("a", 1, 2 * kS), version("a", 2, 4 * kS);
+  failure(1, 6 * kS, "node");
+  attempt(2, 7 * kS);
+  start("b", 8 * kS);
+  failure(2, 9 * kS, "node");
+  attempt(3, 10 * kS);
+  start("c", 11 * kS);
+  restart("c", 1, "L3", 11 * kS, 12 * kS);
+  end("c", 30 * kS);
+  auto r = analyse_run(dir_.string(), log(), 0);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->failures.size(), 2u);
+  EXPECT_EQ(r->failures[0].version, 1u);
+  EXPECT_NEAR(r->failures[0].redone, 6.0 - 2.01, 1e-6);
+  EXPECT_NEAR(r->failures[0].restart, 1.0, 1e-6) << "from attempt 2's start to the strike";
+  EXPECT_TRUE(r->failures[0].cut_short);
+  EXPECT_EQ(r->failures[0].level, "");
+  EXPECT_EQ(r->failures[1].version, 1u);
+  EXPECT_NEAR(r->failures[1].redone, 0.0, 1e-6);
+  EXPECT_EQ(r->failures[1].level, "L3");
+}
+
 }  // namespace
 }  // namespace cairn::bench
