@@ -83,8 +83,8 @@ for k in ("mode", "run", "campaign", "failure_free", "optimum", "policies", "tar
 if r["mode"] != "campaign":
     fail("mode", out)
 c = r["campaign"]
-for k in ("ranks", "nodes", "spares", "size_bytes", "step_s", "iterations", "work_s", "mtbf_s", "mix", "seed",
-          "flush_every", "schedule"):
+for k in ("ranks", "nodes", "spares", "size_bytes", "step_s", "iterations", "work_s", "mtbf_s", "l3_mtbf_s", "mix",
+          "seed", "flush_every", "schedule"):
     if k not in c:
         fail(f"campaign.{k} missing", out)
 if c["schedule"] != first:
@@ -92,6 +92,9 @@ if c["schedule"] != first:
 free = r["failure_free"]["wall_s"]
 if not (number(free) and free > 0):
     fail("failure_free.wall_s", out)
+free_step = r["failure_free"].get("step_s")
+if not (number(free_step) and c["step_s"] <= free_step < free / c["iterations"] + 1e-9):
+    fail(f"failure_free.step_s {free_step}: a step as the application had it, at least --step-ms, within the wall", out)
 if not (r["optimum"]["daly_interval_s"] > 0 and r["optimum"]["checkpoint_cost_s"] > 0):
     fail("optimum", out)
 
@@ -100,7 +103,7 @@ if "auto" not in names or "L3 only" not in names or not any(n.startswith("fixed"
     fail(f"policies {names}: auto, a fixed interval and L3 only expected", out)
 keys = ("name", "interval", "levels", "wall_s", "attempts", "result", "checkpoints", "checkpoint_time_s",
         "checkpoint_cost_s", "mean_interval_s", "failures", "useful_fraction", "lost_s", "lost_breakdown_s",
-        "largest_part", "lost_per_failure_s", "restart_levels", "other_s", "model")
+        "largest_part", "lost_per_failure_s", "restart_levels", "other_s", "model", "step_s")
 parts = ("redone_s", "teardown_s", "startup_s", "restart_s")
 met = 0
 for pol in r["policies"]:
@@ -133,6 +136,10 @@ for pol in r["policies"]:
             fail(f"{name}: model.multilevel.within_2_points", out)
         if sum(c["failures"] for c in ml["classes"].values()) != len(pol["failures"]):
             fail(f"{name}: model.multilevel.classes do not count every failure", out)
+        if pol["step_s"] > 0 and not close(ml["steps_slower"], pol["step_s"] / free_step - 1, 1e-9):
+            fail(f"{name}: model.multilevel.steps_slower is not its step over the failure-free run's", out)
+        if not close(ml["slowed_steps_points"] + ml["outside_model_points"], pol["other_s"] / pol["wall_s"] * 100, 1e-6):
+            fail(f"{name}: the slowed steps and the rest outside the model do not add up to other_s", out)
     if not close(pol["useful_fraction"], free / pol["wall_s"], 1e-9):
         fail(f"{name}: useful fraction is not failure-free / wall", out)
     fs = pol["failures"]

@@ -170,6 +170,7 @@ struct Campaign {
     j["checkpoint_time_s"] = f.checkpoint_time;
     j["checkpoint_cost_s"] = f.checkpoints ? f.checkpoint_time / static_cast<double>(f.checkpoints) : 0.0;
     j["mean_interval_s"] = f.mean_interval;
+    j["step_s"] = f.step;
     json failures = json::array();
     for (const auto& x : f.failures)
       failures.push_back({{"at_s", x.at_s}, {"due_s", x.due_s}, {"kind", x.kind}, {"redone_s", x.redone},
@@ -270,7 +271,7 @@ int run_campaign(CampaignOptions o) {
                         {"mtbf_s", o.mtbf}, {"l3_mtbf_s", l3_mtbf(o)}, {"mix", policy::format_failure_mix(o.mix)}, {"seed", o.seed},
                         {"flush_every", o.flush_every}, {"schedule", sched}};
   json free = c.run(nullptr);
-  report["failure_free"] = {{"wall_s", free["wall_s"]}, {"result", free["result"]}};
+  report["failure_free"] = {{"wall_s", free["wall_s"]}, {"result", free["result"]}, {"step_s", free["step_s"]}};
 
   std::vector<Policy> policies;
   policies.push_back({"auto", "auto", 0, 0, false});

@@ -79,6 +79,10 @@ struct RunFigures {
   uint64_t checkpoints = 0;        // cairn_checkpoint calls that returned (every attempt)
   double checkpoint_time = 0;      // the time they blocked the application (rank 0)
   double mean_interval = 0;        // computation between two checkpoints (rank 0's clock), mean
+  // A step's wall time as the application had it (rank 0): between checkpoints, the computation since the
+  // last one over its iterations; without checkpoints (the failure-free run), the loop less nothing; 0
+  // when neither is in the log.
+  double step = 0;
   double lost() const;             // sum of the failures' totals
   bool finished = false;           // the job printed its result
   std::string result;              // the job's result hash (same for every run of one campaign)

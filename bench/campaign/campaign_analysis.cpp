@@ -221,8 +221,9 @@ Result<RunFigures> analyse_run(const std::string& prefix, const std::string& app
   // The application's own account of its checkpoints, and its result.
   std::ifstream in(app_log);
   if (!in) return make_error(Code::ERR_IO, "cannot read the application's log %s", app_log.c_str());
-  double gaps = 0;
-  uint64_t counted = 0;
+  double gaps = 0, stepped = 0, loop_step = 0;
+  uint64_t counted = 0, steps = 0;
+  long previous = -1;  // the iteration of the launch's previous checkpoint; -1: none yet
   for (std::string line; std::getline(in, line);) {
     long iteration = 0;
     double blocked = 0, after = 0;
@@ -231,12 +232,19 @@ Result<RunFigures> analyse_run(const std::string& prefix, const std::string& app
       ++out.checkpoints;
       out.checkpoint_time += blocked;
       if (after >= 0) gaps += after, ++counted;
+      if (after >= 0 && previous >= 0 && iteration > previous) stepped += after, steps += static_cast<uint64_t>(iteration - previous);
+      previous = iteration;
+    } else if (line.rfind("synthetic: resuming", 0) == 0 ||
+               (line.rfind("synthetic: ", 0) == 0 && line.find(" ranks x ") != std::string::npos)) {
+      previous = -1;  // a new launch: its first checkpoint has no gap before it
+    } else if (sscanf(line.c_str(), "synthetic: steps %lf", &loop_step) == 1) {
     } else if (sscanf(line.c_str(), "result %31s", hex) == 1) {
       out.finished = true;
       out.result = hex;
     }
   }
   out.mean_interval = counted ? gaps / static_cast<double>(counted) : 0;
+  out.step = steps ? stepped / static_cast<double>(steps) : loop_step;
   return out;
 }
 

@@ -154,5 +154,49 @@ TEST_F(CampaignAnalysis, ALaunchStruckBeforeItsRestartReturnedIsNotAFreshStart) 
   EXPECT_EQ(r->failures[1].level, "L3");
 }
 
+TEST_F(CampaignAnalysis, AStepIsTheComputationBetweenCheckpointsOverItsIterations) {
+  attempt(1, 0);
+  start("a", 1 * kS);
+  end("a", 30 * kS);
+  const std::string path = (dir_ / "steps.log").string();
+  std::ofstream(path) << "synthetic: 4 ranks x 16777216 bytes, 100 iterations, checkpoint when cairn_need_checkpoint says\n"
+                         "synthetic: checkpoint at iteration 10 blocked 0.010000 after -1.000000\n"
+                         "synthetic: checkpoint at iteration 20 blocked 0.010000 after 0.220000\n"
+                         "synthetic: checkpoint at iteration 30 blocked 0.010000 after 0.240000\n"
+                         "synthetic: 4 ranks x 16777216 bytes, 100 iterations, checkpoint when cairn_need_checkpoint says\n"
+                         "restart: version 2 from level L2\n"
+                         "synthetic: resuming at iteration 20\n"
+                         "synthetic: checkpoint at iteration 25 blocked 0.050000 after -1.000000\n"
+                         "synthetic: checkpoint at iteration 35 blocked 0.010000 after 0.230000\n"
+                         "synthetic: steps 0.030000 s/iteration (rank 0: the loop less cairn_checkpoint)\n"
+                         "result 0123abcd\n";
+  auto r = analyse_run(dir_.string(), path, 0);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->checkpoints, 5u);
+  EXPECT_NEAR(r->step, (0.22 + 0.24 + 0.23) / 30, 1e-9) << "the gaps within a launch, over their iterations";
+  EXPECT_NEAR(r->mean_interval, (0.22 + 0.24 + 0.23) / 3, 1e-9);
+  // Without checkpoints (the failure-free run): the loop's own figure.
+  std::ofstream(path) << "synthetic: steps 0.020500 s/iteration (rank 0: the loop less cairn_checkpoint)\nresult 0123abcd\n";
+  r = analyse_run(dir_.string(), path, 0);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_NEAR(r->step, 0.0205, 1e-9);
+}
+
+TEST(CampaignReport, TheModelPerLevelTakesTheStepsAsSlowAsMeasured) {
+  json report;
+  report["campaign"] = {{"mtbf_s", 8.0}};
+  report["failure_free"] = {{"wall_s", 100.0}, {"step_s", 0.020}};
+  json p = {{"name", "auto"}, {"wall_s", 125.0}, {"step_s", 0.024}, {"checkpoint_time_s", 2.0},
+            {"checkpoint_cost_s", 0.01}, {"mean_interval_s", 0.2}, {"flush_every", 10}, {"failures", json::array()}};
+  report["policies"] = json::array({p});
+  complete_report(report);
+  const json& m = report["policies"][0]["model"]["multilevel"];
+  EXPECT_NEAR(m["steps_slower"].get<double>(), 0.2, 1e-9);
+  EXPECT_NEAR(m["fraction"].get<double>(), 1 / (1 + 0.01 / 0.2) * (0.020 / 0.024), 1e-9);
+  // Of the 23 s outside checkpoints (125 - 100 - 2), the slowed steps took 123 · (1 - 0.020/0.024) = 20.5.
+  EXPECT_NEAR(m["slowed_steps_points"].get<double>(), 123 * (1 - 0.020 / 0.024) / 125 * 100, 1e-9);
+  EXPECT_NEAR(m["outside_model_points"].get<double>(), (23 - 123 * (1 - 0.020 / 0.024)) / 125 * 100, 1e-9);
+}
+
 }  // namespace
 }  // namespace cairn::bench

@@ -34,8 +34,10 @@ double expected_redone(double segment, double mtbf) {
 // failure of a multilevel job goes back to the newest version (L1 or L2: a segment of τ + δ); a failure
 // of the whole job to the newest L3 version, taken every flush_every-th (a segment of q·(τ + δ)). First
 // order, with each class's rate as met (n_c / wall) and its recovery as measured (teardown + start-up +
-// restart, mean over the class's recoveries that were not cut short):
-//   fraction = (1 − Σ_c n_c·(R_c + r_c) / wall) / (1 + δ/τ),   r_c = expected re-done work of a segment
+// restart, mean over the class's recoveries that were not cut short), and the steps as slowed as they were
+// measured (the background work of checkpoints -- hashing, the L2 exchange, the L3 write -- shares the
+// cores with the computation: a step of s against the failure-free run's s0):
+//   fraction = (1 − Σ_c n_c·(R_c + r_c) / wall) / (1 + δ/τ) · s0/s,   r_c = expected re-done work of a segment
 json multilevel_model(const json& p, double interval, double cost, double recovery) {
   json m;
   const json& fs = p["failures"];
@@ -68,7 +70,10 @@ json multilevel_model(const json& p, double interval, double cost, double recove
     m["fraction"] = nullptr;
     return m;
   }
-  const double fraction = std::clamp((1 - loss / wall) / (1 + cost / interval), 0.0, 1.0);
+  const double step = num(p, "step_s"), free_step = num(p, "failure_free_step_s");
+  const double pace = step > 0 && free_step > 0 ? free_step / step : 1.0;  // s0/s
+  m["steps_slower"] = 1 / pace - 1;
+  const double fraction = std::clamp((1 - loss / wall) / (1 + cost / interval) * pace, 0.0, 1.0);
   const double measured = num(p, "useful_fraction");
   m["fraction"] = fraction;
   m["difference_points"] = (measured - fraction) * 100;
@@ -78,7 +83,12 @@ json multilevel_model(const json& p, double interval, double cost, double recove
   double beyond = 0;
   for (auto& [kind, c] : classes) beyond += c.redone - c.n * num(per[kind], "expected_redone_s");
   m["redone_beyond_model_points"] = beyond / wall * 100;
-  m["outside_model_points"] = num(p, "other_s") / wall * 100;
+  // The time the slowed steps took beyond the failure-free pace (in the model since it is measured), and
+  // what is left outside checkpoints and failures.
+  const double computing = wall - num(p, "checkpoint_time_s") - num(p, "lost_s");
+  const double slowed = computing * (1 - pace);
+  m["slowed_steps_points"] = slowed / wall * 100;
+  m["outside_model_points"] = (num(p, "other_s") - slowed) / wall * 100;
   return m;
 }
 
@@ -197,6 +207,7 @@ void complete_report(json& report) {
     p["restart_levels"] = levels;
     p["other_s"] = wall - free_wall - num(p, "checkpoint_time_s") - lost;
     p["failure_free_s"] = free_wall;
+    p["failure_free_step_s"] = num(report["failure_free"], "step_s");
     p["model"] = model_of(p, set_mtbf);
   }
 
@@ -285,8 +296,12 @@ void print_table(const json& r) {
          "restart over every failure; other = wall - failure-free - checkpoint time - lost; daly: Daly's model, fed "
          "this policy's cost, interval, mean recovery and the failures it met; multi: the same per level, each "
          "failure going back to the newest version of the level that recovers it, a job failure to the last L3 "
-         "version)\n");
+         "version, and the steps as slow as measured beside the failure-free run's)\n");
   for (const json& p : r["policies"]) {
+    const json& slow = p["model"].contains("multilevel") ? p["model"]["multilevel"] : json();
+    if (slow.is_object() && slow.contains("steps_slower"))
+      printf("  %s: steps %+.1f %% against the failure-free run's (background checkpoint work): %.1f points\n",
+             p.value("name", "").c_str(), num(slow, "steps_slower") * 100, num(slow, "slowed_steps_points"));
     if (p["model"].contains("misses"))
       printf("  %s: Daly's model misses %s\n", p.value("name", "").c_str(), p["model"]["misses"].get<std::string>().c_str());
     const json& ml = p["model"].contains("multilevel") ? p["model"]["multilevel"] : json();
