@@ -93,11 +93,7 @@ Status Runtime::pass_over_versions(const RestartInventory& inv) {
     if (!index) {
       read = index.status().prefixed("cannot tell which versions to restart from");
     } else {
-      std::set<uint64_t> known(inv.candidates.begin(), inv.candidates.end());
-      for (size_t i = 0; i < inv.all.size(); i += 2)
-        if (inv.all[i]) known.insert(inv.all[i]);
-      for (const auto& c : l3::list_committed(layout_)) known.insert(c.version);
-      for (uint64_t v : known)
+      for (uint64_t v : known_versions(inv))
         if (restart_passes_over(*index, v, cfg_.restart_version)) over.push_back(v);
       if (!over.empty())
         LOG_INFO("restart: passing over version%s %s (%s)", over.size() > 1 ? "s" : "",
@@ -107,6 +103,20 @@ Status Runtime::pass_over_versions(const RestartInventory& inv) {
     }
   }
   CAIRN_TRY(agree(app_comm_, read));
+  return reject_from_rank0(over);
+}
+
+// Every version rank 0 knows of: its L1 inventory, every rank's, and L3 of any rank count.
+std::set<uint64_t> Runtime::known_versions(const RestartInventory& inv) const {
+  std::set<uint64_t> known(inv.candidates.begin(), inv.candidates.end());
+  for (size_t i = 0; i < inv.all.size(); i += 2)
+    if (inv.all[i]) known.insert(inv.all[i]);
+  for (const auto& c : l3::list_committed(layout_)) known.insert(c.version);
+  return known;
+}
+
+// Rank 0's list of versions to pass over, shared: every rank adds them to rejected_.
+Status Runtime::reject_from_rank0(std::vector<uint64_t> over) {
   int n = static_cast<int>(over.size());
   CAIRN_MPI(MPI_Bcast(&n, 1, MPI_INT, 0, app_comm_));
   over.resize(static_cast<size_t>(n));
@@ -153,33 +163,34 @@ Status Runtime::find_restart(RestartChoice* out) {
     return make_error(Code::ERR_NO_CHECKPOINT, "no checkpoint found in the cache (%s) or the prefix (%s)",
                       layout_.cache_job.c_str(), layout_.prefix.c_str());
   // Checkpoints exist but none can be rebuilt: an error, not a fresh start (which would silently
-  // throw away the run's progress).
+  // throw away the run's progress), unless the configuration asks for one.
   Status unrecoverable(Code::ERR_UNRECOVERABLE,
                        "checkpoints exist but none can be rebuilt and verified;" + why.str() +
                            " To start over instead, set if_unrecoverable = start_over (CAIRN_IF_UNRECOVERABLE), "
                            "or remove " + layout_.prefix + " and " + layout_.cache_job + ", or do not restart.");
-  if (cfg_.if_unrecoverable == IfUnrecoverable::start_over) return start_over(unrecoverable);
+  if (cfg_.if_unrecoverable == IfUnrecoverable::start_over) return start_over(inv, unrecoverable);
   events_->unrecoverable(unrecoverable.message());
   return unrecoverable;
 }
 
-// if_unrecoverable = start_over: every version this job ever numbered (1..next_version_ - 1) joins the
-// version index's skip list, so that this launch and every later one pass over them (their files stay),
-// and the job starts afresh: ERR_NO_CHECKPOINT, as for a job without checkpoints. New versions number on
-// from there, never reusing a passed-over number. Should the index not be written, the job stops as with
-// stop, and says why.
-Status Runtime::start_over(const Status& unrecoverable) {
-  const uint64_t newest = next_version_ - 1;
-  std::set<uint64_t> over;
-  for (uint64_t v = 1; v <= newest; ++v) over.insert(v);
-  const std::string listed = format_version_ranges(over);
+// if_unrecoverable = start_over: every version there is (known_versions) joins the version index's skip
+// list, so that this launch and every later one pass over them (their files stay), and the job starts
+// afresh: ERR_NO_CHECKPOINT, as for a job without checkpoints. New versions number on from the newest
+// number seen (agree_next_version), never reusing a passed-over one. Should the index not be written,
+// the job stops as with stop, and says why.
+Status Runtime::start_over(const RestartInventory& inv, const Status& unrecoverable) {
+  std::vector<uint64_t> over;
+  std::string listed;
   Status wrote = Status::ok();
   if (rank_ == 0) {
+    const std::set<uint64_t> known = known_versions(inv);
+    over.assign(known.begin(), known.end());
+    listed = format_version_ranges(known);
     auto index = read_index(layout_.index_file());
     if (!index) {
       wrote = index.status();
     } else {
-      index->skip.insert(over.begin(), over.end());
+      index->skip.insert(known.begin(), known.end());
       wrote = write_index(layout_.index_file(), *index);
     }
   }
@@ -191,12 +202,11 @@ Status Runtime::start_over(const Status& unrecoverable) {
     events_->unrecoverable(stop.message());
     return stop;
   }
+  CAIRN_TRY(reject_from_rank0(std::move(over)));
   const std::string said = "versions " + listed + " passed over (" + layout_.index_file() + "): " + unrecoverable.message();
   if (rank_ == 0) LOG_WARN("restart: starting afresh (if_unrecoverable = start_over): %s", said.c_str());
-  events_->started_over(said);
-  for (uint64_t v : over)
-    if (std::find(rejected_.begin(), rejected_.end(), v) == rejected_.end()) rejected_.push_back(v);
-  return make_error(Code::ERR_NO_CHECKPOINT, "started over: versions %s passed over", listed.c_str());
+  events_->started_over(said);  // rank 0's, the writer
+  return make_error(Code::ERR_NO_CHECKPOINT, "started over: the versions there were are passed over");
 }
 
 // Can every set rebuild its lost members (good[r] == 0), with every survivor of such a set protected?

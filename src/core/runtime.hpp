@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -164,7 +165,9 @@ class Runtime {
   Status l2_can_rebuild(const std::vector<int>& good, const std::vector<uint64_t>& flags, const std::string& l1_text,
                         bool* my_set_lost) const;
   Status find_restart(RestartChoice* out);
-  Status start_over(const Status& unrecoverable);  // if_unrecoverable = start_over (restart_search.cpp)
+  Status start_over(const restore::RestartInventory& inv, const Status& unrecoverable);  // if_unrecoverable = start_over
+  std::set<uint64_t> known_versions(const restore::RestartInventory& inv) const;  // rank 0's view
+  Status reject_from_rank0(std::vector<uint64_t> over);
   Result<restore::SetRebuild> share_my_set(uint64_t v, const std::vector<int>& good);
   Status try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, RestartChoice* out, bool* handled);
   Status try_l3(uint64_t v, RestartChoice* out);

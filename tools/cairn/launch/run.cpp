@@ -344,9 +344,6 @@ int run_job(const RunContext& start) {
       continue;
     }
     if (!attempt_failed(a) || a.interrupted) return finish(status);
-    if (a.state && a.state->phase == "unrecoverable")  // a relaunch would meet the same checkpoints
-      return finish(status, "attempt " + std::to_string(k) + " found checkpoints but none it could restart from, so "
-                                "no relaunch would do better: " + a.state->values["unrecoverable"]);
     const bool killed = a.reached;
     if (killed && !ctx.cluster.active) delete_killed_caches(ctx);
     if (a.failure) {  // --fail-at: the failure's caches are gone whether or not the job goes on
@@ -354,6 +351,9 @@ int run_job(const RunContext& start) {
       if (!why.empty()) return finish(kExitFailure, why);
       write_launcher_file(ctx);
     }
+    if (a.state && a.state->phase == "unrecoverable")  // a relaunch would meet the same checkpoints
+      return finish(status, "attempt " + std::to_string(k) + " found checkpoints but none it could restart from, so "
+                                "no relaunch would do better: " + a.state->values["unrecoverable"]);
     std::vector<std::string> down;  // cluster mode: the hosts found down after this attempt
     if (ctx.cluster.active) {
       std::string how;
