@@ -1,7 +1,6 @@
 #include "cache/node_move.hpp"
 
 #include <fcntl.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -301,80 +300,25 @@ Status MoveWriter::commit() {
 
 MovePipe::MovePipe(uint32_t buffers) {
   for (uint32_t i = 0; i < buffers; ++i) free_.push_back(i);
-  int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (fd >= 0) free_event_ = fs::Fd(fd);
 }
 
 std::optional<uint32_t> MovePipe::take_free(bool wait) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (wait) cv_free_.wait(lock, [&] { return !free_.empty() || abort_; });
-  if (abort_ || free_.empty()) return std::nullopt;
+  if (aborted()) return std::nullopt;
+  if (free_.empty())
+    for (uint32_t b : take_back(wait)) free_.push_back(b);
+  if (free_.empty() || aborted()) return std::nullopt;
   uint32_t b = free_.front();
   free_.pop_front();
   return b;
 }
 
-void MovePipe::push_full(const MovePiece& p) {
-  std::lock_guard<std::mutex> lock(mu_);
-  full_.push_back(p);
-  peak_ = std::max(peak_, static_cast<uint32_t>(full_.size()));
-  cv_full_.notify_one();
-}
-
-void MovePipe::filler_done() {
-  std::lock_guard<std::mutex> lock(mu_);
-  filler_done_ = true;
-  cv_full_.notify_all();
-}
-
-std::optional<MovePiece> MovePipe::take_full() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_full_.wait(lock, [&] { return !full_.empty() || filler_done_ || abort_; });
-  if (abort_ || full_.empty()) return std::nullopt;
-  MovePiece p = full_.front();
-  full_.pop_front();
-  return p;
-}
-
-void MovePipe::give_back(uint32_t buffer) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    free_.push_back(buffer);
-    cv_free_.notify_one();
-  }
-  uint64_t one = 1;
-  if (free_event_.valid()) (void)!::write(free_event_.get(), &one, sizeof one);
-}
-
-void MovePipe::abort(Status why) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!abort_) error_ = std::move(why);
-    abort_ = true;
-    cv_free_.notify_all();
-    cv_full_.notify_all();
-  }
-  uint64_t one = 1;
-  if (free_event_.valid()) (void)!::write(free_event_.get(), &one, sizeof one);
-}
-
-Status MovePipe::error() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return abort_ ? error_ : Status::ok();
-}
-
-bool MovePipe::aborted() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return abort_;
-}
-
 void drain_move_pipe(MovePipe& pipe, MoveWriter& writer, const std::function<const uint8_t*(uint32_t)>& buffer,
                      const std::function<void(uint64_t)>& progress) {
   uint64_t done = 0;
-  while (auto p = pipe.take_full()) {
+  while (auto p = pipe.take()) {
     Status st = writer.put(p->file, p->offset, buffer(p->buffer), p->length);
     if (!st) return pipe.abort(st);
-    pipe.give_back(p->buffer);
+    pipe.hand_back(p->buffer);
     done += p->length;
     if (progress) progress(done);
   }

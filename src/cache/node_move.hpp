@@ -13,18 +13,17 @@
 //     bounded set of buffers, so the memory in flight is bounded whatever the version's size.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/fsutil.hpp"
 #include "base/layout.hpp"
+#include "base/pipe.hpp"
 #include "base/status.hpp"
 #include "cache/cache_store.hpp"
 
@@ -110,35 +109,17 @@ struct MovePiece {
   uint32_t buffer = 0;
 };
 
-// The bounded pipe between the filler and the writer's thread. Buffers are indices; their memory is the
-// user's (plain memory for the local copy, a registered pool for RMA).
-class MovePipe {
+// The pipe of a move (base/pipe.hpp): pieces down to the writer's thread, their buffers back up. Buffers
+// are indices; their memory is the user's (plain memory for the local copy, a registered pool for RMA).
+class MovePipe : public Pipe<MovePiece, uint32_t> {
  public:
   explicit MovePipe(uint32_t buffers);
-  // The filler: a free buffer; wait = false: none now (std::nullopt). nullopt as well once aborted.
+  // The filler: a free buffer (one not used yet, or one the writer handed back); wait = false: none now
+  // (std::nullopt). nullopt as well once aborted. From the filler's thread only.
   std::optional<uint32_t> take_free(bool wait);
-  void push_full(const MovePiece& p);
-  void filler_done();
-  // Signalled (readable) whenever a buffer comes back, for a filler that polls.
-  int free_fd() const { return free_event_.get(); }
-  // The writer: the next filled piece; nullopt at the end or once aborted.
-  std::optional<MovePiece> take_full();
-  void give_back(uint32_t buffer);
-  // Stop both sides; the first reason is kept.
-  void abort(Status why);
-  Status error();
-  bool aborted();
-  uint32_t peak_full() const { return peak_; }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_free_, cv_full_;
   std::deque<uint32_t> free_;
-  std::deque<MovePiece> full_;
-  bool filler_done_ = false, abort_ = false;
-  Status error_ = Status::ok();
-  uint32_t peak_ = 0;
-  fs::Fd free_event_;
 };
 
 // The writer's thread: each filled piece is put (checked and written) and its buffer given back, until

@@ -59,8 +59,9 @@ Status Agent::setup() {
   if (job_.mode == wire::TransferMode::push && !ep_->delivery_complete())
     return make_error(Code::ERR_NOT_SUPPORTED, "provider %s cannot complete writes at delivery: push mode needs it",
                       ep_->provider().c_str());
-  CAIRN_ASSIGN_OR_RETURN(pool, BufferPool::create(*ep_, job_.pool_bytes, job_.chunk_size));
+  CAIRN_ASSIGN_OR_RETURN(pool, fabric::BufferPool::create(*ep_, job_.pool_bytes, job_.chunk_size));
   pool_ = std::move(pool);
+  pull_ = std::make_unique<fabric::PullStream>(*rma_, *pool_);
   auto specs = parse_chain(job_.chain);
   if (!specs) return specs.status().prefixed("the application's chain");
   CAIRN_ASSIGN_OR_RETURN(chain, Chain::load(*specs));

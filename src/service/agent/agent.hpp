@@ -21,10 +21,11 @@
 
 #include "base/layout.hpp"
 #include "base/manifest.hpp"
+#include "fabric/buffer_pool.hpp"
 #include "fabric/endpoint.hpp"
+#include "fabric/pull_stream.hpp"
 #include "fabric/rma_queue.hpp"
 #include "l3/l3_store.hpp"
-#include "service/buffer_pool.hpp"
 #include "service/agent/chunk_sink.hpp"
 #include "service/agent/rate_limit.hpp"
 #include "wire/session_messages.hpp"
@@ -72,7 +73,6 @@ class Agent {
     std::set<uint32_t> credited;   // push: buffers the rank may write into
     std::set<uint64_t> received;   // push: offsets announced
     std::map<uint32_t, uint32_t> out;  // buffers taken for this transfer -> their chunk's length (0: credited)
-    std::map<uint32_t, uint64_t> reading;  // pull: buffers being read into -> their chunk's offset
     bool ended = false, finished = false, aborting = false;
     Status outcome;
   };
@@ -100,7 +100,7 @@ class Agent {
   void grant_credits();
   void deliver();
   void on_sink_events();
-  void on_read_done(uint32_t buffer, const Status& st);
+  void on_read_done(const fabric::RmaQueue::Done& d);
   void progress_rma();  // the endpoint's completions: the reads of the transfer
   void fail_transfer(const Status& why);
   void finish_transfer();
@@ -120,7 +120,8 @@ class Agent {
   std::string address_;
   std::unique_ptr<fabric::Endpoint> ep_;
   std::unique_ptr<fabric::RmaQueue> rma_;  // every one-sided transfer of ep_: the pull, a restore's writes
-  std::unique_ptr<BufferPool> pool_;
+  std::unique_ptr<fabric::BufferPool> pool_;
+  std::unique_ptr<fabric::PullStream> pull_;  // pull mode: the active transfer's slot into the pool
   ChunkSink sink_;
   std::unique_ptr<wire::Connection> manager_;  // stdin (start_agent, then EOF) / stdout (agent_up, agent_stats)
   std::map<uint64_t, Session> sessions_;

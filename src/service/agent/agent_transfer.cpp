@@ -38,6 +38,9 @@ void Agent::start_next() {
     v.opts = write_opts_;
     v.opts.zstd_level = t.req.flush.zstd_level;
     sink_.begin(t.id, std::move(v));
+    if (job_.mode == wire::TransferMode::pull)
+      pull_->start({{s->second.peer, t.req.flush.slot_addr, t.req.flush.slot_key, t.req.manifest.total_size}},
+                   pool_->chunk());
     LOG_DEBUG("rank %u version %llu: transfer of %llu bytes begins (%s)", t.req.manifest.rank,
               static_cast<unsigned long long>(t.req.flush.version),
               static_cast<unsigned long long>(t.req.manifest.total_size), wire::mode_name(job_.mode));
@@ -59,28 +62,14 @@ bool Agent::throttle_allows(uint64_t bytes) {
 
 void Agent::issue_reads() {
   Transfer& t = *active_;
-  const uint64_t total = t.req.manifest.total_size;
-  auto s = sessions_.find(t.req.session);
-  if (s == sessions_.end() || t.aborting) return;
-  while (t.issued < total) {
-    uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(pool_->chunk(), total - t.issued));
-    if (pool_->free_count() == 0 || !throttle_allows(len)) break;
+  if (!sessions_.count(t.req.session) || t.aborting) return;
+  Status st = pull_->issue([&](uint64_t len) -> std::optional<uint32_t> {
     uint32_t buf = 0;
-    pool_->take(&buf);
-    fabric::RmaQueue::Transfer r;
-    r.local = pool_->data(buf);
-    r.len = len;
-    r.desc = pool_->desc();
-    r.peer = s->second.peer;
-    r.remote_addr = t.req.flush.slot_addr + t.issued;
-    r.key = t.req.flush.slot_key;
-    r.tag = buf;
-    rma_->add(r);
-    t.out[buf] = len;
-    t.reading[buf] = t.issued;
-    t.issued += len;
-  }
-  Status st = rma_->post();  // as many as the provider takes; the rest after completions
+    if (pool_->free_count() == 0 || !throttle_allows(len) || !pool_->take(&buf)) return std::nullopt;
+    t.out[buf] = static_cast<uint32_t>(len);
+    return buf;
+  });
+  t.issued = pull_->issued_bytes();
   if (!st.is_ok()) fail_transfer(st.prefixed("reading rank " + std::to_string(t.req.manifest.rank) + "'s slot"));
 }
 
@@ -126,21 +115,20 @@ void Agent::on_pushed(Session& s, const wire::Pushed& m) {
   t.last_completion = wire::monotonic_seconds();
 }
 
-void Agent::on_read_done(uint32_t buffer, const Status& st) {
-  if (!active_ || !active_->reading.count(buffer)) {  // cannot happen: a transfer ends only once its reads did
-    LOG_ERROR("a read completion for no transfer in progress");
+void Agent::on_read_done(const fabric::RmaQueue::Done& d) {
+  if (!active_ || !pull_->owns(d)) {  // cannot happen: a transfer ends only once its reads did
+    LOG_ERROR("a completion for no read in progress");
     return;
   }
   Transfer& t = *active_;
-  const uint64_t offset = t.reading[buffer];
-  t.reading.erase(buffer);
+  const fabric::PullStream::Piece p = pull_->completed(d);
   t.last_completion = wire::monotonic_seconds();
-  if (!st.is_ok() || t.aborting) {
-    release_buffer(buffer);
-    if (!st.is_ok() && !t.aborting)
-      fail_transfer(st.prefixed("reading rank " + std::to_string(t.req.manifest.rank) + "'s slot"));
+  if (!d.status.is_ok() || t.aborting) {
+    release_buffer(p.buffer);
+    if (!d.status.is_ok() && !t.aborting)
+      fail_transfer(d.status.prefixed("reading rank " + std::to_string(t.req.manifest.rank) + "'s slot"));
   } else {
-    t.landed[offset] = {buffer, t.out[buffer]};
+    t.landed[p.offset] = {p.buffer, static_cast<uint32_t>(p.len)};
   }
 }
 
@@ -153,7 +141,7 @@ void Agent::progress_rma() {
       LOG_ERROR("%s", n.status().message().c_str());
       break;
     }
-    for (const auto& d : done) on_read_done(static_cast<uint32_t>(d.tag), d.status);
+    for (const auto& d : done) on_read_done(d);
     done.clear();
     if (*n < 64) break;
   }
@@ -233,12 +221,7 @@ void Agent::fail_transfer(const Status& why) {
     t.out.erase(b);
   }
   t.credited.clear();
-  std::vector<uint64_t> unposted;  // pull: reads the provider never got
-  rma_->drop_unposted(&unposted);
-  for (uint64_t b : unposted) {
-    t.reading.erase(static_cast<uint32_t>(b));
-    release_buffer(static_cast<uint32_t>(b));
-  }
+  for (uint32_t b : pull_->abandon()) release_buffer(b);  // pull: reads the provider never got
   for (auto& [off, bl] : t.landed) release_buffer(bl.first);
   t.landed.clear();
   ++transfers_failed_;
@@ -269,7 +252,7 @@ void Agent::finish_transfer() {
 void Agent::end_if_quiet() {
   if (!active_) return;
   Transfer& t = *active_;
-  if (!(t.finished || t.aborting) || !t.reading.empty() || !t.out.empty()) return;
+  if (!(t.finished || t.aborting) || pull_->reading() > 0 || !t.out.empty()) return;
   // Busy time is counted exactly, per transfer (the part since the last tick; tick() counted the rest),
   // so that a short transfer is not taken for a tick's worth of work.
   busy_s_ += wire::monotonic_seconds() - std::max(t.started, last_tick_);

@@ -1,8 +1,5 @@
 #include "service/agent/chunk_sink.hpp"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <string>
 
@@ -12,19 +9,13 @@ namespace cairn::service {
 ChunkSink::ChunkSink() = default;
 
 ChunkSink::~ChunkSink() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
+  pipe_.abort(make_error(Code::ERR_CANCELLED, "the agent stops"));  // the thread leaves what is queued
   if (thread_.joinable()) thread_.join();
 }
 
 Status ChunkSink::start(Chain chain) {
+  if (pipe_.back_fd() < 0) return posix_error("eventfd", "(chunk sink)", EMFILE);
   chain_ = std::move(chain);
-  int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (fd < 0) return posix_error("eventfd", "(chunk sink)", errno);
-  event_ = fs::Fd(fd);
   thread_ = std::thread([this] { run(); });
   return Status::ok();
 }
@@ -34,7 +25,7 @@ void ChunkSink::begin(uint64_t transfer, StageVersion version) {
   it.kind = Item::begin;
   it.transfer = transfer;
   it.version = std::make_unique<StageVersion>(std::move(version));
-  enqueue(std::move(it));
+  pipe_.send(std::move(it));
 }
 
 void ChunkSink::chunk(uint64_t transfer, uint64_t offset, const uint8_t* data, uint32_t len, uint32_t buffer) {
@@ -45,69 +36,30 @@ void ChunkSink::chunk(uint64_t transfer, uint64_t offset, const uint8_t* data, u
   it.data = data;
   it.len = len;
   it.buffer = buffer;
-  enqueue(std::move(it));
+  pipe_.send(std::move(it));
 }
 
 void ChunkSink::end(uint64_t transfer) {
   Item it;
   it.kind = Item::end;
   it.transfer = transfer;
-  enqueue(std::move(it));
-}
-
-void ChunkSink::enqueue(Item it) {
-  std::lock_guard<std::mutex> lock(mu_);
-  queue_.push_back(std::move(it));
-  cv_.notify_all();
+  pipe_.send(std::move(it));
 }
 
 void ChunkSink::abort(uint64_t transfer) {
+  // Chunks of the transfer still queued are not written: their buffers come back at once.
+  for (const Item& q : pipe_.withdraw([&](const Item& q) { return q.transfer == transfer && q.kind == Item::chunk; }))
+    pipe_.hand_back(Event{Event::buffer_free, transfer, q.buffer, Status::ok()});
   Item it;
   it.kind = Item::abort;
   it.transfer = transfer;
-  std::lock_guard<std::mutex> lock(mu_);
-  // Chunks of the transfer still queued are not written: their buffers go back at once.
-  for (auto& q : queue_)
-    if (q.transfer == transfer && q.kind == Item::chunk) {
-      events_.push_back(Event{Event::buffer_free, transfer, q.buffer, Status::ok()});
-      q.kind = Item::abort;
-    }
-  queue_.push_back(std::move(it));
-  cv_.notify_all();
-  uint64_t one = 1;
-  (void)!write(event_.get(), &one, sizeof one);
+  pipe_.send(std::move(it));
 }
 
-std::vector<ChunkSink::Event> ChunkSink::take_events() {
-  uint64_t n = 0;
-  (void)!read(event_.get(), &n, sizeof n);
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<Event> out;
-  out.swap(events_);
-  return out;
-}
-
-void ChunkSink::emit(Event e) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    events_.push_back(std::move(e));
-  }
-  uint64_t one = 1;
-  (void)!write(event_.get(), &one, sizeof one);
-}
+std::vector<ChunkSink::Event> ChunkSink::take_events() { return pipe_.take_back(/*wait=*/false); }
 
 void ChunkSink::run() {
-  for (;;) {
-    Item it;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (stop_) return;
-      it = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    handle(it);
-  }
+  while (auto it = pipe_.take()) handle(*it);
 }
 
 // A stage failed: every stage of the transfer gives up (write removes its partial file).
@@ -115,7 +67,7 @@ void ChunkSink::fail(const Status& why) {
   failed_ = true;
   for (auto& st : stages_) st->abort();
   stages_.clear();
-  emit(Event{Event::failed, current_, 0, why});
+  pipe_.hand_back(Event{Event::failed, current_, 0, why});
 }
 
 void ChunkSink::handle(Item& it) {
@@ -144,7 +96,7 @@ void ChunkSink::handle(Item& it) {
             break;
           }
         }
-      emit(Event{Event::buffer_free, it.transfer, it.buffer, Status::ok()});
+      pipe_.hand_back(Event{Event::buffer_free, it.transfer, it.buffer, Status::ok()});
       return;
     }
     case Item::end: {
@@ -158,7 +110,7 @@ void ChunkSink::handle(Item& it) {
         }
       }
       stages_.clear();
-      emit(Event{Event::finished, current_, 0, Status::ok()});
+      pipe_.hand_back(Event{Event::finished, current_, 0, Status::ok()});
       return;
     }
     case Item::abort:

@@ -7,20 +7,18 @@
 // handed back as soon as every stage has it, so the pool refills while the file system writes.
 //
 // Used from the agent's loop thread: begin(), chunk() in stream order, end() or abort(); the outcomes
-// and the freed buffers come back through take_events(), signalled on event_fd().
+// and the freed buffers come back through take_events(), signalled on event_fd(). Between the two threads
+// is the one bounded pipe (base/pipe.hpp): items down, events up.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
-#include "base/fsutil.hpp"
 #include "base/layout.hpp"
 #include "base/manifest.hpp"
+#include "base/pipe.hpp"
 #include "base/status.hpp"
 #include "l3/l3_store.hpp"
 #include "service/agent/stage_chain.hpp"
@@ -41,7 +39,7 @@ class ChunkSink {
   ChunkSink& operator=(const ChunkSink&) = delete;
   ~ChunkSink();
   Status start(Chain chain);
-  int event_fd() const { return event_.get(); }
+  int event_fd() const { return pipe_.back_fd(); }
 
   void begin(uint64_t transfer, StageVersion version);
   // Stream bytes [offset, offset + len) in pool buffer `buffer`, the next ones in stream order.
@@ -62,17 +60,10 @@ class ChunkSink {
     std::unique_ptr<StageVersion> version;  // begin
   };
   void run();
-  void enqueue(Item it);
   void handle(Item& it);
   void fail(const Status& why);
-  void emit(Event e);
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Item> queue_;
-  std::vector<Event> events_;
-  bool stop_ = false;
-  fs::Fd event_;
+  Pipe<Item, Event> pipe_;
   std::thread thread_;
 
   Chain chain_;

@@ -1,8 +1,9 @@
 // cairnd migrate-sink: the writer on the spare node (migrate.hpp). The main thread keeps the pool's free
-// buffers filled with fi_reads of the next pieces, in stream order; a piece whose reads all completed
-// goes to the writer's thread (cache/node_move.hpp), which checks it against the manifest and writes it,
-// and hands the buffer back. So the network, the check and the spare's file system overlap, and at most
-// `buffers` pieces are in flight whatever the version's size.
+// buffers filled with reads of the next pieces, in stream order (the pull engine, fabric/pull_stream.hpp);
+// a piece whose reads all completed goes down the pipe to the writer's thread (cache/node_move.hpp),
+// which checks it against the manifest and writes it, and hands the buffer back. So the network, the
+// check and the spare's file system overlap, and at most `buffers` pieces are in flight whatever the
+// version's size.
 #include <poll.h>
 #include <unistd.h>
 
@@ -19,9 +20,10 @@
 
 #include "base/log.hpp"
 #include "cache/node_move.hpp"
+#include "fabric/buffer_pool.hpp"
 #include "fabric/endpoint.hpp"
+#include "fabric/pull_stream.hpp"
 #include "fabric/rma_queue.hpp"
-#include "service/buffer_pool.hpp"
 #include "service/daemon.hpp"
 #include "service/migrate/migrate.hpp"
 #include "wire/migrate_messages.hpp"
@@ -38,7 +40,6 @@ class Sink {
  private:
   Status setup();
   Status transfer();
-  void issue();
   void settle_in_flight();
   void report(const Status& st);
 
@@ -47,17 +48,15 @@ class Sink {
   fs::Fd signals_;
   std::unique_ptr<wire::Connection> conn_;
   std::unique_ptr<fabric::Endpoint> ep_;
-  std::unique_ptr<fabric::RmaQueue> rma_;  // the reads: a piece per buffer, in RMA reads of rma_size_
+  std::unique_ptr<fabric::RmaQueue> rma_;
+  std::unique_ptr<fabric::PullStream> pull_;  // the plan's files, a piece per buffer, in reads of rma_size_
   uint64_t peer_ = 0;
   wire::MigrateOffer offer_;
   MovePlan plan_;
   std::unique_ptr<MoveWriter> writer_;
-  std::unique_ptr<BufferPool> pool_;
+  std::unique_ptr<fabric::BufferPool> pool_;
   std::unique_ptr<MovePipe> pipe_;
   uint64_t buffer_size_ = 0, rma_size_ = 0;
-  std::vector<MovePiece> piece_of_;      // per buffer: the piece being read into it
-  size_t next_file_ = 0;
-  uint64_t next_offset_ = 0;
   std::atomic<uint64_t> written_{0};
   double seconds_ = 0;
 };
@@ -102,45 +101,22 @@ Status Sink::setup() {
   buffer_size_ = (std::max<uint64_t>(o_.buffer_size, 1) + unit - 1) / unit * unit;
   if (buffer_size_ > (1ull << 31)) return make_error(Code::ERR_INVALID_ARG, "buffers of at most 2 GiB");
   rma_size_ = std::clamp<uint64_t>(o_.rma_size, 4096, buffer_size_);
-  CAIRN_ASSIGN_OR_RETURN(pool, BufferPool::create(*ep_, buffer_size_ * o_.buffers, static_cast<uint32_t>(buffer_size_),
+  CAIRN_ASSIGN_OR_RETURN(pool, fabric::BufferPool::create(*ep_, buffer_size_ * o_.buffers, static_cast<uint32_t>(buffer_size_),
                                                   fabric::kLocalRead));
   pool_ = std::move(pool);
   pipe_ = std::make_unique<MovePipe>(pool_->count());
   rma_ = std::make_unique<fabric::RmaQueue>(*ep_);
-  piece_of_.resize(pool_->count());
+  pull_ = std::make_unique<fabric::PullStream>(*rma_, *pool_);
+  std::vector<fabric::PullStream::Range> ranges;
+  for (size_t i = 0; i < plan_.files.size(); ++i)
+    ranges.push_back({peer_, offer_.files[i].addr, offer_.files[i].key, plan_.files[i].length});
+  pull_->start(std::move(ranges), buffer_size_, rma_size_);
   LOG_INFO("version %llu of %s from %s into %s: %zu files, %llu bytes; pool %u x %llu KiB, reads of %llu KiB, %s",
            static_cast<unsigned long long>(plan_.version), offer_.node.c_str(), conn_->peer().c_str(), o_.node.c_str(),
            plan_.files.size(), static_cast<unsigned long long>(plan_.stream_bytes()), pool_->count(),
            static_cast<unsigned long long>(buffer_size_ >> 10), static_cast<unsigned long long>(rma_size_ >> 10),
            ep_->provider().c_str());
   return Status::ok();
-}
-
-// Fill free buffers with the next pieces, in stream order.
-void Sink::issue() {
-  while (next_file_ < plan_.files.size()) {
-    const MoveFile& f = plan_.files[next_file_];
-    if (next_offset_ >= f.length) {
-      ++next_file_;
-      next_offset_ = 0;
-      continue;
-    }
-    auto b = pipe_->take_free(/*wait=*/false);
-    if (!b) return;
-    const uint64_t len = std::min(buffer_size_, f.length - next_offset_);
-    piece_of_[*b] = MovePiece{next_file_, next_offset_, len, *b};
-    fabric::RmaQueue::Transfer r;
-    r.local = pool_->data(*b);
-    r.len = len;
-    r.desc = pool_->desc();
-    r.peer = peer_;
-    r.remote_addr = offer_.files[next_file_].addr + next_offset_;
-    r.key = offer_.files[next_file_].key;
-    r.piece = rma_size_;
-    r.tag = *b;
-    rma_->add(r);
-    next_offset_ += len;
-  }
 }
 
 Status Sink::transfer() {
@@ -156,14 +132,13 @@ Status Sink::transfer() {
   bool filler_done = false;
   Status st = Status::ok();
   while (st.is_ok() && !drained && !pipe_->aborted()) {
-    issue();
-    st = rma_->post();
+    st = pull_->issue([&](uint64_t) { return pipe_->take_free(/*wait=*/false); });
     if (!st.is_ok()) break;
-    if (!filler_done && next_file_ >= plan_.files.size() && rma_->idle()) {
-      pipe_->filler_done();
+    if (!filler_done && pull_->all_issued() && pull_->reading() == 0) {
+      pipe_->close();
       filler_done = true;
     }
-    std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}, {conn_->fd(), POLLIN, 0}, {pipe_->free_fd(), POLLIN, 0}};
+    std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}, {conn_->fd(), POLLIN, 0}, {pipe_->back_fd(), POLLIN, 0}};
     // While reads are in flight, wake at least every few ms even with a wait object: the provider's own
     // events (connection set-up) need not show on it.
     const bool reading = rma_->in_flight() > 0;
@@ -183,7 +158,7 @@ Status Sink::transfer() {
     }
     if (fds[2].revents & POLLIN) {
       uint64_t v;
-      (void)!::read(pipe_->free_fd(), &v, sizeof v);
+      (void)!::read(pipe_->back_fd(), &v, sizeof v);
     }
     std::vector<fabric::RmaQueue::Done> done;
     auto n = rma_->poll(&done);
@@ -194,13 +169,13 @@ Status Sink::transfer() {
     const double now = wire::monotonic_seconds();
     if (*n > 0) last_completion = now;
     for (const auto& d : done) {
-      const MovePiece& p = piece_of_[d.tag];
+      const fabric::PullStream::Piece p = pull_->completed(d);
       if (!d.status.is_ok()) {
-        st = d.status.prefixed("reading rank " + std::to_string(plan_.files[p.file].rank) + "'s " +
-                               plan_.files[p.file].name + " on " + offer_.node);
+        st = d.status.prefixed("reading rank " + std::to_string(plan_.files[p.range].rank) + "'s " +
+                               plan_.files[p.range].name + " on " + offer_.node);
         continue;
       }
-      pipe_->push_full(p);
+      pipe_->send(MovePiece{p.range, p.offset, p.len, p.buffer});
     }
     if (rma_->in_flight() > 0 && now - last_completion > o_.stall_timeout_s)
       st = make_error(Code::ERR_IO, "no read from %s completed for %.0f s", offer_.node.c_str(), o_.stall_timeout_s);
@@ -222,8 +197,7 @@ Status Sink::transfer() {
 // After a failure: no read may still land in the pool when it is unmapped.
 void Sink::settle_in_flight() {
   if (!rma_) return;
-  std::vector<uint64_t> unposted;
-  rma_->drop_unposted(&unposted);
+  if (pull_) (void)pull_->abandon();  // the pool goes away with the sink: its buffers need not come back
   if (uint64_t left = rma_->settle(10); left > 0)
     LOG_WARN("%llu reads still in flight; closing the endpoint cancels them", static_cast<unsigned long long>(left));
 }
@@ -245,7 +219,7 @@ void Sink::report(const Status& st) {
     j["buffers"] = pool_->count();
     j["buffer_size"] = buffer_size_;
     j["rma_size"] = rma_size_;
-    j["peak_in_use"] = pipe_->peak_full();
+    j["peak_in_use"] = pipe_->peak();
     j["provider"] = ep_->provider();
   } else {
     j["code"] = code_name(static_cast<int>(st.code())) ? code_name(static_cast<int>(st.code())) : "ERR_INTERNAL";

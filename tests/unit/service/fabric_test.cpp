@@ -1,13 +1,17 @@
 // libfabric through cairn's Endpoint, over the tcp provider on 127.0.0.1: RMA read and write between two
 // endpoints of this process, random keys, and a revoked registration refusing a later read; the RmaQueue
-// (pieces, the provider's queue, failures told once, unposted transfers dropped).
+// (pieces, the provider's queue, failures told once, unposted transfers dropped); the pull engine
+// (remote ranges read piece by piece into a bounded pool, pieces within their range, buffers lent and
+// returned by the caller, a given-up stream's unposted reads handed back).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "fabric/buffer_pool.hpp"
 #include "fabric/endpoint.hpp"
+#include "fabric/pull_stream.hpp"
 #include "fabric/rma_queue.hpp"
 #include "wire/socket.hpp"
 
@@ -233,6 +237,103 @@ TEST(RmaQueue, AFailedTransferIsToldOnceAndUnpostedOnesAreDropped) {
   q.drop_unposted(&dropped);
   EXPECT_EQ(dropped, (std::vector<uint64_t>{4, 6}));
   EXPECT_TRUE(q.idle());
+}
+
+TEST(PullStream, ReadsEveryRangeIntoTheBoundedPoolPieceByPiece) {
+  auto a = open_ep(), b = open_ep();
+  ASSERT_TRUE(a && b);
+  // Three ranges of odd sizes in two registrations of the target; the pool: 3 buffers of 64 KiB.
+  std::vector<uint8_t> one(300000), two(1 << 20);
+  for (size_t i = 0; i < one.size(); ++i) one[i] = uint8_t(i * 13 + 1);
+  for (size_t i = 0; i < two.size(); ++i) two[i] = uint8_t(i * 29 + i / 65536);
+  auto m1 = b->register_memory(one.data(), one.size(), kRemoteRead);
+  auto m2 = b->register_memory(two.data(), two.size(), kRemoteRead);
+  auto peer = a->insert_peer(b->address());
+  auto pool = BufferPool::create(*a, 3 * (64 << 10), 64 << 10, kLocalRead | kLocalWrite);
+  ASSERT_TRUE(m1.is_ok() && m2.is_ok() && peer.is_ok() && pool.is_ok());
+  RmaQueue q(*a, /*max_in_flight=*/4);
+  PullStream pull(q, **pool);
+  const std::vector<PullStream::Range> ranges{{*peer, (*m1)->remote_base(), (*m1)->key(), one.size()},
+                                              {*peer, (*m2)->remote_base() + 1000, (*m2)->key(), 500000},
+                                              {*peer, (*m2)->remote_base() + 4096, (*m2)->key(), 1}};
+  pull.start(ranges, 64 << 10, /*rma_len=*/20000);
+  std::vector<std::vector<uint8_t>> got(3);
+  for (size_t r = 0; r < 3; ++r) got[r].assign(ranges[r].len, 0);
+  std::vector<uint32_t> lent;  // buffers the stream holds
+  uint64_t pieces = 0, most_lent = 0;
+  double deadline = wire::monotonic_seconds() + 30;
+  while ((!pull.all_issued() || pull.reading() > 0) && wire::monotonic_seconds() < deadline) {
+    ASSERT_TRUE(pull.issue([&](uint64_t len) -> std::optional<uint32_t> {
+      EXPECT_LE(len, 64u << 10);
+      uint32_t buf = 0;
+      if (!(*pool)->take(&buf)) return std::nullopt;
+      lent.push_back(buf);
+      most_lent = std::max<uint64_t>(most_lent, lent.size());
+      return buf;
+    }).is_ok());
+    Completion c[8];
+    ASSERT_TRUE(b->poll(c, 8).is_ok());
+    std::vector<RmaQueue::Done> done;
+    ASSERT_TRUE(q.poll(&done).is_ok());
+    for (const auto& d : done) {
+      ASSERT_TRUE(pull.owns(d));
+      ASSERT_TRUE(d.status.is_ok()) << d.status.message();
+      const PullStream::Piece p = pull.completed(d);
+      EXPECT_FALSE(pull.owns(d)) << "a completed piece still owned";
+      ASSERT_LT(p.range, 3u);
+      ASSERT_LE(p.offset + p.len, ranges[p.range].len) << "a piece crosses its range's end";
+      memcpy(got[p.range].data() + p.offset, (*pool)->data(p.buffer), p.len);
+      lent.erase(std::find(lent.begin(), lent.end(), p.buffer));
+      (*pool)->give(p.buffer);
+      ++pieces;
+    }
+  }
+  ASSERT_TRUE(pull.all_issued() && pull.reading() == 0) << "the stream did not finish within 30 s";
+  EXPECT_EQ(pull.issued_bytes(), 300000u + 500000u + 1u);
+  EXPECT_EQ(pieces, 5u + 8u + 1u);  // ceil(300000 / 64 Ki) + ceil(500000 / 64 Ki) + 1
+  EXPECT_LE(most_lent, 3u);
+  EXPECT_TRUE(lent.empty());
+  EXPECT_EQ(got[0], one);
+  EXPECT_EQ(0, memcmp(got[1].data(), two.data() + 1000, 500000));
+  EXPECT_EQ(got[2][0], two[4096]);
+  EXPECT_TRUE(q.idle());
+  // Another transfer's completion on the same queue is not the stream's.
+  EXPECT_FALSE(pull.owns(RmaQueue::Done{1ull << 63, Status::ok()}));
+  EXPECT_FALSE(pull.owns(RmaQueue::Done{0, Status::ok()}));
+
+  // Given up with reads not posted yet: their buffers come back at once, and nothing more is issued.
+  RmaQueue q2(*a, /*max_in_flight=*/1);
+  PullStream held(q2, **pool);
+  held.start(ranges, 64 << 10);
+  std::vector<uint32_t> lent2;
+  ASSERT_TRUE(held.issue([&](uint64_t) -> std::optional<uint32_t> {
+    uint32_t buf = 0;
+    if (!(*pool)->take(&buf)) return std::nullopt;
+    lent2.push_back(buf);
+    return buf;
+  }).is_ok());
+  ASSERT_EQ(lent2.size(), 3u);
+  std::vector<uint32_t> back = held.abandon();
+  EXPECT_TRUE(held.all_issued());
+  // At most one read was posted (the queue takes one at a time); the others come back at once.
+  EXPECT_GE(back.size(), 2u);
+  EXPECT_EQ(back.size() + held.reading(), 3u);
+  deadline = wire::monotonic_seconds() + 20;
+  while (held.reading() > 0 && wire::monotonic_seconds() < deadline) {
+    ASSERT_TRUE(q2.post().is_ok());
+    Completion c[8];
+    ASSERT_TRUE(b->poll(c, 8).is_ok());
+    std::vector<RmaQueue::Done> done;
+    ASSERT_TRUE(q2.poll(&done).is_ok());
+    for (const auto& d : done) {
+      ASSERT_TRUE(held.owns(d));
+      back.push_back(held.completed(d).buffer);
+    }
+  }
+  std::sort(back.begin(), back.end());
+  std::sort(lent2.begin(), lent2.end());
+  EXPECT_EQ(back, lent2) << "every lent buffer came back, once";
+  EXPECT_TRUE(q2.idle());
 }
 
 TEST(Fabric, AnUnknownProviderIsNotSupported) {

@@ -226,10 +226,10 @@ Result<TransferStats> transfer_node_cache(const Layout& layout, const std::strin
         uint64_t len = std::min<uint64_t>(stats.buffer_size, f.length - off);
         Status st = fs::pread_all(fd->get(), buffers[*b].get(), len, off, src);
         if (!st) return pipe.abort(st);
-        pipe.push_full({k, off, len, *b});
+        pipe.send({k, off, len, *b});
       }
     }
-    pipe.filler_done();
+    pipe.close();
   });
   uint64_t done = 0;
   std::thread drain([&] {
@@ -247,7 +247,7 @@ Result<TransferStats> transfer_node_cache(const Layout& layout, const std::strin
   stats.files = static_cast<int>(writer->file_count());
   stats.bytes = done;
   stats.verified = writer->checked_bytes();
-  stats.peak_in_use = static_cast<int>(pipe.peak_full());
+  stats.peak_in_use = static_cast<int>(pipe.peak());
   return stats;
 }
 

@@ -1,13 +1,13 @@
-#include "service/buffer_pool.hpp"
+#include "fabric/buffer_pool.hpp"
 
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
 
-namespace cairn::service {
+namespace cairn::fabric {
 
-Result<std::unique_ptr<BufferPool>> BufferPool::create(fabric::Endpoint& ep, uint64_t bytes, uint32_t chunk,
+Result<std::unique_ptr<BufferPool>> BufferPool::create(Endpoint& ep, uint64_t bytes, uint32_t chunk,
                                                        uint64_t access) {
   if (chunk == 0) return make_error(Code::ERR_INVALID_ARG, "buffer pool with chunk size 0");
   std::unique_ptr<BufferPool> p(new BufferPool());
@@ -16,7 +16,7 @@ Result<std::unique_ptr<BufferPool>> BufferPool::create(fabric::Endpoint& ep, uin
   p->mapped_ = static_cast<uint64_t>(p->count_) * chunk;
   // Populated now: providers that pin memory (FI_MR_ALLOCATED) need the pages to exist.
   void* m = mmap(nullptr, p->mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (m == MAP_FAILED) return posix_error("mmap", "(agent buffer pool)", errno);
+  if (m == MAP_FAILED) return posix_error("mmap", "(buffer pool)", errno);
   p->base_ = static_cast<uint8_t*>(m);
   CAIRN_ASSIGN_OR_RETURN(mr, ep.register_memory(p->base_, p->mapped_, access));
   p->mr_ = std::move(mr);
@@ -47,4 +47,4 @@ bool BufferPool::take(uint32_t* i) {
 
 void BufferPool::give(uint32_t i) { free_.push_back(i); }
 
-}  // namespace cairn::service
+}  // namespace cairn::fabric

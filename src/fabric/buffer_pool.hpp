@@ -1,7 +1,9 @@
-// An agent's bounded buffer pool (pipelined process migration's: 8 MiB in 128 KiB chunks by default): one
-// registered region cut into equal buffers. A chunk on its way from a rank to the file system lives in
-// one buffer from the moment it is read (pull) or credited (push) until its bytes are written; so at
-// most pool/chunk chunks are in flight, and reading, moving and writing overlap.
+// A bounded pool of registered memory, cut into equal buffers: an agent's (8 MiB in 128 KiB chunks by
+// default) and a migration sink's. A piece on its way from a peer to the file system lives in one buffer
+// from the moment it is read (pull) or credited (push) until its bytes are written; so at most
+// pool/chunk pieces are in flight, and reading, moving and writing overlap. The pool keeps a free list
+// for a caller that hands buffers out itself (the agent); a caller whose free buffers come back through a
+// pipe (the migration sink's MovePipe) leaves it alone.
 #pragma once
 
 #include <cstdint>
@@ -11,14 +13,14 @@
 #include "base/status.hpp"
 #include "fabric/endpoint.hpp"
 
-namespace cairn::service {
+namespace cairn::fabric {
 
 class BufferPool {
  public:
   // `bytes` rounded down to whole chunks (at least one). Registered with `access`: by default for fi_read
   // into it and, for push, for the ranks' fi_write into it.
-  static Result<std::unique_ptr<BufferPool>> create(fabric::Endpoint& ep, uint64_t bytes, uint32_t chunk,
-                                                    uint64_t access = fabric::kLocalRead | fabric::kRemoteWrite);
+  static Result<std::unique_ptr<BufferPool>> create(Endpoint& ep, uint64_t bytes, uint32_t chunk,
+                                                    uint64_t access = kLocalRead | kRemoteWrite);
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
   ~BufferPool();
@@ -42,8 +44,8 @@ class BufferPool {
   uint8_t* base_ = nullptr;
   uint64_t mapped_ = 0;
   uint32_t count_ = 0, chunk_ = 0;
-  std::unique_ptr<fabric::MemoryRegion> mr_;
+  std::unique_ptr<MemoryRegion> mr_;
   std::vector<uint32_t> free_;
 };
 
-}  // namespace cairn::service
+}  // namespace cairn::fabric
