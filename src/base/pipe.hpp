@@ -5,10 +5,11 @@
 // a rank's version down, freed buffers and each transfer's outcome up: service/agent/chunk_sink.hpp) and
 // by the moves of a node's cache (pieces of its files down, freed buffers up: cache/node_move.hpp).
 //
-// The lifecycle, one shape for both: send() and take_back() on the filler's side, take() and hand_back()
-// on the drainer's, close() when the filler has sent everything, abort() from either side to stop both
-// (the first reason is kept). back_fd() is readable whenever something was handed back or the pipe was
-// aborted, for a filler that waits in poll(). Every call is thread-safe.
+// The lifecycle has the shape of the flushers' (pipeline/flusher.hpp) and the service link's: on the
+// filler's side post() an item, test() for what came back without waiting or wait() for it, cancel() to
+// stop both sides (the first reason is kept; the drainer may cancel too), close() when everything was
+// posted; on the drainer's side take() and hand_back(). back_fd() is readable whenever something was
+// handed back or the pipe was cancelled, for a filler that waits in poll(). Every call is thread-safe.
 #pragma once
 
 #include <sys/eventfd.h>
@@ -39,27 +40,22 @@ class Pipe {
   Pipe& operator=(const Pipe&) = delete;
 
   // ---- the filler's side ----
-  void send(Down d) {
+  void post(Down d) {
     std::lock_guard<std::mutex> lock(mu_);
     down_.push_back(std::move(d));
     peak_ = std::max(peak_, down_.size());
     cv_down_.notify_one();
   }
-  // Everything was sent: take() returns nullopt once the drainer has taken it all.
+  // Everything was posted: take() returns nullopt once the drainer has taken it all.
   void close() {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
     cv_down_.notify_all();
   }
-  // What the drainer handed back, oldest first; wait = true: at least one thing unless aborted.
-  std::vector<Up> take_back(bool wait) {
-    clear_event();
-    std::unique_lock<std::mutex> lock(mu_);
-    if (wait) cv_up_.wait(lock, [&] { return !up_.empty() || abort_; });
-    std::vector<Up> out(std::make_move_iterator(up_.begin()), std::make_move_iterator(up_.end()));
-    up_.clear();
-    return out;
-  }
+  // What the drainer handed back since the last call, oldest first; test() does not wait, wait() waits
+  // for at least one thing unless the pipe is cancelled.
+  std::vector<Up> test() { return take_back(false); }
+  std::vector<Up> wait() { return take_back(true); }
   // Take out the items still waiting for the drainer that `which` accepts (the filler changed its mind
   // about them), in the order they were sent.
   template <class Pred>
@@ -79,11 +75,11 @@ class Pipe {
   int back_fd() const { return back_event_.get(); }
 
   // ---- the drainer's side ----
-  // The next item, waiting for one: nullopt once the pipe is closed and empty, or aborted.
+  // The next item, waiting for one: nullopt once the pipe is closed and empty, or cancelled.
   std::optional<Down> take() {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_down_.wait(lock, [&] { return !down_.empty() || closed_ || abort_; });
-    if (abort_ || down_.empty()) return std::nullopt;
+    cv_down_.wait(lock, [&] { return !down_.empty() || closed_ || cancelled_; });
+    if (cancelled_ || down_.empty()) return std::nullopt;
     Down d = std::move(down_.front());
     down_.pop_front();
     return d;
@@ -98,24 +94,24 @@ class Pipe {
   }
 
   // ---- both ----
-  void abort(Status why) {
+  void cancel(Status why) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!abort_) error_ = std::move(why);
-      abort_ = true;
+      if (!cancelled_) error_ = std::move(why);
+      cancelled_ = true;
       cv_down_.notify_all();
       cv_up_.notify_all();
     }
     signal();
   }
-  // ok unless aborted; then the first reason.
+  // ok unless cancelled; then the first reason.
   Status error() {
     std::lock_guard<std::mutex> lock(mu_);
-    return abort_ ? error_ : Status::ok();
+    return cancelled_ ? error_ : Status::ok();
   }
-  bool aborted() {
+  bool cancelled() {
     std::lock_guard<std::mutex> lock(mu_);
-    return abort_;
+    return cancelled_;
   }
   // The most items that ever waited for the drainer at once.
   size_t peak() {
@@ -124,6 +120,14 @@ class Pipe {
   }
 
  private:
+  std::vector<Up> take_back(bool wait) {
+    clear_event();
+    std::unique_lock<std::mutex> lock(mu_);
+    if (wait) cv_up_.wait(lock, [&] { return !up_.empty() || cancelled_; });
+    std::vector<Up> out(std::make_move_iterator(up_.begin()), std::make_move_iterator(up_.end()));
+    up_.clear();
+    return out;
+  }
   void signal() {
     uint64_t one = 1;
     if (back_event_.valid()) (void)!::write(back_event_.get(), &one, sizeof one);
@@ -137,7 +141,7 @@ class Pipe {
   std::condition_variable cv_down_, cv_up_;
   std::deque<Down> down_;
   std::deque<Up> up_;
-  bool closed_ = false, abort_ = false;
+  bool closed_ = false, cancelled_ = false;
   Status error_ = Status::ok();
   size_t peak_ = 0;
   fs::Fd back_event_;

@@ -303,10 +303,10 @@ MovePipe::MovePipe(uint32_t buffers) {
 }
 
 std::optional<uint32_t> MovePipe::take_free(bool wait) {
-  if (aborted()) return std::nullopt;
+  if (cancelled()) return std::nullopt;
   if (free_.empty())
-    for (uint32_t b : take_back(wait)) free_.push_back(b);
-  if (free_.empty() || aborted()) return std::nullopt;
+    for (uint32_t b : wait ? this->wait() : test()) free_.push_back(b);
+  if (free_.empty() || cancelled()) return std::nullopt;
   uint32_t b = free_.front();
   free_.pop_front();
   return b;
@@ -317,7 +317,7 @@ void drain_move_pipe(MovePipe& pipe, MoveWriter& writer, const std::function<con
   uint64_t done = 0;
   while (auto p = pipe.take()) {
     Status st = writer.put(p->file, p->offset, buffer(p->buffer), p->length);
-    if (!st) return pipe.abort(st);
+    if (!st) return pipe.cancel(st);
     pipe.hand_back(p->buffer);
     done += p->length;
     if (progress) progress(done);

@@ -115,7 +115,7 @@ class MovePipe : public Pipe<MovePiece, uint32_t> {
  public:
   explicit MovePipe(uint32_t buffers);
   // The filler: a free buffer (one not used yet, or one the writer handed back); wait = false: none now
-  // (std::nullopt). nullopt as well once aborted. From the filler's thread only.
+  // (std::nullopt). nullopt as well once cancelled. From the filler's thread only.
   std::optional<uint32_t> take_free(bool wait);
 
  private:
@@ -123,7 +123,7 @@ class MovePipe : public Pipe<MovePiece, uint32_t> {
 };
 
 // The writer's thread: each filled piece is put (checked and written) and its buffer given back, until
-// the filler is done or the pipe aborted (a failed put aborts it). progress: bytes put so far.
+// the filler is done or the pipe cancelled (a failed put cancels it). progress: bytes put so far.
 void drain_move_pipe(MovePipe& pipe, MoveWriter& writer, const std::function<const uint8_t*(uint32_t)>& buffer,
                      const std::function<void(uint64_t)>& progress);
 

@@ -237,7 +237,7 @@ Status Runtime::bind_comm(MPI_Comm comm) {
 void Runtime::start_pipeline() {
   team_ = std::make_unique<pipeline::MpiTeam>(bg_comm_);
   if (placement_.enabled)
-    protector_ = std::make_unique<pipeline::SetProtector>(
+    protector_ = std::make_unique<redundancy::SetProtector>(
         set_comm_, placement_.members[static_cast<size_t>(placement_.my_set)], &*code_, &cache_, cfg_.exchange_chunk);
   pipeline::PipelineConfig pc;
   pc.layout = layout_;

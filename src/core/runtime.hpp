@@ -30,7 +30,7 @@
 #include "l3/l3_placement.hpp"
 #include "flush/embedded_flusher.hpp"
 #include "pipeline/job_events.hpp"
-#include "pipeline/mpi/set_protector.hpp"
+#include "redundancy/exchange/set_protector.hpp"
 #include "pipeline/mpi/team_mpi.hpp"
 #include "pipeline/pipeline.hpp"
 #include "policy/observer.hpp"
@@ -222,7 +222,7 @@ class Runtime {
   std::vector<std::unique_ptr<DeviceStage>>* staged_ = nullptr;  // during cairn_restart with device regions
   uint64_t device_direct_version_ = 0;  // the version read_slot_into_device put into the device buffers
   std::unique_ptr<pipeline::MpiTeam> team_;
-  std::unique_ptr<pipeline::SetProtector> protector_;
+  std::unique_ptr<redundancy::SetProtector> protector_;
   std::unique_ptr<pipeline::Flusher> flusher_;  // embedded, or service mode's (core/flusher_choice)
   std::unique_ptr<pipeline::JobEvents> events_;
   std::unique_ptr<pipeline::Pipeline> pipeline_;

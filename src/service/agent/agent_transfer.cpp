@@ -169,7 +169,7 @@ void Agent::release_buffer(uint32_t buffer) {
 }
 
 void Agent::on_sink_events() {
-  for (const auto& e : sink_.take_events()) {
+  for (const auto& e : sink_.test()) {
     bool mine = active_ && e.transfer == active_->id;
     switch (e.kind) {
       case ChunkSink::Event::buffer_free:
@@ -213,7 +213,7 @@ void Agent::fail_transfer(const Status& why) {
   Transfer& t = *active_;
   t.aborting = true;
   t.outcome = why;
-  sink_.abort(t.id);
+  sink_.cancel(t.id);
   // Push: the rank may still write into buffers it was credited; keep them out of use for a while.
   double until = wire::monotonic_seconds() + kQuarantineSeconds;
   for (uint32_t b : t.credited) {

@@ -9,7 +9,7 @@ namespace cairn::service {
 ChunkSink::ChunkSink() = default;
 
 ChunkSink::~ChunkSink() {
-  pipe_.abort(make_error(Code::ERR_CANCELLED, "the agent stops"));  // the thread leaves what is queued
+  pipe_.cancel(make_error(Code::ERR_CANCELLED, "the agent stops"));  // the thread leaves what is queued
   if (thread_.joinable()) thread_.join();
 }
 
@@ -25,7 +25,7 @@ void ChunkSink::begin(uint64_t transfer, StageVersion version) {
   it.kind = Item::begin;
   it.transfer = transfer;
   it.version = std::make_unique<StageVersion>(std::move(version));
-  pipe_.send(std::move(it));
+  pipe_.post(std::move(it));
 }
 
 void ChunkSink::chunk(uint64_t transfer, uint64_t offset, const uint8_t* data, uint32_t len, uint32_t buffer) {
@@ -36,27 +36,27 @@ void ChunkSink::chunk(uint64_t transfer, uint64_t offset, const uint8_t* data, u
   it.data = data;
   it.len = len;
   it.buffer = buffer;
-  pipe_.send(std::move(it));
+  pipe_.post(std::move(it));
 }
 
 void ChunkSink::end(uint64_t transfer) {
   Item it;
   it.kind = Item::end;
   it.transfer = transfer;
-  pipe_.send(std::move(it));
+  pipe_.post(std::move(it));
 }
 
-void ChunkSink::abort(uint64_t transfer) {
+void ChunkSink::cancel(uint64_t transfer) {
   // Chunks of the transfer still queued are not written: their buffers come back at once.
   for (const Item& q : pipe_.withdraw([&](const Item& q) { return q.transfer == transfer && q.kind == Item::chunk; }))
     pipe_.hand_back(Event{Event::buffer_free, transfer, q.buffer, Status::ok()});
   Item it;
-  it.kind = Item::abort;
+  it.kind = Item::cancel;
   it.transfer = transfer;
-  pipe_.send(std::move(it));
+  pipe_.post(std::move(it));
 }
 
-std::vector<ChunkSink::Event> ChunkSink::take_events() { return pipe_.take_back(/*wait=*/false); }
+std::vector<ChunkSink::Event> ChunkSink::test() { return pipe_.test(); }
 
 void ChunkSink::run() {
   while (auto it = pipe_.take()) handle(*it);
@@ -113,7 +113,7 @@ void ChunkSink::handle(Item& it) {
       pipe_.hand_back(Event{Event::finished, current_, 0, Status::ok()});
       return;
     }
-    case Item::abort:
+    case Item::cancel:
       if (it.transfer == current_ && !failed_) {
         failed_ = true;
         for (auto& st : stages_) st->abort();

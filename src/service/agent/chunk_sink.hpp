@@ -6,8 +6,8 @@
 // each stage finishes in chain order (write: fsync, where-record, manifest last). A chunk's buffer is
 // handed back as soon as every stage has it, so the pool refills while the file system writes.
 //
-// Used from the agent's loop thread: begin(), chunk() in stream order, end() or abort(); the outcomes
-// and the freed buffers come back through take_events(), signalled on event_fd(). Between the two threads
+// Used from the agent's loop thread: begin(), chunk() in stream order, end() or cancel(); the outcomes
+// and the freed buffers come back through test(), signalled on event_fd(). Between the two threads
 // is the one bounded pipe (base/pipe.hpp): items down, events up.
 #pragma once
 
@@ -47,12 +47,13 @@ class ChunkSink {
   // Every chunk was given: finish the files.
   void end(uint64_t transfer);
   // Give up: queued chunks come back as freed buffers unwritten, partial files are removed.
-  void abort(uint64_t transfer);
-  std::vector<Event> take_events();
+  void cancel(uint64_t transfer);
+  // What happened since the last call (freed buffers, transfers finished or failed); does not wait.
+  std::vector<Event> test();
 
  private:
   struct Item {
-    enum Kind { begin, chunk, end, abort } kind = chunk;
+    enum Kind { begin, chunk, end, cancel } kind = chunk;
     uint64_t transfer = 0;
     uint64_t offset = 0;
     const uint8_t* data = nullptr;

@@ -131,7 +131,7 @@ Status Sink::transfer() {
   double last_progress = wire::monotonic_seconds(), last_completion = last_progress;
   bool filler_done = false;
   Status st = Status::ok();
-  while (st.is_ok() && !drained && !pipe_->aborted()) {
+  while (st.is_ok() && !drained && !pipe_->cancelled()) {
     st = pull_->issue([&](uint64_t) { return pipe_->take_free(/*wait=*/false); });
     if (!st.is_ok()) break;
     if (!filler_done && pull_->all_issued() && pull_->reading() == 0) {
@@ -175,7 +175,7 @@ Status Sink::transfer() {
                                plan_.files[p.range].name + " on " + offer_.node);
         continue;
       }
-      pipe_->send(MovePiece{p.range, p.offset, p.len, p.buffer});
+      pipe_->post(MovePiece{p.range, p.offset, p.len, p.buffer});
     }
     if (rma_->in_flight() > 0 && now - last_completion > o_.stall_timeout_s)
       st = make_error(Code::ERR_IO, "no read from %s completed for %.0f s", offer_.node.c_str(), o_.stall_timeout_s);
@@ -185,7 +185,7 @@ Status Sink::transfer() {
       last_progress = now;
     }
   }
-  if (!st.is_ok()) pipe_->abort(st);
+  if (!st.is_ok()) pipe_->cancel(st);
   writer.join();
   settle_in_flight();
   if (Status e = pipe_->error(); !e.is_ok()) return e;  // the writer removes what it wrote

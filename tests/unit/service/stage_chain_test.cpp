@@ -113,7 +113,7 @@ class ChainAtWork : public ::testing::Test {
     for (;;) {
       pollfd p{sink.event_fd(), POLLIN, 0};
       poll(&p, 1, 10000);
-      for (const auto& e : sink.take_events()) {
+      for (const auto& e : sink.test()) {
         if (e.kind == ChunkSink::Event::buffer_free) ++freed;
         if (e.kind == ChunkSink::Event::finished) {
           EXPECT_EQ(freed, n);

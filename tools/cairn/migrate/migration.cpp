@@ -217,7 +217,7 @@ Result<TransferStats> transfer_node_cache(const Layout& layout, const std::strin
       const MoveFile& f = plan.files[k];
       const std::string src = move_path(layout, from, f.rank, f.name);
       auto fd = fs::open_file(src, O_RDONLY);
-      if (!fd) return pipe.abort(fd.status());
+      if (!fd) return pipe.cancel(fd.status());
       // Read ahead: the pipeline consumes the file in order.
       posix_fadvise(fd->get(), 0, static_cast<off_t>(f.length), POSIX_FADV_SEQUENTIAL);
       for (uint64_t off = 0; off < f.length; off += stats.buffer_size) {
@@ -225,8 +225,8 @@ Result<TransferStats> transfer_node_cache(const Layout& layout, const std::strin
         if (!b) return;
         uint64_t len = std::min<uint64_t>(stats.buffer_size, f.length - off);
         Status st = fs::pread_all(fd->get(), buffers[*b].get(), len, off, src);
-        if (!st) return pipe.abort(st);
-        pipe.send({k, off, len, *b});
+        if (!st) return pipe.cancel(st);
+        pipe.post({k, off, len, *b});
       }
     }
     pipe.close();

@@ -1,5 +1,6 @@
-// L2 over MPI: this rank's redundancy set encodes a version together (redundancy/exchange), and each
-// member writes its redundancy data and the set record (every member's manifest) into its cache.
+// The pipeline's L2 protector (pipeline/protector.hpp) over MPI: this rank's redundancy set encodes a
+// version together (set_exchange), and each member writes its redundancy data and the set record (every
+// member's manifest) into its cache.
 #pragma once
 
 #include <mpi.h>
@@ -11,27 +12,27 @@
 #include "redundancy/exchange/set_exchange.hpp"
 #include "redundancy/set_code.hpp"
 
-namespace cairn::pipeline {
+namespace cairn::redundancy {
 
-class SetProtector final : public Protector {
+class SetProtector final : public pipeline::Protector {
  public:
   // set_comm: this rank's set, ranks in member order; members: the job ranks of the set. Borrowed: cache,
   // code (they outlive the protector).
-  SetProtector(MPI_Comm set_comm, std::vector<int> members, const redundancy::SetCode* code, CacheStore* cache,
+  SetProtector(MPI_Comm set_comm, std::vector<int> members, const SetCode* code, CacheStore* cache,
                uint64_t exchange_chunk)
       : comm_(set_comm), members_(std::move(members)), code_(code), cache_(cache), exchange_chunk_(exchange_chunk) {}
   const char* scheme() const override { return redundancy_name(code_->scheme()); }
   // The members' lengths, then encode_set into v's slot's redundancy data. Remembers its outcome for
   // protect() of the same version.
-  Status exchange(const Version& v, const Status& landed) override;
+  Status exchange(const pipeline::Version& v, const Status& landed) override;
   // The members' manifests (with their hashes) gathered into the set record, written to the cache.
-  Status protect(const Version& v, uint64_t* redundancy_bytes) override;
+  Status protect(const pipeline::Version& v, uint64_t* redundancy_bytes) override;
   std::string exchange_note() const override;
 
  private:
   MPI_Comm comm_;
   std::vector<int> members_;
-  const redundancy::SetCode* code_;
+  const SetCode* code_;
   CacheStore* cache_;
   uint64_t exchange_chunk_;
   // The last exchange: its version (0: none), outcome (the same on every member of the set unless ERR_MPI)
@@ -41,7 +42,7 @@ class SetProtector final : public Protector {
   uint64_t red_bytes_ = 0;
   size_t steps_ = 0, skipped_ = 0;  // the last exchange's pipeline steps, and those left out
   // Only what changed since the version this slot held, when the whole set may (changes_only()).
-  Result<bool> changes_only(const Version& v, const std::vector<size_t>& lens, redundancy::ChangedChunks* changed);
+  Result<bool> changes_only(const pipeline::Version& v, const std::vector<size_t>& lens, ChangedChunks* changed);
 };
 
-}  // namespace cairn::pipeline
+}  // namespace cairn::redundancy

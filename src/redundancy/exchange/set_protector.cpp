@@ -1,4 +1,4 @@
-#include "pipeline/mpi/set_protector.hpp"
+#include "redundancy/exchange/set_protector.hpp"
 
 #include <algorithm>
 
@@ -6,9 +6,9 @@
 #include "redundancy/exchange/set_exchange.hpp"
 #include "redundancy/set_record.hpp"
 
-namespace cairn::pipeline {
+namespace cairn::redundancy {
 
-Status SetProtector::exchange(const Version& v, const Status& landed) {
+Status SetProtector::exchange(const pipeline::Version& v, const Status& landed) {
   exchanged_ = v.number;
   red_bytes_ = 0;
   exchange_status_ = [&]() -> Status {
@@ -31,10 +31,10 @@ Status SetProtector::exchange(const Version& v, const Status& landed) {
     // must not leave the others waiting inside encode_set.
     CAIRN_TRY(agree(comm_, ready));
     red_bytes_ = red_len;
-    redundancy::ChangedChunks changed;
+    ChangedChunks changed;
     CAIRN_ASSIGN_OR_RETURN(only, changes_only(v, lens, &changed));
-    redundancy::EncodeReport report;
-    Status st = redundancy::encode_set(comm_, *code_, v.data, v.manifest.total_size, lens, red->data(), exchange_chunk_,
+    EncodeReport report;
+    Status st = encode_set(comm_, *code_, v.data, v.manifest.total_size, lens, red->data(), exchange_chunk_,
                                        only ? &changed : nullptr, &report);
     steps_ = report.steps, skipped_ = report.skipped;
     return st;
@@ -48,8 +48,8 @@ Status SetProtector::exchange(const Version& v, const Status& landed) {
 // write tracking the chunks written since. Then each member's changed chunks are gathered. A failure half-way leaves the redundancy data
 // a mix, but of this version's own slot only: the version does not count, and the newest protected one
 // lies in another slot with its own (docs/architecture.md).
-Result<bool> SetProtector::changes_only(const Version& v, const std::vector<size_t>& lens,
-                                        redundancy::ChangedChunks* changed) {
+Result<bool> SetProtector::changes_only(const pipeline::Version& v, const std::vector<size_t>& lens,
+                                        ChangedChunks* changed) {
   // Which chunks changed: the snapshot's hashes of every chunk against the held ones (an incremental
   // copy), or the chunks written since the held version (copy-on-write's write tracking).
   const auto& now = v.snapshot.chunk_hashes;
@@ -91,7 +91,7 @@ std::string SetProtector::exchange_note() const {
   return ", changes only: " + std::to_string(steps_ - skipped_) + " of " + std::to_string(steps_) + " steps";
 }
 
-Status SetProtector::protect(const Version& v, uint64_t* redundancy_bytes) {
+Status SetProtector::protect(const pipeline::Version& v, uint64_t* redundancy_bytes) {
   if (exchanged_ != v.number) CAIRN_TRY(exchange(v, Status::ok()));  // nobody exchanged it ahead
   CAIRN_TRY(exchange_status_);
   *redundancy_bytes = red_bytes_;
@@ -105,7 +105,7 @@ Status SetProtector::protect(const Version& v, uint64_t* redundancy_bytes) {
   for (int i = 0; i < n; ++i) displs[static_cast<size_t>(i)] = total, total += mlen[static_cast<size_t>(i)];
   std::string all(static_cast<size_t>(total), '\0');
   CAIRN_MPI(MPI_Allgatherv(mine.data(), my_len, MPI_CHAR, all.data(), mlen.data(), displs.data(), MPI_CHAR, comm_));
-  redundancy::SetRecord rec;
+  SetRecord rec;
   rec.scheme = code_->scheme();
   rec.n = static_cast<uint32_t>(n);
   rec.m = static_cast<uint32_t>(code_->m());
@@ -114,7 +114,7 @@ Status SetProtector::protect(const Version& v, uint64_t* redundancy_bytes) {
     rec.manifests.push_back(all.substr(static_cast<size_t>(displs[static_cast<size_t>(i)]),
                                        static_cast<size_t>(mlen[static_cast<size_t>(i)])));
   }
-  return cache_->write_set(v.number, redundancy::encode_set_record(rec));
+  return cache_->write_set(v.number, encode_set_record(rec));
 }
 
-}  // namespace cairn::pipeline
+}  // namespace cairn::redundancy
