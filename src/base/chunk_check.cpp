@@ -37,6 +37,10 @@ Status ChunkCheck::end() {
   CAIRN_TRY(status());
   const uint64_t got = XXH3_64bits_digest(state_->s);
   if (chunk_ < m_.chunk_hashes.size() && got == m_.chunk_hashes[chunk_]) return Status::ok();
+  return mismatch(got);
+}
+
+Status ChunkCheck::mismatch(uint64_t got) const {
   const uint64_t a = chunk_ * m_.chunk_size, b = std::min<uint64_t>(a + m_.chunk_size, m_.total_size);
   return make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu) checksum mismatch: arrived with xxh3 %016llx, the manifest says %016llx",
                     static_cast<ull>(chunk_), static_cast<ull>(a), static_cast<ull>(b ? b - 1 : 0), static_cast<ull>(got),
@@ -59,6 +63,24 @@ Status ChunkCheck::feed(uint64_t offset, const uint8_t* bytes, uint64_t len) {
     pos += take;
     fed_ += take;
     if (fed_ % csize == 0 || fed_ == m_.total_size) CAIRN_TRY(end());
+  }
+  return Status::ok();
+}
+
+Status ChunkCheck::whole(uint64_t offset, const uint8_t* bytes, uint64_t len) {
+  const uint64_t csize = m_.chunk_size;
+  if (csize == 0) return make_error(Code::ERR_CORRUPT, "the manifest's chunk size is 0");
+  if (offset > m_.total_size || len > m_.total_size - offset || offset % csize != 0 ||
+      (len % csize != 0 && offset + len != m_.total_size))
+    return make_error(Code::ERR_INVALID_ARG, "bytes %llu..+%llu of a %llu-byte stream are not whole chunks of %llu",
+                      static_cast<ull>(offset), static_cast<ull>(len), static_cast<ull>(m_.total_size),
+                      static_cast<ull>(csize));
+  for (uint64_t pos = 0; pos < len; pos += csize) {
+    const uint64_t c = (offset + pos) / csize, take = std::min(csize, len - pos);
+    const uint64_t got = XXH3_64bits(bytes + pos, static_cast<size_t>(take));
+    if (c < m_.chunk_hashes.size() && got == m_.chunk_hashes[c]) continue;
+    chunk_ = c;
+    return mismatch(got);
   }
   return Status::ok();
 }

@@ -1,7 +1,7 @@
 // The one check of a snapshot stream's bytes against its manifest's chunk hashes while they arrive: every
 // reader and receiver of a stream (the restart's readers, the reshaper's stream, the service agent's
-// verify stage) feeds the bytes of a checksum chunk as they land, while they are still in the CPU cache,
-// and learns at the chunk's last byte whether its xxh3 is the manifest's.
+// verify stage, a node move's writer) feeds the bytes of a checksum chunk as they land, while they are
+// still in the CPU cache, and learns at the chunk's last byte whether its xxh3 is the manifest's.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +36,13 @@ class ChunkCheck {
   Status finish() const;
   uint64_t position() const { return fed_; }
 
+  // Whole chunks at any place of the stream, in any order (a node move's pieces): bytes [offset, offset +
+  // len) must start on a chunk and end on one or at the stream's end (else ERR_INVALID_ARG); each chunk
+  // is compared as end() does. Independent of feed()'s position.
+  Status whole(uint64_t offset, const uint8_t* bytes, uint64_t len);
+
  private:
+  Status mismatch(uint64_t got) const;  // chunk_'s
   const Manifest& m_;
   struct State;
   std::unique_ptr<State> state_;

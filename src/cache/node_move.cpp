@@ -214,7 +214,7 @@ Result<std::unique_ptr<MoveWriter>> MoveWriter::open(const Layout& layout, const
   for (const auto& dir : w->dirs_) CAIRN_TRY(fs::make_dirs(dir));
   for (const auto& f : w->plan_.files) {
     const L1Record* rec = by_rank.at(f.rank);
-    w->manifest_of_.push_back(f.checked ? &rec->manifest : nullptr);
+    w->check_of_.push_back(f.checked ? std::make_unique<ChunkCheck>(rec->manifest) : nullptr);
     w->paths_.push_back(move_path(layout, to, f.rank, f.name));
     auto fd = fs::open_file(w->paths_.back(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (!fd) return fd.status();  // the destructor removes what was made
@@ -246,19 +246,14 @@ Status MoveWriter::put(size_t file, uint64_t offset, const uint8_t* data, uint64
     return make_error(Code::ERR_INVALID_ARG, "bytes %llu..+%llu of rank %u's %s, which streams %llu",
                       static_cast<unsigned long long>(offset), static_cast<unsigned long long>(len), f.rank, f.name.c_str(),
                       static_cast<unsigned long long>(f.length));
-  if (const Manifest* m = manifest_of_[file]) {
-    if (offset % m->chunk_size != 0 || (len % m->chunk_size != 0 && offset + len != f.length))
-      return make_error(Code::ERR_INVALID_ARG, "bytes %llu..+%llu of rank %u's slot are not whole chunks of %u",
-                        static_cast<unsigned long long>(offset), static_cast<unsigned long long>(len), f.rank, m->chunk_size);
-    auto hashes = chunk_hashes(data, len, m->chunk_size);
-    const uint64_t first = offset / m->chunk_size;
-    for (size_t j = 0; j < hashes.size(); ++j)
-      if (hashes[j] != m->chunk_hashes[first + j])
-        return make_error(Code::ERR_CORRUPT,
-                          "rank %u, version %llu: chunk %llu of %s does not match its manifest; the node's cache (or "
-                          "the copy on its way) is damaged, and the version was not migrated",
-                          f.rank, static_cast<unsigned long long>(m->version), static_cast<unsigned long long>(first + j),
-                          f.name.c_str());
+  if (ChunkCheck* check = check_of_[file].get()) {
+    Status st = check->whole(offset, data, len);
+    if (st.code() == Code::ERR_CORRUPT)
+      return make_error(Code::ERR_CORRUPT,
+                        "rank %u, version %llu, %s: %s; it does not match its manifest: the node's cache (or the copy on "
+                        "its way) is damaged, and the version was not migrated",
+                        f.rank, static_cast<unsigned long long>(plan_.version), f.name.c_str(), st.message().c_str());
+    if (!st) return st.prefixed("rank " + std::to_string(f.rank) + "'s " + f.name);
     checked_ += len;
   }
   CAIRN_TRY(fs::pwrite_all(out_[file].get(), data, len, offset, paths_[file]));

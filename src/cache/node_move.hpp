@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "base/chunk_check.hpp"
 #include "base/fsutil.hpp"
 #include "base/layout.hpp"
 #include "base/pipe.hpp"
@@ -94,7 +95,7 @@ class MoveWriter {
   bool node_existed_ = false, committed_ = false;
   MovePlan plan_;
   std::vector<std::pair<uint32_t, L1Record>> records_;
-  std::vector<const Manifest*> manifest_of_;  // per file: its rank's manifest when checked
+  std::vector<std::unique_ptr<ChunkCheck>> check_of_;  // per file: against its rank's manifest, when checked
   std::vector<std::string> paths_, written_, dirs_;
   std::vector<fs::Fd> out_;
   std::vector<uint64_t> received_;

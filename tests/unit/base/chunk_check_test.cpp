@@ -77,5 +77,22 @@ TEST(ChunkCheck, RefusesBytesOutOfOrderOrPastTheEndAndCountsWhatIsMissing) {
   EXPECT_EQ(check.feed(4096, more.data(), more.size()).code(), Code::ERR_INVALID_ARG);
 }
 
+TEST(ChunkCheck, WholeChunksInAnyOrderAndOnlyWholeOnes) {
+  auto bytes = stream(10000);  // chunks of 4096: 0, 1 and the short 2
+  Manifest m = manifest_of(bytes, 4096);
+  ChunkCheck check(m);
+  EXPECT_TRUE(check.whole(8192, bytes.data() + 8192, 1808).is_ok());  // the last first
+  EXPECT_TRUE(check.whole(0, bytes.data(), 8192).is_ok());           // two at once
+  EXPECT_EQ(check.position(), 0u) << "whole() moved feed()'s position";
+  // Not whole chunks, or past the end: refused before any hashing.
+  EXPECT_EQ(check.whole(100, bytes.data() + 100, 4096).code(), Code::ERR_INVALID_ARG);
+  EXPECT_EQ(check.whole(0, bytes.data(), 5000).code(), Code::ERR_INVALID_ARG);
+  EXPECT_EQ(check.whole(8192, bytes.data() + 8192, 4096).code(), Code::ERR_INVALID_ARG);
+  bytes[4100] ^= 1;  // chunk 1
+  Status st = check.whole(0, bytes.data(), 8192);
+  EXPECT_EQ(st.code(), Code::ERR_CORRUPT);
+  EXPECT_NE(st.message().find("chunk 1 (bytes 4096..8191) checksum mismatch"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace cairn
