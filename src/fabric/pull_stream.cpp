@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/log.hpp"
+
 namespace cairn::fabric {
 
 void PullStream::start(std::vector<Range> ranges, uint64_t piece_len, uint64_t rma_len) {
@@ -48,6 +50,22 @@ PullStream::Piece PullStream::completed(const RmaQueue::Done& d) {
   Piece p = it->second;
   reading_.erase(it);
   return p;
+}
+
+Result<int> PullStream::poll(const Sink& sink, std::vector<RmaQueue::Done>* others) {
+  std::vector<RmaQueue::Done> done;
+  auto n = rma_.poll(&done);
+  if (!n) return n.status();
+  for (const auto& d : done) {
+    if (owns(d)) {
+      sink(completed(d), d.status);
+    } else if (others) {
+      others->push_back(d);
+    } else {
+      LOG_ERROR("a completion (tag %llu) that is no read of this stream", static_cast<unsigned long long>(d.tag));
+    }
+  }
+  return n;
 }
 
 std::vector<uint32_t> PullStream::abandon() {

@@ -6,8 +6,8 @@
 //   - a migration's sink reads the files of a node's cache (a range each) and hands each piece to the
 //     cache writer, which checks and writes pieces in any order (service/migrate/, cache/node_move.hpp).
 // Whoever drives it keeps the free buffers (a pool's free list, a pipe's) and lends one per piece through
-// issue()'s `take`, which may also refuse for its own reasons (a bandwidth limit); a piece comes back
-// from completed() when all its reads are through, or at its first failed one.
+// issue()'s `take`, which may also refuse for its own reasons (a bandwidth limit); poll() hands each piece
+// to the caller's sink when all its reads are through, or at its first failed one.
 //
 // The stream's reads are the queue's transfers tagged `tag_base + buffer`; the caller's other transfers
 // on the same queue (an agent's restore writes) keep to tags owns() refuses. One thread, as the queue.
@@ -50,6 +50,12 @@ class PullStream {
   // none now), then post what the provider takes. A failed post: its error, and its piece is reported
   // failed by a later completed().
   Status issue(const std::function<std::optional<uint32_t>(uint64_t len)>& take);
+  // Take up to 64 of the queue's completions (this also makes progress for the provider) and hand each
+  // piece that ended to `sink`, with its outcome (ok, or its first failed read's error); the buffer is the
+  // caller's again either way. Completions that are not this stream's go to *others (dropped with a log
+  // line when null). The number of completions taken, or the queue's error.
+  using Sink = std::function<void(const Piece&, const Status&)>;
+  Result<int> poll(const Sink& sink, std::vector<RmaQueue::Done>* others = nullptr);
   // Whether a completion of the queue is one of this stream's reads.
   bool owns(const RmaQueue::Done& d) const {
     return d.tag >= tag_base_ && d.tag - tag_base_ <= UINT32_MAX && reading_.count(static_cast<uint32_t>(d.tag - tag_base_));

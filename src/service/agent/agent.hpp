@@ -100,7 +100,7 @@ class Agent {
   void grant_credits();
   void deliver();
   void on_sink_events();
-  void on_read_done(const fabric::RmaQueue::Done& d);
+  void on_read_done(const fabric::PullStream::Piece& p, const Status& st);
   void progress_rma();  // the endpoint's completions: the reads of the transfer
   void fail_transfer(const Status& why);
   void finish_transfer();

@@ -115,18 +115,17 @@ void Agent::on_pushed(Session& s, const wire::Pushed& m) {
   t.last_completion = wire::monotonic_seconds();
 }
 
-void Agent::on_read_done(const fabric::RmaQueue::Done& d) {
-  if (!active_ || !pull_->owns(d)) {  // cannot happen: a transfer ends only once its reads did
-    LOG_ERROR("a completion for no read in progress");
-    return;
+void Agent::on_read_done(const fabric::PullStream::Piece& p, const Status& st) {
+  if (!active_) {  // cannot happen: a transfer ends only once its reads did
+    LOG_ERROR("a read completed for no transfer in progress");
+    return pool_->give(p.buffer);
   }
   Transfer& t = *active_;
-  const fabric::PullStream::Piece p = pull_->completed(d);
   t.last_completion = wire::monotonic_seconds();
-  if (!d.status.is_ok() || t.aborting) {
+  if (!st.is_ok() || t.aborting) {
     release_buffer(p.buffer);
-    if (!d.status.is_ok() && !t.aborting)
-      fail_transfer(d.status.prefixed("reading rank " + std::to_string(t.req.manifest.rank) + "'s slot"));
+    if (!st.is_ok() && !t.aborting)
+      fail_transfer(st.prefixed("reading rank " + std::to_string(t.req.manifest.rank) + "'s slot"));
   } else {
     t.landed[p.offset] = {p.buffer, static_cast<uint32_t>(p.len)};
   }
@@ -134,15 +133,12 @@ void Agent::on_read_done(const fabric::RmaQueue::Done& d) {
 
 void Agent::progress_rma() {
   // Progress the provider every turn: pushes land and reads are answered only while someone polls.
-  std::vector<fabric::RmaQueue::Done> done;
   for (int round = 0; round < 16; ++round) {
-    auto n = rma_->poll(&done);
+    auto n = pull_->poll([this](const fabric::PullStream::Piece& p, const Status& st) { on_read_done(p, st); });
     if (!n) {
       LOG_ERROR("%s", n.status().message().c_str());
       break;
     }
-    for (const auto& d : done) on_read_done(d);
-    done.clear();
     if (*n < 64) break;
   }
 }

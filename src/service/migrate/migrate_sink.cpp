@@ -160,23 +160,19 @@ Status Sink::transfer() {
       uint64_t v;
       (void)!::read(pipe_->back_fd(), &v, sizeof v);
     }
-    std::vector<fabric::RmaQueue::Done> done;
-    auto n = rma_->poll(&done);
+    auto n = pull_->poll([&](const fabric::PullStream::Piece& p, const Status& read) {
+      if (read.is_ok())
+        pipe_->post(MovePiece{p.range, p.offset, p.len, p.buffer});
+      else if (st.is_ok())
+        st = read.prefixed("reading rank " + std::to_string(plan_.files[p.range].rank) + "'s " + plan_.files[p.range].name +
+                           " on " + offer_.node);
+    });
     if (!n) {
       st = n.status();
       break;
     }
     const double now = wire::monotonic_seconds();
     if (*n > 0) last_completion = now;
-    for (const auto& d : done) {
-      const fabric::PullStream::Piece p = pull_->completed(d);
-      if (!d.status.is_ok()) {
-        st = d.status.prefixed("reading rank " + std::to_string(plan_.files[p.range].rank) + "'s " +
-                               plan_.files[p.range].name + " on " + offer_.node);
-        continue;
-      }
-      pipe_->post(MovePiece{p.range, p.offset, p.len, p.buffer});
-    }
     if (rma_->in_flight() > 0 && now - last_completion > o_.stall_timeout_s)
       st = make_error(Code::ERR_IO, "no read from %s completed for %.0f s", offer_.node.c_str(), o_.stall_timeout_s);
     if (now - last_progress >= 0.5) {
