@@ -13,7 +13,6 @@
 #include "base/chunk_check.hpp"
 #include "base/clock.hpp"
 #include "base/log.hpp"
-#include "base/xxh.hpp"
 
 namespace cairn {
 namespace {
@@ -128,7 +127,7 @@ Status read_verified_ranges(const Manifest& m, const std::vector<StreamExtent>& 
   return Status::ok();
 }
 
-LandingVerifier::LandingVerifier(const Manifest& m, const uint8_t* stream) : m_(m), stream_(stream) {
+LandingVerifier::LandingVerifier(const Manifest& m, const uint8_t* stream) : m_(m), stream_(stream), check_(m) {
   auto n = check_chunk_table(m);
   table_ = n.status();
   if (!n) return;
@@ -151,9 +150,7 @@ void LandingVerifier::landed(uint64_t off, uint64_t len) {
     uint64_t& left = missing_[static_cast<size_t>(c)];
     left -= std::min(left, in);
     if (left != 0 || !first_failure_.is_ok()) continue;
-    if (XXH3_64bits(stream_ + a, static_cast<size_t>(b - a)) != m_.chunk_hashes[static_cast<size_t>(c)])
-      first_failure_ = make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu) checksum mismatch", static_cast<ull>(c),
-                                  static_cast<ull>(a), static_cast<ull>(b - 1));
+    first_failure_ = check_.whole(a, stream_ + a, b - a);
   }
 }
 

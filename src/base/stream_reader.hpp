@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/chunk_check.hpp"
 #include "base/manifest.hpp"
 #include "base/status.hpp"
 
@@ -63,6 +64,7 @@ class LandingVerifier {
  private:
   const Manifest& m_;
   const uint8_t* stream_;
+  ChunkCheck check_;               // each chunk as its last byte lands
   Status table_;                   // the manifest's chunk table, checked once
   std::vector<uint64_t> missing_;  // bytes of each chunk not landed yet
   Status first_failure_ = Status::ok();
