@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "base/fsutil.hpp"
+#include "base/state_file.hpp"
 #include "cli_style.hpp"
 #include "scr_params.hpp"
 
@@ -138,6 +139,37 @@ std::vector<std::string> split_whitespace(const std::string& text) {
     i = j;
   }
   return words;
+}
+
+namespace {
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+}  // namespace
+
+Result<ToolContext> load_tool_context(const std::string& who, const std::string& config_path,
+                                      const std::string& prefix, bool prefix_must_exist) {
+  auto loaded = load_job_config(config_path.empty() ? std::string() : fs::absolute(config_path), who);
+  if (!loaded) return loaded.status();
+  ToolContext ctx;
+  ctx.config = loaded->config;
+  if (!prefix.empty()) {
+    // A prefix named on the command line must be there: a typo is not an empty prefix. (The configured
+    // one may not exist yet: no job has run.)
+    if (prefix_must_exist && !is_directory(prefix))
+      return make_error(Code::ERR_INVALID_ARG, "%s: %s", prefix.c_str(),
+                        fs::exists(prefix) ? "not a directory" : "no such directory (PREFIX names a job's prefix)");
+    ctx.config.prefix = prefix;
+  }
+  ctx.layout = make_layout(ctx.config);
+  return ctx;
+}
+
+bool job_not_running(const Layout& layout) {
+  auto state = state_file::read_state(layout.state_file());
+  if (!state) return false;
+  return !state->has_value() || (*state)->phase == "finalized";
 }
 
 }  // namespace cairn::tool

@@ -1,5 +1,5 @@
 // Helpers the subcommands of the `cairn` command share: exit statuses, error lines, loading the
-// job's configuration, PATH lookup and quoting.
+// job's configuration and layout, whether the job still runs, PATH lookup and quoting.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/config.hpp"
+#include "base/layout.hpp"
 #include "base/status.hpp"
 
 namespace cairn::tool {
@@ -28,6 +29,21 @@ void print_error(const std::string& who, const std::string& message);
 Result<LoadedConfig> load_job_config(const std::string& config_path, const std::string& who);
 // CAIRN_* variables that are not knobs: set by or for the launcher and its hooks.
 const std::vector<std::string>& tool_variables();
+
+// The job's configuration and layout as `cairn run` and the library derive them: defaults, the config
+// file (`config_path`, else CAIRN_CONFIG), CAIRN_* variables; a non-empty `prefix` overrides the
+// configured one (and with it the derived job name, as it would for the job). Errors: ERR_CONFIG;
+// ERR_INVALID_ARG for a `prefix` that is not a directory, unless !prefix_must_exist (`cairn watch` waits
+// for a job to create it, `cairn clean --cache` cleans after a removed one).
+struct ToolContext {
+  Config config;
+  Layout layout;
+};
+Result<ToolContext> load_tool_context(const std::string& who, const std::string& config_path,
+                                      const std::string& prefix, bool prefix_must_exist = true);
+
+// Whether the job is known to have ended: its state file says phase=finalized, or there is none.
+bool job_not_running(const Layout& layout);
 
 // The absolute path of an executable: `name` itself when it contains '/', else the first match in
 // PATH. Empty when none is found or it is not executable.

@@ -12,7 +12,6 @@
 #include "common.hpp"
 #include "format.hpp"
 #include "base/fsutil.hpp"
-#include "base/state_file.hpp"
 
 namespace cairn::tool {
 namespace {
@@ -156,24 +155,6 @@ void scan_l3(Inventory& inv) {
 }
 
 }  // namespace
-
-Result<ToolContext> load_tool_context(const std::string& who, const std::string& config_path,
-                                      const std::string& prefix, bool prefix_must_exist) {
-  auto loaded = load_job_config(config_path.empty() ? std::string() : fs::absolute(config_path), who);
-  if (!loaded) return loaded.status();
-  ToolContext ctx;
-  ctx.config = loaded->config;
-  if (!prefix.empty()) {
-    // A prefix named on the command line must be there: a typo is not an empty prefix. (The configured
-    // one may not exist yet: no job has run.)
-    if (prefix_must_exist && !is_dir(prefix))
-      return make_error(Code::ERR_INVALID_ARG, "%s: %s", prefix.c_str(),
-                        fs::exists(prefix) ? "not a directory" : "no such directory (PREFIX names a job's prefix)");
-    ctx.config.prefix = prefix;
-  }
-  ctx.layout = make_layout(ctx.config);
-  return ctx;
-}
 
 std::string node_rank(const L1Copy& c) { return c.node + "/" + rank_dir_name(c.rank); }
 
@@ -347,12 +328,6 @@ const char* verdict_name(const LevelVerdict& v, bool l3) {
     case LevelVerdict::State::complete: return l3 ? "committed" : "complete";
   }
   return "?";
-}
-
-bool job_not_running(const Layout& layout) {
-  auto state = state_file::read_state(layout.state_file());
-  if (!state) return false;
-  return !state->has_value() || (*state)->phase == "finalized";
 }
 
 }  // namespace cairn::tool

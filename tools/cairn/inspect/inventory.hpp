@@ -16,6 +16,7 @@
 #include "base/layout.hpp"
 #include "base/manifest.hpp"
 #include "base/status.hpp"
+#include "common.hpp"
 #include "l3/l3_store.hpp"
 #include "redundancy/set_record.hpp"
 
@@ -24,18 +25,6 @@ namespace cairn::tool {
 // Exit statuses of the inspection tools, beyond kExitOk/kExitFailure/kExitUsage (common.hpp).
 constexpr int kExitNothing = 3;  // nothing to show, verify or flush (an empty prefix and cache)
 constexpr int kExitStall = 4;    // `cairn watch --stall S`: no new checkpoint for S seconds
-
-// The job's configuration and layout as `cairn run` and the library derive them: defaults, the config
-// file (`config_path`, else CAIRN_CONFIG), CAIRN_* variables; a non-empty `prefix` overrides the
-// configured one (and with it the derived job name, as it would for the job). Errors: ERR_CONFIG;
-// ERR_INVALID_ARG for a `prefix` that is not a directory, unless !prefix_must_exist (`cairn watch` waits
-// for a job to create it, `cairn clean --cache` cleans after a removed one).
-struct ToolContext {
-  Config config;
-  Layout layout;
-};
-Result<ToolContext> load_tool_context(const std::string& who, const std::string& config_path,
-                                      const std::string& prefix, bool prefix_must_exist = true);
 
 // One rank directory of the cache that holds a file of a version (record, marker or set record).
 struct L1Copy {
@@ -128,8 +117,5 @@ Inventory scan_inventory(const Layout& layout);
 // Where rank `rank`'s L3 data of version v lies: its rank-<r>.where record (N-to-M files, other
 // prefixes, compression), or, without one, the whole rank-<r>.data file of the version directory.
 Result<l3::Where> l3_where(const Layout& layout, uint64_t v, uint32_t rank);
-
-// Whether the job is known to have ended: its state file says phase=finalized, or there is none.
-bool job_not_running(const Layout& layout);
 
 }  // namespace cairn::tool
