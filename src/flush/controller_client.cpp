@@ -90,6 +90,7 @@ void ControllerClient::on_frame(const wire::Frame& f) {
     // versions (offer_due), never under a version in flight.
     offer_ = *a;
     have_offer_ = true;
+    offer_at_ = wire::monotonic_seconds();
     LOG_INFO("checkpoint service: agent %llu at %s offered (slot %u); taken between versions",
              static_cast<unsigned long long>(a->agent_id), a->agent_address.c_str(), a->slot);
     return;

@@ -72,9 +72,16 @@ class ControllerClient {
   bool has_offer() const { return have_offer_; }
   // cairn_probe_agents asked: an offer held now is to be taken as soon as no version is in flight.
   void probe() { switch_asked_ = have_offer_; }
-  // The offer is to be taken now: one is held, a probe asked for it or a version waits to go out
+  // An offer held this long while the rank hands nothing over is taken then: a rank that stopped
+  // checkpointing (done, or in a long phase without versions) must not keep a dropped agent running, whose
+  // place another application may wait for.
+  static constexpr double kIdleTakeSeconds = 1.0;
+  // The offer is to be taken now: one is held, a probe asked for it, a version waits to go out, or it is
+  // kIdleTakeSeconds old at `now` (monotonic seconds) with nothing waiting
   // (`unsent`), and no version is in flight at the current agent.
-  bool offer_due(bool unsent, bool in_flight) const { return have_offer_ && (switch_asked_ || unsent) && !in_flight; }
+  bool offer_due(bool unsent, bool in_flight, double now) const {
+    return have_offer_ && !in_flight && (switch_asked_ || unsent || now - offer_at_ >= kIdleTakeSeconds);
+  }
   // Take the offer (said in the log): it becomes the assignment, and the controller is told (Reassign
   // without a lost agent, which it answers with the same agent). The link closes the old session first.
   void take_offer();
@@ -101,6 +108,7 @@ class ControllerClient {
   bool have_offer_ = false;    // the controller offered another agent (dynamic agents): taken between versions
   bool switch_asked_ = false;  // a probe asked for it while a version was in flight
   wire::Assigned offer_;
+  double offer_at_ = 0;  // when the offer came (monotonic seconds)
   uint64_t reported_bytes_ = 0;  // what rank_usage said last
   double reported_interval_ = 0;
 };

@@ -294,8 +294,9 @@ void ServiceLink::Impl::controller_gone() {
   cv.notify_all();
 }
 
-// An offered agent is taken when a probe asked for it or a new version is ready to go, and no version
-// is in flight at the current agent. Under mu.
+// An offered agent is taken when a probe asked for it, a new version is ready to go, or the rank has
+// handed nothing over for a while (ControllerClient::kIdleTakeSeconds), and no version is in flight at the
+// current agent. Under mu.
 bool ServiceLink::Impl::offer_due() {
   bool unsent = false, in_flight = false;
   for (const auto& [id, j] : jobs)
@@ -307,7 +308,7 @@ bool ServiceLink::Impl::offer_due() {
       cv.notify_all();
     }
   }
-  return ctl.offer_due(unsent, in_flight);
+  return ctl.offer_due(unsent, in_flight, wire::monotonic_seconds());
 }
 
 void ServiceLink::Impl::take_offer() {

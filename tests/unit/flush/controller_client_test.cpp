@@ -121,17 +121,22 @@ TEST(ControllerClient, RegistersIsAssignedAndTakesAnOfferBetweenVersions) {
   EXPECT_EQ(link.events.size(), 1u);
   EXPECT_EQ(c.assigned().agent_id, 3u);
   ASSERT_TRUE(c.has_offer());
-  EXPECT_FALSE(c.offer_due(false, false));  // nothing waits, nobody asked
-  EXPECT_TRUE(c.offer_due(true, false));    // a version waits to go out
-  EXPECT_FALSE(c.offer_due(true, true));    // never under a version in flight
+  const double now = wire::monotonic_seconds();
+  EXPECT_FALSE(c.offer_due(false, false, now));  // nothing waits, nobody asked
+  EXPECT_TRUE(c.offer_due(true, false, now));    // a version waits to go out
+  EXPECT_FALSE(c.offer_due(true, true, now));    // never under a version in flight
+  // Held a while with nothing handed over (a rank done checkpointing): taken then, never under a version.
+  const double later = now + ControllerClient::kIdleTakeSeconds + 0.1;
+  EXPECT_TRUE(c.offer_due(false, false, later));
+  EXPECT_FALSE(c.offer_due(false, true, later));
   c.probe();
-  EXPECT_TRUE(c.offer_due(false, false));
-  EXPECT_FALSE(c.offer_due(false, true));
+  EXPECT_TRUE(c.offer_due(false, false, now));
+  EXPECT_FALSE(c.offer_due(false, true, now));
 
   c.take_offer();
   EXPECT_EQ(c.assigned().agent_id, 4u);
   EXPECT_FALSE(c.has_offer());
-  EXPECT_FALSE(c.offer_due(true, false));
+  EXPECT_FALSE(c.offer_due(true, false, later));
   ASSERT_TRUE(c.connection()->flush_all(2).is_ok());
   auto taken = fake.hear<wire::Reassign>();
   EXPECT_EQ(taken.app_id, 7u);
