@@ -380,12 +380,12 @@ int main(int argc, char** argv) {
   if (int rc = refuse_options_of_other_modes(app, c); rc >= 0) return rc;
   if (c.device) return run_device_mode(c);
   if (c.incremental) {
-    bench_incremental::Options o;
-    if (!c.size.empty()) o.size = c.size;
+    IncrementalOptions o;
+    if (!c.size.empty()) o.size_text = c.size;
     if (c.reps) o.reps = c.reps;
-    o.prefix = c.prefix;
+    o.prefix_base = c.prefix;
     o.json = c.json;
-    return bench_incremental::run(o);
+    return run_incremental(o);
   }
   if (c.campaign) return run_campaign_mode(c);
   if (c.migrate || c.migrate_app) return run_migrate_mode(c, argc, argv);
@@ -411,6 +411,9 @@ int main(int argc, char** argv) {
   files.file_api = c.file_api;
   files.interpose = c.interpose;
   files.interpose_lib = c.interpose_lib;
+  files.child_dir = c.child_dir;
+  files.child_job = c.child_job;
+  files.child_stage = c.child_stage;
   {
     std::stringstream ss(o.size_text);
     for (std::string w; std::getline(ss, w, ',');) {

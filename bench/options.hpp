@@ -9,7 +9,7 @@ namespace cairn::bench {
 
 // What every mode reads from the one command line (main.cpp), each mode's options type adding its own:
 // Options (the levels and their modes, here), FileModeOptions, ServiceOptions, MigrateBenchOptions,
-// CampaignOptions, DeviceOptions. main.cpp fills these with the mode's defaults (fill_common), which
+// CampaignOptions, DeviceOptions, IncrementalOptions. main.cpp fills these with the mode's defaults (fill_common), which
 // `cairn-bench --help` names.
 struct CommonOptions {
   int ranks = 2;

@@ -43,15 +43,6 @@ namespace {
 namespace stdfs = std::filesystem;
 using json = nlohmann::ordered_json;
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-double round3(double x) { return std::round(x * 1000.0) / 1000.0; }
-
-std::string arg_after(int argc, char** argv, const char* name) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (strcmp(argv[i], name) == 0) return argv[i + 1];
-  return "";
-}
 
 // ---- the parent ---------------------------------------------------------------------------------
 
@@ -278,8 +269,7 @@ int run_child(const FileModeOptions& o, int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  const std::string dir = arg_after(argc, argv, "--child-dir"), job = arg_after(argc, argv, "--child-job"),
-                    stage = arg_after(argc, argv, "--child-stage"), r = std::to_string(g_rank);
+  const std::string dir = o.child_dir, job = o.child_job, stage = o.child_stage, r = std::to_string(g_rank);
   uint64_t rounded = (o.size + 4095) / 4096 * 4096;
   auto* data = static_cast<uint8_t*>(aligned_alloc(4096, rounded));
   if (!data) die("out of memory");

@@ -17,6 +17,7 @@ namespace cairn::bench {
 struct FileModeOptions : CommonOptions {
   bool scr = false, interpose = false, file_api = false;
   std::string interpose_lib;  // "" : found beside the library or in the build tree
+  std::string child_dir, child_job, child_stage;  // a rank's (--child-*: the parent passes them on)
 };
 
 // The parent (starts the MPI jobs, prints the report) or, under CAIRN_BENCH_CHILD=1, one rank.

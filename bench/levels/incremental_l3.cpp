@@ -21,11 +21,8 @@
 #include "bench.hpp"
 #include "l3/l3_store.hpp"
 
-namespace bench_incremental {
+namespace cairn::bench {
 namespace {
-
-using namespace cairn;
-using cairn::bench::json;
 
 constexpr uint32_t kChunk = 1u << 20;  // the chunk_size knob's default
 constexpr uint64_t kBlock = 2u << 20;  // the application writes its state in blocks of this
@@ -50,7 +47,7 @@ struct State {
     const uint64_t huge = 2 << 20;
     map_len_ = n + huge;
     void* m = mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) cairn::bench::die("mmap of %llu bytes: %s", static_cast<unsigned long long>(map_len_), strerror(errno));
+    if (m == MAP_FAILED) die("mmap of %llu bytes: %s", static_cast<unsigned long long>(map_len_), strerror(errno));
     map_ = static_cast<uint8_t*>(m);
     p_ = reinterpret_cast<uint8_t*>((reinterpret_cast<uint64_t>(map_) + huge - 1) & ~(huge - 1));
   }
@@ -83,7 +80,7 @@ Manifest manifest_of(const State& data, uint64_t v) {
 
 // The raw write of `len` bytes to a new file, as L3's limit: pwrite in 64 MiB pieces, fsync.
 double raw_write(const std::string& path, const uint8_t* data, uint64_t len) {
-  double t0 = cairn::bench::now();
+  double t0 = now();
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) return -1;
   for (uint64_t off = 0; off < len;) {
@@ -93,36 +90,36 @@ double raw_write(const std::string& path, const uint8_t* data, uint64_t len) {
   }
   ::fsync(fd);
   ::close(fd);
-  double t = cairn::bench::now() - t0;
+  double t = now() - t0;
   ::unlink(path.c_str());
   return t;
 }
 
 Status timed_read(const Layout& l, uint64_t v, std::vector<uint8_t>* into, double* seconds) {
   CAIRN_ASSIGN_OR_RETURN(m, l3::read_manifest(l, v, 0));
-  double t0 = cairn::bench::now();
+  double t0 = now();
   CAIRN_TRY(l3::read_data_verified(l, m, whole_stream(m, into->data())));
-  *seconds = cairn::bench::now() - t0;
+  *seconds = now() - t0;
   return Status::ok();
 }
 
 }  // namespace
 
-int run(const Options& o) {
+int run_incremental(const IncrementalOptions& o) {
   uint64_t size = 0;
-  if (!cairn::bench::parse_size(o.size, &size) || size < kChunk) {
-    fprintf(stderr, "cairn-bench: --incremental: --size %s: expected at least 1M\n", o.size.c_str());
+  if (!parse_size(o.size_text, &size) || size < kChunk) {
+    fprintf(stderr, "cairn-bench: --incremental: --size %s: expected at least 1M\n", o.size_text.c_str());
     return 2;
   }
   Config cfg;
-  cfg.prefix = o.prefix + "/cairn-bench-incremental-" + std::to_string(getpid());
+  cfg.prefix = o.prefix_base + "/cairn-bench-incremental-" + std::to_string(getpid());
   cfg.cache_dir = cfg.prefix + "/cache";
   Layout l = make_layout(cfg);
   if (Status st = fs::make_dirs(l.prefix); !st.is_ok()) {
     fprintf(stderr, "cairn-bench: --incremental: %s\n", st.message().c_str());
     return 1;
   }
-  const double load_start = cairn::bench::loadavg_1m();
+  const double load_start = loadavg_1m();
   State state(size);
   std::vector<uint8_t> back(size);
   std::mt19937_64 rng(42);
@@ -150,12 +147,12 @@ int run(const Options& o) {
                        std::vector<double>* total, std::vector<double>* blocking) -> Status {
     cow->set_chunking(kChunk, size);
     if (gen) cow->set_previous(held, gen);
-    const double t0 = cairn::bench::now();
+    const double t0 = now();
     CAIRN_TRY(cow->begin(regions, cow_slot.data()));
-    const double tb = cairn::bench::now();
+    const double tb = now();
     CAIRN_TRY(cow->complete());
     blocking->push_back(tb - t0);
-    total->push_back(cairn::bench::now() - t0);
+    total->push_back(now() - t0);
     return Status::ok();
   };
   auto fail = [&](const Status& st) {
@@ -168,20 +165,20 @@ int run(const Options& o) {
     l3::WriteOptions full, incremental;
     incremental.full_every = 16;
     Manifest mf = manifest_of(state, vf);
-    double t0 = cairn::bench::now();
+    double t0 = now();
     if (Status st = l3::write_rank(l, mf, state.data(), {}, &full); !st.is_ok()) return fail(st);
-    full_s.push_back(cairn::bench::now() - t0);
+    full_s.push_back(now() - t0);
     if (Status st = l3::commit(l, vf, 1, ""); !st.is_ok()) return fail(st);
     raw_s.push_back(raw_write(l.prefix + "/raw", state.data(), size));
     // L1, the full version: the plain copy (blocking), then the seal's hashing of the slot (worker).
     const std::vector<SnapshotRegion> regions{{"state", state.data(), size, 0}};
-    t0 = cairn::bench::now();
+    t0 = now();
     copier->set_chunking(kChunk, size);
     if (Status st = copier->begin(regions, slot.data()); !st.is_ok()) return fail(st);
-    l1_full_s.push_back(cairn::bench::now() - t0);
-    t0 = cairn::bench::now();
+    l1_full_s.push_back(now() - t0);
+    t0 = now();
     const std::vector<uint64_t> held = chunk_hashes(slot.data(), size, kChunk);
-    l1_hash_s.push_back(cairn::bench::now() - t0);
+    l1_hash_s.push_back(now() - t0);
     uint64_t cow_gen = 0;
     if (cow) {
       if (Status st = timed_cow(regions, held, 0, &cow_full_s, &cow_full_block_s); !st.is_ok()) return fail(st);
@@ -203,9 +200,9 @@ int run(const Options& o) {
     // L1, the incremental version into the same slot: each chunk hashed, the changed ones copied.
     copier->set_chunking(kChunk, size);
     copier->set_previous(held);
-    t0 = cairn::bench::now();
+    t0 = now();
     if (Status st = copier->begin(regions, slot.data()); !st.is_ok()) return fail(st);
-    l1_incr_s.push_back(cairn::bench::now() - t0);
+    l1_incr_s.push_back(now() - t0);
     l1_unchanged = copier->report().unchanged_bytes;
     if (memcmp(slot.data(), state.data(), size) != 0 || copier->report().chunk_hashes != chunk_hashes(state.data(), size, kChunk))
       return fail(make_error(Code::ERR_INTERNAL, "the incremental L1 copy left other bytes or hashes"));
@@ -215,7 +212,7 @@ int run(const Options& o) {
       if (r.chunk_changed.size() != nchunks || r.chunk_known.size() != nchunks)
         return fail(make_error(Code::ERR_INTERNAL, "the cow snapshot did not track the writes (was the state's memory write-protectable?)"));
       // The seal hashes only the changed chunks: the others' hashes are the slot's.
-      t0 = cairn::bench::now();
+      t0 = now();
       std::vector<uint64_t> sealed = r.chunk_hashes;
       cow_changed_chunks = 0;
       for (uint64_t c = 0; c < nchunks; ++c)
@@ -223,7 +220,7 @@ int run(const Options& o) {
           sealed[c] = chunk_hashes(cow_slot.data() + c * kChunk, std::min<uint64_t>(kChunk, size - c * kChunk), kChunk)[0];
           ++cow_changed_chunks;
         }
-      cow_hash_s.push_back(cairn::bench::now() - t0);
+      cow_hash_s.push_back(now() - t0);
       cow_incr_copied = size - r.unchanged_bytes;
       // Tracked in whole 2 MiB blocks at worst, so the blocks written and nothing more (bytes, not time).
       if (cow_incr_copied > changed_bytes + 2 * kBlock)
@@ -233,9 +230,9 @@ int run(const Options& o) {
         return fail(make_error(Code::ERR_INTERNAL, "the incremental cow snapshot left other bytes or hashes"));
     }
     Manifest mi = manifest_of(state, vi);
-    t0 = cairn::bench::now();
+    t0 = now();
     if (Status st = l3::write_rank(l, mi, state.data(), {}, &incremental); !st.is_ok()) return fail(st);
-    incr_s.push_back(cairn::bench::now() - t0);
+    incr_s.push_back(now() - t0);
     if (Status st = l3::commit(l, vi, 1, ""); !st.is_ok()) return fail(st);
     if (!fs::exists(l3::chunks_path(l, vi, 0)))
       return fail(make_error(Code::ERR_INTERNAL, "version %llu was written full", static_cast<unsigned long long>(vi)));
@@ -254,7 +251,7 @@ int run(const Options& o) {
   fs::remove_tree(cfg.prefix).ignore();
 
   const double bytes_ratio = static_cast<double>(incr_bytes) / static_cast<double>(full_bytes);
-  const double rf = cairn::bench::median(read_full_s), ri = cairn::bench::median(read_incr_s);
+  const double rf = median(read_full_s), ri = median(read_incr_s);
   const double read_ratio = ri > 0 ? rf / ri : 0;
   json j;
   j["mode"] = "incremental";
@@ -266,16 +263,16 @@ int run(const Options& o) {
   j["l3_incremental_bytes"] = incr_bytes;
   j["l3_bytes_ratio"] = bytes_ratio;
   j["l3_bytes_ratio_target"] = 0.15;
-  j["write_full_s"] = cairn::bench::median(full_s);
-  j["write_incremental_s"] = cairn::bench::median(incr_s);
-  j["write_full_gbps"] = cairn::bench::gbps(size, cairn::bench::median(full_s));
-  j["raw_write_gbps"] = cairn::bench::gbps(size, cairn::bench::median(raw_s));
-  j["restart_full_gbps"] = cairn::bench::gbps(size, rf);
-  j["restart_incremental_gbps"] = cairn::bench::gbps(size, ri);
+  j["write_full_s"] = median(full_s);
+  j["write_incremental_s"] = median(incr_s);
+  j["write_full_gbps"] = gbps(size, median(full_s));
+  j["raw_write_gbps"] = gbps(size, median(raw_s));
+  j["restart_full_gbps"] = gbps(size, rf);
+  j["restart_incremental_gbps"] = gbps(size, ri);
   j["restart_speed_ratio"] = read_ratio;
   j["restart_speed_ratio_target"] = 0.8;
-  const double l1f = cairn::bench::median(l1_full_s), l1h = cairn::bench::median(l1_hash_s),
-               l1i = cairn::bench::median(l1_incr_s);
+  const double l1f = median(l1_full_s), l1h = median(l1_hash_s),
+               l1i = median(l1_incr_s);
   j["l1_copy_full_ms"] = l1f * 1e3;           // the plain copy: a memcpy of the state (its limit)
   j["l1_seal_hash_full_ms"] = l1h * 1e3;      // what the seal then hashes on the worker
   j["l1_copy_incremental_ms"] = l1i * 1e3;    // hash every chunk, copy the changed ones; the seal has nothing left
@@ -284,12 +281,12 @@ int run(const Options& o) {
   j["l1_work_ratio"] = l1f + l1h > 0 ? l1i / (l1f + l1h) : 0;   // the rank's whole L1 work, against copy + seal
   double cow_work_ratio = 0, versions_ratio = 0;
   if (cow) {
-    const double cf = cairn::bench::median(cow_full_s), ci = cairn::bench::median(cow_incr_s),
-                 ch = cairn::bench::median(cow_hash_s);
+    const double cf = median(cow_full_s), ci = median(cow_incr_s),
+                 ch = median(cow_hash_s);
     j["l1_cow_full_ms"] = cf * 1e3;  // begin .. complete: protect, the copier's copy of everything
-    j["l1_cow_full_blocking_ms"] = cairn::bench::median(cow_full_block_s) * 1e3;
+    j["l1_cow_full_blocking_ms"] = median(cow_full_block_s) * 1e3;
     j["l1_cow_incremental_ms"] = ci * 1e3;  // protect what was written, copy the chunks written since
-    j["l1_cow_incremental_blocking_ms"] = cairn::bench::median(cow_incr_block_s) * 1e3;
+    j["l1_cow_incremental_blocking_ms"] = median(cow_incr_block_s) * 1e3;
     j["l1_cow_seal_hash_incremental_ms"] = ch * 1e3;  // the seal's hashing of the changed chunks
     j["l1_cow_bytes_copied_ratio"] = static_cast<double>(cow_incr_copied) / static_cast<double>(cow_full_copied);
     cow_work_ratio = cf + l1h > 0 ? (ci + ch) / (cf + l1h) : 0;
@@ -305,17 +302,17 @@ int run(const Options& o) {
   } else {
     j["l1_cow"] = "not measured: " + cow_made.status().message();
   }
-  j["machine"] = cairn::bench::machine_info(load_start, 1);
+  j["machine"] = machine_info(load_start, 1);
   if (o.json) {
     printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   printf("incremental version, one rank of %s, %.0f %% of it rewritten (every tenth 2 MiB block; %llu chunks; median of %d)\n",
-         o.size.c_str(), 100.0 * j["changed_fraction"].get<double>(), static_cast<unsigned long long>(nchunks), o.reps);
+         o.size_text.c_str(), 100.0 * j["changed_fraction"].get<double>(), static_cast<unsigned long long>(nchunks), o.reps);
   printf("  L3 bytes   full %llu, incremental %llu: ratio %.3f (target <= 0.15)\n",
          static_cast<unsigned long long>(full_bytes), static_cast<unsigned long long>(incr_bytes), bytes_ratio);
-  printf("  write      full %.3f s, incremental %.3f s; raw write of the full state %.3f s\n", cairn::bench::median(full_s),
-         cairn::bench::median(incr_s), cairn::bench::median(raw_s));
+  printf("  write      full %.3f s, incremental %.3f s; raw write of the full state %.3f s\n", median(full_s),
+         median(incr_s), median(raw_s));
   printf("  restart    full %.3f s, incremental %.3f s: speed ratio %.2f (target >= 0.8; from the page cache)\n",
          rf, ri, read_ratio);
   printf("  L1 copy    full %.1f ms (memcpy) + seal's hashing %.1f ms; incremental %.1f ms (hash all, copy %.0f %%): "
@@ -335,4 +332,4 @@ int run(const Options& o) {
   return 0;
 }
 
-}  // namespace bench_incremental
+}  // namespace cairn::bench

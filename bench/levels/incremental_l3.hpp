@@ -9,15 +9,15 @@
 
 #include <string>
 
-namespace bench_incremental {
+#include "options.hpp"
 
-struct Options {
-  std::string size = "256M";
-  int reps = 3;
-  std::string prefix = "/tmp";
-  bool json = false;
+namespace cairn::bench {
+
+// The common options (options.hpp) with this mode's defaults: one rank of 256 MiB, 3 repetitions.
+struct IncrementalOptions : CommonOptions {
+  IncrementalOptions() { ranks = 1, size_text = "256M", reps = 3; }
 };
 
-int run(const Options& o);
+int run_incremental(const IncrementalOptions& o);
 
-}  // namespace bench_incremental
+}  // namespace cairn::bench

@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/cairn.h"
+#include "bench.hpp"
 #include "service/service_bench.hpp"
 
 namespace stdfs = std::filesystem;
@@ -37,9 +38,6 @@ using json = nlohmann::ordered_json;
 namespace cairn::bench {
 namespace {
 
-int g_rank = 0, g_nranks = 1;
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 [[noreturn]] void die(const std::string& what) {
   fprintf(stderr, "cairn-bench --service: rank %d: %s\n", g_rank, what.c_str());
@@ -58,12 +56,6 @@ double slowest(double x) {
   return m;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 json r3(double x) { return std::isfinite(x) && x > 0 ? json(std::round(x * 1000.0) / 1000.0) : json(nullptr); }
 

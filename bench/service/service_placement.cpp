@@ -33,8 +33,6 @@ namespace {
 
 using json = ojson;
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
 // `cairn status --json` of the controller, or null.
 json status(const std::string& cairn, const std::string& address) {
   std::string cmd = cairn + " status --service " + address + " --json 2>/dev/null";
