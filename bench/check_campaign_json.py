@@ -5,7 +5,8 @@ failure's parts (re-done work, teardown, start-up, restart) summing to its total
 breakdown to its time lost; the wall time accounted for (failure-free + checkpoints + lost + other); the
 failures each policy met being the schedule's, in order, at their times (the same seed gives the same
 failures: `--schedule --json` twice, and another seed gives others); every restart's level named; the plot
-written when matplotlib is there; nothing left behind (work directory, caches).
+written when matplotlib is there; nothing left behind (caches; the work directory only where --keep was
+asked to keep it); and the kept runs analysed again (`--from REPORT --reanalyse`) give the same figures.
 Usage: check_campaign_json.py [--plot-python PYTHON] CAIRN_BENCH [args...] (PYTHON: the interpreter cairn plot
 uses; the plot is checked when it has matplotlib)"""
 import glob
@@ -66,8 +67,12 @@ if plot_python and subprocess.run([plot_python, "-c", "import matplotlib"], capt
     plot = os.path.join(tempfile.mkdtemp(prefix="cairn-campaign-plot."), "campaign.svg")
     atexit.register(shutil.rmtree, os.path.dirname(plot), True)  # on every way out, a failure's too
 
+import atexit
+import shutil
+keep_base = tempfile.mkdtemp(prefix="cairn-campaign-keep.")  # --keep keeps the work directory here
+atexit.register(shutil.rmtree, keep_base, True)
 before = leftovers()
-cmd = [bench] + args + (["--plot", plot] if plot else [])
+cmd = [bench] + args + (["--plot", plot] if plot else []) + ["--keep", "--prefix", keep_base]
 p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
 if p.returncode != 0:
     fail(f"exit {p.returncode}", p.stdout + p.stderr)
@@ -197,5 +202,30 @@ if plot:
 left = leftovers() - before
 if left:
     fail(f"left behind: {sorted(left)}", out)
+kept = r.get("kept", "")
+if os.path.dirname(kept) != keep_base or os.listdir(keep_base) != [os.path.basename(kept)]:
+    fail(f"--keep --prefix {keep_base}: kept {kept!r}, and {keep_base} holds {os.listdir(keep_base)}", out)
+
+# The kept runs analysed again: the same figures (the analysis reads only what the runs left).
+saved = os.path.join(keep_base, "report.json")
+with open(saved, "w") as f:
+    json.dump(r, f)
+p = subprocess.run([bench, "--campaign", "--from", saved, "--reanalyse", "--json"], capture_output=True, text=True,
+                   timeout=120)
+if p.returncode != 0:
+    fail(f"--from {saved} --reanalyse exited {p.returncode}", p.stdout + p.stderr)
+again = json.loads(p.stdout)
+for a, b in zip(r["policies"], again["policies"]):
+    for k in ("wall_s", "attempts", "checkpoints", "checkpoint_time_s", "step_s", "failures", "useful_fraction"):
+        if a[k] != b[k]:
+            fail(f"--reanalyse: {a['name']}.{k} {b[k]!r}, the run's report says {a[k]!r}", p.stdout)
+if again["failure_free"]["wall_s"] != r["failure_free"]["wall_s"]:
+    fail("--reanalyse: the failure-free run's wall time differs", p.stdout)
+del r["kept"]
+with open(saved, "w") as f:
+    json.dump(r, f)
+p = subprocess.run([bench, "--campaign", "--from", saved, "--reanalyse"], capture_output=True, text=True, timeout=60)
+if p.returncode != 2 or "run the campaign with --keep" not in p.stderr:
+    fail(f"--reanalyse of a report without a kept work directory: exit {p.returncode}", p.stdout + p.stderr)
 print(f"ok: {len(r['policies'])} policies, {met} failures met, useful fractions "
       + ", ".join(f"{x['name']} {x['useful_fraction']:.3f}" for x in r["policies"]))

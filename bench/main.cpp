@@ -208,6 +208,9 @@ void define(CLI::App& app, CommandLine& c) {
                                               "takes it) and stop")->group(cam);
   app.add_option("--from", k.from, "report again from a saved --json report: the derived figures recomputed, no run")
       ->group(cam)->type_name("FILE");
+  app.add_flag("--reanalyse", k.reanalyse, "with --from, of a campaign run with --keep: analyse each run again from "
+                                           "the work directory the report names (its history, run record and log)")
+      ->group(cam);
 
   app.add_option("--redundancy", c.redundancy, "the L2 scheme of the version (redundancy)")
       ->check(CLI::IsMember({"partner", "xor", "rs"}))->capture_default_str()->group("--restart-after-loss")

@@ -64,6 +64,63 @@ double l3_mtbf(const CampaignOptions& o) {
   return o.mix.job > 0 ? o.mtbf * all / o.mix.job : 0;
 }
 
+// A run's work files: WORK/<n>-<slug of its name> (the prefix) and the same with .log (the application's
+// output); n counts the runs of the campaign from 1, the failure-free run first.
+std::string run_prefix(const std::string& work, int n, const std::string& name) {
+  std::string slug;
+  for (char c : name) slug += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+  return work + "/" + std::to_string(n) + "-" + slug;
+}
+
+// What analyse_run found, into a run's object of the report.
+void put_figures(json& j, const RunFigures& f, int64_t started) {
+  j["wall_s"] = f.wall;
+  j["started_unix_ns"] = started;
+  j["attempts"] = f.attempts;
+  j["result"] = f.result;
+  j["checkpoints"] = f.checkpoints;
+  j["checkpoint_time_s"] = f.checkpoint_time;
+  j["checkpoint_cost_s"] = f.checkpoints ? f.checkpoint_time / static_cast<double>(f.checkpoints) : 0.0;
+  j["mean_interval_s"] = f.mean_interval;
+  j["step_s"] = f.step;
+  json failures = json::array();
+  for (const auto& x : f.failures)
+    failures.push_back({{"at_s", x.at_s}, {"due_s", x.due_s}, {"kind", x.kind}, {"redone_s", x.redone},
+                        {"teardown_s", x.teardown}, {"startup_s", x.startup}, {"restart_s", x.restart},
+                        {"total_s", x.total()}, {"level", x.level}, {"version", x.version}, {"cut_short", x.cut_short}});
+  j["failures"] = failures;
+}
+
+// --from REPORT --reanalyse: every run of a campaign kept with --keep analysed again (after a change to the
+// analysis), its figures replaced; the failure-free run's too when the report has its start. 0, or an error
+// naming the run whose files are missing.
+Status reanalyse(json& report) {
+  if (!report.contains("kept") || !report["kept"].is_string())
+    return make_error(Code::ERR_INVALID_ARG, "the report names no kept work directory: run the campaign with --keep");
+  const std::string work = report["kept"].get<std::string>();
+  json& free = report["failure_free"];
+  if (free.contains("started_unix_ns")) {
+    const std::string prefix = run_prefix(work, 1, "failure-free");
+    auto f = analyse_run(prefix, prefix + ".log", free["started_unix_ns"].get<int64_t>());
+    if (!f) return f.status().prefixed("the failure-free run (" + prefix + ")");
+    free["wall_s"] = f->wall;
+    free["step_s"] = f->step;
+  }
+  int n = 1;
+  for (auto& p : report["policies"]) {
+    const std::string name = p.value("name", "");
+    const std::string prefix = run_prefix(work, ++n, name);
+    if (!p.contains("started_unix_ns")) return make_error(Code::ERR_INVALID_ARG, "policy %s has no start time", name.c_str());
+    auto f = analyse_run(prefix, prefix + ".log", p["started_unix_ns"].get<int64_t>());
+    if (!f) return f.status().prefixed("policy " + name + " (" + prefix + ")");
+    if (f->result != p.value("result", ""))
+      return make_error(Code::ERR_INVALID_ARG, "policy %s: %s holds a run with result %s, the report says %s", name.c_str(),
+                        prefix.c_str(), f->result.c_str(), p.value("result", "").c_str());
+    put_figures(p, f.value(), p["started_unix_ns"].get<int64_t>());
+  }
+  return Status::ok();
+}
+
 struct Policy {
   std::string name;        // "auto", "fixed 1x", "L3 only"
   std::string interval;    // "auto", "fixed"
@@ -82,9 +139,7 @@ struct Campaign {
   // One run of the job under `p` (nullptr: the failure-free run without checkpoints).
   json run(const Policy* p) {
     const std::string tag = p ? p->name : "failure-free";
-    std::string slug;
-    for (char c : tag) slug += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
-    const std::string prefix = work + "/" + std::to_string(++runs) + "-" + slug;
+    const std::string prefix = run_prefix(work, ++runs, tag);
     const std::string job = "cbc-" + std::to_string(getpid()) + "-" + std::to_string(runs);
     stdfs::create_directories(prefix);
     // The policy's knobs, as environment variables (they win over any config file of the caller's).
@@ -162,21 +217,7 @@ struct Campaign {
       j["redundancy"] = p->one_level ? "single" : "xor";
       j["flush_every"] = p->one_level ? 1 : o.flush_every;
     }
-    j["wall_s"] = f.wall;
-    j["started_unix_ns"] = started;
-    j["attempts"] = f.attempts;
-    j["result"] = f.result;
-    j["checkpoints"] = f.checkpoints;
-    j["checkpoint_time_s"] = f.checkpoint_time;
-    j["checkpoint_cost_s"] = f.checkpoints ? f.checkpoint_time / static_cast<double>(f.checkpoints) : 0.0;
-    j["mean_interval_s"] = f.mean_interval;
-    j["step_s"] = f.step;
-    json failures = json::array();
-    for (const auto& x : f.failures)
-      failures.push_back({{"at_s", x.at_s}, {"due_s", x.due_s}, {"kind", x.kind}, {"redone_s", x.redone},
-                          {"teardown_s", x.teardown}, {"startup_s", x.startup}, {"restart_s", x.restart},
-                          {"total_s", x.total()}, {"level", x.level}, {"version", x.version}, {"cut_short", x.cut_short}});
-    j["failures"] = failures;
+    put_figures(j, f, started);
     if (o.verbose)
       fprintf(stderr, "cairn-bench --campaign: %s: %.1f s, %zu failures, %llu checkpoints\n", tag.c_str(), f.wall,
               f.failures.size(), static_cast<unsigned long long>(f.checkpoints));
@@ -230,6 +271,12 @@ int run_campaign(CampaignOptions o) {
       fprintf(stderr, "cairn-bench --campaign: --from %s: not a campaign report (cairn-bench --campaign --json)\n", o.from.c_str());
       return 2;
     }
+    if (o.reanalyse) {
+      if (Status st = reanalyse(report); !st) {
+        fprintf(stderr, "cairn-bench --campaign: --reanalyse %s: %s\n", o.from.c_str(), st.message().c_str());
+        return 2;
+      }
+    }
     complete_report(report);
     if (o.json) printf("%s\n", report.dump(1).c_str());
     else print_table(report);
@@ -271,7 +318,8 @@ int run_campaign(CampaignOptions o) {
                         {"mtbf_s", o.mtbf}, {"l3_mtbf_s", l3_mtbf(o)}, {"mix", policy::format_failure_mix(o.mix)}, {"seed", o.seed},
                         {"flush_every", o.flush_every}, {"schedule", sched}};
   json free = c.run(nullptr);
-  report["failure_free"] = {{"wall_s", free["wall_s"]}, {"result", free["result"]}, {"step_s", free["step_s"]}};
+  report["failure_free"] = {{"wall_s", free["wall_s"]}, {"result", free["result"]}, {"step_s", free["step_s"]},
+                            {"started_unix_ns", free["started_unix_ns"]}};
 
   std::vector<Policy> policies;
   policies.push_back({"auto", "auto", 0, 0, false});

@@ -48,13 +48,15 @@ struct CampaignOptions : CommonOptions {
   bool keep = false;              // keep the work directory (each run's prefix and log)
   bool schedule_only = false;     // print the failure schedule the seed gives and stop
   std::string from;               // report again from a saved --json report (the figures recomputed)
+  bool reanalyse = false;         // with from: each run analysed again from the report's kept work directory
 };
 
 // The command line is cairn-bench's one (main.cpp), which fills `o` from its options. Checks `o` and
 // completes it from the texts of --size, --mix and --factors; 0, or 2 after a line on stderr that names
 // the option.
 int check_campaign_options(CampaignOptions& o, const std::string& size_text, const std::string& factors_text);
-// The campaign of a checked `o` (or its report again, with --from); the exit status.
+// The campaign of a checked `o` (or its report again, with --from, each run analysed again with
+// --reanalyse); the exit status.
 int run_campaign(CampaignOptions o);
 
 // ---- one policy's run, analysed (campaign_analysis.cpp) --------------------------------------------

@@ -131,7 +131,7 @@ if [ -x "$BENCH" ]; then
   # --campaign and --device are modes of the one command line: their options, help and refusals are its own
   expect_rc "cairn-bench --campaign --help" 0 "$BENCH" --campaign --help
   for word in --spares --step-ms --work --mtbf --mix --seed --factors --no-l3-only --flush-every --app --plot \
-              --keep --schedule --from --nodes --cairn "default: 40" "--campaign 16M"; do
+              --keep --schedule --from --reanalyse --nodes --cairn "default: 40" "--campaign 16M"; do
     expect_in "cairn-bench --campaign --help lists $word" "$WORK/out" "$word"
   done
   if grep -qF -- "--cuda-driver" "$WORK/out"; then fail "cairn-bench --campaign --help shows --device's options"
