@@ -1,6 +1,6 @@
 // L2 behind a narrow interface: protect one version of this rank within its redundancy set (the set's
 // members exchange and encode; the redundancy data and the set record land in this rank's cache). The MPI
-// implementation is pipeline/mpi/set_protector. Whether the version then counts as protected is the
+// implementation is redundancy/exchange/set_protector. Whether the version then counts as protected is the
 // pipeline's decision, agreed by every rank (the marker is written only then).
 //
 // In two calls, so that the bytes travel while the worker still hashes them (pipeline/version.hpp):

@@ -239,7 +239,7 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
   // Tracking, what a write un-protects is the chunk it is in (its pages), so the next snapshot copies
   // that; where memory is gathered into huge pages, the fault block it is in (every chunk with a byte in
   // it counts as written): un-protecting part of a huge page splits it, and every later protection and
-  // un-protection then walks 4 KiB entries (1.3 us each to un-protect, against one entry per 2 MiB).
+  // un-protection then walks 4 KiB entries (each far dearer than the one entry of a 2 MiB page).
   uint64_t u0 = 0, u1 = 0;
   if (tracking && huge_pages_) {
     u0 = tr->start + (p0 - tr->first_page) * page_;

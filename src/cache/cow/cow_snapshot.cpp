@@ -258,9 +258,9 @@ void CowSnapshotter::stop_tracking() {
     if (!tracking_) return;
     for (const auto& t : tracked_) ranges.emplace_back(t.start, t.end);
   }
-  // Piece by piece, the handler free in between: un-protecting costs up to 1.3 us a page where memory is
-  // in 4 KiB pages (0.7 s for 2 GiB), and a write meanwhile must not wait for all of it (it un-protects
-  // its own block, as any write while tracking).
+  // Piece by piece, the handler free in between: un-protecting memory in 4 KiB pages takes long for a
+  // large state, and a write meanwhile must not wait for all of it (it un-protects its own block, as any
+  // write while tracking).
   constexpr uint64_t kPiece = 16 << 20;
   for (const auto& [start, end] : ranges)
     for (uint64_t a = start; a < end; a += kPiece) {
