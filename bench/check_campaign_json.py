@@ -6,7 +6,8 @@ breakdown to its time lost; the wall time accounted for (failure-free + checkpoi
 failures each policy met being the schedule's, in order, at their times (the same seed gives the same
 failures: `--schedule --json` twice, and another seed gives others); every restart's level named; the plot
 written when matplotlib is there; nothing left behind (caches; the work directory only where --keep was
-asked to keep it); and the kept runs analysed again (`--from REPORT --reanalyse`) give the same figures.
+asked to keep it, and none by a campaign that fails); and the kept runs analysed again (`--from REPORT
+--reanalyse`) give the same figures.
 Usage: check_campaign_json.py [--plot-python PYTHON] CAIRN_BENCH [args...] (PYTHON: the interpreter cairn plot
 uses; the plot is checked when it has matplotlib)"""
 import glob
@@ -227,5 +228,21 @@ with open(saved, "w") as f:
 p = subprocess.run([bench, "--campaign", "--from", saved, "--reanalyse"], capture_output=True, text=True, timeout=60)
 if p.returncode != 2 or "run the campaign with --keep" not in p.stderr:
     fail(f"--reanalyse of a report without a kept work directory: exit {p.returncode}", p.stdout + p.stderr)
+
+# A campaign that fails (its application cannot run) stops with exit 1 and, not asked to keep it, leaves
+# neither its work directory nor a cache behind.
+bad = list(args)
+bad[bad.index("--app") + 1] = "/bin/false"
+if "--factors" in bad:
+    bad[bad.index("--factors") + 1] = ""
+else:
+    bad += ["--factors", ""]
+before = leftovers()
+p = subprocess.run([bench] + bad + ["--no-l3-only"], capture_output=True, text=True, timeout=300)
+if p.returncode != 1 or "cairn run failed" not in p.stderr:
+    fail(f"a campaign whose application fails: exit {p.returncode}", p.stdout + p.stderr)
+left = leftovers() - before
+if left:
+    fail(f"a failed campaign left behind: {sorted(left)}", p.stderr)
 print(f"ok: {len(r['policies'])} policies, {met} failures met, useful fractions "
       + ", ".join(f"{x['name']} {x['useful_fraction']:.3f}" for x in r["policies"]))
