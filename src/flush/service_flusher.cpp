@@ -37,7 +37,7 @@ const char* ServiceFlusher::via(FlushTicket ticket) const {
 Result<FlushTicket> ServiceFlusher::post(const FlushRequest& request) {
   if (!request.manifest || (!request.data && request.manifest->total_size > 0))
     return make_error(Code::ERR_INVALID_ARG, "ServiceFlusher::post: a request without manifest or data");
-  Ticket t;
+  Handed t;
   t.request = request;
   FlushTicket id = next_++;
   const l3::WriteOptions opts = l3_options_();
@@ -56,7 +56,7 @@ Result<FlushTicket> ServiceFlusher::post(const FlushRequest& request) {
     auto place = l3::place_rank(layout_, *request.manifest, request.manifest->total_size, &opts);
     auto job = place ? link_->post(request.version, *request.manifest, request.data, request.slot, *place,
                                    opts.zstd_level)
-                     : Result<ServiceLink::Ticket>(place.status());
+                     : Result<FlushTicket>(place.status());
     if (job)
       t.job = *job;
     else
@@ -77,7 +77,7 @@ Result<FlushTicket> ServiceFlusher::post(const FlushRequest& request) {
 
 // The service gave the version up (its ticket at the link is finished): the fallback writes it, from the
 // same slot.
-Status ServiceFlusher::to_fallback(Ticket& t, const Status& why) {
+Status ServiceFlusher::to_fallback(Handed& t, const Status& why) {
   LOG_WARN("version %llu: %s; the embedded flusher writes it", static_cast<unsigned long long>(t.request.version),
            why.message().c_str());
   CAIRN_ASSIGN_OR_RETURN(fb, fallback_->post(t.request));
@@ -92,7 +92,7 @@ Status ServiceFlusher::test(FlushTicket ticket, bool* done) {
   auto it = tickets_.find(ticket);
   if (it == tickets_.end()) return make_error(Code::ERR_INVALID_ARG, "ServiceFlusher::test: unknown ticket %llu",
                                              static_cast<unsigned long long>(ticket));
-  Ticket& t = it->second;
+  Handed& t = it->second;
   if (!t.on_fallback) {
     bool ended = false;
     Status outcome = link_->test(t.job, &ended);
@@ -118,7 +118,7 @@ Status ServiceFlusher::wait(FlushTicket ticket) {
   auto it = tickets_.find(ticket);
   if (it == tickets_.end()) return make_error(Code::ERR_INVALID_ARG, "ServiceFlusher::wait: unknown ticket %llu",
                                              static_cast<unsigned long long>(ticket));
-  Ticket& t = it->second;
+  Handed& t = it->second;
   if (!t.on_fallback) {
     // Never block on the service longer than its timeout: then the embedded flusher takes over.
     bool ended = false;
@@ -146,7 +146,7 @@ Status ServiceFlusher::cancel(FlushTicket ticket) {
   auto it = tickets_.find(ticket);
   if (it == tickets_.end()) return make_error(Code::ERR_INVALID_ARG, "ServiceFlusher::cancel: unknown ticket %llu",
                                              static_cast<unsigned long long>(ticket));
-  Ticket t = std::move(it->second);
+  Handed t = std::move(it->second);
   tickets_.erase(it);
   if (t.on_fallback) return fallback_->cancel(t.fallback);
   return link_->cancel(t.job).is_ok() ? Status::ok() : make_error(Code::ERR_CANCELLED, "cancelled");

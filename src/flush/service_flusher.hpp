@@ -48,20 +48,20 @@ class ServiceFlusher : public Flusher {
   std::string agent_where() const { return link_->agent_where(); }
 
  private:
-  struct Ticket {
+  struct Handed {  // a version handed over: to the link (its ticket), or to the fallback
     FlushRequest request;
     uint64_t job = 0;
     FlushTicket fallback = 0;
     bool on_fallback = false;
   };
-  Status to_fallback(Ticket& t, const Status& why);
+  Status to_fallback(Handed& t, const Status& why);
 
   ServiceSettings settings_;
   Layout layout_;
   std::function<l3::WriteOptions()> l3_options_;
   std::unique_ptr<Flusher> fallback_;
   std::unique_ptr<ServiceLink> link_;
-  std::map<FlushTicket, Ticket> tickets_;
+  std::map<FlushTicket, Handed> tickets_;
   FlushTicket next_ = 1;
   bool warned_compress_ = false;
 };

@@ -49,8 +49,8 @@ std::string ServiceLink::agent_where() const {
   return impl_->agent_where_pub;
 }
 
-Result<ServiceLink::Ticket> ServiceLink::post(uint64_t version, const Manifest& manifest, const uint8_t* data,
-                                              int slot, const l3::RankPlacement& place, int zstd_level) {
+Result<FlushTicket> ServiceLink::post(uint64_t version, const Manifest& manifest, const uint8_t* data,
+                                      int slot, const l3::RankPlacement& place, int zstd_level) {
   if (zstd_level < 0 || zstd_level > 19 || (zstd_level > 0 && (!place.recorded || place.shared)))
     return make_error(Code::ERR_INVALID_ARG, "ServiceLink::post: compression level %d for this placement",
                       zstd_level);
@@ -83,7 +83,7 @@ Result<ServiceLink::Ticket> ServiceLink::post(uint64_t version, const Manifest& 
 }
 
 // Under mu: an ended job's ticket is finished (the job leaves the table) and its outcome returned.
-Status ServiceLink::Impl::finish(Ticket ticket, bool* done) {
+Status ServiceLink::Impl::finish(FlushTicket ticket, bool* done) {
   auto it = jobs.find(ticket);
   *done = true;
   if (it == jobs.end())
@@ -97,12 +97,12 @@ Status ServiceLink::Impl::finish(Ticket ticket, bool* done) {
   return outcome;
 }
 
-Status ServiceLink::test(Ticket ticket, bool* done) {
+Status ServiceLink::test(FlushTicket ticket, bool* done) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->finish(ticket, done);
 }
 
-Status ServiceLink::wait(Ticket ticket, double timeout_s, bool* done) {
+Status ServiceLink::wait(FlushTicket ticket, double timeout_s, bool* done) {
   std::unique_lock<std::mutex> lock(impl_->mu);
   auto ended = [&] {
     auto it = impl_->jobs.find(ticket);
@@ -112,7 +112,7 @@ Status ServiceLink::wait(Ticket ticket, double timeout_s, bool* done) {
   return impl_->finish(ticket, done);
 }
 
-Status ServiceLink::cancel(Ticket ticket) {
+Status ServiceLink::cancel(FlushTicket ticket) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     auto it = impl_->jobs.find(ticket);

@@ -79,23 +79,22 @@ class ServiceLink {
   // exactly once; the ticket is unknown afterwards (ERR_INVALID_ARG, and done). Two differences, because
   // the service flusher that uses the link falls back to the embedded flusher: wait is bounded, and the
   // outcome is the service's alone (a failure here is where the fallback starts).
-  using Ticket = uint64_t;  // 0 is never one
   // Hand over one version. `data` (manifest.total_size bytes, the slot) stays untouched and readable until
   // the ticket is finished. zstd_level > 0: the agent stores the chunks compressed at that level (a
   // placement of the rank's own file, recorded). ERR_NOT_SUPPORTED when the service is not available.
-  Result<Ticket> post(uint64_t version, const Manifest& manifest, const uint8_t* data, int slot,
-                      const l3::RankPlacement& place, int zstd_level = 0);
+  Result<FlushTicket> post(uint64_t version, const Manifest& manifest, const uint8_t* data, int slot,
+                           const l3::RankPlacement& place, int zstd_level = 0);
   // Never blocks. *done false: still moving. *done true: finished, and the Status is the outcome: ok when
   // the agent said the rank's files are durable, else why the service gave it up (the agent failed it, no
   // agent said anything about it for timeout_s, the controller went, the link closed).
-  Status test(Ticket ticket, bool* done);
+  Status test(FlushTicket ticket, bool* done);
   // Block up to timeout_s for the ticket to finish; then as test.
-  Status wait(Ticket ticket, double timeout_s, bool* done);
+  Status wait(FlushTicket ticket, double timeout_s, bool* done);
   // Stop the version: tell the agent, revoke the slot's registration, and return once this process no
   // longer reads the slot (no write of it in flight; bounded, so that a wedged provider cannot hold the
   // pipeline). Finishes the ticket: ok if it had ended done anyway, else its outcome (ERR_CANCELLED when
   // this stopped it).
-  Status cancel(Ticket ticket);
+  Status cancel(FlushTicket ticket);
 
   // Restart from L3 through the agent (service_restore.cpp): the agent reads version `version` of this
   // rank from the prefix, verifies it and fi_writes each region's bytes into `targets` (registered here

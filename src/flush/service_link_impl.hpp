@@ -58,7 +58,7 @@ struct ServiceLink::Impl : ControllerClient::Listener {
   ControllerClient ctl{s, *this};
   AgentSession session{s, slots};
 
-  Status finish(Ticket ticket, bool* done);  // under mu
+  Status finish(FlushTicket ticket, bool* done);  // under mu
   void run();
   void notify(uint64_t n = 1);
   void set_available(bool avail, bool settle);
