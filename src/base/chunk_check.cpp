@@ -37,14 +37,14 @@ Status ChunkCheck::end() {
   CAIRN_TRY(status());
   const uint64_t got = XXH3_64bits_digest(state_->s);
   if (chunk_ < m_.chunk_hashes.size() && got == m_.chunk_hashes[chunk_]) return Status::ok();
-  return mismatch(got);
+  return mismatch(chunk_, got);
 }
 
-Status ChunkCheck::mismatch(uint64_t got) const {
-  const uint64_t a = chunk_ * m_.chunk_size, b = std::min<uint64_t>(a + m_.chunk_size, m_.total_size);
+Status ChunkCheck::mismatch(uint64_t chunk, uint64_t got) const {
+  const uint64_t a = chunk * m_.chunk_size, b = std::min<uint64_t>(a + m_.chunk_size, m_.total_size);
   return make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu) checksum mismatch: arrived with xxh3 %016llx, the manifest says %016llx",
-                    static_cast<ull>(chunk_), static_cast<ull>(a), static_cast<ull>(b ? b - 1 : 0), static_cast<ull>(got),
-                    static_cast<ull>(chunk_ < m_.chunk_hashes.size() ? m_.chunk_hashes[chunk_] : 0));
+                    static_cast<ull>(chunk), static_cast<ull>(a), static_cast<ull>(b ? b - 1 : 0), static_cast<ull>(got),
+                    static_cast<ull>(chunk < m_.chunk_hashes.size() ? m_.chunk_hashes[chunk] : 0));
 }
 
 Status ChunkCheck::feed(uint64_t offset, const uint8_t* bytes, uint64_t len) {
@@ -79,8 +79,7 @@ Status ChunkCheck::whole(uint64_t offset, const uint8_t* bytes, uint64_t len) {
     const uint64_t c = (offset + pos) / csize, take = std::min(csize, len - pos);
     const uint64_t got = XXH3_64bits(bytes + pos, static_cast<size_t>(take));
     if (c < m_.chunk_hashes.size() && got == m_.chunk_hashes[c]) continue;
-    chunk_ = c;
-    return mismatch(got);
+    return mismatch(c, got);
   }
   return Status::ok();
 }

@@ -38,11 +38,11 @@ class ChunkCheck {
 
   // Whole chunks at any place of the stream, in any order (a node move's pieces): bytes [offset, offset +
   // len) must start on a chunk and end on one or at the stream's end (else ERR_INVALID_ARG); each chunk
-  // is compared as end() does. Independent of feed()'s position.
+  // is compared as end() does. Independent of feed()'s position and of a chunk begun with begin().
   Status whole(uint64_t offset, const uint8_t* bytes, uint64_t len);
 
  private:
-  Status mismatch(uint64_t got) const;  // chunk_'s
+  Status mismatch(uint64_t chunk, uint64_t got) const;
   const Manifest& m_;
   struct State;
   std::unique_ptr<State> state_;

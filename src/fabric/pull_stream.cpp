@@ -29,7 +29,6 @@ Status PullStream::issue(const std::function<std::optional<uint32_t>(uint64_t le
     if (!b) break;
     reading_[*b] = Piece{next_range_, next_offset_, len, *b};
     RmaQueue::Transfer t;
-    t.kind = RmaQueue::Kind::read;
     t.local = pool_.data(*b);
     t.len = len;
     t.desc = pool_.desc();
