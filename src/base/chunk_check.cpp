@@ -1,6 +1,7 @@
 #include "base/chunk_check.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include "base/xxh.hpp"
 
@@ -14,26 +15,27 @@ struct ChunkCheck::State {
   ~State() { XXH3_freeState(s); }
 };
 
-ChunkCheck::ChunkCheck(const Manifest& m) : m_(m), state_(std::make_unique<State>()) {
-  if (state_->s) XXH3_64bits_reset(state_->s);
-}
+ChunkCheck::ChunkCheck(const Manifest& m) : m_(m) {}
 
 ChunkCheck::~ChunkCheck() = default;
 
 Status ChunkCheck::status() const {
-  return state_->s ? Status::ok() : make_error(Code::ERR_NO_MEMORY, "xxh3: cannot create a hash state");
+  if (!state_ || state_->s) return Status::ok();
+  return make_error(Code::ERR_NO_MEMORY, "xxh3: cannot create a hash state");
 }
 
 void ChunkCheck::begin(uint64_t chunk) {
   chunk_ = chunk;
+  if (!state_) state_ = std::make_unique<State>();  // the first chunk: whole() never needs one
   if (state_->s) XXH3_64bits_reset(state_->s);
 }
 
 void ChunkCheck::add(const uint8_t* bytes, uint64_t len) {
-  if (state_->s) XXH3_64bits_update(state_->s, bytes, static_cast<size_t>(len));
+  if (state_ && state_->s) XXH3_64bits_update(state_->s, bytes, static_cast<size_t>(len));
 }
 
 Status ChunkCheck::end() {
+  if (!state_) return make_error(Code::ERR_INTERNAL, "chunk check: end() without begin()");
   CAIRN_TRY(status());
   const uint64_t got = XXH3_64bits_digest(state_->s);
   if (chunk_ < m_.chunk_hashes.size() && got == m_.chunk_hashes[chunk_]) return Status::ok();
@@ -42,13 +44,14 @@ Status ChunkCheck::end() {
 
 Status ChunkCheck::mismatch(uint64_t chunk, uint64_t got) const {
   const uint64_t a = chunk * m_.chunk_size, b = std::min<uint64_t>(a + m_.chunk_size, m_.total_size);
-  return make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu) checksum mismatch: arrived with xxh3 %016llx, the manifest says %016llx",
-                    static_cast<ull>(chunk), static_cast<ull>(a), static_cast<ull>(b ? b - 1 : 0), static_cast<ull>(got),
-                    static_cast<ull>(chunk < m_.chunk_hashes.size() ? m_.chunk_hashes[chunk] : 0));
+  const std::string where = m_.regions.empty() ? std::string() : ", " + regions_in(m_.regions, a, b);
+  return make_error(Code::ERR_CORRUPT,
+                    "chunk %llu (bytes %llu..%llu%s) checksum mismatch: arrived with xxh3 %016llx, the manifest says %016llx",
+                    static_cast<ull>(chunk), static_cast<ull>(a), static_cast<ull>(b ? b - 1 : 0), where.c_str(),
+                    static_cast<ull>(got), static_cast<ull>(chunk < m_.chunk_hashes.size() ? m_.chunk_hashes[chunk] : 0));
 }
 
 Status ChunkCheck::feed(uint64_t offset, const uint8_t* bytes, uint64_t len) {
-  CAIRN_TRY(status());
   if (offset != fed_)
     return make_error(Code::ERR_INTERNAL, "chunk at byte %llu arrived out of order (expected byte %llu)",
                       static_cast<ull>(offset), static_cast<ull>(fed_));
@@ -58,6 +61,7 @@ Status ChunkCheck::feed(uint64_t offset, const uint8_t* bytes, uint64_t len) {
   if (csize == 0) return make_error(Code::ERR_CORRUPT, "the manifest's chunk size is 0");
   for (uint64_t pos = 0; pos < len;) {
     if (fed_ % csize == 0) begin(fed_ / csize);
+    CAIRN_TRY(status());
     const uint64_t take = std::min<uint64_t>(len - pos, csize - fed_ % csize);
     add(bytes + pos, take);
     pos += take;
@@ -67,7 +71,7 @@ Status ChunkCheck::feed(uint64_t offset, const uint8_t* bytes, uint64_t len) {
   return Status::ok();
 }
 
-Status ChunkCheck::whole(uint64_t offset, const uint8_t* bytes, uint64_t len) {
+Status ChunkCheck::whole(uint64_t offset, const uint8_t* bytes, uint64_t len) const {
   const uint64_t csize = m_.chunk_size;
   if (csize == 0) return make_error(Code::ERR_CORRUPT, "the manifest's chunk size is 0");
   if (offset > m_.total_size || len > m_.total_size - offset || offset % csize != 0 ||

@@ -1,7 +1,10 @@
-// The one check of a snapshot stream's bytes against its manifest's chunk hashes while they arrive: every
-// reader and receiver of a stream (the restart's readers, the reshaper's stream, the service agent's
-// verify stage, a node move's writer) feeds the bytes of a checksum chunk as they land, while they are
-// still in the CPU cache, and learns at the chunk's last byte whether its xxh3 is the manifest's.
+// The one check of a snapshot stream's bytes against its manifest's chunk hashes: every reader and
+// receiver of a stream (the restart's readers, the reshaper's stream, the service agent's verify stage, a
+// node move's writer) feeds the bytes of a checksum chunk as they land, while they are still in the CPU
+// cache, and learns at the chunk's last byte whether its xxh3 is the manifest's; a stream already in
+// memory (verify_stream, the device restart's staging) is checked by whole chunks. A mismatch is
+// ERR_CORRUPT "chunk C (bytes A..B, REGIONS) checksum mismatch: arrived with xxh3 X, the manifest says
+// Y", the regions named (base/manifest.hpp regions_in) when the manifest describes any.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +17,9 @@ namespace cairn {
 
 class ChunkCheck {
  public:
-  // For the chunks of `m` (its chunk table already checked: check_chunk_table); status() is
-  // ERR_NO_MEMORY when no hash state could be made, and every call then returns it.
+  // For the chunks of `m` (its chunk table already checked: check_chunk_table), which must outlive the
+  // check. status() is ERR_NO_MEMORY when begin() or feed() could not make a hash state; every call of
+  // theirs then returns it.
   explicit ChunkCheck(const Manifest& m);
   ~ChunkCheck();
   ChunkCheck(const ChunkCheck&) = delete;
@@ -23,8 +27,7 @@ class ChunkCheck {
   Status status() const;
 
   // One chunk whose bytes come in pieces, in order: begin(c), add() each piece, then end(), which
-  // compares the digest: ERR_CORRUPT "chunk C (bytes A..B) checksum mismatch: arrived with xxh3 X, the
-  // manifest says Y" on a mismatch.
+  // compares the digest.
   void begin(uint64_t chunk);
   void add(const uint8_t* bytes, uint64_t len);
   Status end();
@@ -38,8 +41,9 @@ class ChunkCheck {
 
   // Whole chunks at any place of the stream, in any order (a node move's pieces): bytes [offset, offset +
   // len) must start on a chunk and end on one or at the stream's end (else ERR_INVALID_ARG); each chunk
-  // is compared as end() does. Independent of feed()'s position and of a chunk begun with begin().
-  Status whole(uint64_t offset, const uint8_t* bytes, uint64_t len);
+  // is compared as end() does. Independent of feed()'s position and of a chunk begun with begin(), and
+  // safe to call from several threads at once.
+  Status whole(uint64_t offset, const uint8_t* bytes, uint64_t len) const;
 
  private:
   Status mismatch(uint64_t chunk, uint64_t got) const;

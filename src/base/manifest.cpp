@@ -8,6 +8,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "base/chunk_check.hpp"
 #include "base/xxh.hpp"
 
 namespace cairn {
@@ -358,25 +359,6 @@ Result<Manifest> decode_v1(const uint8_t* p, size_t len) {
   return m;
 }
 
-// "region 'grid'", "region 'a', file 'out.h5'": the regions that share a byte with [begin, end).
-std::string regions_in(const Manifest& m, uint64_t begin, uint64_t end) {
-  constexpr int kMaxNamed = 3;
-  std::string s;
-  int named = 0, more = 0;
-  for (const RegionEntry& r : m.regions) {
-    if (r.size == 0 || r.offset >= end || r.offset + r.size <= begin) continue;
-    if (named == kMaxNamed) {
-      ++more;
-      continue;
-    }
-    if (named++ > 0) s += ", ";
-    s += (r.kind == RegionKind::file ? "file '" : "region '") + printable(r.name) + "'";
-  }
-  if (named == 0) return "no region";
-  if (more > 0) s += " and " + std::to_string(more) + " more";
-  return s;
-}
-
 }  // namespace
 
 std::string encode_manifest(const Manifest& m) {
@@ -487,6 +469,24 @@ Result<uint64_t> check_chunk_table(const Manifest& m) {
   return expected;
 }
 
+std::string regions_in(const std::vector<RegionEntry>& regions, uint64_t begin, uint64_t end) {
+  constexpr int kMaxNamed = 3;
+  std::string s;
+  int named = 0, more = 0;
+  for (const RegionEntry& r : regions) {
+    if (r.size == 0 || r.offset >= end || r.offset + r.size <= begin) continue;
+    if (named == kMaxNamed) {
+      ++more;
+      continue;
+    }
+    if (named++ > 0) s += ", ";
+    s += (r.kind == RegionKind::file ? "file '" : "region '") + printable(r.name) + "'";
+  }
+  if (named == 0) return "no region";
+  if (more > 0) s += " and " + std::to_string(more) + " more";
+  return s;
+}
+
 Status verify_stream(const Manifest& m, const void* data, uint64_t len) {
   if (data == nullptr && len > 0) {
     return make_error(Code::ERR_INVALID_ARG, "verify_stream: null data with length %llu",
@@ -497,18 +497,10 @@ Status verify_stream(const Manifest& m, const void* data, uint64_t len) {
                       len < m.total_size ? "truncated" : "too long", static_cast<ull>(len),
                       static_cast<ull>(m.total_size));
   }
-  CAIRN_ASSIGN_OR_RETURN(expected, check_chunk_table(m));
-  const auto* p = static_cast<const uint8_t*>(data);
-  for (uint64_t i = 0; i < expected; ++i) {
-    const uint64_t begin = i * m.chunk_size;
-    const uint64_t end = std::min<uint64_t>(begin + m.chunk_size, len);
-    if (XXH3_64bits(p + begin, end - begin) != m.chunk_hashes[i]) {
-      return make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu, %s) checksum mismatch",
-                        static_cast<ull>(i), static_cast<ull>(begin), static_cast<ull>(end - 1),
-                        regions_in(m, begin, end).c_str());
-    }
-  }
-  return Status::ok();
+  CAIRN_TRY(check_chunk_table(m).status());
+  if (len == 0) return Status::ok();
+  const ChunkCheck check(m);
+  return check.whole(0, static_cast<const uint8_t*>(data), len);
 }
 
 }  // namespace cairn

@@ -49,10 +49,14 @@ Result<Manifest> decode_manifest(const void* data, size_t len);
 
 // xxh3-64 of every chunk_size piece of [data, data + len).
 std::vector<uint64_t> chunk_hashes(const void* data, uint64_t len, uint32_t chunk_size);
+// "region 'grid'", "region 'a', file 'out.h5'": the regions that share a byte with [begin, end), the
+// first three by name ("... and 2 more"); "no region" when none does.
+std::string regions_in(const std::vector<RegionEntry>& regions, uint64_t begin, uint64_t end);
 // The number of chunks of the manifest's stream, once its chunk table fits it (a chunk size for a
 // non-empty stream, one checksum per chunk_size piece of total_size bytes); ERR_CORRUPT otherwise.
 Result<uint64_t> check_chunk_table(const Manifest& m);
-// Check a stream against the manifest; the message names the first bad chunk and its region.
+// Check a stream against the manifest (ChunkCheck::whole over all of it); the message names the first bad
+// chunk and its regions.
 Status verify_stream(const Manifest& m, const void* data, uint64_t len);
 
 }  // namespace cairn

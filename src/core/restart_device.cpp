@@ -209,7 +209,7 @@ Status Runtime::read_slot_into_device(const L1Record& rec, double* seconds) {
   Status st = Status::ok();
   if (!host.empty()) st = read_verified_ranges(m, host, copy_source(slot->data()));
   if (st.is_ok() && !dev.empty())
-    st = device_snapshot_->restore_verified(ctx, slot->data(), m.total_size, m.chunk_size, m.chunk_hashes, dev);
+    st = device_snapshot_->restore_verified(ctx, slot->data(), m, dev);
   *seconds = now_seconds() - t0;
   if (st.is_ok()) device_direct_version_ = m.version;
   return st.prefixed(path);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/chunk_check.hpp"
 #include "base/clock.hpp"
 #include "base/log.hpp"
 #include "base/xxh.hpp"
@@ -336,13 +337,12 @@ Status DeviceSnapshotter::copy_to_device(void* ctx, void* dst, const void* src, 
   return driver_->check(a.cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
-Status DeviceSnapshotter::restore_verified(void* ctx, const uint8_t* stream, uint64_t total, uint32_t chunk_size,
-                                           const std::vector<uint64_t>& hashes,
+Status DeviceSnapshotter::restore_verified(void* ctx, const uint8_t* stream, const Manifest& m,
                                            const std::vector<DeviceExtent>& extents) {
   if (in_flight_) (void)complete();
   CAIRN_TRY(setup(static_cast<CUcontext>(ctx)));
-  if (chunk_size == 0 || hashes.size() != (total + chunk_size - 1) / chunk_size)
-    return make_error(Code::ERR_CORRUPT, "the manifest's chunk table does not fit its stream");
+  CAIRN_TRY(check_chunk_table(m).status());
+  const uint64_t total = m.total_size, chunk_size = m.chunk_size;
   uint64_t step = std::max<uint64_t>(chunk_size, CopyOptions::kRestorePiece / chunk_size * chunk_size);
   struct Work {
     uint64_t begin, end;
@@ -357,6 +357,7 @@ Status DeviceSnapshotter::restore_verified(void* ctx, const uint8_t* stream, uin
       b = e;
     }
   }
+  const ChunkCheck check(m);
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
   std::mutex mu;
@@ -370,13 +371,10 @@ Status DeviceSnapshotter::restore_verified(void* ctx, const uint8_t* stream, uin
     if (Status st = make_current(*driver_, ctx_); !st.is_ok()) return note(st);
     for (size_t i; !stop && (i = next.fetch_add(1)) < work.size();) {
       const Work& w = work[i];
-      for (uint64_t c = w.begin / chunk_size; c * chunk_size < w.end; ++c) {
-        uint64_t cb = c * chunk_size, ce = std::min<uint64_t>(cb + chunk_size, total);
-        if (XXH3_64bits(stream + cb, ce - cb) != hashes[c])
-          return note(make_error(Code::ERR_CORRUPT, "chunk %llu (bytes %llu..%llu) fails its checksum",
-                                 static_cast<unsigned long long>(c), static_cast<unsigned long long>(cb),
-                                 static_cast<unsigned long long>(ce)));
-      }
+      // The whole chunks the piece touches (a chunk two pieces share is checked by both).
+      const uint64_t cb = w.begin / chunk_size * chunk_size;
+      const uint64_t ce = std::min<uint64_t>((w.end + chunk_size - 1) / chunk_size * chunk_size, total);
+      if (Status st = check.whole(cb, stream + cb, ce - cb); !st.is_ok()) return note(st);
       const auto dst = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(w.ext->dst)) + (w.begin - w.ext->offset);
       Status st = driver_->check(driver_->api().cuMemcpyHtoDAsync(dst, stream + w.begin, w.end - w.begin, stream_),
                                  "cuMemcpyHtoDAsync");

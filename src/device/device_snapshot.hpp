@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/manifest.hpp"
 #include "cache/snapshot.hpp"
 #include "device/driver.hpp"
 
@@ -84,12 +85,13 @@ class DeviceSnapshotter final : public Snapshotter {
     uint64_t offset = 0, size = 0;
     void* dst = nullptr;
   };
-  // The restart from L1 into device memory: the extents' checksum chunks are verified against `hashes` on
-  // device_hash_threads threads, piece by piece, and each piece is copied into the device once its chunks
-  // verified (from pinned memory when the slot was pinned by this process's checkpoints). ERR_CORRUPT names
-  // the first chunk that fails; the device buffers may then hold verified pieces of the version.
-  Status restore_verified(void* ctx, const uint8_t* stream, uint64_t total, uint32_t chunk_size,
-                          const std::vector<uint64_t>& hashes, const std::vector<DeviceExtent>& extents);
+  // The restart from L1 into device memory: the extents' checksum chunks are verified against the
+  // manifest's (base/chunk_check) on device_hash_threads threads, piece by piece, and each piece is copied
+  // into the device once its chunks verified (from pinned memory when the slot was pinned by this
+  // process's checkpoints). ERR_CORRUPT names the first chunk that fails; the device buffers may then hold
+  // verified pieces of the version.
+  Status restore_verified(void* ctx, const uint8_t* stream, const Manifest& m,
+                          const std::vector<DeviceExtent>& extents);
 
  private:
   struct Piece {

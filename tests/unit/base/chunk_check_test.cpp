@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "base/chunk_check.hpp"
@@ -92,6 +93,44 @@ TEST(ChunkCheck, WholeChunksInAnyOrderAndOnlyWholeOnes) {
   Status st = check.whole(0, bytes.data(), 8192);
   EXPECT_EQ(st.code(), Code::ERR_CORRUPT);
   EXPECT_NE(st.message().find("chunk 1 (bytes 4096..8191) checksum mismatch"), std::string::npos) << st.message();
+}
+
+TEST(ChunkCheck, NamesTheRegionsOfTheChunkWhenTheManifestHasAny) {
+  auto bytes = stream(10000);
+  Manifest m = manifest_of(bytes, 4096);
+  m.regions = {{"grid", RegionKind::memory, 0, 8, 500, 0, 4000, 0, {}},
+               {"out/a.h5", RegionKind::file, 0, 1, 100, 4090, 100, 0, {}}};
+  bytes[4100] ^= 1;  // chunk 1: the file's tail
+  ChunkCheck check(m);
+  Status st = check.whole(0, bytes.data(), bytes.size());
+  EXPECT_NE(st.message().find("chunk 1 (bytes 4096..8191, file 'out/a.h5') checksum mismatch: arrived with xxh3 "),
+            std::string::npos) << st.message();
+  bytes[4100] ^= 1;
+  bytes[9999] ^= 1;  // chunk 2: no region's byte
+  check.begin(2);
+  check.add(bytes.data() + 8192, 1808);
+  st = check.end();
+  EXPECT_NE(st.message().find("chunk 2 (bytes 8192..9999, no region) checksum mismatch"), std::string::npos)
+      << st.message();
+}
+
+TEST(ChunkCheck, WholeChunksFromSeveralThreadsAtOnce) {  // as the device restart's hashing threads
+  auto bytes = stream(64 * 4096 + 5);
+  const Manifest m = manifest_of(bytes, 4096);
+  const ChunkCheck check(m);
+  bytes[37 * 4096 + 9] ^= 1;
+  std::vector<Status> got(4, Status::ok());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)  // each a quarter: 16 chunks, the last one with the short tail
+    threads.emplace_back([&, t] {
+      const uint64_t a = t * 16 * 4096, b = t == 3 ? bytes.size() : a + 16 * 4096;
+      got[t] = check.whole(a, bytes.data() + a, b - a);
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_TRUE(got[0].is_ok() && got[1].is_ok() && got[3].is_ok());
+  EXPECT_EQ(got[2].code(), Code::ERR_CORRUPT);
+  EXPECT_NE(got[2].message().find("chunk 37 (bytes 151552..155647) checksum mismatch"), std::string::npos)
+      << got[2].message();
 }
 
 }  // namespace

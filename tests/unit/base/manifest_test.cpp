@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -578,6 +580,15 @@ TEST(ManifestChunks, OnePerChunkTheLastOneShort) {
   EXPECT_EQ(chunk_hashes(s.data(), s.size(), 5000).size(), 1u);
 }
 
+// ": arrived with xxh3 X, the manifest says Y" for chunk `c` of the stream `s` that `m` describes.
+std::string both_hashes(const Manifest& m, const std::vector<uint8_t>& s, uint64_t c) {
+  char text[96];
+  snprintf(text, sizeof text, ": arrived with xxh3 %016llx, the manifest says %016llx",
+           static_cast<unsigned long long>(chunk_hashes(s.data(), s.size(), m.chunk_size)[c]),
+           static_cast<unsigned long long>(m.chunk_hashes[c]));
+  return text;
+}
+
 TEST(ManifestVerify, IntactStreamPasses) {
   const auto& s = typical_stream();
   EXPECT_TRUE(verify_stream(typical_manifest(s), s.data(), s.size()).is_ok());
@@ -603,7 +614,7 @@ TEST(ManifestVerify, FlippedByteNamesChunkAndRegion) {
     s[c.at] ^= 0x04;
     Status st = verify_stream(m, s.data(), s.size());
     EXPECT_EQ(st.code(), Code::ERR_CORRUPT);
-    EXPECT_EQ(st.message(), c.message);
+    EXPECT_EQ(st.message(), c.message + both_hashes(m, s, c.at / m.chunk_size));
   }
 }
 
@@ -612,12 +623,26 @@ TEST(ManifestVerify, PaddingIsCheckedToo) {
   std::vector<uint8_t> s = golden_stream();
   s[133] ^= 1;  // padding between 'step' and 'out/field.h5'
   Status st = verify_stream(m, s.data(), s.size());
-  EXPECT_EQ(st.message(),
-            "chunk 2 (bytes 128..191, region 'step', file 'out/field.h5') checksum mismatch");
+  EXPECT_EQ(st.message(), "chunk 2 (bytes 128..191, region 'step', file 'out/field.h5') checksum mismatch" +
+                              both_hashes(m, s, 2));
+  // A chunk of padding alone, in a manifest with regions, is in none; a manifest without regions names none.
+  s[133] ^= 1;
+  s[m.total_size - 1] ^= 1;
+  const uint64_t last = m.chunk_hashes.size() - 1;
+  const uint64_t a = last * m.chunk_size;
+  Manifest padding_only = m;
+  padding_only.regions.erase(std::remove_if(padding_only.regions.begin(), padding_only.regions.end(),
+                                            [&](const RegionEntry& r) { return r.offset + r.size > a; }),
+                             padding_only.regions.end());
+  ASSERT_LT(padding_only.regions.size(), m.regions.size());
+  EXPECT_EQ(verify_stream(padding_only, s.data(), s.size()).message(),
+            "chunk " + std::to_string(last) + " (bytes " + std::to_string(a) + ".." + std::to_string(m.total_size - 1) +
+                ", no region) checksum mismatch" + both_hashes(m, s, last));
   Manifest bare = m;
   bare.regions.clear();
   EXPECT_EQ(verify_stream(bare, s.data(), s.size()).message(),
-            "chunk 2 (bytes 128..191, no region) checksum mismatch");
+            "chunk " + std::to_string(last) + " (bytes " + std::to_string(a) + ".." + std::to_string(m.total_size - 1) +
+                ") checksum mismatch" + both_hashes(m, s, last));
 }
 
 TEST(ManifestVerify, WrongLengthIsCorrupt) {

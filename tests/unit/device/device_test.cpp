@@ -290,7 +290,10 @@ TEST(DeviceSnapshot, RestoreVerifiedCopiesVerifiedPiecesAndNamesADamagedChunk) {
   constexpr uint32_t kChunk = 1 << 20;
   const uint64_t a_size = 3 * CopyOptions::kRestorePiece + 12345, b_size = 5 * kChunk;
   std::vector<uint8_t> stream = pattern(a_size + b_size, 21);
-  std::vector<uint64_t> hashes;
+  Manifest m;
+  m.total_size = stream.size();
+  m.chunk_size = kChunk;
+  std::vector<uint64_t>& hashes = m.chunk_hashes;
   for (uint64_t b = 0; b < stream.size(); b += kChunk)
     hashes.push_back(XXH3_64bits(stream.data() + b, std::min<uint64_t>(kChunk, stream.size() - b)));
   std::vector<uint8_t> zero_a(a_size, 0), zero_b(b_size, 0);
@@ -302,20 +305,20 @@ TEST(DeviceSnapshot, RestoreVerifiedCopiesVerifiedPiecesAndNamesADamagedChunk) {
       {a_size, b_size, reinterpret_cast<void*>(static_cast<uintptr_t>(b))}};
   {
     CopyDelay slow("3000");
-    Status st = s.restore_verified(ctx, stream.data(), stream.size(), kChunk, hashes, extents);
+    Status st = s.restore_verified(ctx, stream.data(), m, extents);
     ASSERT_TRUE(st.is_ok()) << st.message();
   }
   EXPECT_EQ(read_device(d, a, a_size), std::vector<uint8_t>(stream.begin(), stream.begin() + a_size));
   EXPECT_EQ(read_device(d, b, b_size), std::vector<uint8_t>(stream.begin() + a_size, stream.end()));
   // One flipped byte in chunk 40 (in region a's last piece): ERR_CORRUPT naming it.
   stream[40ull * kChunk + 7] ^= 0x10;
-  Status st = s.restore_verified(ctx, stream.data(), stream.size(), kChunk, hashes, extents);
+  Status st = s.restore_verified(ctx, stream.data(), m, extents);
   ASSERT_FALSE(st.is_ok());
   EXPECT_EQ(st.code(), Code::ERR_CORRUPT);
   EXPECT_NE(st.message().find("chunk 40 "), std::string::npos) << st.message();
   // A chunk table that does not fit the stream is refused before anything is copied.
   hashes.pop_back();
-  EXPECT_EQ(s.restore_verified(ctx, stream.data(), stream.size(), kChunk, hashes, extents).code(), Code::ERR_CORRUPT);
+  EXPECT_EQ(s.restore_verified(ctx, stream.data(), m, extents).code(), Code::ERR_CORRUPT);
   (void)d.api().cuMemFree(a);
   (void)d.api().cuMemFree(b);
 }
