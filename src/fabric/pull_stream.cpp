@@ -35,7 +35,7 @@ Status PullStream::issue(const std::function<std::optional<uint32_t>(uint64_t le
     t.peer = r.peer;
     t.remote_addr = r.addr + next_offset_;
     t.key = r.key;
-    t.piece = rma_len_;
+    t.max_op = rma_len_;
     t.tag = tag_base_ + *b;
     rma_.add(t);
     next_offset_ += len;

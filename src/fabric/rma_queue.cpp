@@ -9,9 +9,9 @@ namespace cairn::fabric {
 
 RmaQueue::RmaQueue(Endpoint& ep, size_t max_in_flight) : ep_(ep), max_in_flight_(std::max<size_t>(max_in_flight, 1)) {}
 
-std::unique_ptr<RmaQueue::Piece> RmaQueue::take_piece() {
-  if (free_.empty()) return std::make_unique<Piece>();
-  std::unique_ptr<Piece> p = std::move(free_.back());
+std::unique_ptr<RmaQueue::Op> RmaQueue::take_op() {
+  if (free_.empty()) return std::make_unique<Op>();
+  std::unique_ptr<Op> p = std::move(free_.back());
   free_.pop_back();
   return p;
 }
@@ -24,27 +24,27 @@ void RmaQueue::add(const Transfer& t) {
   const uint64_t id = next_++;
   Open& o = open_[id];
   o.t = t;
-  const uint64_t piece = t.piece ? t.piece : t.len;
-  for (uint64_t off = 0; off < t.len; off += piece) {
-    std::unique_ptr<Piece> p = take_piece();
+  const uint64_t most = t.max_op ? t.max_op : t.len;
+  for (uint64_t off = 0; off < t.len; off += most) {
+    std::unique_ptr<Op> p = take_op();
     p->transfer = id;
     p->offset = off;
-    p->len = std::min(piece, t.len - off);
+    p->len = std::min(most, t.len - off);
     unposted_.push_back(std::move(p));
-    ++o.pieces_left;
+    ++o.ops_left;
   }
 }
 
-void RmaQueue::piece_ended(Piece* p, const Status& st, std::vector<Done>* done) {
+void RmaQueue::op_ended(Op* p, const Status& st, std::vector<Done>* done) {
   auto it = open_.find(p->transfer);
-  if (it == open_.end()) return;  // cannot happen: a transfer is open until its last piece ended
+  if (it == open_.end()) return;  // cannot happen: a transfer is open until its last operation ended
   Open& o = it->second;
-  --o.pieces_left;
+  --o.ops_left;
   if (!st.is_ok() && !o.reported) {
     o.reported = true;
     done->push_back({o.t.tag, st});
   }
-  if (o.pieces_left == 0) {
+  if (o.ops_left == 0) {
     if (!o.reported) done->push_back({o.t.tag, Status::ok()});
     open_.erase(it);
   }
@@ -52,11 +52,11 @@ void RmaQueue::piece_ended(Piece* p, const Status& st, std::vector<Done>* done) 
 
 Status RmaQueue::post() {
   while (!unposted_.empty() && in_flight_ < max_in_flight_) {
-    Piece* p = unposted_.front().get();
+    Op* p = unposted_.front().get();
     auto it = open_.find(p->transfer);
     if (it == open_.end() || it->second.reported) {  // its transfer failed: never posted
       std::vector<Done> none;
-      piece_ended(p, Status::ok(), &none);
+      op_ended(p, Status::ok(), &none);
       free_.push_back(std::move(unposted_.front()));
       unposted_.pop_front();
       continue;
@@ -68,7 +68,7 @@ Status RmaQueue::post() {
                     : ep_.write(t.local + p->offset, p->len, t.desc, t.peer, t.remote_addr + p->offset, t.key, p,
                                 &posted);
     if (!st.is_ok()) {
-      piece_ended(p, st, &ended_);
+      op_ended(p, st, &ended_);
       free_.push_back(std::move(unposted_.front()));
       unposted_.pop_front();
       return st;
@@ -90,24 +90,24 @@ Result<int> RmaQueue::poll(std::vector<Done>* done) {
   Completion c[64];
   CAIRN_ASSIGN_OR_RETURN(n, ep_.poll(c, 64));
   for (int i = 0; i < n; ++i) {
-    std::unique_ptr<Piece> p(static_cast<Piece*>(c[i].op));
+    std::unique_ptr<Op> p(static_cast<Op*>(c[i].op));
     --in_flight_;
-    piece_ended(p.get(), c[i].status, done);
+    op_ended(p.get(), c[i].status, done);
     free_.push_back(std::move(p));
   }
   return n;
 }
 
 void RmaQueue::drop_unposted(std::vector<uint64_t>* dropped, const std::function<bool(uint64_t tag)>& which) {
-  std::deque<std::unique_ptr<Piece>> keep;
+  std::deque<std::unique_ptr<Op>> keep;
   for (auto& p : unposted_) {
     auto it = open_.find(p->transfer);
     if (it != open_.end() && it->second.posted == 0 && !it->second.reported && (!which || which(it->second.t.tag))) {
       dropped->push_back(it->second.t.tag);
-      it->second.reported = true;  // its other unposted pieces are dropped below, silently
+      it->second.reported = true;  // its other unposted operations are dropped below, silently
     }
     if (it != open_.end() && it->second.reported) {
-      if (--it->second.pieces_left == 0) open_.erase(it);
+      if (--it->second.ops_left == 0) open_.erase(it);
       free_.push_back(std::move(p));
     } else {
       keep.push_back(std::move(p));

@@ -32,7 +32,7 @@ Status write_all(fabric::RmaQueue& rma, const uint8_t* buf, uint64_t len, void* 
   t.peer = peer;
   t.remote_addr = addr;
   t.key = key;
-  t.piece = piece;
+  t.max_op = piece;
   rma.add(t);
   std::vector<fabric::RmaQueue::Done> done;
   double last = wire::monotonic_seconds();

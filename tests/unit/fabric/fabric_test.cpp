@@ -142,7 +142,7 @@ TEST(RmaQueue, ReadsAndWritesInPiecesEachToldOnceWhole) {
     t.peer = *peer;
     t.remote_addr = (*smr)->remote_base() + i * (1 << 20);
     t.key = (*smr)->key();
-    t.piece = pieces[i];
+    t.max_op = pieces[i];
     t.tag = 10 + i;
     q.add(t);
   }
@@ -170,7 +170,7 @@ TEST(RmaQueue, ReadsAndWritesInPiecesEachToldOnceWhole) {
   w.peer = *peer;
   w.remote_addr = (*smr)->remote_base() + 4096;
   w.key = (*smr)->key();
-  w.piece = 256 << 10;
+  w.max_op = 256 << 10;
   w.tag = 7;
   q.add(w);
   done = run_queue(q, *b, 1);
@@ -198,7 +198,7 @@ TEST(RmaQueue, AFailedTransferIsToldOnceAndUnpostedOnesAreDropped) {
   t.peer = *peer;
   t.remote_addr = base;
   t.key = key;
-  t.piece = 64 << 10;  // 8 pieces, at most 2 in flight
+  t.max_op = 64 << 10;  // 8 pieces, at most 2 in flight
   t.tag = 1;
   q.add(t);
   auto done = run_queue(q, *b, 1);
