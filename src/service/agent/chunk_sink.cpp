@@ -57,6 +57,7 @@ void ChunkSink::cancel(uint64_t transfer) {
 }
 
 std::vector<ChunkSink::Event> ChunkSink::test() { return pipe_.test(); }
+std::vector<ChunkSink::Event> ChunkSink::wait() { return pipe_.wait(); }
 
 void ChunkSink::run() {
   while (auto it = pipe_.take()) handle(*it);

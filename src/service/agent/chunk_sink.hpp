@@ -6,8 +6,10 @@
 // each stage finishes in chain order (write: fsync, where-record, manifest last). A chunk's buffer is
 // handed back as soon as every stage has it, so the pool refills while the file system writes.
 //
-// Used from the agent's loop thread: begin(), chunk() in stream order, end() or cancel(); the outcomes
-// and the freed buffers come back through test(), signalled on event_fd(). Between the two threads
+// Used from the agent's loop thread, in the lifecycle of the flushers and the pipe: begin(), chunk() in
+// stream order and end() post, cancel() gives a transfer up; the outcomes and the freed buffers come back
+// through test(), which does not wait, or wait(), which does. The agent's loop waits in poll(2) on
+// event_fd() beside its sockets and the fabric, and then takes them with test(). Between the two threads
 // is the one bounded pipe (base/pipe.hpp): items down, events up.
 #pragma once
 
@@ -48,8 +50,10 @@ class ChunkSink {
   void end(uint64_t transfer);
   // Give up: queued chunks come back as freed buffers unwritten, partial files are removed.
   void cancel(uint64_t transfer);
-  // What happened since the last call (freed buffers, transfers finished or failed); does not wait.
+  // What happened since the last call (freed buffers, transfers finished or failed), oldest first:
+  // test() does not wait; wait() waits for at least one event.
   std::vector<Event> test();
+  std::vector<Event> wait();
 
  private:
   struct Item {

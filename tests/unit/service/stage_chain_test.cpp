@@ -4,7 +4,6 @@
 // chunk failing its checksum leaves nothing behind, and a plugin (tests/plugins/second_copy.c, a real
 // shared object) sees the verified stream.
 #include <gtest/gtest.h>
-#include <poll.h>
 
 #include <random>
 
@@ -111,9 +110,7 @@ class ChainAtWork : public ::testing::Test {
     sink.end(1);
     uint32_t freed = 0;
     for (;;) {
-      pollfd p{sink.event_fd(), POLLIN, 0};
-      poll(&p, 1, 10000);
-      for (const auto& e : sink.test()) {
+      for (const auto& e : sink.wait()) {
         if (e.kind == ChunkSink::Event::buffer_free) ++freed;
         if (e.kind == ChunkSink::Event::finished) {
           EXPECT_EQ(freed, n);
