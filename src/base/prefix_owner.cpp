@@ -255,6 +255,14 @@ void PrefixLease::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool release_for_run(const std::string& owner_path, const std::string& run_id) {
+  if (run_id.empty()) return false;
+  auto text = fs::read_file(owner_path);
+  auto cur = text ? decode_holder(*text) : Result<PrefixHolder>(text.status());
+  if (!cur || cur->run != run_id) return false;
+  return fs::remove_file(owner_path).is_ok();
+}
+
 void PrefixLease::release() {
   stop();
   if (path_.empty()) return;

@@ -81,6 +81,12 @@ IdentityDecision decide_identity(const std::optional<PrefixIdentity>& recorded, 
 // Whether process `pid` runs on this host.
 bool process_alive(int64_t pid);
 
+// For `cairn run` once its job has ended for good (every attempt over, none of its ranks running): the
+// owner record its job's rank 0 left when it was killed (a lost node without a relaunch, the last failed
+// attempt) is removed, so that the next job on the prefix does not wait for the lease to run out. Only a
+// record naming this run (`run_id`, CAIRN_RUN_ID) is removed; true when one was.
+bool release_for_run(const std::string& owner_path, const std::string& run_id);
+
 // Rank 0's hold on its job's prefix: claimed at cairn_init, renewed on a thread of its own every third of
 // the lease, released at cairn_finalize.
 class PrefixLease {

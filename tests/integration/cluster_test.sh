@@ -243,9 +243,9 @@ revive n2 n3
 # ---- the scavenge after a host lost at the end --------------------------------------------------------------
 # n2 is lost after checkpoint 18 (L3 holds 16) and the job is not relaunched: a step on each surviving host
 # copies its cache, n2's ranks of version 18 are rebuilt from L2, and version 18 reaches L3; with the
-# caches gone, a new run restarts from it there, with the failure-free result.
-# The killed job's lease on the prefix (rank 0's, on n1) must run out before the next job may take it: 6 s.
-export CAIRN_LEASE_SECONDS=6
+# caches gone, a new run restarts from it there, with the failure-free result. The killed job's rank 0 (on
+# n1) could not give up its hold on the prefix: the first run's `cairn run` does, once the job is over, so
+# that the next run starts at once rather than after the lease (60 s) runs out.
 job scavenge -N5 -w 'n[1-5]' -- -n 8 --spares 1 --kill-node 1 --at-checkpoint 18 --phase compute --no-relaunch -- \
   env CAIRN_REDUNDANCY=xor CAIRN_FLUSH_EVERY=4 "$HEAT" "${HEAT_ARGS[@]}"
 expect_in "scavenge: n2 lost after checkpoint 18" "$WORK/scavenge.launcher" "cairn run: killed n2 (ranks 2,3) at checkpoint 18, phase compute"
@@ -253,9 +253,10 @@ expect_in "scavenge: one step per surviving host" "$WORK/scavenge.launcher" \
   "cairn run: scavenge: a step per surviving host copied its cache: n1, n3, n4"
 expect_re "scavenge: version 18 reached L3, n2's ranks rebuilt from L2" "$WORK/scavenge.launcher" \
   '^cairn run: scavenge: flushed version 18 to L3 \(ranks 2,3 rebuilt from L2\): committed in '
+expect_in "scavenge: cairn run released the prefix the killed rank 0 held" "$WORK/scavenge.launcher" \
+  "cairn run: released $PFS/scavenge: the job's rank 0 ended without cairn_finalize"
 revive n2
 for h in n1 n3 n4 n5; do bash "$CLUSTER_SH" on "$CLUSTER" "$h" rm -rf /dev/shm/cairn-cl-scavenge; done
-sleep 6
 PREFIX_NAME=scavenge job scavenge2 -N5 -w 'n[1-5]' -- -n 8 --spares 1 -- env \
   CAIRN_REDUNDANCY=xor CAIRN_FLUSH_EVERY=4 "$HEAT" "${HEAT_ARGS[@]}"
 # The next run restarts at its first attempt -- or at its second, where the first died at its start
@@ -271,7 +272,6 @@ expect_re "scavenge: the next run restarted from version 18 at L3" "$WORK/scaven
   "^cairn run: attempt $first: restarted from version 18 at L3[ ;]"
 got=$(result_of "$WORK/scavenge2.out")
 [ "$got" = "$reference" ] && pass "scavenge: ... with the failure-free result" || fail "scavenge: result '$got', failure-free '$reference'"
-unset CAIRN_LEASE_SECONDS
 
 # ---- the checkpoint service on the checkpoint host n6 (docs/service.md's sbatch recipe), a host lost ----
 # An sbatch job of the six hosts: cairnd controller and a manager (one agent) as steps on n6, listening on

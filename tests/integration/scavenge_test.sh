@@ -49,6 +49,11 @@ v=$(sed -n 's/.*scavenge: flushed version \([0-9]*\) to L3.*/\1/p' <<<"$err")
 export CAIRN_PREFIX=$work/prefix-no CAIRN_JOB=$job-no
 crash_one_rank "--no-scavenge"
 [ "$rc" -ne 0 ] || fail "exit 0 after the crash"
-grep -q "scavenge" <<<"$err" && fail "--no-scavenge scavenged"
+# (the launcher's scavenge lines are "cairn run: scavenge: ..."; the work directory's name has the word too)
+grep -q "cairn run: scavenge" <<<"$err" && fail "--no-scavenge scavenged"
+# The crashed job's rank 0 left its hold on the prefix; cairn run gave it back, so the next job starts at once.
+grep -q "cairn run: released $CAIRN_PREFIX: the job's rank 0 ended without cairn_finalize" <<<"$err" ||
+  fail "the crashed job's hold on the prefix was not released"
+[ ! -e "$CAIRN_PREFIX/.cairn/owner" ] || fail "the crashed job's owner record is still there"
 [ -z "$(ls "$CAIRN_PREFIX" | grep '^v' || true)" ] || fail "--no-scavenge: L3 is not empty"
 echo "PASS: version $v scavenged to L3 after the failure (exit $rc passed on); --no-scavenge left L3 empty"

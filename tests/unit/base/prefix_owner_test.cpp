@@ -137,6 +137,26 @@ TEST(PrefixOwner, LeaseOnRealFiles) {
   fs::remove_tree(dir).ignore();
 }
 
+TEST(PrefixOwner, TheRunGivesBackWhatItsJobLeftHeld) {
+  std::string dir = "/tmp/cairn-unit-release-" + std::to_string(getpid());
+  fs::remove_tree(dir).ignore();
+  ASSERT_TRUE(fs::make_dirs(dir).is_ok());
+  const std::string owner = dir + "/owner";
+  EXPECT_FALSE(release_for_run(owner, "vm:1:2")) << "no record";
+  // Rank 0 of a job of run vm:1:2 on another host, killed with its lease still running.
+  ASSERT_TRUE(fs::write_file_atomic(owner, encode_holder(holder("n1", 4242, "launch-a", "vm:1:2")), false).is_ok());
+  EXPECT_FALSE(release_for_run(owner, "")) << "a caller without a run id";
+  EXPECT_FALSE(release_for_run(owner, "vm:9:9")) << "another run's record";
+  EXPECT_TRUE(fs::exists(owner));
+  EXPECT_TRUE(release_for_run(owner, "vm:1:2"));
+  EXPECT_FALSE(fs::exists(owner));
+  // A record that does not decode is nobody's to remove.
+  ASSERT_TRUE(fs::write_file_atomic(owner, "garbage\n", false).is_ok());
+  EXPECT_FALSE(release_for_run(owner, "vm:1:2"));
+  EXPECT_TRUE(fs::exists(owner));
+  fs::remove_tree(dir).ignore();
+}
+
 TEST(PrefixOwnerFuzz, RandomAndMutatedRecordsNeverCrash) {
   std::mt19937_64 rng(20261124);
   const std::string corpus[] = {encode_holder(holder("n1", 42, "abc", "r")), encode_identity({"j", "a"})};

@@ -61,7 +61,9 @@ Status check_prefix_free(const Layout& layout, const std::string& run_id, bool a
   me.pid = getpid();
   me.run = run_id;
   const bool alive = holder->host == me.host && process_alive(holder->pid);
-  ClaimDecision d = decide_claim(*holder, me, static_cast<int64_t>(time(nullptr)) * 1000000000LL, alive, layout.prefix);
+  struct timespec now {};
+  clock_gettime(CLOCK_REALTIME, &now);  // to the nanosecond, as the holder's renewal is recorded
+  ClaimDecision d = decide_claim(*holder, me, now.tv_sec * 1000000000LL + now.tv_nsec, alive, layout.prefix);
   if (d.claim == Claim::held) return Status(Code::ERR_PREFIX_IN_USE, "cairn run: " + d.why);
   return Status::ok();
 }
@@ -278,6 +280,11 @@ int run_job(const RunContext& start) {
     if (!last_words.empty()) fprintf(stderr, "cairn run: %s\n", last_words.c_str());
     const std::string scavenged = o.scavenge ? scavenge(ctx) : std::string();
     if (!o.json_path.empty()) write_summary_json(ctx, attempts, code, last_words, scavenged);
+    // The job is over: a hold its rank 0 could not give back (killed, or ended without cairn_finalize) is
+  // given back here, so that the next job on the prefix need not wait for the lease to run out.
+    if (const char* run = getenv("CAIRN_RUN_ID"); run && release_for_run(ctx.layout.owner_file(), run))
+      fprintf(stderr, "cairn run: released %s: the job's rank 0 ended without cairn_finalize and left its hold on it\n",
+              ctx.layout.prefix.c_str());
     return code;
   };
   int relaunches = 0;  // after failed attempts (bounded by --retries); migrations do not count
