@@ -255,20 +255,24 @@ void PrefixLease::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool release_for_run(const std::string& owner_path, const std::string& run_id) {
-  if (run_id.empty()) return false;
-  auto text = fs::read_file(owner_path);
+namespace {
+// Remove the owner record at `path` if it decodes and `mine` accepts its holder; whether it was removed.
+template <class Mine>
+bool remove_holder_if(const std::string& path, Mine mine) {
+  auto text = fs::read_file(path);
   auto cur = text ? decode_holder(*text) : Result<PrefixHolder>(text.status());
-  if (!cur || cur->run != run_id) return false;
-  return fs::remove_file(owner_path).is_ok();
+  return cur && mine(*cur) && fs::remove_file(path).is_ok();
+}
+}  // namespace
+
+bool release_for_run(const std::string& owner_path, const std::string& run_id) {
+  return !run_id.empty() && remove_holder_if(owner_path, [&](const PrefixHolder& h) { return h.run == run_id; });
 }
 
 void PrefixLease::release() {
   stop();
   if (path_.empty()) return;
-  auto text = fs::read_file(path_);
-  auto cur = text ? decode_holder(*text) : Result<PrefixHolder>(text.status());
-  if (cur && cur->launch == me_.launch) fs::remove_file(path_).ignore();
+  remove_holder_if(path_, [&](const PrefixHolder& h) { return h.launch == me_.launch; });
   path_.clear();
 }
 

@@ -342,6 +342,7 @@ Status DeviceSnapshotter::restore_verified(void* ctx, const uint8_t* stream, con
   if (in_flight_) (void)complete();
   CAIRN_TRY(setup(static_cast<CUcontext>(ctx)));
   CAIRN_TRY(check_chunk_table(m).status());
+  if (m.chunk_size == 0) return make_error(Code::ERR_CORRUPT, "the manifest has no chunk size");  // steps below divide by it
   const uint64_t total = m.total_size, chunk_size = m.chunk_size;
   uint64_t step = std::max<uint64_t>(chunk_size, CopyOptions::kRestorePiece / chunk_size * chunk_size);
   struct Work {

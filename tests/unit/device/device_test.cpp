@@ -319,6 +319,7 @@ TEST(DeviceSnapshot, RestoreVerifiedCopiesVerifiedPiecesAndNamesADamagedChunk) {
   // A chunk table that does not fit the stream is refused before anything is copied.
   hashes.pop_back();
   EXPECT_EQ(s.restore_verified(ctx, stream.data(), m, extents).code(), Code::ERR_CORRUPT);
+  EXPECT_EQ(s.restore_verified(ctx, stream.data(), Manifest{}, {}).code(), Code::ERR_CORRUPT) << "no chunk size";
   (void)d.api().cuMemFree(a);
   (void)d.api().cuMemFree(b);
 }

@@ -138,9 +138,9 @@ Result<RunContext> prepare(const RunOptions& o, const Invocation& inv) {
   ctx.spec.multi_prog_file = ctx.layout.control + "/srun-multi-prog.conf";  // written per attempt, for srun
   // One job per prefix (docs/launcher.md): refuse before launching when another live job holds it; the
   // ranks of every attempt carry this run's id, so a relaunch takes the prefix over from its earlier one.
-  const std::string run_id = this_run_id();
-  setenv("CAIRN_RUN_ID", run_id.c_str(), 1);  // mpirun and srun pass it on to every rank
-  CAIRN_TRY(check_prefix_free(ctx.layout, run_id, loaded->config.adopt));
+  ctx.run_id = this_run_id();
+  setenv("CAIRN_RUN_ID", ctx.run_id.c_str(), 1);  // mpirun and srun pass it on to every rank
+  CAIRN_TRY(check_prefix_free(ctx.layout, ctx.run_id, loaded->config.adopt));
   if (log::level() >= log::Level::info)
     fprintf(stderr, "cairn run: launcher: %s (%s)\n", launcher_name(ctx.spec.launcher), launcher_reason->c_str());
 
@@ -282,7 +282,7 @@ int run_job(const RunContext& start) {
     if (!o.json_path.empty()) write_summary_json(ctx, attempts, code, last_words, scavenged);
     // The job is over: a hold its rank 0 could not give back (killed, or ended without cairn_finalize) is
   // given back here, so that the next job on the prefix need not wait for the lease to run out.
-    if (const char* run = getenv("CAIRN_RUN_ID"); run && release_for_run(ctx.layout.owner_file(), run))
+    if (release_for_run(ctx.layout.owner_file(), ctx.run_id))
       fprintf(stderr, "cairn run: released %s: the job's rank 0 ended without cairn_finalize and left its hold on it\n",
               ctx.layout.prefix.c_str());
     return code;

@@ -87,6 +87,7 @@ struct RunContext {
   RunOptions options;
   LaunchSpec spec;
   Layout layout;
+  std::string run_id;       // this run's CAIRN_RUN_ID, which every rank of every attempt carries
   std::string inject_text;  // "checkpoint:5"
   int next_spare = 0;       // the number of the next unused spare node
   int last_spare = -1;      // the number of the last spare node
