@@ -12,6 +12,7 @@
 
 #include "base/chunk_check.hpp"
 #include "base/clock.hpp"
+#include "base/copy_streaming.hpp"
 #include "base/log.hpp"
 
 namespace cairn {
@@ -20,9 +21,12 @@ using ull = unsigned long long;
 }  // namespace
 
 namespace {
-// Chunks [c0, c1) of the stream into the extents (already checked to tile it), each hashed as it lands.
-Status verify_chunks(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source,
-                     uint64_t c0, uint64_t c1) {
+// Lands the stream's bytes [off, off + n) at dst and adds them to the chunk begun in `check`.
+using PieceOp = std::function<Status(uint64_t off, uint64_t n, uint8_t* dst, ChunkCheck& check)>;
+
+// Chunks [c0, c1) of the stream into the extents (already checked to tile it), `piece` for each piece.
+Status verify_chunks(const Manifest& m, const std::vector<StreamExtent>& extents, uint64_t piece_size,
+                     const PieceOp& piece, uint64_t c0, uint64_t c1) {
   const uint64_t total = m.total_size;
   ChunkCheck check(m);
   CAIRN_TRY(check.status());
@@ -37,20 +41,19 @@ Status verify_chunks(const Manifest& m, const std::vector<StreamExtent>& extents
     for (uint64_t off = a; off < b;) {
       while (x < extents.size() && extents[x].offset + extents[x].size <= off) ++x;  // skips empty extents
       const StreamExtent& e = extents[x];
-      const uint64_t n = std::min({b - off, e.offset + e.size - off, kStreamPiece});
-      uint8_t* dst = e.dst + (off - e.offset);
-      CAIRN_TRY(source(off, n, dst));
-      check.add(dst, n);  // in cache: it just landed
+      const uint64_t n = std::min({b - off, e.offset + e.size - off, piece_size});
+      CAIRN_TRY(piece(off, n, e.dst + (off - e.offset), check));
       off += n;
     }
     CAIRN_TRY(check.end());
   }
   return Status::ok();
 }
-}  // namespace
 
-Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source,
-                     int threads) {
+// The frame of both readers: the extents checked to tile the stream, then runs of whole chunks, one run
+// per thread.
+Status verify_tiled(const Manifest& m, const std::vector<StreamExtent>& extents, uint64_t piece_size,
+                    const PieceOp& piece, int threads) {
   const uint64_t total = m.total_size;
   CAIRN_ASSIGN_OR_RETURN(nchunks, check_chunk_table(m));
   uint64_t at = 0;
@@ -67,16 +70,47 @@ Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents
   constexpr uint64_t kMinBytesPerThread = 16ull << 20;
   const uint64_t worth = m.chunk_size ? std::max<uint64_t>(1, total / std::max<uint64_t>(kMinBytesPerThread, m.chunk_size)) : 1;
   const uint64_t t = std::min<uint64_t>({static_cast<uint64_t>(std::max(threads, 1)), nchunks ? nchunks : 1, worth});
-  if (t <= 1) return verify_chunks(m, extents, source, 0, nchunks);
+  if (t <= 1) return verify_chunks(m, extents, piece_size, piece, 0, nchunks);
   std::vector<Status> results(static_cast<size_t>(t), Status::ok());
   std::vector<std::thread> pool;
   for (uint64_t i = 1; i < t; ++i)
-    pool.emplace_back([&, i] { results[i] = verify_chunks(m, extents, source, nchunks * i / t, nchunks * (i + 1) / t); });
-  results[0] = verify_chunks(m, extents, source, 0, nchunks / t);
+    pool.emplace_back([&, i] {
+      results[i] = verify_chunks(m, extents, piece_size, piece, nchunks * i / t, nchunks * (i + 1) / t);
+    });
+  results[0] = verify_chunks(m, extents, piece_size, piece, 0, nchunks / t);
   for (auto& th : pool) th.join();
   for (auto& r : results)  // the lowest failing chunk's error
     if (!r.is_ok()) return r;
   return Status::ok();
+}
+}  // namespace
+
+Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source,
+                     int threads) {
+  return verify_tiled(m, extents, kStreamPiece, [&source](uint64_t off, uint64_t n, uint8_t* dst, ChunkCheck& check) {
+    CAIRN_TRY(source(off, n, dst));
+    check.add(dst, n);  // in cache: it just landed
+    return Status::ok();
+  }, threads);
+}
+
+Status read_verified_in_memory(const Manifest& m, const std::vector<StreamExtent>& extents, const uint8_t* stream,
+                               int threads) {
+  const bool streaming = m.total_size >= kStreamingCopyFrom;
+  return verify_tiled(m, extents, kMemoryPiece, [stream, streaming](uint64_t off, uint64_t n, uint8_t* dst, ChunkCheck& check) {
+    // Each step read from memory once, by the hash, and copied on from the CPU cache. The steps are
+    // small, so that the reads of the next one overlap the stores of this one.
+    for (uint64_t q = 0; q < n; q += kMemoryStep) {
+      const uint64_t k = std::min(kMemoryStep, n - q);
+      check.add(stream + off + q, k);
+      if (streaming)
+        copy_streaming(dst + q, stream + off + q, k);
+      else
+        memcpy(dst + q, stream + off + q, static_cast<size_t>(k));
+    }
+    if (streaming) streaming_fence();
+    return Status::ok();
+  }, threads);
 }
 
 Status read_verified_ranges(const Manifest& m, const std::vector<StreamExtent>& wanted, const StreamSource& source) {
@@ -195,42 +229,68 @@ bool map_to_read(uint64_t st_blksize) { return st_blksize >= (uint64_t{2} << 20)
 namespace {
 std::mutex g_probe_mu;
 int g_probed = -1;  // -1: not measured yet; else 1 when a populated mapping copied faster than pread
+int g_forced = -1;  // decide_map_to_read_for_tests
 
-// pread of [0, W) against a populated mapping of [W, 2W) copied out, both into memory touched before (the
-// destination's first touch is the same for both ways in a real read), each over bytes no CPU cache
-// holds yet.
+// pread against a populated mapping copied out (the unmap not counted: the restart reads through the
+// cache's own mapping of the slot, which stays for the checkpoints), W bytes each way, into memory touched before (the
+// destination's first touch is the same for both ways in a real read), each over bytes no CPU cache holds
+// yet: kSlotReadProbeRounds rounds over fresh ranges of the file, the order of the two ways alternating,
+// so that one disturbed measurement does not decide for the whole process.
 bool probe_map_faster(int fd, double* pread_gbps, double* map_gbps) {
   constexpr uint64_t W = kSlotReadProbe;
   std::vector<uint8_t> scratch(2 * W, 1);
-  double t0 = now_seconds();
-  for (uint64_t done = 0; done < W;) {
-    ssize_t n = ::pread(fd, scratch.data() + done, W - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<uint64_t>(n);
+  double pread_s = 0, map_s = 0;
+  auto by_pread = [&](uint64_t at) {
+    double t0 = now_seconds();
+    for (uint64_t done = 0; done < W;) {
+      ssize_t n = ::pread(fd, scratch.data() + done, W - done, static_cast<off_t>(at + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<uint64_t>(n);
+    }
+    pread_s += now_seconds() - t0;
+    return true;
+  };
+  auto by_map = [&](uint64_t at) {
+    double t0 = now_seconds();
+    void* p = ::mmap(nullptr, W, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(at));
+    if (p == MAP_FAILED) return false;
+    memcpy(scratch.data() + W, p, W);
+    map_s += now_seconds() - t0;  // the restart keeps its mapping (the cache's), so the unmap is not counted
+    ::munmap(p, W);
+    return true;
+  };
+  for (uint64_t r = 0; r < kSlotReadProbeRounds; ++r) {
+    const uint64_t at = 2 * W * r;
+    const bool ok = r % 2 == 0 ? by_pread(at) && by_map(at + W) : by_map(at) && by_pread(at + W);
+    if (!ok) return false;
   }
-  double t1 = now_seconds();
-  void* p = ::mmap(nullptr, W, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(W));
-  if (p == MAP_FAILED) return false;
-  memcpy(scratch.data() + W, p, W);
-  ::munmap(p, W);
-  double t2 = now_seconds();
-  *pread_gbps = static_cast<double>(W) / std::max(t1 - t0, 1e-9) / 1e9;
-  *map_gbps = static_cast<double>(W) / std::max(t2 - t1, 1e-9) / 1e9;
-  return t2 - t1 < 0.9 * (t1 - t0);  // pread unless the mapping is clearly faster
+  const double bytes = static_cast<double>(W * kSlotReadProbeRounds);
+  *pread_gbps = bytes / std::max(pread_s, 1e-9) / 1e9;
+  *map_gbps = bytes / std::max(map_s, 1e-9) / 1e9;
+  return map_s < 0.9 * pread_s;  // pread unless the mapping is clearly faster
 }
 }  // namespace
 
+void decide_map_to_read_for_tests(bool mapped) {
+  std::lock_guard<std::mutex> lock(g_probe_mu);
+  g_forced = mapped ? 1 : 0;
+}
+
 bool map_to_read(uint64_t st_blksize, int fd, uint64_t size) {
   if (map_to_read(st_blksize)) return true;
+  {
+    std::lock_guard<std::mutex> lock(g_probe_mu);
+    if (g_forced >= 0) return g_forced == 1;
+  }
   if (size < kSlotReadProbeFrom) return false;
   std::lock_guard<std::mutex> lock(g_probe_mu);
   if (g_probed < 0) {
     double pread_gbps = 0, map_gbps = 0;
     g_probed = probe_map_faster(fd, &pread_gbps, &map_gbps) ? 1 : 0;
     LOG_INFO("L1 reads on this machine: %s (measured once: pread %.2f GB/s, a populated mapping copied out %.2f GB/s, "
-             "%llu MiB each)", g_probed ? "mapped" : "pread", pread_gbps, map_gbps,
-             static_cast<ull>(kSlotReadProbe >> 20));
+             "%llu MiB each way)", g_probed ? "mapped" : "pread", pread_gbps, map_gbps,
+             static_cast<ull>((kSlotReadProbe * kSlotReadProbeRounds) >> 20));
   }
   return g_probed == 1;
 }

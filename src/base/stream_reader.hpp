@@ -1,9 +1,9 @@
-// Reading a version's snapshot stream from a file into memory with every chunk verified as it lands.
-// Restart from L1 (the slot file) and from L3 (the data file) both go through here: the bytes are
-// read piece by piece straight into their destination (the application's regions where the layout
-// allows, else one staging buffer), and each checksum chunk is hashed right after its last piece
-// arrived, while it is still in the CPU cache -- one pass over the data, no mapping of the source
-// (setting up the page tables of a large tmpfs file costs about as much as copying it).
+// Reading a version's snapshot stream into memory with every chunk verified as it lands. Restart from L1
+// (the slot file) and from L3 (the data file) both go through here: the bytes are read piece by piece
+// straight into their destination (the application's regions where the layout allows, else one staging
+// buffer), and each checksum chunk is hashed right after its last piece arrived, while it is still in the
+// CPU cache -- one pass over the data. A stream already in memory (a mapped slot, a rebuilt buffer) is
+// hashed where it lies and copied on from the cache (read_verified_in_memory).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +40,18 @@ constexpr uint64_t kStreamPiece = 256 * 1024;
 // threads at once (pread_source and copy_source are); the error is then the lowest failing chunk's.
 Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source,
                      int threads = 1);
+
+// The same, from a stream already in memory (a mapping of the slot, a rebuilt buffer): every kMemoryStep
+// bytes are hashed where they lie, the one read of them from memory, and then copied to their destination
+// from the CPU cache (docs/performance.md has the step sizes measured); a stream of kStreamingCopyFrom bytes or more is copied with stores
+// that bypass the cache (base/copy_streaming.hpp), a smaller one with memcpy, so that it stays in cache
+// for the application. The stream must not change while it is read (nothing writes a slot during a
+// restart). Same errors and threads as read_verified.
+constexpr uint64_t kMemoryPiece = 64 * 1024;
+constexpr uint64_t kMemoryStep = 4 * 1024;
+constexpr uint64_t kStreamingCopyFrom = 16ull << 20;
+Status read_verified_in_memory(const Manifest& m, const std::vector<StreamExtent>& extents, const uint8_t* stream,
+                               int threads = 1);
 
 // Only part of the stream: `wanted` (sorted by offset, disjoint, inside the stream) says where bytes go;
 // every checksum chunk that overlaps a wanted extent is read whole and verified, its bytes outside the
@@ -79,17 +91,22 @@ StreamSource copy_source(const uint8_t* base);
 // How the reshaping readers (redistribute/exec) read a file of the L1 cache: mapped when the file system
 // hands out huge pages (st_blksize of 2 MiB or more, as tmpfs reports with huge=always/within_size), else
 // with pread, chunk by chunk into their ring (a fault per 4 KiB page of an unpopulated mapping costs more
-// than read()). The same-count L1 restart decides the same way (core/restart_inplace.cpp): a populated
-// mapping of 4 KiB pages costs its page tables and its unmap, more than pread's copy saves.
+// than read()).
 bool map_to_read(uint64_t st_blksize);
 
-// The same, for a file of `size` bytes open as `fd`, where the choice is measured: on 4 KiB pages, which
-// way is faster depends on the machine (docs/performance.md has the machines where each won). The first
-// call for a file of kSlotReadProbeFrom bytes or more times one against the other on kSlotReadProbe bytes
-// each of that file (a small fraction of reading the file) and keeps the answer for the process (logged at
-// info); smaller files are read with pread. Thread-safe.
+// The same-count L1 restart's choice (core/restart_inplace.cpp), for a slot of `size` bytes open as `fd`;
+// it reads a mapped slot through the cache's own mapping, kept for the checkpoints, so the unmap is not
+// the restart's and the probe does not count it. On 4 KiB pages, which way is faster depends on the
+// machine (docs/performance.md has the machines where each won). The first call for a file of
+// kSlotReadProbeFrom bytes or more times one against the other, kSlotReadProbeRounds times on
+// kSlotReadProbe fresh bytes each of that file (a small fraction of reading the file), and keeps the
+// answer for the process (logged at info); smaller files are read with pread. Thread-safe.
 constexpr uint64_t kSlotReadProbe = 2ull << 20;
+constexpr uint64_t kSlotReadProbeRounds = 4;
 constexpr uint64_t kSlotReadProbeFrom = 128ull << 20;
 bool map_to_read(uint64_t st_blksize, int fd, uint64_t size);
+// For tests, which read slots far smaller than kSlotReadProbeFrom: the answer of the call above for every
+// file of this process from now on, unmeasured.
+void decide_map_to_read_for_tests(bool mapped);
 
 }  // namespace cairn

@@ -200,32 +200,35 @@ Status Runtime::restart_read_threads(int* threads) {
 }
 
 // This rank's slot of version v into its regions, verified, in one pass by `threads` threads: pread, piece
-// by piece, or copied out of a populated mapping where the file system hands out huge pages or where that
-// was measured faster on this machine (map_to_read: on 4 KiB tmpfs pages the mapping costs page tables for
-// every page and the unmap, more than it saves on some machines, less on others; cairn-bench's
-// slot_read.map_memcpy_gbps beside pread_gbps).
+// by piece, or out of the cache's own mapping of the slot where the file system hands out huge pages or
+// where a mapping was measured faster on this machine (map_to_read: on 4 KiB tmpfs pages the mapping costs
+// page tables for every page, more than it saves on some machines, less on others; cairn-bench's
+// slot_read.map_memcpy_gbps beside pread_gbps). The cache keeps that mapping (populated, as the
+// preparation would have made it) for the checkpoints that later write the slot, so the restart does not
+// unmap it; each piece is hashed where it lies and copied on from the CPU cache (read_verified_in_memory).
 Status Runtime::read_slot_into_regions(const L1Record& rec, int threads, double* seconds) {
   if (staged_ && !staged_->empty()) return read_slot_into_device(rec, seconds);
   const Manifest& m = rec.manifest;
-  std::string path = cache_.slot_path(static_cast<int>(rec.slot));
+  const int slot = static_cast<int>(rec.slot);
+  std::string path = cache_.slot_path(slot);
   double t0 = now_seconds();
   CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(path, O_RDONLY));
   struct stat sb;
   if (fstat(fd.get(), &sb) != 0) return posix_error("fstat", path, errno);
   if (static_cast<uint64_t>(sb.st_size) < m.total_size)
     return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", path.c_str());
-  std::optional<MappedFile> map;
-  StreamSource source = pread_source(fd.get(), 0, path);
+  Status st = Status::ok();
+  MappedFile* map = nullptr;
   if (map_to_read(static_cast<uint64_t>(sb.st_blksize), fd.get(), m.total_size)) {
-    auto mm = MappedFile::open_ro(path, /*populate=*/true);
-    if (mm && mm->size() >= m.total_size) {
-      map = std::move(mm).value();
-      source = copy_source(map->data());
-    }
+    auto mm = cache_.slot(slot, m.total_size);
+    if (mm && (*mm)->size() >= m.total_size) map = *mm;
   }
-  Status st = read_verified(m, regions_.extents(m), source, threads).prefixed(path);
+  if (map)
+    st = read_verified_in_memory(m, regions_.extents(m), map->data(), threads);
+  else
+    st = read_verified(m, regions_.extents(m), pread_source(fd.get(), 0, path), threads);
   *seconds = now_seconds() - t0;
-  return st;
+  return st.prefixed(path);
 }
 
 // Every rank holds the version in its own L1 slot (the plan says so): check together that every rank's
@@ -353,7 +356,7 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
   }
   if (!mine.is_ok() && i_hold) LOG_WARN("restart: version %llu in L1: %s", static_cast<ull>(v), mine.message().c_str());
   if (mine.is_ok() && my_set_lost && staged)
-    mine = read_verified(m, extents, copy_source(buf->data), threads).prefixed("rebuilt data");
+    mine = read_verified_in_memory(m, extents, buf->data, threads).prefixed("rebuilt data");
   if (!mine.is_ok() && !i_hold) LOG_WARN("restart: version %llu at L2: %s", static_cast<ull>(v), mine.message().c_str());
   if (!all_ok(app_comm_, mine, &mpi)) return mpi;
   const double t_verified = now_seconds();

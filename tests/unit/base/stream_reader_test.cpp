@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cache/snapshot_slot.hpp"
+#include "base/copy_streaming.hpp"
 #include "base/stream_reader.hpp"
 #include "base/fsutil.hpp"
 #include "l3/l3_store.hpp"
@@ -167,6 +168,52 @@ TEST(StreamReader, ThreadsReadRunsOfChunks) {
   Status st = read_verified(m, r.extents, copy_source(reinterpret_cast<const uint8_t*>(bad.data())), 3);
   EXPECT_EQ(st.code(), Code::ERR_CORRUPT);
   EXPECT_NE(st.message().find("chunk 20 "), std::string::npos) << st.message();
+}
+
+// A stream already in memory (the cache's mapping of a slot, a rebuilt buffer): hashed where it lies and
+// copied on, past the cache for a large stream (copy_streaming) and with memcpy for a small one; the same
+// bytes land at destinations of any alignment, with threads too, and damage names the lowest bad chunk.
+TEST(StreamReader, InMemoryStreamsLandBitExactAtAnyAlignment) {
+  for (uint64_t total : {uint64_t{300000}, kStreamingCopyFrom + 98765}) {
+    std::string data = random_bytes(static_cast<size_t>(total), 8);
+    const uint64_t a = 1, b = 70001, c = total - a - b;  // regions at odd stream offsets
+    Manifest m = manifest_of(data, 1u << 16, {a, b, c});
+    const auto* src = reinterpret_cast<const uint8_t*>(data.data());
+    for (int threads : {1, 3}) {
+      std::string dst(static_cast<size_t>(total) + 64, '\x55');
+      auto* base = reinterpret_cast<uint8_t*>(dst.data()) + 3;  // no destination 16-byte aligned
+      std::vector<StreamExtent> extents{{0, a, base}, {a, b, base + a}, {a + b, c, base + a + b}};
+      Status st = read_verified_in_memory(m, extents, src, threads);
+      ASSERT_TRUE(st.is_ok()) << total << " bytes, " << threads << " threads: " << st.message();
+      EXPECT_EQ(dst.substr(3, static_cast<size_t>(total)), data) << total << " bytes, " << threads << " threads";
+      EXPECT_EQ(dst.substr(0, 3), std::string(3, '\x55'));  // nothing written outside the extents
+      EXPECT_EQ(dst.substr(static_cast<size_t>(total) + 3), std::string(61, '\x55'));
+    }
+    std::string bad = data;
+    bad[static_cast<size_t>(total) - 5] ^= 0x20;  // the last chunk
+    bad[(3u << 16) + 11] ^= 0x20;                 // chunk 3
+    std::string dst(static_cast<size_t>(total), '\0');
+    Status st = read_verified_in_memory(m, whole_stream(m, reinterpret_cast<uint8_t*>(dst.data())),
+                                        reinterpret_cast<const uint8_t*>(bad.data()), 2);
+    EXPECT_EQ(st.code(), Code::ERR_CORRUPT) << total;
+    EXPECT_NE(st.message().find("chunk 3 "), std::string::npos) << st.message();
+  }
+}
+
+TEST(StreamReader, StreamingCopyCopiesEveryLengthAndAlignment) {
+  std::string src = random_bytes(4096, 9);
+  for (size_t s_off : {0, 1, 7, 16}) {
+    for (size_t d_off : {0, 3, 8, 15}) {
+      for (size_t n : {0, 1, 15, 16, 17, 63, 64, 65, 127, 200, 1000, 4000}) {
+        std::string dst(4200, '\x11');
+        copy_streaming(reinterpret_cast<uint8_t*>(dst.data()) + d_off, reinterpret_cast<const uint8_t*>(src.data()) + s_off, n);
+        streaming_fence();
+        EXPECT_EQ(dst.substr(d_off, n), src.substr(s_off, n)) << s_off << " " << d_off << " " << n;
+        EXPECT_EQ(dst.substr(0, d_off), std::string(d_off, '\x11'));
+        EXPECT_EQ(dst.substr(d_off + n), std::string(4200 - d_off - n, '\x11')) << s_off << " " << d_off << " " << n;
+      }
+    }
+  }
 }
 
 // A stream landing in pieces in any order (an L2 rebuild): each chunk verified once whole, damage named,

@@ -20,6 +20,7 @@
 #include "base/fsutil.hpp"
 #include "core/runtime.hpp"
 #include "l3/l3_store.hpp"
+#include "base/stream_reader.hpp"
 #include "mpi_test_main.hpp"
 #include "scratch_job.hpp"
 #include "../damage.hpp"
@@ -139,6 +140,33 @@ TEST_F(RestartPaths, DamagedSlotFallsBackToL3InPlace) {
   start();
   expect_restart_from(CAIRN_LEVEL_L3, 2);  // single: no L2; version 2 is in L3
   stop();
+}
+
+// The same two through the cache's own mapping of the slot (each piece hashed where it lies and copied
+// on), the way a machine where the mapping was measured faster reads a slot of 128 MiB or more; and the
+// checkpoint after the restart writes the slot that mapping holds.
+TEST_F(RestartPaths, L1SlotReadThroughTheCachesMapping) {
+  decide_map_to_read_for_tests(true);
+  take_versions(2);
+  start();
+  expect_restart_from(CAIRN_LEVEL_L1, 2);
+  a_ = contents(kA, 0, 3);  // new buffers: protected again
+  b_ = contents(kB, 1, 3);
+  ASSERT_TRUE(Runtime::instance()->protect("a", a_.data(), a_.size(), CAIRN_BYTE).is_ok());
+  ASSERT_TRUE(Runtime::instance()->protect("b", b_.data(), b_.size(), CAIRN_BYTE).is_ok());
+  ASSERT_TRUE(Runtime::instance()->checkpoint().is_ok());
+  ASSERT_TRUE(Runtime::instance()->wait_all().is_ok());
+  stop();
+  start();
+  expect_restart_from(CAIRN_LEVEL_L1, 3);
+  stop();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 1) flip(slot_file(1, 3), 5);  // a chunk of region a
+  MPI_Barrier(MPI_COMM_WORLD);
+  start();
+  expect_restart_from(CAIRN_LEVEL_L3, 3);
+  stop();
+  decide_map_to_read_for_tests(false);
 }
 
 TEST_F(RestartPaths, TruncatedSlotFallsBack) {
