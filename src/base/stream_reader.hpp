@@ -98,9 +98,10 @@ bool map_to_read(uint64_t st_blksize);
 // it reads a mapped slot through the cache's own mapping, kept for the checkpoints, so the unmap is not
 // the restart's and the probe does not count it. On 4 KiB pages, which way is faster depends on the
 // machine (docs/performance.md has the machines where each won). The first call for a file of
-// kSlotReadProbeFrom bytes or more times one against the other, kSlotReadProbeRounds times on
-// kSlotReadProbe fresh bytes each of that file (a small fraction of reading the file), and keeps the
-// answer for the process (logged at info); smaller files are read with pread. Thread-safe.
+// kSlotReadProbeFrom bytes or more times one against the other as the restart does them (hashing
+// included), kSlotReadProbeRounds times on kSlotReadProbe fresh bytes each of that file (a small fraction
+// of reading the file), and keeps the answer for the process (logged at info): the mapping unless pread
+// was clearly (10 %) faster. Smaller files are read with pread. Thread-safe.
 constexpr uint64_t kSlotReadProbe = 2ull << 20;
 constexpr uint64_t kSlotReadProbeRounds = 4;
 constexpr uint64_t kSlotReadProbeFrom = 128ull << 20;
