@@ -137,8 +137,10 @@ else
   cleanup_cluster() { bash "$cluster_sh" stop "$cluster" >/dev/null 2>&1; }
   trap 'cleanup_cluster; cleanup' EXIT
   chmod 755 "$work"
+  # Each host has a /tmp of its own: a build under /tmp is shared with the hosts, the library heat2d loads
+  # (src/core) as well as the programs.
   if bash "$cluster_sh" start "$cluster" --hosts 5 --share "$build/tools" --share "$build/examples/heat2d" \
-      >"$work/cluster-start.log" 2>&1; then
+      --share "$build/src/core" >"$work/cluster-start.log" 2>&1; then
     sed 's/^/   | /' "$work/cluster-start.log" | grep 'up:'
     # --stall: a relaunched rank that blocks in PMIx_Get at its start (docs/launcher.md, Limits) is ended and relaunched.
     echo "== cluster: salloc --no-kill -N5: cairn run -n $np --spares 1 --kill-node 1 --at-checkpoint 5 --phase compute --stall 60 --retries 3" \
