@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "base/chunk_check.hpp"
@@ -49,6 +50,22 @@ Status verify_chunks(const Manifest& m, const std::vector<StreamExtent>& extents
     CAIRN_TRY(check.end());
   }
   return Status::ok();
+}
+
+// Bytes [0, n) of src to dst in steps of kMemoryStep: each step given to `hash` where it lies, the one read
+// of it from memory, then copied on from the CPU cache, past the cache when `streaming` (fenced at the
+// end). The steps are small, so that the reads of the next one overlap the stores of this one.
+template <class Hash>
+void hash_then_copy(uint8_t* dst, const uint8_t* src, uint64_t n, bool streaming, Hash&& hash) {
+  for (uint64_t q = 0; q < n; q += kMemoryStep) {
+    const uint64_t k = std::min(kMemoryStep, n - q);
+    hash(src + q, k);
+    if (streaming)
+      copy_streaming(dst + q, src + q, k);
+    else
+      memcpy(dst + q, src + q, static_cast<size_t>(k));
+  }
+  if (streaming) streaming_fence();
 }
 
 // The frame of both readers: the extents checked to tile the stream, then runs of whole chunks, one run
@@ -99,17 +116,7 @@ Status read_verified_in_memory(const Manifest& m, const std::vector<StreamExtent
                                int threads) {
   const bool streaming = m.total_size >= kStreamingCopyFrom;
   return verify_tiled(m, extents, kMemoryPiece, [stream, streaming](uint64_t off, uint64_t n, uint8_t* dst, ChunkCheck& check) {
-    // Each step read from memory once, by the hash, and copied on from the CPU cache. The steps are
-    // small, so that the reads of the next one overlap the stores of this one.
-    for (uint64_t q = 0; q < n; q += kMemoryStep) {
-      const uint64_t k = std::min(kMemoryStep, n - q);
-      check.add(stream + off + q, k);
-      if (streaming)
-        copy_streaming(dst + q, stream + off + q, k);
-      else
-        memcpy(dst + q, stream + off + q, static_cast<size_t>(k));
-    }
-    if (streaming) streaming_fence();
+    hash_then_copy(dst, stream + off, n, streaming, [&check](const uint8_t* p, uint64_t k) { check.add(p, k); });
     return Status::ok();
   }, threads);
 }
@@ -230,7 +237,7 @@ bool map_to_read(uint64_t st_blksize) { return st_blksize >= (uint64_t{2} << 20)
 namespace {
 std::mutex g_probe_mu;
 int g_probed = -1;  // -1: not measured yet; else 1 unless pread was clearly faster than a mapping
-int g_forced = -1;  // decide_map_to_read_for_tests
+int g_forced = -1;  // decide_map_to_read_for_tests: -1 none, else its answer
 volatile uint64_t g_probe_sink = 0;  // the probe's hashes go here, so that no compiler drops them
 
 // The two ways the restart reads a slot, timed as it does them, W bytes each way, into memory touched
@@ -265,12 +272,8 @@ bool probe_map_faster(int fd, double* pread_gbps, double* map_gbps) {
     double t0 = now_seconds();
     void* p = ::mmap(nullptr, W, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(at));
     if (p == MAP_FAILED) return false;
-    const auto* src = static_cast<const uint8_t*>(p);
-    for (uint64_t q = 0; q < W; q += kMemoryStep) {
-      sink ^= XXH3_64bits(src + q, kMemoryStep);
-      copy_streaming(scratch.data() + W + q, src + q, kMemoryStep);
-    }
-    streaming_fence();
+    hash_then_copy(scratch.data() + W, static_cast<const uint8_t*>(p), W, /*streaming=*/true,
+                   [&sink](const uint8_t* q, uint64_t k) { sink ^= XXH3_64bits(q, k); });
     map_s += now_seconds() - t0;
     ::munmap(p, W);
     return true;
@@ -290,9 +293,9 @@ bool probe_map_faster(int fd, double* pread_gbps, double* map_gbps) {
 }
 }  // namespace
 
-void decide_map_to_read_for_tests(bool mapped) {
+void decide_map_to_read_for_tests(std::optional<bool> mapped) {
   std::lock_guard<std::mutex> lock(g_probe_mu);
-  g_forced = mapped ? 1 : 0;
+  g_forced = mapped ? (*mapped ? 1 : 0) : -1;
 }
 
 bool map_to_read(uint64_t st_blksize, int fd, uint64_t size) {

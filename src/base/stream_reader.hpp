@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,7 +108,7 @@ constexpr uint64_t kSlotReadProbeRounds = 4;
 constexpr uint64_t kSlotReadProbeFrom = 128ull << 20;
 bool map_to_read(uint64_t st_blksize, int fd, uint64_t size);
 // For tests, which read slots far smaller than kSlotReadProbeFrom: the answer of the call above for every
-// file of this process from now on, unmeasured.
-void decide_map_to_read_for_tests(bool mapped);
+// file of this process from now on, unmeasured; nullopt goes back to measuring.
+void decide_map_to_read_for_tests(std::optional<bool> mapped);
 
 }  // namespace cairn

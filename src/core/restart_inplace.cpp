@@ -217,16 +217,13 @@ Status Runtime::read_slot_into_regions(const L1Record& rec, int threads, double*
   if (fstat(fd.get(), &sb) != 0) return posix_error("fstat", path, errno);
   if (static_cast<uint64_t>(sb.st_size) < m.total_size)
     return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", path.c_str());
-  Status st = Status::ok();
   MappedFile* map = nullptr;
   if (map_to_read(static_cast<uint64_t>(sb.st_blksize), fd.get(), m.total_size)) {
     auto mm = cache_.slot(slot, m.total_size);
     if (mm && (*mm)->size() >= m.total_size) map = *mm;
   }
-  if (map)
-    st = read_verified_in_memory(m, regions_.extents(m), map->data(), threads);
-  else
-    st = read_verified(m, regions_.extents(m), pread_source(fd.get(), 0, path), threads);
+  Status st = map ? read_verified_in_memory(m, regions_.extents(m), map->data(), threads)
+                  : read_verified(m, regions_.extents(m), pread_source(fd.get(), 0, path), threads);
   *seconds = now_seconds() - t0;
   return st.prefixed(path);
 }

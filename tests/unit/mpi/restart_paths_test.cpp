@@ -51,6 +51,7 @@ class RestartPaths : public ::testing::Test {
     b_.assign(kB, 0);
   }
   void TearDown() override {
+    decide_map_to_read_for_tests(std::nullopt);  // a test that chose the way to read leaves it to the probe
     if (Runtime::instance()) Runtime::destroy().ignore();
     test::end_scratch_job(root_);
   }
@@ -166,7 +167,6 @@ TEST_F(RestartPaths, L1SlotReadThroughTheCachesMapping) {
   start();
   expect_restart_from(CAIRN_LEVEL_L3, 3);
   stop();
-  decide_map_to_read_for_tests(false);
 }
 
 TEST_F(RestartPaths, TruncatedSlotFallsBack) {
