@@ -40,14 +40,16 @@ const std::vector<Knob>& knobs() {
                       "save the application time, else copy: copy when the kernel or permissions forbid "
                       "cow, when the node has RDMA devices (a NIC writing protected memory by DMA is not "
                       "seen), when the rank has no core to spare for the copier (its CPU affinity is one "
-                      "CPU, or, not bound, its node has fewer than two CPUs per rank), and, from the next "
-                      "checkpoint to the end of the run, once a cow snapshot shows the application "
-                      "rewriting its state right after the checkpoint (its writes reached a quarter of "
-                      "the protected memory before the copier, each waiting for its copy: a plain copy "
-                      "costs less). The checkpoint service (service) does not change the choice: it reads "
+                      "CPU, or, not bound, its node has fewer than two CPUs per rank), and, to the end of the run, "
+                      "where copying measured cheaper: once three cow snapshots in a row show the "
+                      "application rewriting its state right after the checkpoint (its writes reached a "
+                      "quarter of the protected memory before the copier, each waiting for its copy), the "
+                      "next checkpoint copies, and the run keeps copy if that copy blocked no longer than "
+                      "the application waited in a cow snapshot (the median of the three: the protection, "
+                      "the copies its writes waited for, its first writes un-protected), else cow. The checkpoint service (service) does not change the choice: it reads "
                       "the level-1 slots, never the protected memory, and only once a snapshot is "
-                      "complete. cairn_init logs the choice and why, and auto's switch to copy is logged "
-                      "once, at info level (docs/performance.md)."},
+                      "complete. cairn_init logs the choice and why, and auto's trial copy and its outcome, "
+                      "with both figures, are logged once, at info level (docs/performance.md)."},
       {.name = "l1_incremental", .kind = Kind::choice, .member = &Config::l1_incremental,
        .default_text = "auto", .choices = {"auto", "on", "off"},
        .description = "Whether a snapshot copies only what changed. With copy-on-write (snapshot = cow, or "

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <vector>
 
 #include "base/log.hpp"
 #include "cache/cow/cow_snapshot.hpp"
@@ -38,36 +39,69 @@ bool writer_outran_copier(const SnapshotReport& r, uint64_t fault_block) {
   return r.protected_bytes > 0 && r.faults * fault_block * 4 >= r.protected_bytes + r.unchanged_bytes;
 }
 
+double cow_application_wait(const SnapshotReport& r) {
+  return r.blocking_seconds + r.fault_wait_seconds + r.unprotect_wait_seconds;
+}
+
+bool auto_prefers_cow(double cow_wait_s, double copy_blocking_s) { return cow_wait_s < copy_blocking_s; }
+
 namespace {
 
-// snapshot = auto once cow was chosen: cow until a snapshot shows a writer that outran the copier, then
-// copy for the rest of the run. The switch happens between snapshots (complete() of one, begin() of the
-// next), never with one in flight.
+// snapshot = auto once cow was chosen: cow until three snapshots in a row show a writer that outran the
+// copier; then one version with copy, to measure it; then, for the rest of the run, whichever of the two
+// kept the application waiting less (auto_prefers_cow). Every switch happens between snapshots
+// (complete() of one, begin() of the next), never with one in flight.
 class AutoSnapshotter final : public Snapshotter {
  public:
-  explicit AutoSnapshotter(std::unique_ptr<Snapshotter> cow) : cow_(std::move(cow)), copy_(make_copy_snapshotter()) {}
-  const char* name() const override { return current()->name(); }
+  explicit AutoSnapshotter(std::unique_ptr<Snapshotter> cow)
+      : cow_(std::move(cow)), copy_(make_copy_snapshotter()), used_(cow_.get()), next_(cow_.get()) {}
+  const char* name() const override { return used_.load()->name(); }
   Status begin(const std::vector<SnapshotRegion>& regions, uint8_t* slot) override {
-    switch_next_ = false;
-    return current()->begin(regions, slot);
+    used_ = next_.load();
+    return used_.load()->begin(regions, slot);
   }
   Status complete() override {
-    Status st = current()->complete();
-    if (!copying_ && writer_outran_copier(cow_->report(), CowOptions{}.fault_block)) {
+    Snapshotter* used = used_.load();
+    Status st = used->complete();
+    const bool outran = phase_ == Phase::watching && writer_outran_copier(cow_->report(), CowOptions{}.fault_block);
+    if (outran)
+      outran_waits_.push_back(cow_application_wait(cow_->report()));
+    else
+      outran_waits_.clear();
+    if (outran && outran_waits_.size() >= kOutranToTry) {
       const SnapshotReport r = cow_->report();
-      LOG_INFO("snapshot = auto: copy from the next checkpoint on, for the rest of the run: during the last snapshot "
-               "the application wrote %llu blocks of %.0f MiB of its %.0f MiB of protected memory before the copier "
-               "reached them, each waiting for its copy: a writer that rewrites its state right after a checkpoint "
-               "loses less with a plain copy",
+      std::sort(outran_waits_.begin(), outran_waits_.end());
+      cow_wait_s_ = outran_waits_[outran_waits_.size() / 2];
+      LOG_INFO("snapshot = auto: the next checkpoint copies, to weigh a copy against copy-on-write: during the last "
+               "snapshot the application wrote %llu blocks of %.0f MiB of its %.0f MiB of protected memory before the "
+               "copier reached them, each waiting for its copy, as in the %zu snapshots before (%.1f ms waited in each, "
+               "the median)",
                static_cast<unsigned long long>(r.faults), static_cast<double>(CowOptions{}.fault_block) / (1 << 20),
-               static_cast<double>(r.protected_bytes) / (1 << 20));
-      copying_ = switch_next_ = true;  // report() still answers for the snapshot just completed
+               static_cast<double>(r.protected_bytes) / (1 << 20), outran_waits_.size() - 1, cow_wait_s_ * 1e3);
+      phase_ = Phase::trying_copy;
+      next_ = copy_.get();                // report() still answers for the snapshot just completed
       cow_->forget(nullptr, UINT64_MAX);  // all of it: its write tracking lets the memory go
+    } else if (phase_ == Phase::trying_copy && used == copy_.get()) {
+      const double copy_s = copy_->report().blocking_seconds;
+      if (st.is_ok() && auto_prefers_cow(cow_wait_s_, copy_s)) {
+        LOG_INFO("snapshot = auto: copy-on-write again, for the rest of the run: with it the application waited "
+                 "%.1f ms in a version (the protection, the copies its writes waited for, its first writes "
+                 "un-protected), with a copy %.1f ms",
+                 cow_wait_s_ * 1e3, copy_s * 1e3);
+        next_ = cow_.get();
+      } else {
+        LOG_INFO("snapshot = auto: copy for the rest of the run: with it the application waited %.1f ms in a "
+                 "version, with copy-on-write %.1f ms (the protection, the copies its writes waited for, its first "
+                 "writes un-protected): a writer that rewrites its state right after a checkpoint loses less with a "
+                 "plain copy",
+                 copy_s * 1e3, cow_wait_s_ * 1e3);
+      }
+      phase_ = Phase::decided;
     }
     return st;
   }
-  SnapshotReport report() const override { return current()->report(); }
-  void wait_copied() override { current()->wait_copied(); }
+  SnapshotReport report() const override { return used_.load()->report(); }
+  void wait_copied() override { used_.load()->wait_copied(); }
   void forget(const void* base, uint64_t len) override {
     copy_->forget(base, len);
     cow_->forget(base, len);
@@ -76,16 +110,26 @@ class AutoSnapshotter final : public Snapshotter {
     copy_->set_chunking(chunk_size, stream_len);
     cow_->set_chunking(chunk_size, stream_len);
   }
+  // For the snapshot about to begin.
   void set_previous(std::vector<uint64_t> previous, uint64_t generation) override {
-    current()->set_previous(std::move(previous), generation);
+    next_.load()->set_previous(std::move(previous), generation);
   }
-  bool tracks_writes() const override { return current()->tracks_writes(); }
+  bool tracks_writes() const override { return next_.load()->tracks_writes(); }
 
  private:
-  Snapshotter* current() const { return copying_ && !switch_next_ ? copy_.get() : cow_.get(); }
+  enum class Phase { watching, trying_copy, decided };
 
   std::unique_ptr<Snapshotter> cow_, copy_;
-  std::atomic<bool> copying_{false}, switch_next_{false};  // wait_copied() may come from any thread
+  // used_: the snapshotter of the last begin() (report() and wait_copied() may come from any thread);
+  // next_: the next begin()'s. Phase and the cow figure belong to the thread calling complete().
+  std::atomic<Snapshotter*> used_, next_;
+  // What a writer waits for under cow varies by half or more from one snapshot to the next (and the first
+  // snapshots find the memory in 4 KiB pages, before it is gathered into huge pages between them): cow's
+  // figure is the median over three snapshots in a row in which the writer outran the copier.
+  static constexpr size_t kOutranToTry = 3;
+  Phase phase_ = Phase::watching;
+  std::vector<double> outran_waits_;  // cow_application_wait of each snapshot of the current run of them
+  double cow_wait_s_ = 0;
 };
 
 }  // namespace
@@ -144,7 +188,8 @@ SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service, const std::st
   c.why = asked + ": copy-on-write (userfaultfd write-protect; the application waits only for the protection)";
   if (mode == SnapshotMode::automatic) {
     c.snapshotter = std::make_unique<AutoSnapshotter>(std::move(c.snapshotter));
-    c.why += "; copy from the first snapshot in which the application rewrites a quarter of its state before the copier";
+    c.why += "; after three snapshots in a row in which the application rewrites a quarter of its state before the "
+             "copier, one version copies, and the run keeps whichever of the two kept it waiting less";
   }
   if (options.track_writes)
     c.why += "; between snapshots it notes which chunks are written, and a version copies only those (l1_incremental)";

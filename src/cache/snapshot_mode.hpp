@@ -36,10 +36,19 @@ std::string no_spare_core(const CpuShare& cpus);
 // less with a plain copy.
 bool writer_outran_copier(const SnapshotReport& report, uint64_t fault_block);
 
+// What a copy-on-write snapshot kept the application waiting for, as its report measured it: the
+// protection (begin()), the writes that waited for their block's copy, and, tracking writes, the first
+// writes since the previous snapshot that waited for their un-protection. It leaves out what the handler
+// does not see: the copier's share of the memory bandwidth, the writer's cache refilled.
+double cow_application_wait(const SnapshotReport& report);
+// auto, after one version of each: cow again when its writers waited less than the copy blocked.
+bool auto_prefers_cow(double cow_wait_s, double copy_blocking_s);
+
 // auto: cow when the kernel and the permissions allow it, the node has no RDMA device and `cpus` leave
-// a core to spare for the copier; else copy. Once cow was chosen, auto watches every snapshot and takes
-// copy for the rest of the run, saying why at info level, after one in which the writer outran the
-// copier (writer_outran_copier).
+// a core to spare for the copier; else copy. Once cow was chosen, auto watches every snapshot; after
+// three in a row in which the writer outran the copier (writer_outran_copier) the next version copies,
+// and from then on the run keeps cow if the median of the three snapshots' cow_application_wait was below
+// the copy's blocking time, else copy (auto_prefers_cow), saying which and why at info level.
 // cow: cow when possible (with a warning on a node with RDMA devices), else copy with a warning.
 // `service` (the service knob is set) changes no choice, only the reason: the service registers and
 // reads the L1 slots, which are never write-protected, and only after complete() (docs/architecture.md,
