@@ -37,9 +37,12 @@ void ChunkCheck::add(const uint8_t* bytes, uint64_t len) {
 Status ChunkCheck::end() {
   if (!state_) return make_error(Code::ERR_INTERNAL, "chunk check: end() without begin()");
   CAIRN_TRY(status());
-  const uint64_t got = XXH3_64bits_digest(state_->s);
-  if (chunk_ < m_.chunk_hashes.size() && got == m_.chunk_hashes[chunk_]) return Status::ok();
-  return mismatch(chunk_, got);
+  return compare(chunk_, XXH3_64bits_digest(state_->s));
+}
+
+Status ChunkCheck::compare(uint64_t chunk, uint64_t got) const {
+  if (chunk < m_.chunk_hashes.size() && got == m_.chunk_hashes[chunk]) return Status::ok();
+  return mismatch(chunk, got);
 }
 
 Status ChunkCheck::mismatch(uint64_t chunk, uint64_t got) const {

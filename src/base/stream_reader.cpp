@@ -16,6 +16,7 @@
 #include "base/copy_streaming.hpp"
 #include "base/log.hpp"
 #include "base/xxh.hpp"
+#include "base/xxh3_copy.hpp"
 
 namespace cairn {
 namespace {
@@ -25,10 +26,15 @@ using ull = unsigned long long;
 namespace {
 // Lands the stream's bytes [off, off + n) at dst and adds them to the chunk begun in `check`.
 using PieceOp = std::function<Status(uint64_t off, uint64_t n, uint8_t* dst, ChunkCheck& check)>;
+// Lands `count` whole chunks of chunk_size bytes from stream offset `off` at dst (all in one extent) and
+// sets their digests.
+using RunOp = std::function<void(uint64_t off, uint64_t count, uint8_t* dst, uint64_t* digests)>;
+constexpr uint64_t kRunChunks = 16;  // chunks per RunOp call at most
 
-// Chunks [c0, c1) of the stream into the extents (already checked to tile it), `piece` for each piece.
+// Chunks [c0, c1) of the stream into the extents (already checked to tile it): with `run`, each stretch
+// of whole chunks inside one extent through it, and `piece` for each piece of the other chunks.
 Status verify_chunks(const Manifest& m, const std::vector<StreamExtent>& extents, uint64_t piece_size,
-                     const PieceOp& piece, uint64_t c0, uint64_t c1) {
+                     const PieceOp& piece, const RunOp* run, uint64_t c0, uint64_t c1) {
   const uint64_t total = m.total_size;
   ChunkCheck check(m);
   CAIRN_TRY(check.status());
@@ -39,6 +45,20 @@ Status verify_chunks(const Manifest& m, const std::vector<StreamExtent>& extents
   x = x ? x - 1 : 0;
   for (uint64_t c = c0; c < c1; ++c) {
     const uint64_t a = c * m.chunk_size, b = std::min<uint64_t>(a + m.chunk_size, total);
+    if (run) {
+      while (x < extents.size() && extents[x].offset + extents[x].size <= a) ++x;
+      const StreamExtent& e = extents[x];
+      // Whole chunks of full length from c on, up to the extent's end.
+      const uint64_t end = std::min(total, e.offset + e.size);
+      const uint64_t n = std::min({c1 - c, kRunChunks, end > a ? (end - a) / m.chunk_size : 0});
+      if (n > 0) {
+        uint64_t digests[kRunChunks];
+        (*run)(a, n, e.dst + (a - e.offset), digests);
+        for (uint64_t i = 0; i < n; ++i) CAIRN_TRY(check.compare(c + i, digests[i]));
+        c += n - 1;
+        continue;
+      }
+    }
     check.begin(c);
     for (uint64_t off = a; off < b;) {
       while (x < extents.size() && extents[x].offset + extents[x].size <= off) ++x;  // skips empty extents
@@ -71,7 +91,7 @@ void hash_then_copy(uint8_t* dst, const uint8_t* src, uint64_t n, bool streaming
 // The frame of both readers: the extents checked to tile the stream, then runs of whole chunks, one run
 // per thread.
 Status verify_tiled(const Manifest& m, const std::vector<StreamExtent>& extents, uint64_t piece_size,
-                    const PieceOp& piece, int threads) {
+                    const PieceOp& piece, int threads, const RunOp* run = nullptr) {
   const uint64_t total = m.total_size;
   CAIRN_ASSIGN_OR_RETURN(nchunks, check_chunk_table(m));
   uint64_t at = 0;
@@ -88,14 +108,14 @@ Status verify_tiled(const Manifest& m, const std::vector<StreamExtent>& extents,
   constexpr uint64_t kMinBytesPerThread = 16ull << 20;
   const uint64_t worth = m.chunk_size ? std::max<uint64_t>(1, total / std::max<uint64_t>(kMinBytesPerThread, m.chunk_size)) : 1;
   const uint64_t t = std::min<uint64_t>({static_cast<uint64_t>(std::max(threads, 1)), nchunks ? nchunks : 1, worth});
-  if (t <= 1) return verify_chunks(m, extents, piece_size, piece, 0, nchunks);
+  if (t <= 1) return verify_chunks(m, extents, piece_size, piece, run, 0, nchunks);
   std::vector<Status> results(static_cast<size_t>(t), Status::ok());
   std::vector<std::thread> pool;
   for (uint64_t i = 1; i < t; ++i)
     pool.emplace_back([&, i] {
-      results[i] = verify_chunks(m, extents, piece_size, piece, nchunks * i / t, nchunks * (i + 1) / t);
+      results[i] = verify_chunks(m, extents, piece_size, piece, run, nchunks * i / t, nchunks * (i + 1) / t);
     });
-  results[0] = verify_chunks(m, extents, piece_size, piece, 0, nchunks / t);
+  results[0] = verify_chunks(m, extents, piece_size, piece, run, 0, nchunks / t);
   for (auto& th : pool) th.join();
   for (auto& r : results)  // the lowest failing chunk's error
     if (!r.is_ok()) return r;
@@ -115,10 +135,16 @@ Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents
 Status read_verified_in_memory(const Manifest& m, const std::vector<StreamExtent>& extents, const uint8_t* stream,
                                int threads) {
   const bool streaming = m.total_size >= kStreamingCopyFrom;
+  // Whole chunks inside one destination: hashed as they are copied, in one pass (xxh3_copy).
+  const RunOp run = [stream, streaming, chunk = m.chunk_size](uint64_t off, uint64_t count, uint8_t* dst, uint64_t* digests) {
+    xxh3_copy(dst, stream + off, chunk, static_cast<size_t>(count), digests, streaming);
+    if (streaming) streaming_fence();
+  };
+  // The others (a chunk across two destinations, the short last one) piece by piece.
   return verify_tiled(m, extents, kMemoryPiece, [stream, streaming](uint64_t off, uint64_t n, uint8_t* dst, ChunkCheck& check) {
     hash_then_copy(dst, stream + off, n, streaming, [&check](const uint8_t* p, uint64_t k) { check.add(p, k); });
     return Status::ok();
-  }, threads);
+  }, threads, &run);
 }
 
 Status read_verified_ranges(const Manifest& m, const std::vector<StreamExtent>& wanted, const StreamSource& source) {
@@ -243,7 +269,8 @@ volatile uint64_t g_probe_sink = 0;  // the probe's hashes go here, so that no c
 // The two ways the restart reads a slot, timed as it does them, W bytes each way, into memory touched
 // before (the destination's first touch is the same for both ways in a real read), each over bytes no CPU
 // cache holds yet: pread piece by piece, each piece hashed where it landed (read_verified), against a
-// populated mapping hashed where it lies and copied on (read_verified_in_memory; the unmap not counted:
+// populated mapping hashed as it is copied, four chunks side by side (read_verified_in_memory's xxh3_copy;
+// the unmap not counted:
 // the restart reads through the cache's own mapping, which stays for the checkpoints).
 // kSlotReadProbeRounds rounds over fresh ranges of the file, the order of the two ways alternating, so
 // that one disturbed measurement does not decide for the whole process.
@@ -272,8 +299,10 @@ bool probe_map_faster(int fd, double* pread_gbps, double* map_gbps) {
     double t0 = now_seconds();
     void* p = ::mmap(nullptr, W, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(at));
     if (p == MAP_FAILED) return false;
-    hash_then_copy(scratch.data() + W, static_cast<const uint8_t*>(p), W, /*streaming=*/true,
-                   [&sink](const uint8_t* q, uint64_t k) { sink ^= XXH3_64bits(q, k); });
+    uint64_t digests[4];
+    xxh3_copy(scratch.data() + W, static_cast<const uint8_t*>(p), W / 4, 4, digests, /*streaming=*/true);
+    streaming_fence();
+    for (uint64_t d : digests) sink ^= d;
     map_s += now_seconds() - t0;
     ::munmap(p, W);
     return true;

@@ -42,12 +42,14 @@ constexpr uint64_t kStreamPiece = 256 * 1024;
 Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source,
                      int threads = 1);
 
-// The same, from a stream already in memory (a mapping of the slot, a rebuilt buffer): every kMemoryStep
-// bytes are hashed where they lie, the one read of them from memory, and then copied to their destination
-// from the CPU cache (docs/performance.md has the step sizes measured); a stream of kStreamingCopyFrom bytes or more is copied with stores
-// that bypass the cache (base/copy_streaming.hpp), a smaller one with memcpy, so that it stays in cache
-// for the application. The stream must not change while it is read (nothing writes a slot during a
-// restart). Same errors and threads as read_verified.
+// The same, from a stream already in memory (a mapping of the slot, a rebuilt buffer), each byte read
+// from memory once: whole chunks inside one destination are hashed as they are copied, in one pass
+// (base/xxh3_copy.hpp); the others (a chunk across two destinations, a short last chunk) every kMemoryStep
+// bytes hashed where they lie and then copied on from the CPU cache (docs/performance.md has both
+// measured). A stream of kStreamingCopyFrom bytes or more is copied with stores that bypass the cache
+// (base/copy_streaming.hpp), a smaller one stays in cache for the application. The stream must not
+// change while it is read (nothing writes a slot during a restart). Same errors and threads as
+// read_verified.
 constexpr uint64_t kMemoryPiece = 64 * 1024;
 constexpr uint64_t kMemoryStep = 4 * 1024;
 constexpr uint64_t kStreamingCopyFrom = 16ull << 20;
