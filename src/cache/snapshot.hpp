@@ -60,6 +60,11 @@ struct SnapshotReport {
   // Empty when nothing was hashed ahead; the seal hashes the rest.
   std::vector<uint64_t> chunk_hashes;
   std::vector<uint8_t> chunk_known;
+  // copy: every byte copied and every chunk hashed in one pass (no previous stream told), the hashes in
+  // chunk_hashes; and, on the first such copy of a snapshotter (of 1 MiB or more), what hashing alone cost
+  // per byte (0 otherwise), for l1_incremental = auto.
+  bool hashed_copy = false;
+  double hash_ns_per_byte = 0;
   // copy with set_previous(): bytes of the regions left in place, their chunks' hashes unchanged.
   // cow with write tracking: bytes of the chunks not written since the slot's snapshot, left in place.
   uint64_t unchanged_bytes = 0;

@@ -51,11 +51,18 @@ void Pipeline::seal(Version& v) {
     const double h0 = now_seconds();
     v.manifest.chunk_hashes = hashes_of_slot(v.data, v.manifest.total_size, v.manifest.chunk_size, v.snapshot);
     // A plain copy's costs per byte, for l1_incremental = auto (the copy's own: not cow's, nor device's).
+    // A copy that hashed as it copied measured hashing alone once (SnapshotReport::hash_ns_per_byte);
+    // otherwise the seal's hashing just now is the measure.
     const double per_byte = 1e9 / static_cast<double>(std::max<uint64_t>(v.manifest.total_size, 1));
-    if (!v.view && v.snapshot.chunk_hashes.empty() && v.snapshot.protected_bytes == 0 &&
-        v.snapshot.device_bytes == 0 && v.manifest.total_size >= (1u << 20)) {
-      hash_ns_per_byte_ = (now_seconds() - h0) * per_byte;
-      copy_ns_per_byte_ = v.snapshot.blocking_seconds * per_byte;
+    if (!v.view && v.snapshot.protected_bytes == 0 && v.snapshot.device_bytes == 0 &&
+        v.manifest.total_size >= (1u << 20)) {
+      if (v.snapshot.hashed_copy) {
+        if (v.snapshot.hash_ns_per_byte > 0) hash_ns_per_byte_ = v.snapshot.hash_ns_per_byte;
+        copy_ns_per_byte_ = v.snapshot.blocking_seconds * per_byte;
+      } else if (v.snapshot.chunk_hashes.empty()) {
+        hash_ns_per_byte_ = (now_seconds() - h0) * per_byte;
+        copy_ns_per_byte_ = v.snapshot.blocking_seconds * per_byte;
+      }
     }
     const auto& now = v.manifest.chunk_hashes;
     if (!now.empty() && v.held_hashes.size() == now.size()) {  // for l1_incremental = auto's next choice

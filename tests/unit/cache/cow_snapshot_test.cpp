@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/manifest.hpp"
+#include "base/xxh3_copy.hpp"
 #include "cache/cow/cow_snapshot.hpp"
 #include "cache/cow/userfault.hpp"
 
@@ -663,6 +664,47 @@ TEST(CopySnapshot, OnlyChangedChunksAreCopiedWhenTheSlotsStreamIsKnown) {
   s->set_previous(chunk_hashes(slot.data(), len, chunk));
   ASSERT_TRUE(s->begin(gap, slot.data()).is_ok());
   EXPECT_EQ(s->report().unchanged_bytes, 0u);
+}
+
+// A plain copy of a stream of 16 MiB or more hashes every chunk as it copies it (xxh3_copy) where the CPU
+// can: chunks inside a region in one pass, a chunk across two regions and the short last one piece by
+// piece. The hashes are the slot's, so the seal hashes nothing; the first such copy also times hashing
+// alone, for l1_incremental = auto.
+TEST(CowSnapshot, ALargePlainCopyHashesAsItCopies) {
+  const uint32_t chunk = 1 << 20;
+  // Two regions that meet inside chunk 9, and a stream whose last chunk is short.
+  std::vector<uint8_t> a((9u << 20) + 4097), b((8u << 20) - 4097 + 777);
+  std::mt19937_64 g(5);
+  for (auto& x : a) x = static_cast<uint8_t>(g());
+  for (auto& x : b) x = static_cast<uint8_t>(g());
+  const uint64_t len = a.size() + b.size();
+  ASSERT_GE(len, 16u << 20);
+  std::vector<SnapshotRegion> regions{{"a", a.data(), a.size(), 0}, {"b", b.data(), b.size(), a.size()}};
+  auto s = make_copy_snapshotter();
+  std::vector<uint8_t> slot(len + 64);
+  for (int round = 0; round < 2; ++round) {
+    a[round * 4096] ^= 1;
+    s->set_chunking(chunk, len);
+    ASSERT_TRUE(s->begin(regions, slot.data() + 32).is_ok());  // a destination off the 64-byte lines
+    ASSERT_TRUE(s->complete().is_ok());
+    std::vector<uint8_t> want(a);
+    want.insert(want.end(), b.begin(), b.end());
+    ASSERT_EQ(memcmp(slot.data() + 32, want.data(), len), 0) << round;
+    const SnapshotReport r = s->report();
+    EXPECT_EQ(r.bytes, len);
+    if (!xxh3_copy_fused()) {
+      EXPECT_TRUE(r.chunk_hashes.empty()) << "without the fused pass the seal hashes";
+      continue;
+    }
+    EXPECT_TRUE(r.hashed_copy);
+    EXPECT_EQ(r.chunk_hashes, chunk_hashes(want.data(), len, chunk)) << round;
+    EXPECT_EQ(r.chunk_known, std::vector<uint8_t>(r.chunk_hashes.size(), 1));
+    EXPECT_EQ(r.unchanged_bytes, 0u);
+    if (round == 0)
+      EXPECT_GT(r.hash_ns_per_byte, 0) << "the first such copy times hashing alone";
+    else
+      EXPECT_EQ(r.hash_ns_per_byte, 0) << "once per snapshotter";
+  }
 }
 
 TEST(CowSnapshot, TheCopySnapshotterReportsToo) {
