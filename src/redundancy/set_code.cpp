@@ -215,6 +215,11 @@ void SetCode::encode_parity_row(int p, size_t len, const uint8_t* const* data, u
   combine(&encode_matrix_[(k + p) * k], reference_ ? nullptr : &gftbls_[32 * k * p], len, data, out);
 }
 
+bool SetCode::parity_row_is_copy(int p) const {
+  const size_t k = static_cast<size_t>(this->k());
+  return k == 1 && p >= 0 && p < m_ && encode_matrix_[(k + static_cast<size_t>(p)) * k] == 1;
+}
+
 Result<SetCode::StripeRecovery> SetCode::plan_recovery(const std::vector<bool>& lost_shards) const {
   int k = this->k();
   StripeRecovery plan;

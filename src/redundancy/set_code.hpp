@@ -73,6 +73,9 @@ class SetCode {
   void encode_stripe(size_t len, const uint8_t* const* data, uint8_t* const* parity) const;
   // Parity row p (0..m-1) only: what one parity holder computes in the MPI exchange. xor/rs.
   void encode_parity_row(int p, size_t len, const uint8_t* const* data, uint8_t* out) const;
+  // Whether parity row p is a copy of the one data shard (k = 1 and its coefficient 1: xor, and rs with
+  // one parity, of two members), so that the exchange can land it in place.
+  bool parity_row_is_copy(int p) const;
 
   // How one stripe's lost shards are rebuilt from k surviving ones (ISA-L's decode: invert the
   // k x k submatrix of the surviving rows; a lost parity row is its encode row times that inverse).

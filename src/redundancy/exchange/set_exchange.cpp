@@ -255,7 +255,9 @@ Status encode_coded(StepWindow& window, const SetCode& code, const Geometry& g,
     for (int j = 0; j < g.k && touched(stripe, off, len); j++) {
       int y = code.shard_owner(stripe, j);
       size_t pos = static_cast<size_t>(j) * g.seg + off;
-      CAIRN_TRY(window.recv(slot, piece_buf(slot, j), have(lens[y], pos, len), len, y, kTagEncode + slot));
+      // A parity row that is a copy of its one source lands in place, as partner's copy does.
+      uint8_t* to = code.parity_row_is_copy(p) ? my_red + static_cast<size_t>(p) * g.seg + off : piece_buf(slot, j);
+      CAIRN_TRY(window.recv(slot, to, have(lens[y], pos, len), len, y, kTagEncode + slot));
     }
     for (int j = 0; j < g.k; j++) {
       if (!touched(mod(g.me - 1 - j, g.n), off, len)) continue;  // its holder skips this parity piece
@@ -269,6 +271,7 @@ Status encode_coded(StepWindow& window, const SetCode& code, const Geometry& g,
     int p = static_cast<int>(s % g.m);
     size_t off = (s / g.m) * g.piece, len = std::min(g.piece, g.seg - off);
     if (!touched(mod(g.me + p, g.n), off, len)) return Status::ok();  // my_red keeps it
+    if (code.parity_row_is_copy(p)) return Status::ok();               // landed in place
     for (int j = 0; j < g.k; j++) src[j] = piece_buf(slot, j);
     code.encode_parity_row(p, len, src.data(), my_red + static_cast<size_t>(p) * g.seg + off);
     return Status::ok();

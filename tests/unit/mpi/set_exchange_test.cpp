@@ -169,8 +169,7 @@ TEST(SetExchange, RsThreeParity) { run_scheme_on_world(Redundancy::rs, 3); }
 // An encode told which chunks changed since the one its redundancy data holds moves only the steps that
 // depend on them, and gives byte for byte what a full encode of the new data gives.
 void run_changed_case(Redundancy scheme, int m, const std::vector<size_t>& lens, size_t chunk, uint32_t cs,
-                      unsigned seed) {
-  MPI_Comm comm = MPI_COMM_WORLD;
+                      unsigned seed, MPI_Comm comm = MPI_COMM_WORLD) {
   int n = size_of(comm), me = rank_in(comm);
   auto made = SetCode::make(scheme, n, m);
   ASSERT_TRUE(made.is_ok());
@@ -235,6 +234,9 @@ TEST(SetExchange, TwoMemberSets) {
     run_case(pair, {Redundancy::xor_set, 1, lens, chunk}, seed);
     run_case(pair, {Redundancy::rs, 1, lens, chunk}, seed);
   }
+  // xor and rs with one parity over two members copy their one source: it lands in place, changes only too.
+  for (Redundancy scheme : {Redundancy::xor_set, Redundancy::rs})
+    run_changed_case(scheme, 1, {65536 + 4096 * static_cast<size_t>(world_rank / 2), 40000}, 1000, 4096, seed, pair);
   MPI_Comm_free(&pair);
 }
 

@@ -179,6 +179,29 @@ TEST(SetCode, EveryStripeSpreadsOverAllMembers) {
   }
 }
 
+// Which parity rows are a copy of their one data shard, so that the exchange may land them in place.
+TEST(SetCode, ParityRowsThatAreCopies) {
+  auto code = [](Redundancy s, int n, int m) { return SetCode::make(s, n, m).value(); };
+  EXPECT_TRUE(code(Redundancy::xor_set, 2, 1).parity_row_is_copy(0));
+  EXPECT_TRUE(code(Redundancy::rs, 2, 1).parity_row_is_copy(0));
+  EXPECT_TRUE(code(Redundancy::rs, 3, 2).parity_row_is_copy(0));
+  EXPECT_FALSE(code(Redundancy::rs, 3, 2).parity_row_is_copy(1));
+  EXPECT_FALSE(code(Redundancy::xor_set, 3, 1).parity_row_is_copy(0));  // k = 2
+  EXPECT_FALSE(code(Redundancy::rs, 6, 2).parity_row_is_copy(0));
+  EXPECT_FALSE(code(Redundancy::xor_set, 2, 1).parity_row_is_copy(1));  // no such row
+  // What is called a copy is one: the row's encode of one shard gives the shard.
+  for (auto c : {code(Redundancy::xor_set, 2, 1), code(Redundancy::rs, 2, 1), code(Redundancy::rs, 3, 2),
+                 code(Redundancy::xor_set, 2, 1).reference(), code(Redundancy::rs, 3, 2).reference()})
+    for (int p = 0; p < c.m(); ++p) {
+      if (!c.parity_row_is_copy(p)) continue;
+      std::vector<uint8_t> in(4096), out(4096, 0);
+      for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 7 + 3);
+      const uint8_t* src[1] = {in.data()};
+      c.encode_parity_row(p, in.size(), src, out.data());
+      EXPECT_EQ(out, in) << "row " << p;
+    }
+}
+
 TEST(SetCode, EncodeStripeIsTheRawCodec) {
   std::mt19937 rng(3);
   size_t len = 1000;
