@@ -182,7 +182,9 @@ TEST(CowTracking, WrittenBlocksAreGatheredIntoHugePagesPastProtectedOnes) {
     EXPECT_EQ(r.generation, 2u);
     const uint64_t want = (kBlocks - 2) * kHuge;
     uint64_t got = 0;
-    for (int i = 0; i < 200 && got < want; ++i) {
+    // The gathering runs on the copier, a background thread: beside busy threads of normal priority (other
+    // tests on a loaded machine) it may get little of a CPU, so wait up to 30 s for it.
+    for (int i = 0; i < 1200 && got < want; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
       got = anon_huge_bytes(p + 2 * kHuge, want);
     }
