@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -151,43 +152,53 @@ TEST(SnapshotMode, AWriterThatOutranTheCopierMeansCopy) {
   EXPECT_FALSE(writer_outran_copier(r, 2 << 20));
 }
 
+// snapshot = auto where cow may run (a core to spare), over a state of 16 MiB of ones in memory aligned to
+// 2 MiB, and a slot for it.
+struct AutoOverAState {
+  FakeSys sys;
+  SnapshotChoice c = choose_snapshotter(SnapshotMode::automatic, false, sys.root, {.usable = 4, .online = 4, .ranks_on_node = 1});
+  static constexpr uint64_t size = 16 << 20;
+  std::unique_ptr<uint8_t, decltype(&free)> state{static_cast<uint8_t*>(aligned_alloc(2 << 20, size)), &free};
+  std::vector<uint8_t> slot = std::vector<uint8_t>(size);
+  AutoOverAState() { memset(state.get(), 1, size); }
+  Status begin() { return c.snapshotter->begin({{"state", state.get(), size, 0}}, slot.data()); }
+  Status complete() { return c.snapshotter->complete(); }
+  const char* name() const { return c.snapshotter->name(); }
+  SnapshotReport report() const { return c.snapshotter->report(); }
+  void rewrite(uint8_t value) { rewrite_from_the_end(state.get(), size, value); }
+};
+
 // auto switches to copy after three such snapshots in a row, between two snapshots, and the report of the
 // one that decided it still reads as cow's.
 TEST(SnapshotMode, AutoSwitchesToCopyAfterAWriterOutranTheCopier) {
   if (!cow_unsupported_reason().empty()) GTEST_SKIP() << cow_unsupported_reason();
-  FakeSys sys;
-  SnapshotChoice c = choose_snapshotter(SnapshotMode::automatic, false, sys.root, {.usable = 4, .online = 4, .ranks_on_node = 1});
-  ASSERT_STREQ(c.snapshotter->name(), "cow");
-  const uint64_t size = 16 << 20;
-  auto* state = static_cast<uint8_t*>(aligned_alloc(2 << 20, size));
-  std::vector<uint8_t> slot(size);
-  memset(state, 1, size);
+  AutoOverAState a;
+  ASSERT_STREQ(a.name(), "cow");
   // Untouched during the snapshot: cow stays.
-  ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
-  ASSERT_TRUE(c.snapshotter->complete().is_ok());
-  EXPECT_STREQ(c.snapshotter->name(), "cow");
+  ASSERT_TRUE(a.begin().is_ok());
+  ASSERT_TRUE(a.complete().is_ok());
+  EXPECT_STREQ(a.name(), "cow");
   // Rewritten at once: the blocks wait for their copies (unless this thread is kept off the CPU for
   // the whole copy: then again); the next snapshot is a copy.
   bool outran = false;
   for (int round = 0, in_a_row = 0; round < 40 && in_a_row < 3; ++round) {
-    ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
-    rewrite_from_the_end(state, size, static_cast<uint8_t>(2 + round));
-    ASSERT_TRUE(c.snapshotter->complete().is_ok());
-    EXPECT_EQ(slot[0], round == 0 ? 1 : 1 + round);
-    SnapshotReport cow = c.snapshotter->report();
+    ASSERT_TRUE(a.begin().is_ok());
+    a.rewrite(static_cast<uint8_t>(2 + round));
+    ASSERT_TRUE(a.complete().is_ok());
+    EXPECT_EQ(a.slot[0], round == 0 ? 1 : 1 + round);
+    SnapshotReport cow = a.report();
     EXPECT_GT(cow.protected_bytes, 0u);  // the report of the snapshot just completed, still cow's
     outran = writer_outran_copier(cow, 2 << 20);
     in_a_row = outran ? in_a_row + 1 : 0;
-    EXPECT_STREQ(c.snapshotter->name(), "cow");
+    EXPECT_STREQ(a.name(), "cow");
   }
   ASSERT_TRUE(outran) << "no writer outran the copier three times in a row in forty snapshots";
-  ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
-  EXPECT_STREQ(c.snapshotter->name(), "copy");
-  memset(state, 0x77, size);
-  ASSERT_TRUE(c.snapshotter->complete().is_ok());
-  EXPECT_EQ(c.snapshotter->report().protected_bytes, 0u);
-  EXPECT_NE(slot[size / 2], 0x77);
-  free(state);
+  ASSERT_TRUE(a.begin().is_ok());
+  EXPECT_STREQ(a.name(), "copy");
+  memset(a.state.get(), 0x77, a.size);
+  ASSERT_TRUE(a.complete().is_ok());
+  EXPECT_EQ(a.report().protected_bytes, 0u);
+  EXPECT_NE(a.slot[a.size / 2], 0x77);
 }
 
 // What auto weighs after a writer outran the copier: the application's waits under cow, from the
@@ -208,56 +219,50 @@ TEST(SnapshotMode, AutoWeighsCowsWaitsAgainstTheCopysBlocking) {
 // it uses whichever of the two the median of the three snapshots' waits and the copy favour, and either way the slot holds the state of its begin().
 TEST(SnapshotMode, AutoTriesACopyThenKeepsTheCheaper) {
   if (!cow_unsupported_reason().empty()) GTEST_SKIP() << cow_unsupported_reason();
-  FakeSys sys;
-  SnapshotChoice c = choose_snapshotter(SnapshotMode::automatic, false, sys.root, {.usable = 4, .online = 4, .ranks_on_node = 1});
-  ASSERT_STREQ(c.snapshotter->name(), "cow");
-  const uint64_t size = 16 << 20;
-  auto* state = static_cast<uint8_t*>(aligned_alloc(2 << 20, size));
-  std::vector<uint8_t> slot(size);
-  memset(state, 1, size);
-  ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
-  ASSERT_TRUE(c.snapshotter->complete().is_ok());
+  AutoOverAState a;
+  ASSERT_STREQ(a.name(), "cow");
+  ASSERT_TRUE(a.begin().is_ok());
+  ASSERT_TRUE(a.complete().is_ok());
   std::vector<double> waits;  // cow_application_wait of each snapshot of a run in which the writer outran the copier
   for (int round = 0; round < 40 && waits.size() < 3; ++round) {
-    ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
-    rewrite_from_the_end(state, size, static_cast<uint8_t>(2 + round));
-    ASSERT_TRUE(c.snapshotter->complete().is_ok());
-    if (writer_outran_copier(c.snapshotter->report(), 2 << 20))
-      waits.push_back(cow_application_wait(c.snapshotter->report()));
+    ASSERT_TRUE(a.begin().is_ok());
+    a.rewrite(static_cast<uint8_t>(2 + round));
+    ASSERT_TRUE(a.complete().is_ok());
+    if (writer_outran_copier(a.report(), 2 << 20))
+      waits.push_back(cow_application_wait(a.report()));
     else
       waits.clear();
   }
   ASSERT_EQ(waits.size(), 3u) << "no writer outran the copier three times in a row in forty snapshots";
   std::sort(waits.begin(), waits.end());
   // The trial copy.
-  memset(state, 0x31, size);
-  ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
-  EXPECT_STREQ(c.snapshotter->name(), "copy");
-  EXPECT_FALSE(c.snapshotter->tracks_writes()) << "the copy's version: nothing protected, nothing tracked";
-  memset(state, 0x32, size);
-  ASSERT_TRUE(c.snapshotter->complete().is_ok());
-  const double copy_s = c.snapshotter->report().blocking_seconds;
-  EXPECT_EQ(slot[size - 1], 0x31);
+  memset(a.state.get(), 0x31, a.size);
+  ASSERT_TRUE(a.begin().is_ok());
+  EXPECT_STREQ(a.name(), "copy");
+  EXPECT_FALSE(a.c.snapshotter->tracks_writes()) << "the copy's version: nothing protected, nothing tracked";
+  memset(a.state.get(), 0x32, a.size);
+  ASSERT_TRUE(a.complete().is_ok());
+  const double copy_s = a.report().blocking_seconds;
+  EXPECT_EQ(a.slot[a.size - 1], 0x31);
   // From here on, the cheaper one.
   const bool cow = auto_prefers_cow(waits[1], copy_s);
-  ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
-  EXPECT_STREQ(c.snapshotter->name(), cow ? "cow" : "copy")
+  ASSERT_TRUE(a.begin().is_ok());
+  EXPECT_STREQ(a.name(), cow ? "cow" : "copy")
       << "cow waited " << waits[1] << " s (the median), the copy blocked " << copy_s << " s";
-  memset(state, 0x33, size);  // during the snapshot: with cow, each block waits for its copy first
-  ASSERT_TRUE(c.snapshotter->complete().is_ok());
-  EXPECT_EQ(c.snapshotter->report().protected_bytes > 0, cow);
-  EXPECT_EQ(slot[0], 0x32);
-  EXPECT_EQ(slot[size / 2], 0x32);
-  EXPECT_EQ(slot[size - 1], 0x32);
+  memset(a.state.get(), 0x33, a.size);  // during the snapshot: with cow, each block waits for its copy first
+  ASSERT_TRUE(a.complete().is_ok());
+  EXPECT_EQ(a.report().protected_bytes > 0, cow);
+  EXPECT_EQ(a.slot[0], 0x32);
+  EXPECT_EQ(a.slot[a.size / 2], 0x32);
+  EXPECT_EQ(a.slot[a.size - 1], 0x32);
   // Decided for the rest of the run, even after another writer that outruns the copier.
   for (int round = 0; round < 3; ++round) {
-    ASSERT_TRUE(c.snapshotter->begin({{"state", state, size, 0}}, slot.data()).is_ok());
-    EXPECT_STREQ(c.snapshotter->name(), cow ? "cow" : "copy") << round;
-    memset(state, 0x40 + round, size);
-    ASSERT_TRUE(c.snapshotter->complete().is_ok());
-    EXPECT_EQ(slot[size / 2], round == 0 ? 0x33 : 0x40 + round - 1);
+    ASSERT_TRUE(a.begin().is_ok());
+    EXPECT_STREQ(a.name(), cow ? "cow" : "copy") << round;
+    memset(a.state.get(), 0x40 + round, a.size);
+    ASSERT_TRUE(a.complete().is_ok());
+    EXPECT_EQ(a.slot[a.size / 2], round == 0 ? 0x33 : 0x40 + round - 1);
   }
-  free(state);
 }
 
 }  // namespace
