@@ -10,6 +10,7 @@
 
 #include "base/chunk_check.hpp"
 #include "base/xxh.hpp"
+#include "base/xxh3_copy.hpp"
 
 namespace cairn {
 namespace {
@@ -446,10 +447,10 @@ std::vector<uint64_t> chunk_hashes(const void* data, uint64_t len, uint32_t chun
   std::vector<uint64_t> out;
   if (chunk_size == 0 || len == 0) return out;
   const auto* p = static_cast<const uint8_t*>(data);
-  out.reserve(chunk_count_for(len, chunk_size));
-  for (uint64_t off = 0; off < len; off += chunk_size) {
-    out.push_back(XXH3_64bits(p + off, std::min<uint64_t>(chunk_size, len - off)));
-  }
+  out.resize(chunk_count_for(len, chunk_size));
+  const uint64_t whole = len / chunk_size;  // side by side (xxh3_hash); a short last chunk alone
+  xxh3_hash(p, chunk_size, static_cast<size_t>(whole), out.data());
+  if (whole < out.size()) out.back() = XXH3_64bits(p + whole * chunk_size, static_cast<size_t>(len - whole * chunk_size));
   return out;
 }
 

@@ -119,7 +119,7 @@ __attribute__((target("avx2"))) void fused(uint8_t* dst, const uint8_t* src, uin
     uint8_t* out = dst + k * len;
     for (uint64_t s = 0; s < stripes; ++s) accumulate<S>(acc[k], in + at + s * kStripe, kSecret + s * 8, out + at + s * kStripe);
     accumulate<Store::none>(acc[k], in + len - kStripe, kSecret + kLastStripeKey, nullptr);
-    memcpy(out + stored, in + stored, static_cast<size_t>(len - stored));  // under one stripe
+    if constexpr (S != Store::none) memcpy(out + stored, in + stored, static_cast<size_t>(len - stored));  // under one stripe
     alignas(32) uint64_t a[8];
     _mm256_store_si256(reinterpret_cast<__m256i*>(a), acc[k][0]);
     _mm256_store_si256(reinterpret_cast<__m256i*>(a + 4), acc[k][1]);
@@ -165,6 +165,19 @@ void xxh3_copy(uint8_t* dst, const uint8_t* src, uint64_t len, size_t count, uin
 #endif
   (void)streaming;
   hash_then_copy_each(dst, src, len, count, digests);
+}
+
+void xxh3_hash(const uint8_t* src, uint64_t len, size_t count, uint64_t* digests) {
+#if defined(__x86_64__)
+  if (len > 240 && has_avx2()) {
+    // Nothing is stored: the stores' destination is never written, so the source stands in for it.
+    uint8_t* none = const_cast<uint8_t*>(src);
+    for (size_t k = 0; k < count; k += kMaxSide)
+      fused<Store::none>(none + k * len, src + k * len, len, count - k < kMaxSide ? count - k : kMaxSide, digests + k);
+    return;
+  }
+#endif
+  for (size_t k = 0; k < count; ++k) digests[k] = XXH3_64bits(src + k * len, static_cast<size_t>(len));
 }
 
 }  // namespace cairn

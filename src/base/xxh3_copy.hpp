@@ -19,6 +19,10 @@ namespace cairn {
 // with XXH3_64bits and then copied.
 void xxh3_copy(uint8_t* dst, const uint8_t* src, uint64_t len, size_t count, uint64_t* digests, bool streaming);
 
+// The digests alone: digests[i] = XXH3_64bits of the `len` bytes at src + i*len, four chunks side by side as
+// in xxh3_copy (the library's XXH3 hashes one stream at a time).
+void xxh3_hash(const uint8_t* src, uint64_t len, size_t count, uint64_t* digests);
+
 // Whether xxh3_copy takes the fused pass on this CPU (for the tests and the log).
 bool xxh3_copy_fused();
 

@@ -1,6 +1,6 @@
 // The fused hash-and-copy gives XXH3_64bits of every chunk and a bit-exact copy, for every length around
 // XXH3's block and stripe boundaries, every group size, misaligned sources and destinations, cached and
-// streaming stores.
+// streaming stores; the hash alone (xxh3_hash) gives the same digests and writes nothing.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -51,6 +51,26 @@ TEST(Xxh3Copy, LargeChunksInEveryGroupSizeAndAlignment) {
       for (bool streaming : {false, true}) expect_like_the_library(src, len, count, off % 3, off, streaming);
   // A length that is no multiple of 32: the chunks' destinations are not all aligned alike.
   expect_like_the_library(src, len - 17, 5, 0, 0, true);
+}
+
+// The digests of xxh3_hash, chunk by chunk, against the library's; the source untouched.
+void expect_hash_like_the_library(const std::vector<uint8_t>& src, uint64_t len, size_t count, size_t off) {
+  const std::vector<uint8_t> before = src;
+  std::vector<uint64_t> digests(count + 1, 0xABCD);
+  xxh3_hash(src.data() + off, len, count, digests.data());
+  for (size_t k = 0; k < count; ++k)
+    ASSERT_EQ(digests[k], XXH3_64bits(src.data() + off + k * len, len)) << "len " << len << " count " << count << " chunk " << k;
+  ASSERT_EQ(digests[count], 0xABCDu) << "a digest written past the last";
+  ASSERT_EQ(src, before);
+}
+
+TEST(Xxh3Copy, HashAloneGivesTheSameDigests) {
+  const auto small = random_bytes(6 * 5000 + 64, 3);
+  for (uint64_t len = 1; len <= 4200; len += 1 + len / 50) expect_hash_like_the_library(small, len, 1 + len % 6, len % 7);
+  const uint64_t len = 1 << 20;
+  const auto large = random_bytes(9 * len + 64, 4);
+  for (size_t count : {1, 3, 4, 5, 8, 9})  // groups of four and the rest
+    for (size_t off : {0, 1, 33}) expect_hash_like_the_library(large, len, count, off);
 }
 
 TEST(Xxh3Copy, NothingToDo) {
