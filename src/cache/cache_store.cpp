@@ -173,7 +173,7 @@ void CacheStore::prepare(uint64_t size, uint64_t red_size, std::function<bool(in
   if (preparing_ || slots_.empty() || (prep_size_ <= done_size_ && prep_red_ <= done_red_)) return;
   if (preparer_.joinable()) preparer_.join();  // finished: it cleared preparing_ under the lock
   preparing_ = true;
-  preparer_ = std::thread([this] {
+  preparer_ = BackgroundThread([this] {
     for (;;) {
       uint64_t size, red;
       std::function<bool(int)> in_use;

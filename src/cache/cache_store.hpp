@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/background_thread.hpp"
 #include "cache/snapshot_slot.hpp"
 #include "cache/version_view.hpp"
 #include "base/layout.hpp"
@@ -130,7 +131,7 @@ class CacheStore {
   std::unique_ptr<std::mutex[]> slot_mu_;  // one per slot: guards slots_[s] and reds_[s]
   // preparation: one thread at a time, which goes on while the target grows
   std::mutex prep_mu_;
-  std::thread preparer_;
+  BackgroundThread preparer_;
   bool preparing_ = false;
   std::atomic<bool> prep_stop_{false};
   uint64_t prep_size_ = 0, prep_red_ = 0;  // wanted
