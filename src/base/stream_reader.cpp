@@ -195,7 +195,7 @@ Status read_verified_ranges(const Manifest& m, const std::vector<StreamExtent>& 
   return Status::ok();
 }
 
-LandingVerifier::LandingVerifier(const Manifest& m, const uint8_t* stream) : m_(m), stream_(stream), check_(m) {
+LandingVerifier::LandingVerifier(const Manifest& m, uint8_t* stream) : m_(m), stream_(stream), check_(m) {
   auto n = check_chunk_table(m);
   table_ = n.status();
   if (!n) return;
@@ -204,22 +204,68 @@ LandingVerifier::LandingVerifier(const Manifest& m, const uint8_t* stream) : m_(
     missing_[static_cast<size_t>(c)] = std::min<uint64_t>(m.chunk_size, m.total_size - c * m.chunk_size);
 }
 
-void LandingVerifier::landed(uint64_t off, uint64_t len) {
-  if (!table_.is_ok() || len == 0) return;
-  if (off + len > m_.total_size || off + len < off) {
-    if (first_failure_.is_ok())
-      first_failure_ = make_error(Code::ERR_INTERNAL, "bytes %llu..%llu landed outside the %llu-byte stream",
-                                  static_cast<ull>(off), static_cast<ull>(off + len - 1), static_cast<ull>(m_.total_size));
-    return;
+bool LandingVerifier::inside(uint64_t off, uint64_t len) {
+  if (off + len <= m_.total_size && off + len >= off) return true;
+  if (first_failure_.is_ok())
+    first_failure_ = make_error(Code::ERR_INTERNAL, "bytes %llu..%llu landed outside the %llu-byte stream",
+                                static_cast<ull>(off), static_cast<ull>(off + len - 1), static_cast<ull>(m_.total_size));
+  return false;
+}
+
+void LandingVerifier::place(uint64_t off, const uint8_t* src, uint64_t len) {
+  if (!table_.is_ok() || len == 0 || !inside(off, len)) return;
+  const uint64_t cs = m_.chunk_size, end = off + len;
+  // [a0, whole_to): the chunks that lie whole in the piece (the stream's short last one included);
+  // before and after it, parts of chunks that other pieces complete.
+  const uint64_t a0 = std::min((off + cs - 1) / cs * cs, end);
+  const uint64_t whole_to = std::max(a0, end == m_.total_size ? end : end / cs * cs);
+  if (a0 > off) {
+    memcpy(stream_ + off, src, static_cast<size_t>(a0 - off));
+    landed(off, a0 - off);
   }
+  constexpr size_t kGroup = 16;
+  uint64_t got[kGroup];
+  for (uint64_t a = a0; a < whole_to && first_failure_.is_ok();) {
+    const uint64_t c = a / cs;
+    size_t n = static_cast<size_t>(std::min<uint64_t>(kGroup, (whole_to - a) / cs));
+    const uint64_t each = n == 0 ? whole_to - a : cs;  // n == 0: the stream's short last chunk
+    n = std::max<size_t>(n, 1);
+    xxh3_copy(stream_ + a, src + (a - off), each, n, got, /*streaming=*/true);
+    for (size_t i = 0; i < n && first_failure_.is_ok(); ++i) {
+      missing_[static_cast<size_t>(c + i)] = 0;
+      first_failure_ = check_.compare(c + i, got[i]);
+    }
+    a += n * each;
+  }
+  if (whole_to > a0) streaming_fence();
+  if (end > whole_to) {
+    memcpy(stream_ + whole_to, src + (whole_to - off), static_cast<size_t>(end - whole_to));
+    landed(whole_to, end - whole_to);
+  }
+}
+
+void LandingVerifier::landed(uint64_t off, uint64_t len) {
+  if (!table_.is_ok() || len == 0 || !inside(off, len)) return;
+  // The chunks this landing completed, checked a run of neighbours at a time (ChunkCheck::whole hashes
+  // whole chunks side by side).
+  uint64_t run_from = 0, run_to = 0;
+  auto check_run = [&] {
+    if (run_to > run_from && first_failure_.is_ok()) first_failure_ = check_.whole(run_from, stream_ + run_from, run_to - run_from);
+    run_from = run_to = 0;
+  };
   for (uint64_t c = off / m_.chunk_size; c * m_.chunk_size < off + len; ++c) {
     const uint64_t a = c * m_.chunk_size, b = std::min<uint64_t>(a + m_.chunk_size, m_.total_size);
     const uint64_t in = std::min(b, off + len) - std::max(a, off);
     uint64_t& left = missing_[static_cast<size_t>(c)];
     left -= std::min(left, in);
-    if (left != 0 || !first_failure_.is_ok()) continue;
-    first_failure_ = check_.whole(a, stream_ + a, b - a);
+    if (left != 0) {
+      check_run();
+      continue;
+    }
+    if (run_to != a) check_run(), run_from = a;
+    run_to = b;
   }
+  check_run();
 }
 
 Status LandingVerifier::result() const {

@@ -67,18 +67,24 @@ inline std::vector<StreamExtent> whole_stream(const Manifest& m, uint8_t* dst) {
   return {StreamExtent{0, m.total_size, dst}};
 }
 
-// A stream that lands in pieces in any order (a rebuild at L2, set_exchange.hpp's `landed`): each
-// checksum chunk is hashed as soon as its last byte landed, while it is likely still in cache. result()
-// is the first chunk that failed, else the chunks that never landed, else success.
+// A stream that lands in pieces in any order (a rebuild at L2, set_exchange.hpp's `Place`), each byte
+// once. Either the bytes arrive in the stream's memory and landed(off, len) says so: each checksum chunk
+// is hashed as soon as its last byte landed, while it is likely still in cache; or they arrive in a buffer
+// of the sender's side of things (a receive buffer that stays in the CPU cache) and place(off, src, len)
+// copies them into the stream, the chunks that lie whole in the piece hashed as they are copied
+// (xxh3_copy, with stores that go past the caches) and the others as landed() does. result() is the
+// first chunk that failed, else the chunks that never landed, else success.
 class LandingVerifier {
  public:
-  LandingVerifier(const Manifest& m, const uint8_t* stream);
+  LandingVerifier(const Manifest& m, uint8_t* stream);
   void landed(uint64_t off, uint64_t len);
+  void place(uint64_t off, const uint8_t* src, uint64_t len);
   Status result() const;
 
  private:
+  bool inside(uint64_t off, uint64_t len);  // else first_failure_ says where the bytes fell
   const Manifest& m_;
-  const uint8_t* stream_;
+  uint8_t* stream_;
   ChunkCheck check_;               // each chunk as its last byte lands
   Status table_;                   // the manifest's chunk table, checked once
   std::vector<uint64_t> missing_;  // bytes of each chunk not landed yet

@@ -166,6 +166,7 @@ Status Runtime::restart_regions() {
   if (!done) CAIRN_TRY(carry_out(plan, &done, &unsuited));
   if (done) {
     prepare_slots();
+    start_write_back();
     return Status::ok();
   }
   // The planned version did not read back whole somewhere (or cannot be read in place): the full search,

@@ -6,13 +6,14 @@
 //   L1  every rank reads its slot file into its regions, piece by piece (pread, or a copy out of a
 //       mapping where the cache is on huge pages) and hashes each chunk while it is still in cache.
 //   L2  the ranks that hold the version do the same; every redundancy set with lost members shares its
-//       set record and rebuilds the lost ranks' data only, straight into their regions (where these are
-//       one stretch of memory; else into staging memory, copied out verifying), each chunk hashed as soon
-//       as it landed, while the survivors read their own slots beside the exchange. After cairn_restart
-//       returns, each such set exchanges once more, whole, on a thread (background MPI progress), and the
-//       lost ranks write the version back into their cache (write-back), so that it is protected again
-//       without the application waiting for it. Without MPI_THREAD_MULTIPLE the one exchange is whole,
-//       into staging memory, and only the write-back is left to a thread.
+//       set record and rebuilds the lost ranks' data only, into their regions (where these are one
+//       stretch of memory: each piece received into a buffer that stays in the CPU cache and copied into
+//       the regions from there, hashed as it is copied; else into staging memory, copied out verifying),
+//       while the survivors read their own slots beside the exchange. When cairn_restart has nothing
+//       left to do, each such set exchanges once more, whole, on a background thread (background MPI
+//       progress), and the lost ranks write the version back into their cache (write-back), so that it
+//       is protected again without the application waiting for it. Without MPI_THREAD_MULTIPLE the one
+//       exchange is whole, into staging memory, and only the write-back is left to a thread.
 //   L3  every rank reads its file into its regions (try_l3 with restart_in_place_).
 //
 // Nothing is written before every rank knows its regions fit the version. A chunk that fails anywhere
@@ -43,6 +44,12 @@ using restore::RestartInventory;
 
 namespace {
 using ull = unsigned long long;
+
+// The largest piece in which a lost rank's data lands at an L2 restart, so that a piece is still in the
+// CPU cache when it is copied into the regions: on the machine of docs/performance.md ("The L2 restart:
+// landing in the cache") 2 MiB beat 4 MiB (the exchange_chunk default) and 1 MiB, whose messages cost
+// more than they saved.
+constexpr uint64_t kLandingPiece = uint64_t{2} << 20;
 
 // Whether the extents are one stretch of memory in stream order (a single region, the usual case).
 bool contiguous(const std::vector<StreamExtent>& extents) {
@@ -299,8 +306,9 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
 
   // 2. The sets with losses exchange the lost ranks' data only (their redundancy data comes later, off
   //    the application's path): survivors pass their slot and redundancy files (mapped, read by the
-  //    exchange only); a lost rank receives straight into its regions where they are one stretch of
-  //    memory in stream order (the usual single region), else into staging memory.
+  //    exchange only); a lost rank's data goes into its regions where they are one stretch of memory in
+  //    stream order (the usual single region), piece by piece through the exchange's receive buffer
+  //    (LandingVerifier::place), else into staging memory.
   //    Without background MPI progress there is no later: the exchange is whole, into staging memory, and
   //    only the write-back is left to a thread.
   const bool later = mpi_in_worker_;
@@ -318,22 +326,28 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
     else if (staged)  // without a later exchange a lost rank rebuilds its redundancy data now too
       ready = restore::staging_buffers(m.total_size, later ? 0 : set->plan.redundancy_len, buf.get());
     else
-      buf->data = extents.empty() ? nullptr : extents.front().dst;  // straight into the regions
+      buf->data = extents.empty() ? nullptr : extents.front().dst;  // into the regions (placed)
     // A survivor reads its own slot into its regions meanwhile, on a thread, and waits for its transfers
     // gently (a lost rank pulls the bytes itself where MPI copies once between processes).
     Status own = Status::ok();
-    std::optional<LandingVerifier> verifier;  // a lost rank's data straight in its regions: verified as it lands
-    redundancy::Landed landed;
+    std::optional<LandingVerifier> verifier;  // a lost rank's data into its regions: verified as it is copied in
+    redundancy::Place place;
     if (!i_hold && !staged) {
       verifier.emplace(m, buf->data);
-      landed = [&](size_t off, size_t len) { verifier->landed(off, len); };
+      place = [&](size_t off, const uint8_t* src, size_t len) { verifier->place(off, src, len); };
     }
     std::thread reader;
     if (i_hold && ready.is_ok() && !(staged_ && !staged_->empty()))
       reader = std::thread([&] { own = read_slot_into_regions(*rec, threads, &read_s); });
+    // The data lands in pieces of at most kLandingPiece, received into a buffer that stays in the CPU
+    // cache and copied into the regions from there, hashed as it is copied (docs/performance.md, "The L2
+    // restart"); the same piece on every member, as the exchange requires.
+    const uint64_t unit = set->job.exchange_chunk;
+    set->job.exchange_chunk = std::min<uint64_t>(unit, kLandingPiece);
     mine = set->exchange(ready, buf->data, buf->red, "", /*verify_lost=*/false,
                          later ? redundancy::RebuildPart::data : redundancy::RebuildPart::all,
-                         /*gentle=*/reader.joinable(), landed);
+                         /*gentle=*/reader.joinable(), place);
+    set->job.exchange_chunk = unit;
     if (mine.is_ok() && verifier) mine = verifier->result().prefixed("rebuilt data");
     if (reader.joinable()) {
       reader.join();
@@ -361,12 +375,13 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
   // 4. The sets with losses protect the version again beside the application: the lost ranks' data and
   //    redundancy data rebuilt once more and written into their caches (write-back).
   if (my_set_lost && later) {
-    start_reprotect(*set, i_hold ? rec->slot : 0);
+    start_reprotect(*set, i_hold ? rec->slot : 0, i_hold && buf->red_file ? buf : nullptr);
+    buf.reset();  // a survivor's mappings are the re-protection's now: unmapped on its thread
   } else if (my_set_lost && !i_hold) {
     finish_write_back();
-    write_back_ = std::thread([this, slot = pipeline_->slot_for_rebuild(), set = *set, buf, t = now_seconds()] {
+    write_back_work_ = [this, slot = pipeline_->slot_for_rebuild(), set = *set, buf, t = now_seconds()] {
       write_back(set, slot, buf->data, buf->red, t);
-    });
+    };
   }
   restored_files_.clear();
   restored(v, CAIRN_LEVEL_L2, m.label, plan.in_l3);
@@ -389,13 +404,14 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
 // cache as a checkpoint would (write_back); survivors read their slot and redundancy files, which no
 // checkpoint reuses before finish_write_back. A failure is logged: the version stays restorable from the
 // other levels, and the next checkpoint protects the job again.
-void Runtime::start_reprotect(const restore::SetRebuild& set, uint32_t my_slot) {
+void Runtime::start_reprotect(const restore::SetRebuild& set, uint32_t my_slot,
+                              std::shared_ptr<restore::SetBuffers> mapped) {
   finish_write_back();
   const bool i_lost = set.job.i_lost();
   const int slot = i_lost ? pipeline_->slot_for_rebuild() : -1;  // chosen here, on the application's thread
   MPI_Comm comm = MPI_COMM_NULL;
   if (MPI_Comm_dup(set.job.comm, &comm) != MPI_SUCCESS) comm = MPI_COMM_NULL;
-  auto work = [this, set = set, my_slot, i_lost, slot, comm]() mutable {
+  auto work = [this, set = set, my_slot, i_lost, slot, comm, mapped = std::move(mapped)]() mutable {
     const double t0 = now_seconds();
     const uint64_t v = set.job.version;
     const uint64_t total = set.plan.mine.total_size;
@@ -404,9 +420,11 @@ void Runtime::start_reprotect(const restore::SetRebuild& set, uint32_t my_slot) 
     set.job.comm = comm;
     Status ready = comm == MPI_COMM_NULL ? Status(Code::ERR_MPI, "MPI_Comm_dup of the set's communicator failed")
                    : i_lost ? restore::staging_buffers(total, red_len, &buf)
+                   : mapped ? Status::ok()
                             : restore::survivor_buffers(cache_.slot_path(static_cast<int>(my_slot)),
                                                         cache_.red_path(static_cast<int>(my_slot)), total, red_len,
                                                         /*populate=*/true, &buf);
+    if (mapped) buf = std::move(*mapped), mapped.reset();
     Status st = comm == MPI_COMM_NULL ? ready
                                       : set.exchange(ready, buf.data, buf.red, "version " + std::to_string(v) + " rebuilt again");
     if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
@@ -417,7 +435,7 @@ void Runtime::start_reprotect(const restore::SetRebuild& set, uint32_t my_slot) 
     }
     if (i_lost) write_back(set, slot, buf.data, buf.red, t0);
   };
-  write_back_ = std::thread(std::move(work));
+  write_back_work_ = std::move(work);
 }
 
 // The rebuilt version into this rank's cache (restore::SetRebuild::write_back: slot `slot`, which no
@@ -434,7 +452,14 @@ void Runtime::write_back(const restore::SetRebuild& set, int slot, const uint8_t
              static_cast<ull>(v), (now_seconds() - t0) * 1e3);
 }
 
+void Runtime::start_write_back() {
+  if (!write_back_work_) return;
+  write_back_ = BackgroundThread(std::move(write_back_work_));
+  write_back_work_ = nullptr;
+}
+
 void Runtime::finish_write_back() {
+  start_write_back();
   if (write_back_.joinable()) write_back_.join();
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cache/cache_store.hpp"
+#include "base/background_thread.hpp"
 #include "base/config.hpp"
 #include "base/job_state.hpp"
 #include "base/layout.hpp"
@@ -156,8 +157,13 @@ class Runtime {
   Status restart_read_threads(int* threads);
   Status read_l1_in_place(const RestartPlan& plan, bool* done, bool* unsuited);
   Status restore_l2_in_place(const RestartPlan& plan, bool* done, bool* unsuited);
-  void start_reprotect(const restore::SetRebuild& set, uint32_t my_slot);
+  // mapped: a survivor's slot and redundancy files as the restart's exchange mapped them, taken over (and
+  // unmapped on the thread, off the application's path); else they are mapped again.
+  void start_reprotect(const restore::SetRebuild& set, uint32_t my_slot, std::shared_ptr<restore::SetBuffers> mapped);
   void write_back(const restore::SetRebuild& set, int slot, const uint8_t* data, const uint8_t* red, double t0);
+  // The re-protection or write-back an L2 restart set up (write_back_work_) starts on its thread once
+  // cairn_restart has nothing left to do, so that it does not share the application's core before then.
+  void start_write_back();
   void finish_write_back();  // before anything else uses the cache
   // restart: the full search (restart_search.cpp)
   Status gather_inventory(restore::RestartInventory* inv);
@@ -238,7 +244,8 @@ class Runtime {
   // restart
   std::optional<RestartChoice> pending_;  // found by the full search, to be applied
   std::optional<RestartPlan> plan_;       // planned by cairn_restart_available, to be carried out
-  std::thread write_back_;                // a version rebuilt at L2 going back into this rank's cache
+  BackgroundThread write_back_;           // a version rebuilt at L2 going back into this rank's cache
+  std::function<void()> write_back_work_;  // its work, set up by the restart and not started yet
   bool restart_in_place_ = false;  // cairn_restart's own search: restart paths may read into the regions
   bool in_restart_ = false;
   uint64_t restored_version_ = 0;

@@ -285,14 +285,17 @@ Status encode_coded(StepWindow& window, const SetCode& code, const Geometry& g,
 // A lost x gets its data back from x+1's copy and its copy (of x-1's data) from x-1.
 Status rebuild_partner(StepWindow& window, const Geometry& g, const std::vector<size_t>& lens,
                        const std::vector<bool>& lost, uint8_t* my_data, uint8_t* my_red, RebuildPart part,
-                       const Landed& landed) {
+                       const Place& place) {
   int left = mod(g.me - 1, g.n), right = mod(g.me + 1, g.n);
   const bool red_too = part == RebuildPart::all;
+  // With `place`, a lost member's data arrives in a piece buffer per slot, which place() copies on.
+  Scratch bufs = scratch(lost[g.me] && place ? static_cast<size_t>(kStepsInFlight) * g.piece : 0);
   auto post = [&](size_t s, int slot) -> Status {
     size_t off = s * g.piece, len = std::min(g.piece, g.seg - off);
     if (lost[g.me]) {
       size_t mine = have(lens[g.me], off, len);  // my data has no padding to fill
-      CAIRN_TRY(window.recv(slot, at(my_data, off), mine, mine, right, kTagRebuild + slot));
+      uint8_t* to = place ? bufs.get() + static_cast<size_t>(slot) * g.piece : at(my_data, off);
+      CAIRN_TRY(window.recv(slot, to, mine, mine, right, kTagRebuild + slot));
       if (!red_too) return Status::ok();
       return window.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagRebuildRed + slot);
     }
@@ -302,9 +305,10 @@ Status rebuild_partner(StepWindow& window, const Geometry& g, const std::vector<
       CAIRN_TRY(window.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagRebuildRed + slot));
     return Status::ok();
   };
-  auto finish = [&](size_t s, int) -> Status {
+  auto finish = [&](size_t s, int slot) -> Status {
     size_t off = s * g.piece, len = std::min(g.piece, g.seg - off);
-    if (lost[g.me] && landed && have(lens[g.me], off, len)) landed(off, have(lens[g.me], off, len));
+    if (lost[g.me] && place && have(lens[g.me], off, len))
+      place(off, bufs.get() + static_cast<size_t>(slot) * g.piece, have(lens[g.me], off, len));
     return Status::ok();
   };
   return window.run(g.pieces, post, finish);
@@ -314,7 +318,7 @@ Status rebuild_partner(StepWindow& window, const Geometry& g, const std::vector<
 // of that stripe's plan, which send their piece to every lost member that needs it.
 Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
                      const std::vector<size_t>& lens, const std::vector<bool>& lost, uint8_t* my_data,
-                     uint8_t* my_red, RebuildPart part, const Landed& landed) {
+                     uint8_t* my_red, RebuildPart part, const Place& place) {
   std::vector<SetCode::StripeRecovery> plans;
   std::vector<bool> lost_shards(g.n);
   for (int st = 0; st < g.n; st++) {
@@ -350,6 +354,8 @@ Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
   };
 
   bool rebuilding = lost[g.me];
+  // Whether my piece of stripe st goes through place() (my data's pieces, where the caller gave it).
+  auto placed = [&](int st) { return place && code.shard_of(st, g.me) < g.k; };
   Scratch bufs = scratch(rebuilding ? static_cast<size_t>(kStepsInFlight * g.k + 1) * g.piece : 0);
   auto piece_buf = [&](int slot, int j) { return bufs.get() + (static_cast<size_t>(slot) * g.k + j) * g.piece; };
   std::vector<const uint8_t*> src(g.k);
@@ -367,7 +373,7 @@ Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
       if (!needs(g.me, st, off, len)) return Status::ok();
       if (uint8_t* dst = direct(st, off, len)) {
         int sh = plan.sources[0], y = code.shard_owner(st, sh);
-        return window.recv(slot, dst, len, len, y, kTagRebuild + slot);
+        return window.recv(slot, placed(st) ? piece_buf(slot, 0) : dst, len, len, y, kTagRebuild + slot);
       }
       for (int j = 0; j < g.k; j++) {
         int sh = plan.sources[j], y = code.shard_owner(st, sh);
@@ -390,23 +396,23 @@ Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
     if (!rebuilding || !needs(g.me, st, off, len)) return Status::ok();
     const auto& plan = plans[st];
     int sh = code.shard_of(st, g.me);
-    // Bytes of my data final at stream offset shard_at(sh, off), for the caller to verify while in cache.
-    auto land = [&] {
-      if (landed && sh < g.k) landed(shard_at(sh, off), shard_bytes(g.me, sh, off, len));
+    const size_t keep = shard_bytes(g.me, sh, off, len);
+    if (direct(st, off, len)) {
+      if (placed(st)) place(shard_at(sh, off), piece_buf(slot, 0), keep);
       return Status::ok();
-    };
-    if (direct(st, off, len)) return land();
+    }
     int t = static_cast<int>(std::find(plan.targets.begin(), plan.targets.end(), sh) - plan.targets.begin());
     for (int j = 0; j < g.k; j++) src[j] = piece_buf(slot, j);
-    size_t keep = shard_bytes(g.me, sh, off, len);
-    if (sh >= g.k || keep == len) {  // the whole piece is mine to keep: rebuild in place
+    if (!placed(st) && (sh >= g.k || keep == len)) {  // the whole piece is mine to keep: rebuild in place
       code.recover_shard(plan, t, len, src.data(), (sh >= g.k ? my_red : my_data) + shard_at(sh, off));
-    } else {  // my data ends inside this piece: rebuild aside, keep the head
-      uint8_t* aside = piece_buf(kStepsInFlight, 0);
-      code.recover_shard(plan, t, len, src.data(), aside);
-      std::memcpy(my_data + shard_at(sh, off), aside, keep);
+      return Status::ok();
     }
-    return land();
+    // Rebuilt aside: placed from there, or, where my data ends inside this piece, its head kept.
+    uint8_t* aside = piece_buf(kStepsInFlight, 0);
+    code.recover_shard(plan, t, len, src.data(), aside);
+    if (placed(st)) place(shard_at(sh, off), aside, keep);
+    else std::memcpy(my_data + shard_at(sh, off), aside, keep);
+    return Status::ok();
   };
   return window.run(g.pieces * g.n, post, finish);
 }
@@ -460,7 +466,7 @@ Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data
 
 Status rebuild_set(MPI_Comm set_comm, const SetCode& code, const std::vector<bool>& lost,
                    uint8_t* my_data, const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk,
-                   RebuildPart part, bool gentle, const Landed& landed) {
+                   RebuildPart part, bool gentle, const Place& place) {
   const char* op = "L2 rebuild";
   // Decided from `lost` alone, the same everywhere: no communication when there is nothing to do.
   if (lost.size() == static_cast<size_t>(code.n())) {
@@ -487,8 +493,8 @@ Status rebuild_set(MPI_Comm set_comm, const SetCode& code, const std::vector<boo
   if (g.seg == 0) return Status::ok();
   StepWindow window(set_comm, op, gentle && !lost[static_cast<size_t>(g.me)]);
   if (code.scheme() == Redundancy::partner)
-    return rebuild_partner(window, g, lens, lost, my_data, my_red, part, landed);
-  return rebuild_coded(window, code, g, lens, lost, my_data, my_red, part, landed);
+    return rebuild_partner(window, g, lens, lost, my_data, my_red, part, place);
+  return rebuild_coded(window, code, g, lens, lost, my_data, my_red, part, place);
 }
 
 }  // namespace cairn::redundancy

@@ -70,12 +70,15 @@ enum class RebuildPart { all, data };
 // redundancy; a lost member passes buffers to receive its data (lens[x] bytes) and its redundancy
 // (redundancy_len bytes; none, and my_red may be null, with RebuildPart::data). ERR_UNRECOVERABLE (on
 // every member) if !code.recoverable(lost). gentle: a survivor waits for its transfers with short sleeps
-// rather than MPI's busy wait (it has other work on a thread of its own meanwhile). landed: on a lost
-// member, called (on the calling thread) each time bytes [off, off + len) of its data are final, in no
-// particular order, each byte once, so that it can verify them while they are still in cache.
-using Landed = std::function<void(size_t off, size_t len)>;
+// rather than MPI's busy wait (it has other work on a thread of its own meanwhile). place: on a lost
+// member, its data does not arrive in my_data but in a buffer of the exchange's own, a piece (`chunk`
+// bytes) at a time, which stays in the CPU cache; place(off, src, len) (on the calling thread) puts bytes
+// [off, off + len) of its data, now at src, into their place, in no particular order, each byte once,
+// verifying them as it copies (LandingVerifier::place). A failure is the callee's to record: the
+// exchange goes on, as every member must finish it.
+using Place = std::function<void(size_t off, const uint8_t* src, size_t len)>;
 Status rebuild_set(MPI_Comm set_comm, const SetCode& code, const std::vector<bool>& lost,
                    uint8_t* my_data, const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk,
-                   RebuildPart part = RebuildPart::all, bool gentle = false, const Landed& landed = {});
+                   RebuildPart part = RebuildPart::all, bool gentle = false, const Place& place = {});
 
 }  // namespace cairn::redundancy

@@ -48,11 +48,11 @@ Result<SetRebuildPlan> share_set_record(MPI_Comm comm, int first_survivor, const
 
 Status rebuild_members(MPI_Comm comm, const SetCode& code, const std::vector<bool>& lost, const SetRebuildPlan& plan,
                        const Status& ready, uint8_t* data, uint8_t* red, size_t exchange_chunk, const std::string& what,
-                       bool verify_lost, RebuildPart part, bool gentle, const Landed& landed) {
+                       bool verify_lost, RebuildPart part, bool gentle, const Place& place) {
   int me = 0;
   MPI_Comm_rank(comm, &me);
   CAIRN_TRY(agree(comm, ready));  // the whole set exchanges, or none of it
-  CAIRN_TRY(rebuild_set(comm, code, lost, data, plan.lens, red, exchange_chunk, part, gentle, landed));
+  CAIRN_TRY(rebuild_set(comm, code, lost, data, plan.lens, red, exchange_chunk, part, gentle, place));
   if (verify_lost && lost[static_cast<size_t>(me)])
     CAIRN_TRY(verify_stream(plan.mine, data, plan.mine.total_size).prefixed(what));
   return Status::ok();

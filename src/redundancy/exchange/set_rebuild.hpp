@@ -54,6 +54,6 @@ Result<SetRebuildPlan> share_set_record(MPI_Comm comm, int first_survivor, const
 Status rebuild_members(MPI_Comm comm, const SetCode& code, const std::vector<bool>& lost, const SetRebuildPlan& plan,
                        const Status& ready, uint8_t* data, uint8_t* red, size_t exchange_chunk,
                        const std::string& what, bool verify_lost = true, RebuildPart part = RebuildPart::all,
-                       bool gentle = false, const Landed& landed = {});
+                       bool gentle = false, const Place& place = {});
 
 }  // namespace cairn::redundancy

@@ -54,7 +54,7 @@ struct SetRebuild {
   // Collective over job.comm: redundancy::rebuild_members with this set's values (arguments as there).
   Status exchange(const Status& ready, uint8_t* data, uint8_t* red, const std::string& what, bool verify_lost = true,
                   redundancy::RebuildPart part = redundancy::RebuildPart::all, bool gentle = false,
-                  const redundancy::Landed& landed = {}) const;
+                  const redundancy::Place& place = {}) const;
 
   // The write-back, after a whole exchange, on a lost member, into `cache` slot `slot` (no version of the
   // pipeline holds it). claim_slot first (before the exchange, to rebuild into the slot itself): forgets

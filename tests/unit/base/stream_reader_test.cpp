@@ -221,7 +221,7 @@ TEST(StreamReader, StreamingCopyCopiesEveryLengthAndAlignment) {
 TEST(StreamReader, LandingVerifierChecksChunksAsTheyComplete) {
   std::string data = random_bytes(300000, 7);
   Manifest m = manifest_of(data, 65536, {300000});
-  auto bytes = reinterpret_cast<const uint8_t*>(data.data());
+  auto bytes = reinterpret_cast<uint8_t*>(data.data());
   {
     LandingVerifier v(m, bytes);
     for (uint64_t off : {200000u, 0u, 100000u}) v.landed(off, 100000);  // out of order, across chunks
@@ -235,10 +235,56 @@ TEST(StreamReader, LandingVerifierChecksChunksAsTheyComplete) {
   }
   std::string bad = data;
   bad[70000] ^= 1;  // chunk 1
-  LandingVerifier v(m, reinterpret_cast<const uint8_t*>(bad.data()));
+  LandingVerifier v(m, reinterpret_cast<uint8_t*>(bad.data()));
   v.landed(0, 300000);
   EXPECT_EQ(v.result().code(), Code::ERR_CORRUPT);
   EXPECT_NE(v.result().message().find("chunk 1 "), std::string::npos) << v.result().message();
+}
+
+// The same stream placed from pieces of another buffer (an L2 rebuild's receive buffer): pieces that hold
+// whole chunks, parts of chunks at either end, chunks split across three pieces, the short last chunk,
+// in any order; every byte ends up in place, each chunk checked once whole, damage named.
+TEST(StreamReader, LandingVerifierPlacesPiecesCopyingAndChecking) {
+  const uint64_t cs = 65536;
+  std::string data = random_bytes(9 * cs + 1234, 8);
+  Manifest m = manifest_of(data, static_cast<uint32_t>(cs), {data.size()});
+  const auto* src = reinterpret_cast<const uint8_t*>(data.data());
+  for (uint64_t piece : {cs, 2 * cs, cs / 3, 5 * cs / 2, 20 * cs}) {
+    std::string out(data.size(), '\0');
+    LandingVerifier v(m, reinterpret_cast<uint8_t*>(out.data()));
+    std::vector<uint64_t> offs;
+    for (uint64_t off = 0; off < data.size(); off += piece) offs.push_back(off);
+    std::reverse(offs.begin(), offs.end());  // out of order
+    for (uint64_t off : offs) {
+      const uint64_t len = std::min<uint64_t>(piece, data.size() - off);
+      std::string staged = data.substr(off, len);  // the piece in a buffer of its own
+      v.place(off, reinterpret_cast<const uint8_t*>(staged.data()), len);
+    }
+    EXPECT_TRUE(v.result().is_ok()) << piece << ": " << v.result().message();
+    EXPECT_EQ(out, data) << piece;
+  }
+  {  // a piece never placed
+    std::string out(data.size(), '\0');
+    LandingVerifier v(m, reinterpret_cast<uint8_t*>(out.data()));
+    v.place(0, src, 4 * cs + 10);
+    v.place(5 * cs, src + 5 * cs, data.size() - 5 * cs);
+    EXPECT_EQ(v.result().code(), Code::ERR_INTERNAL);
+    EXPECT_NE(v.result().message().find("chunk 4: "), std::string::npos) << v.result().message();
+  }
+  for (uint64_t at : {uint64_t{70000}, 2 * cs + 5, 9 * cs + 100}) {  // damage in a whole chunk, a split one, the short last
+    std::string bad = data;
+    bad[at] ^= 1;
+    std::string out(data.size(), '\0');
+    LandingVerifier v(m, reinterpret_cast<uint8_t*>(out.data()));
+    for (uint64_t off = 0; off < bad.size(); off += 5 * cs / 2)
+      v.place(off, reinterpret_cast<const uint8_t*>(bad.data()) + off, std::min<uint64_t>(5 * cs / 2, bad.size() - off));
+    EXPECT_EQ(v.result().code(), Code::ERR_CORRUPT) << at;
+    EXPECT_NE(v.result().message().find("chunk " + std::to_string(at / cs) + " "), std::string::npos) << v.result().message();
+  }
+  std::string out(data.size(), '\0');
+  LandingVerifier v(m, reinterpret_cast<uint8_t*>(out.data()));
+  v.place(data.size() - 10, src, 11);  // past the end
+  EXPECT_EQ(v.result().code(), Code::ERR_INTERNAL);
 }
 
 TEST(StreamReader, RefusesBadTablesAndDestinationsBeforeReading) {

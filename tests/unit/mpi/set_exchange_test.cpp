@@ -124,27 +124,32 @@ void run_case(MPI_Comm comm, const Case& c, unsigned seed) {
     EXPECT_TRUE(everywhere(comm, ok)) << "loss mask " << mask << (recoverable ? " (recoverable)" : " (beyond tolerance)");
 
     // The restart's first exchange (core/restart_inplace.cpp): the lost members' data only, no buffer for
-    // their redundancy data, survivors waiting gently; every byte of a lost member's data reported landed
-    // exactly once, after it is final.
+    // their redundancy data, survivors waiting gently. Without `place` it lands in my_data; with it, a lost
+    // member's my_data is never written and every byte of its data is handed to place() exactly once,
+    // already final.
     if (!recoverable || mask == 0) continue;
-    std::vector<uint8_t> only = data;
-    if (lost[me]) std::fill(only.begin(), only.end(), 0x5A);
-    std::vector<uint8_t> survivor_red = red;
-    std::vector<int> landed_times(only.size(), 0);
-    bool landed_final = true;
-    Landed landed = [&](size_t off, size_t len) {
-      for (size_t i = off; i < off + len && i < only.size(); ++i) {
-        ++landed_times[i];
-        landed_final = landed_final && only[i] == data[i];
-      }
-    };
-    Status part = rebuild_set(comm, code, lost, only.data(), c.lens, lost[me] ? nullptr : survivor_red.data(), c.chunk,
-                              RebuildPart::data, /*gentle=*/!lost[me], landed);
-    bool part_ok = part.is_ok() && only == data && survivor_red == red;
-    if (lost[me])
-      part_ok = part_ok && landed_final && std::all_of(landed_times.begin(), landed_times.end(), [](int t) { return t == 1; });
-    if (!part.is_ok()) ADD_FAILURE() << "rebuild_set (data only): " << part.message();
-    EXPECT_TRUE(everywhere(comm, part_ok)) << "data only, loss mask " << mask;
+    for (bool placing : {false, true}) {
+      std::vector<uint8_t> only = data;
+      if (lost[me]) std::fill(only.begin(), only.end(), 0x5A);
+      const std::vector<uint8_t> guard = only;
+      std::vector<uint8_t> placed(only.size(), 0x5A);
+      std::vector<uint8_t> survivor_red = red;
+      std::vector<int> placed_times(only.size(), 0);
+      bool in_bounds = true;
+      Place place = [&](size_t off, const uint8_t* src, size_t len) {
+        in_bounds = in_bounds && off + len <= placed.size();
+        for (size_t i = off; i < off + len && i < placed.size(); ++i) ++placed_times[i], placed[i] = src[i - off];
+      };
+      Status part = rebuild_set(comm, code, lost, only.data(), c.lens, lost[me] ? nullptr : survivor_red.data(), c.chunk,
+                                RebuildPart::data, /*gentle=*/!lost[me], placing ? place : Place{});
+      bool part_ok = part.is_ok() && survivor_red == red;
+      if (!lost[me] || !placing) part_ok = part_ok && only == data;
+      if (lost[me] && placing)
+        part_ok = part_ok && only == guard && placed == data && in_bounds &&
+                  std::all_of(placed_times.begin(), placed_times.end(), [](int t) { return t == 1; });
+      if (!part.is_ok()) ADD_FAILURE() << "rebuild_set (data only): " << part.message();
+      EXPECT_TRUE(everywhere(comm, part_ok)) << "data only" << (placing ? ", placed" : "") << ", loss mask " << mask;
+    }
   }
 }
 
