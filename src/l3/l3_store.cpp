@@ -149,7 +149,7 @@ void RankWriter::record_compressed(std::vector<uint64_t> chunk_stored) {
 
 void RankWriter::record_chunks(ChunkRecord record) { chunks_ = std::move(record); }
 
-Status RankWriter::finish(const std::function<void()>& after_data) {
+Result<RankWriter::Finished> RankWriter::finish(const std::function<void()>& after_data) {
   if (!fd_.valid()) return make_error(Code::ERR_SEQUENCE, "RankWriter::finish before open");
   if (fsync(fd_.get()) != 0) return posix_error("fsync", temp_.empty() ? path_ : temp_, errno);
   if (!temp_.empty()) {
@@ -167,16 +167,19 @@ Status RankWriter::finish(const std::function<void()>& after_data) {
     // name it (and puts COMMIT back if it finds one); this record is durable before the check, so
     // either pruning sees it or this check sees the COMMIT gone.
     for (uint64_t h : holders_of(*chunks_))
-      if (!fs::exists(commit_path(layout_, h)))
-        return make_error(Code::ERR_INVALID_VERSION, "version %llu, which holds chunks of version %llu, is being removed",
-                          static_cast<unsigned long long>(h), static_cast<unsigned long long>(manifest_.version));
+      if (!fs::exists(commit_path(layout_, h))) {
+        LOG_INFO("version %llu rank %u: written full to L3 (version %llu, which holds chunks of it, is being removed)",
+                 static_cast<unsigned long long>(manifest_.version), manifest_.rank, static_cast<unsigned long long>(h));
+        return Finished::base_removed;
+      }
   } else {
     CAIRN_TRY(fs::remove_file(cpath));  // an earlier, incremental attempt at this version
   }
   if (after_data) after_data();
   Status st = fs::write_file_atomic(manifest_path(layout_, manifest_.version, manifest_.rank), encode_manifest(manifest_), true);
   turn_.leave();
-  return st;
+  CAIRN_TRY(st);
+  return Finished::written;
 }
 
 namespace {
@@ -214,8 +217,11 @@ Result<IncrementalPlan> plan_on_previous(const Layout& l, const Manifest& m, int
   return make_error(Code::ERR_NOT_SUPPORTED, "no earlier committed version");
 }
 
-Status write_incremental(const Layout& l, const Manifest& m, const uint8_t* data, const IncrementalPlan& plan,
-                         const std::function<void()>& after_data, uint64_t* written) {
+// The changed chunks of version m and its chunk record; base_removed when a version the record names went
+// meanwhile (nothing is committed then).
+Result<RankWriter::Finished> write_incremental(const Layout& l, const Manifest& m, const uint8_t* data,
+                                               const IncrementalPlan& plan, const std::function<void()>& after_data,
+                                               uint64_t* written) {
   RankWriter w;
   CAIRN_TRY(w.open(l, m, RankPlacement{}, nullptr));
   // Runs of consecutive changed chunks in one write each.
@@ -230,9 +236,9 @@ Status write_incremental(const Layout& l, const Manifest& m, const uint8_t* data
     i = j;
   }
   w.record_chunks(plan.record);
-  CAIRN_TRY(w.finish(after_data));
+  CAIRN_ASSIGN_OR_RETURN(finished, w.finish(after_data));
   if (written) *written = w.written();
-  return Status::ok();
+  return finished;
 }
 
 }  // namespace
@@ -242,10 +248,8 @@ Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
   if (opts && opts->full_every > 1 && opts->legacy()) {
     auto plan = plan_on_previous(l, m, opts->full_every);
     if (plan) {
-      Status st = write_incremental(l, m, data, *plan, after_data, written);
-      if (st.code() != Code::ERR_INVALID_VERSION) return st;
-      LOG_INFO("version %llu rank %u: written full to L3 (%s)", static_cast<unsigned long long>(m.version), m.rank,
-               st.message().c_str());
+      CAIRN_ASSIGN_OR_RETURN(finished, write_incremental(l, m, data, *plan, after_data, written));
+      if (finished == RankWriter::Finished::written) return Status::ok();
     } else {
       LOG_DEBUG("version %llu rank %u: a full L3 version (%s)", static_cast<unsigned long long>(m.version), m.rank,
                 plan.status().message().c_str());
@@ -268,7 +272,7 @@ Status write_rank(const Layout& l, const Manifest& m, const uint8_t* data,
   RankWriter w;
   CAIRN_TRY(w.open(l, m, place, opts));
   CAIRN_TRY(w.write(0, bytes, len));
-  CAIRN_TRY(w.finish(after_data));
+  CAIRN_TRY(w.finish(after_data).status());  // no chunk record: written, or an error
   if (written) *written = w.written();
   return Status::ok();
 }

@@ -90,14 +90,18 @@ class RankWriter {
   Status open(const Layout& l, const Manifest& m, const RankPlacement& p, const WriteOptions* opts);
   // `offset` counts from the rank's first stored byte.
   Status write(uint64_t offset, const uint8_t* data, uint64_t len);
-  Status finish(const std::function<void()>& after_data = {});
+  // How finish() ended: the rank's version written (its manifest last), or, for an incremental write
+  // (record_chunks), nothing committed because a version its chunk record names is being removed: the
+  // caller writes the version full instead. A write without a chunk record is always `written`.
+  enum class Finished { written, base_removed };
+  Result<Finished> finish(const std::function<void()>& after_data = {});
   // The bytes written were zstd chunks of these stored sizes (before finish(): the where-record says so;
   // a writer that compresses as the bytes arrive knows the sizes only at the end).
   void record_compressed(std::vector<uint64_t> chunk_stored);
   // The bytes written are the changed chunks of an incremental version: finish() writes this chunk
   // record after the data and then checks that every version it names is still committed
-  // (ERR_INVALID_VERSION if one is being removed: nothing is committed by this writer then). Without
-  // it, finish() removes a chunk record an earlier attempt at the version may have left.
+  // (Finished::base_removed if one is being removed). Without it, finish() removes a chunk record an
+  // earlier attempt at the version may have left.
   void record_chunks(ChunkRecord record);
   uint64_t written() const { return written_; }
 

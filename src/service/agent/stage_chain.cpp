@@ -114,7 +114,7 @@ class WriteStage final : public Stage {
   }
   Status finish() override {
     if (level_ > 0) writer_->record_compressed(sizes_);
-    Status st = writer_->finish();
+    Status st = writer_->finish().status();  // a whole version, no chunk record: written, or an error
     writer_.reset();
     return st;
   }

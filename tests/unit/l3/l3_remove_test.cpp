@@ -95,7 +95,9 @@ class L3RemoveMany : public ::testing::Test {
     ASSERT_TRUE(w.write(0, reinterpret_cast<const uint8_t*>(s.data()), 3 * 4096).is_ok());
     w.record_chunks(ChunkRecord{.version = kInFlight, .chunks = 4, .chunk_size = 4096, .depth = 1, .stored = 3 * 4096,
                                 .runs = {{0, 3, kInFlight, 0}, {3, 1, kNamedInFlight, 0}}});
-    ASSERT_TRUE(w.finish().is_ok());
+    auto finished = w.finish();
+    ASSERT_TRUE(finished.is_ok()) << finished.status().message();
+    ASSERT_EQ(*finished, RankWriter::Finished::written);
     // The same prefix twice: one for the reference, one for remove_versions.
     std::filesystem::copy(root_ + "/a", root_ + "/b", std::filesystem::copy_options::recursive);
   }
