@@ -45,12 +45,6 @@ using restore::RestartInventory;
 namespace {
 using ull = unsigned long long;
 
-// The largest piece in which a lost rank's data lands at an L2 restart, so that a piece is still in the
-// CPU cache when it is copied into the regions: on the machine of docs/performance.md ("The L2 restart:
-// landing in the cache") 2 MiB beat 4 MiB (the exchange_chunk default) and 1 MiB, whose messages cost
-// more than they saved.
-constexpr uint64_t kLandingPiece = uint64_t{2} << 20;
-
 // Whether the extents are one stretch of memory in stream order (a single region, the usual case).
 bool contiguous(const std::vector<StreamExtent>& extents) {
   for (size_t i = 1; i < extents.size(); ++i)
@@ -331,23 +325,13 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
     // gently (a lost rank pulls the bytes itself where MPI copies once between processes).
     Status own = Status::ok();
     std::optional<LandingVerifier> verifier;  // a lost rank's data into its regions: verified as it is copied in
-    redundancy::Place place;
-    if (!i_hold && !staged) {
-      verifier.emplace(m, buf->data);
-      place = [&](size_t off, const uint8_t* src, size_t len) { verifier->place(off, src, len); };
-    }
+    if (!i_hold && !staged) verifier.emplace(m, buf->data);
     std::thread reader;
     if (i_hold && ready.is_ok() && !(staged_ && !staged_->empty()))
       reader = std::thread([&] { own = read_slot_into_regions(*rec, threads, &read_s); });
-    // The data lands in pieces of at most kLandingPiece, received into a buffer that stays in the CPU
-    // cache and copied into the regions from there, hashed as it is copied (docs/performance.md, "The L2
-    // restart"); the same piece on every member, as the exchange requires.
-    const uint64_t unit = set->job.exchange_chunk;
-    set->job.exchange_chunk = std::min<uint64_t>(unit, kLandingPiece);
-    mine = set->exchange(ready, buf->data, buf->red, "", /*verify_lost=*/false,
-                         later ? redundancy::RebuildPart::data : redundancy::RebuildPart::all,
-                         /*gentle=*/reader.joinable(), place);
-    set->job.exchange_chunk = unit;
+    const bool gentle = reader.joinable();
+    mine = later ? set->exchange_data(ready, buf->data, buf->red, gentle, verifier ? &*verifier : nullptr)
+                 : set->exchange(ready, buf->data, buf->red, "", /*verify_lost=*/false, redundancy::RebuildPart::all, gentle);
     if (mine.is_ok() && verifier) mine = verifier->result().prefixed("rebuilt data");
     if (reader.joinable()) {
       reader.join();

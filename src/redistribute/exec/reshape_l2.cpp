@@ -146,16 +146,21 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
       // the same outcome on every member of the set (or ERR_MPI)
       CAIRN_ASSIGN_OR_RETURN(set, restore::share_set(std::move(j), [&] { return Result<std::string>(set_bytes_of[s.members[my_member]]); }));
       const int k = s.members[static_cast<size_t>(my_member)];
+      // A lost member's data only (the new job protects itself anew: the old redundancy data is not
+      // needed), placed into staging memory and verified as it lands.
       restore::SetBuffers buf;
+      std::optional<LandingVerifier> landing;
       Status ready = Status::ok();
       if (set.job.i_lost()) {
-        ready = restore::staging_buffers(set.plan.mine.total_size, set.plan.redundancy_len, &buf);
+        ready = restore::staging_buffers(set.plan.mine.total_size, 0, &buf);
+        if (ready.is_ok()) landing.emplace(set.plan.mine, buf.data);
       } else {
         auto it = std::find_if(held->begin(), held->end(), [&](const HeldStream& x) { return x.old_rank == k; });
         ready = restore::survivor_buffers("", it->red_path, it->manifest.total_size, set.plan.redundancy_len,
                                           /*populate=*/false, &buf, it->data);
       }
-      CAIRN_TRY(set.exchange(ready, buf.data, buf.red, "rebuilt old rank " + std::to_string(k)));
+      CAIRN_TRY(set.exchange_data(ready, buf.data, buf.red, /*gentle=*/false, landing ? &*landing : nullptr));
+      if (landing) CAIRN_TRY(landing->result().prefixed("rebuilt old rank " + std::to_string(k)));
       if (set.job.i_lost()) {
         HeldStream h;
         h.old_rank = k;

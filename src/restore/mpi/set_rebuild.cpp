@@ -39,6 +39,15 @@ Status SetRebuild::exchange(const Status& ready, uint8_t* data, uint8_t* red, co
                                      verify_lost, part, gentle, place);
 }
 
+Status SetRebuild::exchange_data(const Status& ready, uint8_t* data, uint8_t* red, bool gentle,
+                                 LandingVerifier* landing) const {
+  redundancy::Place place;
+  if (landing && job.i_lost()) place = [landing](size_t off, const uint8_t* src, size_t len) { landing->place(off, src, len); };
+  return redundancy::rebuild_members(job.comm, code, job.lost, plan, ready, data, red,
+                                     std::min<uint64_t>(job.exchange_chunk, kLandingPiece), "", /*verify_lost=*/false,
+                                     redundancy::RebuildPart::data, gentle, place);
+}
+
 Status SetRebuild::claim_slot(CacheStore& cache, int slot, uint8_t** data, uint8_t** red) const {
   CAIRN_TRY(cache.release_slot(slot));
   CAIRN_TRY(cache.drop(job.version));

@@ -22,10 +22,17 @@
 #include <vector>
 
 #include "base/status.hpp"
+#include "base/stream_reader.hpp"
 #include "cache/cache_store.hpp"
 #include "redundancy/exchange/set_rebuild.hpp"
 
 namespace cairn::restore {
+
+// The largest piece in which a lost member's data lands in exchange_data, so that a piece is still in the
+// CPU cache when it is copied into place: on the machine of docs/performance.md ("The L2 restart: landing
+// in the cache") 2 MiB beat 4 MiB (the exchange_chunk default) and 1 MiB, whose messages cost more than
+// they saved.
+inline constexpr uint64_t kLandingPiece = uint64_t{2} << 20;
 
 // What a set rebuild needs of the job, and nothing more.
 struct SetRebuildJob {
@@ -55,6 +62,13 @@ struct SetRebuild {
   Status exchange(const Status& ready, uint8_t* data, uint8_t* red, const std::string& what, bool verify_lost = true,
                   redundancy::RebuildPart part = redundancy::RebuildPart::all, bool gentle = false,
                   const redundancy::Place& place = {}) const;
+
+  // The lost members' data only (RebuildPart::data), in pieces of at most kLandingPiece on every member.
+  // On a lost member with `landing` (its manifest's verifier over `data`), each piece is received into a
+  // buffer of the exchange's, which stays in the CPU cache, and placed into `data` from there, verified as
+  // it is copied (LandingVerifier::place; its result() is the caller's to read); without it the data is
+  // received straight into `data` (staging memory the caller verifies as it copies it out).
+  Status exchange_data(const Status& ready, uint8_t* data, uint8_t* red, bool gentle, LandingVerifier* landing) const;
 
   // The write-back, after a whole exchange, on a lost member, into `cache` slot `slot` (no version of the
   // pipeline holds it). claim_slot first (before the exchange, to rebuild into the slot itself): forgets
