@@ -438,6 +438,7 @@ void Runtime::write_back(const restore::SetRebuild& set, int slot, const uint8_t
 
 void Runtime::start_write_back() {
   if (!write_back_work_) return;
+  if (write_back_.joinable()) write_back_.join();  // none runs while work waits (its setter joined it first)
   write_back_ = BackgroundThread(std::move(write_back_work_));
   write_back_work_ = nullptr;
 }

@@ -34,9 +34,9 @@ Result<SetRebuild> share_set(SetRebuildJob job, const std::function<Result<std::
 }
 
 Status SetRebuild::exchange(const Status& ready, uint8_t* data, uint8_t* red, const std::string& what, bool verify_lost,
-                            redundancy::RebuildPart part, bool gentle, const redundancy::Place& place) const {
+                            redundancy::RebuildPart part, bool gentle) const {
   return redundancy::rebuild_members(job.comm, code, job.lost, plan, ready, data, red, job.exchange_chunk, what,
-                                     verify_lost, part, gentle, place);
+                                     verify_lost, part, gentle);
 }
 
 Status SetRebuild::exchange_data(const Status& ready, uint8_t* data, uint8_t* red, bool gentle,

@@ -60,8 +60,7 @@ struct SetRebuild {
 
   // Collective over job.comm: redundancy::rebuild_members with this set's values (arguments as there).
   Status exchange(const Status& ready, uint8_t* data, uint8_t* red, const std::string& what, bool verify_lost = true,
-                  redundancy::RebuildPart part = redundancy::RebuildPart::all, bool gentle = false,
-                  const redundancy::Place& place = {}) const;
+                  redundancy::RebuildPart part = redundancy::RebuildPart::all, bool gentle = false) const;
 
   // The lost members' data only (RebuildPart::data), in pieces of at most kLandingPiece on every member.
   // On a lost member with `landing` (its manifest's verifier over `data`), each piece is received into a
