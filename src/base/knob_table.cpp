@@ -235,7 +235,9 @@ const std::vector<Knob>& knobs() {
        .default_text = "4M", .min = 64 * KiB, .max = GiB,
        .description = "Bytes per message of the level-2 exchange between nodes; accepts K, M and G "
                       "suffixes. A few are in flight per rank: larger values can raise bandwidth on "
-                      "fast networks and cost memory; lower it when memory is tight."},
+                      "fast networks and cost memory; lower it when memory is tight. A restart that "
+                      "rebuilds a lost rank's data sends it in messages of at most 2M, so that each is "
+                      "still in the CPU cache when it is copied into place."},
       {.name = "restart_threads", .kind = Kind::integer, .member = &Config::restart_threads,
        .default_text = "0", .min = 0, .max = 64,
        .description = "Threads per rank that read a version back from the level-1 cache or a rebuilt "
