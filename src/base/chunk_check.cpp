@@ -4,7 +4,6 @@
 #include <string>
 
 #include "base/xxh.hpp"
-#include "base/xxh3_copy.hpp"
 
 namespace cairn {
 namespace {
@@ -83,18 +82,10 @@ Status ChunkCheck::whole(uint64_t offset, const uint8_t* bytes, uint64_t len) co
     return make_error(Code::ERR_INVALID_ARG, "bytes %llu..+%llu of a %llu-byte stream are not whole chunks of %llu",
                       static_cast<ull>(offset), static_cast<ull>(len), static_cast<ull>(m_.total_size),
                       static_cast<ull>(csize));
-  // Whole chunks hashed a group at a time, four side by side (xxh3_hash); a short last chunk alone.
-  constexpr uint64_t kGroup = 16;
-  uint64_t got[kGroup];
-  for (uint64_t pos = 0; pos < len;) {
-    const uint64_t first = (offset + pos) / csize;
-    const uint64_t n = len - pos >= csize ? std::min(kGroup, (len - pos) / csize) : 1;
-    const uint64_t take = n == 1 ? std::min(csize, len - pos) : csize;
-    xxh3_hash(bytes + pos, take, static_cast<size_t>(n), got);
-    for (uint64_t i = 0; i < n; ++i)
-      if (first + i >= m_.chunk_hashes.size() || got[i] != m_.chunk_hashes[first + i]) return mismatch(first + i, got[i]);
-    pos += n * take;
-  }
+  // Hashed as chunk_hashes hashes a stream: four whole chunks side by side, a short last one alone.
+  const std::vector<uint64_t> got = chunk_hashes(bytes, len, static_cast<uint32_t>(csize));
+  const uint64_t first = offset / csize;
+  for (uint64_t i = 0; i < got.size(); ++i) CAIRN_TRY(compare(first + i, got[i]));
   return Status::ok();
 }
 
