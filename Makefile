@@ -3,6 +3,9 @@ BUILD ?= build
 BUILD_TYPE ?= RelWithDebInfo
 export OMPI_ALLOW_RUN_AS_ROOT=1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Open MPI's ob1 (what it picks on these machines anyway): MPI_Init then opens no component that calls
+# setenv() beside the PMIx thread's getenv() (docs/launcher.md, "Open MPI 4.1 and MPI_Init").
+export OMPI_MCA_pml ?= ob1
 
 .PHONY: all deps build demo test unit clean
 

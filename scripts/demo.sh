@@ -38,6 +38,7 @@ sleep_ms=${DEMO_SLEEP_MS:-5}
 run_timeout=${DEMO_TIMEOUT:-300}
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_pml="${OMPI_MCA_pml:-ob1}"  # docs/launcher.md, "Open MPI 4.1 and MPI_Init"
 export CAIRN_MPIRUN_ARGS="${CAIRN_MPIRUN_ARGS:---oversubscribe}"
 export CAIRN_REDUNDANCY=xor
 

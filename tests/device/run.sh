@@ -50,6 +50,7 @@ for tool in heat2d cairn-bench mpirun; do
   fi
 done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_pml="${OMPI_MCA_pml:-ob1}"  # docs/launcher.md, "Open MPI 4.1 and MPI_Init"
 
 # The wrapper each rank runs: its simulated node, and the failure injection for the killed nodes.
 cat > "$WORK/rank.sh" <<'RANK'
