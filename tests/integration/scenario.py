@@ -120,12 +120,18 @@ def reference_result(args):
 
 # ---- damage done between the attempts (run by the launcher's --between-attempts hook) ----------
 
-def newest_l1(cache_job, node, rank):
+def newest_l1(cache_job, node, rank, prefix):
+    """The slot file of the newest version complete at L1 (the job state file's l1): the one the restart
+    would read. Not simply the newest record: a rank may have begun the next version when the node was
+    killed, and damaging that one would test nothing."""
     d = os.path.join(cache_job, node, f"r{rank}")
     versions = sorted(int(n[1:-3]) for n in os.listdir(d) if re.fullmatch(r"v\d+\.l1", n))
     if not versions:
         fail(f"no L1 record in {d}")
-    v = versions[-1]
+    state = dict(l.split("=", 1) for l in open(os.path.join(prefix, ".cairn", "state")).read().splitlines() if "=" in l)
+    v = int(state.get("l1", "0"))
+    if v not in versions:
+        fail(f"the state file's newest L1 version {v} has no record in {d} (records: {versions})")
     with open(os.path.join(d, f"v{v}.l1"), "rb") as f:
         slot = int.from_bytes(f.read(4), "little")
     return v, os.path.join(d, f"slot-{slot}.data")
@@ -214,7 +220,7 @@ def damage(what):
     if what in ("l3-incremental", "l3-drop-base"):
         return incremental(what, prefix)
     if what.startswith("l1"):
-        v, path = newest_l1(cache_job, "node0", 0)
+        v, path = newest_l1(cache_job, "node0", 0, prefix)
     else:
         v, path = newest_l3(prefix)
     if what.endswith("flip"):
