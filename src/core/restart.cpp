@@ -152,6 +152,12 @@ Status Runtime::restart_regions() {
     cache_.stop_prepare();
     CAIRN_TRY(plan_restart());
   }
+  if (plan_ && plan_->p_old) {  // a version of another rank count, named by cairn_restart_available
+    plan_.reset();
+    RestartChoice c;
+    CAIRN_TRY(find_restart(&c));  // the same search, now free to read into the regions
+    pending_ = std::move(c);
+  }
   if (pending_) {  // found by the full search (or a version of another rank count): restore it
     Status st = apply_restart(*pending_);
     pending_.reset();

@@ -70,7 +70,27 @@ Status Runtime::plan_restart() {
   RestartInventory inv;
   CAIRN_TRY(gather_inventory(&inv));
   const uint64_t newest_own = inv.candidates.empty() ? 0 : *inv.candidates.begin();
-  // A version of another rank count newer than every one of this count: the reshaping restart.
+  // A version of another rank count newer than every one of this count: the reshaping restart. Asked by
+  // cairn_restart_available, it is only named, from the records (no data read), so that cairn_restart
+  // searches and reads it with the regions at hand: straight into them where they fit (reshaper.hpp).
+  if (!restart_in_place_) {
+    const ReshapeJob job = reshape_job();
+    ReshapeProbe probe;
+    CAIRN_TRY(Reshaper(job, regions_.table(), false, rejected_).probe(newest_own, UINT64_MAX, &probe));
+    if (probe.version) {
+      RestartPlan p;
+      p.version = probe.version;
+      p.level = probe.level;
+      p.label = probe.label;
+      p.p_old = probe.p_old;
+      if (rank_ == 0)
+        LOG_INFO("restart: search %.1f ms: version %llu ('%s', written by %d ranks) at %s or below, read by cairn_restart",
+                 (now_seconds() - t0) * 1e3, static_cast<ull>(p.version), p.label.c_str(), p.p_old,
+                 history::level_name(p.level));
+      plan_ = std::move(p);
+      return Status::ok();
+    }
+  }
   {
     RestartChoice c;
     std::string why;

@@ -65,6 +65,7 @@ struct RestartPlan {
   bool in_l3 = false;           // committed in L3 too
   std::string label;
   std::vector<uint64_t> flags;  // every rank's inventory flags for the version (restore/inventory.hpp)
+  int p_old = 0;                // a version of another rank count (Reshaper::probe): cairn_restart searches
 };
 
 namespace restore {

@@ -63,8 +63,10 @@ std::vector<int> Reshaper::hosts(const std::vector<std::vector<uint64_t>>& holde
   return host;
 }
 
-// Candidates written by another rank count, newest first, each tried from L1 then L3.
-Status Reshaper::find(ReshapedVersion* out, std::string* why, uint64_t above, uint64_t at_most) {
+// The versions of another rank count in (above, at_most] that the nodes' records and the L3 commits
+// list, newest first. Reads no data.
+Status Reshaper::candidates(std::vector<ReshapeCandidate>* out, uint64_t above, uint64_t at_most) {
+  out->clear();
   // The lowest rank of each node reports every record in the node's cache written by another count.
   bool leader = true;
   for (int r = 0; r < rank_; ++r)
@@ -105,17 +107,80 @@ Status Reshaper::find(ReshapedVersion* out, std::string* why, uint64_t above, ui
   std::erase_if(versions, [&](const auto& kv) { return kv.first <= above || kv.first > at_most; });
 
   for (auto it = versions.rbegin(); it != versions.rend(); ++it) {
-    uint64_t v = it->first;
-    int p_old = static_cast<int>(it->second);
-    std::vector<std::vector<uint64_t>> holders(static_cast<size_t>(p_old));  // reporting ranks per old rank
-    std::vector<bool> prot(static_cast<size_t>(p_old), false);
+    ReshapeCandidate c;
+    c.version = it->first;
+    c.p_old = static_cast<int>(it->second);
+    c.holders.resize(static_cast<size_t>(c.p_old));
+    c.prot.assign(static_cast<size_t>(c.p_old), false);
     for (size_t i = 0; i < all.size(); i += kTuple)
-      if (all[i + 1] == v && all[i + 2] == static_cast<uint64_t>(p_old) && all[i] < static_cast<uint64_t>(p_old)) {
-        holders[all[i]].push_back(all[i + 3]);
-        if (all[i + 4]) prot[all[i]] = true;
+      if (all[i + 1] == c.version && all[i + 2] == static_cast<uint64_t>(c.p_old) && all[i] < static_cast<uint64_t>(c.p_old)) {
+        c.holders[all[i]].push_back(all[i + 3]);
+        if (all[i + 4]) c.prot[all[i]] = true;
       }
+    c.in_l3 = in_l3.count(c.version) > 0;
+    out->push_back(std::move(c));
+  }
+  return Status::ok();
+}
+
+bool ReshapeCandidate::whole_in_l1() const {
+  return std::all_of(holders.begin(), holders.end(), [](auto& h) { return !h.empty(); });
+}
+
+bool ReshapeCandidate::rebuildable_at_l2() const {
+  return std::any_of(holders.begin(), holders.end(), [](auto& h) { return !h.empty(); }) &&
+         std::any_of(prot.begin(), prot.end(), [](bool p) { return p; });
+}
+
+Status Reshaper::probe(uint64_t above, uint64_t at_most, ReshapeProbe* out) {
+  *out = ReshapeProbe{};
+  std::vector<ReshapeCandidate> all;
+  CAIRN_TRY(candidates(&all, above, at_most));
+  auto it = std::find_if(all.begin(), all.end(), [](const ReshapeCandidate& c) {
+    return c.whole_in_l1() || c.rebuildable_at_l2() || c.in_l3;
+  });
+  if (it == all.end()) return Status::ok();
+  const ReshapeCandidate& c = *it;
+  out->version = c.version;
+  out->p_old = c.p_old;
+  out->level = c.whole_in_l1() ? CAIRN_LEVEL_L1 : c.rebuildable_at_l2() ? CAIRN_LEVEL_L2 : CAIRN_LEVEL_L3;
+  // The label: from the record of the first old rank some node holds (its node's lowest rank reads it),
+  // else from the commit (rank 0).
+  int root = 0, old_rank = -1;
+  for (int k = 0; k < c.p_old && old_rank < 0; ++k)
+    if (!c.holders[static_cast<size_t>(k)].empty()) {
+      old_rank = k;
+      root = static_cast<int>(c.holders[static_cast<size_t>(k)][0]);
+    }
+  char label[256] = {0};
+  if (rank_ == root) {
+    if (old_rank >= 0) {
+      CacheStore other;
+      if (other.open(layout_.rank_cache(job_.node, old_rank), job_.cache_versions).is_ok()) {
+        auto rec = other.read_record(c.version);
+        if (rec) snprintf(label, sizeof label, "%s", rec->manifest.label.c_str());
+      }
+    } else {
+      auto commit = l3::read_commit(layout_, c.version);
+      if (commit) snprintf(label, sizeof label, "%s", commit->label.c_str());
+    }
+  }
+  CAIRN_MPI(MPI_Bcast(label, sizeof label, MPI_CHAR, root, app_comm_));
+  out->label = label;
+  return Status::ok();
+}
+
+// Candidates written by another rank count, newest first, each tried from L1, L2, then L3.
+Status Reshaper::find(ReshapedVersion* out, std::string* why, uint64_t above, uint64_t at_most) {
+  std::vector<ReshapeCandidate> all;
+  CAIRN_TRY(candidates(&all, above, at_most));
+  for (const ReshapeCandidate& cand : all) {
+    const uint64_t v = cand.version;
+    const int p_old = cand.p_old;
+    const auto& holders = cand.holders;
+    const auto& prot = cand.prot;
     std::string attempt;
-    bool complete = std::all_of(holders.begin(), holders.end(), [](auto& h) { return !h.empty(); });
+    bool complete = cand.whole_in_l1();
     ReshapedVersion c;
     c.version = v;
     c.p_old = p_old;
@@ -137,9 +202,8 @@ Status Reshaper::find(ReshapedVersion* out, std::string* why, uint64_t above, ui
     // Only where some old rank's copy was protected (its L2 redundancy complete): a version written
     // without L2 (redundancy single) has no set records to rebuild from.
     bool any_holder = std::any_of(holders.begin(), holders.end(), [](auto& h) { return !h.empty(); });
-    bool any_protected = std::any_of(prot.begin(), prot.end(), [](bool p) { return p; });
-    if (any_holder && !any_protected) attempt += "L2: no redundancy data (not protected at L2); ";
-    if (any_holder && any_protected) {
+    if (any_holder && !cand.rebuildable_at_l2()) attempt += "L2: no redundancy data (not protected at L2); ";
+    if (cand.rebuildable_at_l2()) {
       Status st = from_l2(v, p_old, holders, prot, &c.held, &c.host_of_old);
       if (st.code() == Code::ERR_MPI) return st;
       if (st.is_ok()) {
@@ -149,7 +213,7 @@ Status Reshaper::find(ReshapedVersion* out, std::string* why, uint64_t above, ui
       }
       attempt += "L2: " + st.message() + "; ";
     }
-    if (in_l3.count(v)) {
+    if (cand.in_l3) {
       bool direct = false;
       Status st = from_l3_direct(v, p_old, &direct);
       if (st.is_ok() && !direct) st = from_l3(v, p_old, &c.held);

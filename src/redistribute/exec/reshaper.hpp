@@ -6,8 +6,9 @@
 // need (move_regions, also used by live redistribution). Reads are parallel, nothing is read twice, every
 // byte is verified before it moves.
 //
-// cairn_restart alone (in_place: the application's regions may be written while searching), when every
-// rank's regions already have the size the new layout gives them, goes further: from L3 every rank reads
+// cairn_restart_available only probes (the records and commits say which version; no data is read), and
+// the search runs in cairn_restart. There (in_place: the application's regions may be written while
+// searching), when every rank's regions already have the size the new layout gives them, it goes further: from L3 every rank reads
 // its own pieces straight from the old files into its regions (from_l3_direct: no hosts, no move); from
 // L1 a host reads the pieces it keeps for itself straight into its regions and sends the rest chunk by
 // chunk as each is verified, so that the move overlaps the read (reshape_stream.cpp), or, when the plan
@@ -44,6 +45,25 @@ struct ReshapedVersion {
   bool in_place = false;          // the regions already hold it, verified (nothing left to move)
 };
 
+// A version of another rank count as the nodes' records and the L3 commits list it (no data read).
+struct ReshapeCandidate {
+  uint64_t version = 0;
+  int p_old = 0;
+  std::vector<std::vector<uint64_t>> holders;  // per old rank: the current ranks whose node holds its L1 copy
+  std::vector<bool> prot;                       // per old rank: that copy was protected at L2
+  bool in_l3 = false;
+  bool whole_in_l1() const;        // every old rank's copy is on some node
+  bool rebuildable_at_l2() const;  // some copy is there and some was protected: the sets may rebuild the rest
+};
+
+// What the records say a restart of another rank count would restore (Reshaper::probe).
+struct ReshapeProbe {
+  uint64_t version = 0;  // 0: none
+  int p_old = 0;
+  int level = 0;  // the first level the records allow (enum cairn_level); find() may end at another
+  std::string label;
+};
+
 class Reshaper {
  public:
   // `regions` is the application's table (borrowed); in_place: cairn_restart's own search may write it.
@@ -53,8 +73,14 @@ class Reshaper {
   // Versions of another rank count in (above, at_most], newest first, each tried from L1, L2, L3.
   // ERR_NO_CHECKPOINT when none can be restored; *why says per version what was found. Collective.
   Status find(ReshapedVersion* out, std::string* why, uint64_t above, uint64_t at_most);
+  // The newest version in (above, at_most] that the records say can be restored (whole in L1, protected
+  // at L2 somewhere, or committed in L3), with its label; reads no data, so that cairn_restart_available
+  // can name it and cairn_restart read it in place. out->version 0: none. Collective.
+  Status probe(uint64_t above, uint64_t at_most, ReshapeProbe* out);
 
  private:
+  // Every version of another rank count in (above, at_most], newest first (rejected ones left out).
+  Status candidates(std::vector<ReshapeCandidate>* out, uint64_t above, uint64_t at_most);
   // *streamed: the regions were filled here (from_l1_streamed), nothing is held to move.
   Status from_l1(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
                  std::vector<HeldStream>* held, bool* streamed);
