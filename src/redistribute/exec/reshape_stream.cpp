@@ -1,16 +1,19 @@
-// The L1 path of a reshaping restart when every rank's regions already have their new size
-// (cairn_restart alone): the move overlaps the read. The host of each old rank reads that rank's slot
-// chunk by chunk -- its own pieces straight into its regions, the rest into a small ring of chunk
-// buffers -- hashes each chunk while it is in cache, and sends the pieces of a verified chunk to their
-// new owners at once, out of a buffer that is still warm. No slot is mapped (on 4 KiB tmpfs pages the
-// page tables cost about as much as the copy) and nothing waits for a whole slot to be read.
+// The L1 path of a reshaping restart when every rank's regions already have their new size (cairn_restart,
+// whether or not cairn_restart_available came first): the move overlaps the read. The host of each old
+// rank reads that rank's slot a unit at a time (about 2 MiB of whole chunks) -- its own pieces straight
+// into its regions, the rest into a small ring of unit buffers -- verifies each chunk while it is in
+// cache, and sends the unit's pieces to their new owners at once, out of a buffer that is still warm.
+// The slot is read as the same-count restart reads one on this machine (map_to_read): out of a mapping,
+// each run of whole chunks copied and hashed in one pass (xxh3_copy), or with pread, piece by piece,
+// each piece hashed where it landed. Nothing waits for a whole slot to be read.
 //
 // The receivers know every message in advance: each rank computes the same plans from the version's
 // region table, plus each old stream's chunk size and region offsets, which the hosts share first.
-// So every receive is posted, straight into the regions, before the first chunk is read, and Open
+// So every receive is posted, straight into the regions, before the first unit is read, and Open
 // MPI's shared-memory transport copies each message on the receiver's side while the hosts read on.
-// Messages are split at the old stream's chunk boundaries and tagged by region; per (host, region)
-// both sides walk the pieces in (old rank, offset) order, which MPI's ordering then matches.
+// Messages are split at the old stream's unit boundaries (a message per 64 KiB chunk cost each host a
+// rendezvous per 64 KiB) and tagged by region; per (host, region) both sides walk the pieces in (old
+// rank, offset) order, which MPI's ordering then matches.
 //
 // A chunk that fails to read or verify does not stop the messages: the host sends the rest of what it
 // promised from its buffer without reading on (every receiver is waiting for those bytes), and every
@@ -27,6 +30,8 @@
 #include <optional>
 
 #include "base/chunk_check.hpp"
+#include "base/copy_streaming.hpp"
+#include "base/xxh3_copy.hpp"
 #include "base/stream_reader.hpp"
 #include "base/clock.hpp"
 #include "base/fsutil.hpp"
@@ -43,15 +48,20 @@ using ull = unsigned long long;
 constexpr int kTagBase = 7100;                         // + region index; the job's communicator has no other point-to-point
 constexpr size_t kMaxRegions = 16384;                  // keeps the tags under MPI's guaranteed 32767
 constexpr uint64_t kMaxMessage = uint64_t{1} << 30;    // MPI counts are ints
-constexpr uint64_t kRingBytes = uint64_t{32} << 20;    // chunk buffers per host, in all
+constexpr uint64_t kRingBytes = uint64_t{32} << 20;    // unit buffers per host, in all (at most 8)
 constexpr uint64_t kMaxChunk = uint64_t{64} << 20;     // larger chunks: the general path
 constexpr uint64_t kMaxMessages = uint64_t{1} << 16;   // more (small block_cyclic blocks): the general path
+constexpr uint64_t kUnitBytes = uint64_t{2} << 20;     // what a host reads, verifies and sends at a time
 
-// Calls f(offset, size) for [off, off + len) cut at every multiple of chunk and at kMaxMessage: the
+// The step of a stream of chunks of `chunk` bytes: whole chunks, about kUnitBytes (one chunk where
+// chunks are larger).
+uint64_t unit_of(uint64_t chunk) { return chunk * std::max<uint64_t>(1, kUnitBytes / chunk); }
+
+// Calls f(offset, size) for [off, off + len) cut at every multiple of unit and at kMaxMessage: the
 // messages of one piece, the same on both sides.
-void for_each_message(uint64_t off, uint64_t len, uint64_t chunk, const std::function<void(uint64_t, uint64_t)>& f) {
+void for_each_message(uint64_t off, uint64_t len, uint64_t unit, const std::function<void(uint64_t, uint64_t)>& f) {
   for (uint64_t end = off + len; off < end;) {
-    uint64_t n = std::min({end - off, (off / chunk + 1) * chunk - off, kMaxMessage});
+    uint64_t n = std::min({end - off, (off / unit + 1) * unit - off, kMaxMessage});
     f(off, n);
     off += n;
   }
@@ -85,12 +95,13 @@ int streamable(const Manifest& table, const std::vector<ReshapeWant>& wants, int
   for (const auto& w : wants) {
     auto in = redistribute::plan_for_dst(w.dist, p_old, p_new, rank);
     if (!in) return 0;
-    for (const auto& t : *in) messages += 1 + t.count * w.entry->elem_size / table.chunk_size;
+    const uint64_t unit = unit_of(table.chunk_size);
+    for (const auto& t : *in) messages += 1 + t.count * w.entry->elem_size / unit;
     for (int k = 0; k < p_old; ++k) {
       if (host_of_old[static_cast<size_t>(k)] != rank) continue;
       auto out = redistribute::plan_for_src(w.dist, p_old, p_new, k);
       if (!out) return 0;
-      for (const auto& t : *out) messages += 1 + t.count * w.entry->elem_size / table.chunk_size;
+      for (const auto& t : *out) messages += 1 + t.count * w.entry->elem_size / unit;
     }
   }
   return messages <= kMaxMessages;
@@ -110,6 +121,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     std::optional<MappedFile> map;  // huge pages: copy from a mapping (map_to_read)
   };
   std::vector<Hosted> hosted;
+  bool mapped = false;  // rank 0's log: how the slots were read
   std::optional<MappedFile> ring;
   uint64_t slot_bytes = 0;
   size_t nslots = 0;
@@ -136,12 +148,14 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
       if (fstat(fd.get(), &sb) != 0) return posix_error("fstat", h.path, errno);
       if (static_cast<uint64_t>(sb.st_size) < h.m.total_size)
         return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", h.path.c_str());
-      if (map_to_read(static_cast<uint64_t>(sb.st_blksize))) {
-        auto mm = MappedFile::open_ro(h.path);
-        if (mm && mm->size() >= h.m.total_size) h.map = std::move(mm).value();
+      if (map_to_read(static_cast<uint64_t>(sb.st_blksize), fd.get(), h.m.total_size)) {
+        // Not populated: the copy faults the pages in as it goes, so the first unit is sent at once (a
+        // populated mapping was measured no faster in all).
+        auto mm = MappedFile::open_ro(h.path, /*populate=*/false);
+        if (mm && mm->size() >= h.m.total_size) h.map = std::move(mm).value(), mapped = true;
       }
       h.fd = std::move(fd);
-      slot_bytes = std::max<uint64_t>(slot_bytes, h.m.chunk_size);
+      slot_bytes = std::max<uint64_t>(slot_bytes, unit_of(h.m.chunk_size));
       hosted.push_back(std::move(h));
     }
     if (slot_bytes) {
@@ -190,7 +204,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
       uint64_t off = offsets_of[static_cast<size_t>(t.src)][i] + t.src_offset * e.elem_size;
       uint8_t* dst = base + t.dst_offset * e.elem_size;
       Status posted = Status::ok();
-      for_each_message(off, t.count * e.elem_size, chunk_of[static_cast<size_t>(t.src)], [&](uint64_t at, uint64_t len) {
+      for_each_message(off, t.count * e.elem_size, unit_of(chunk_of[static_cast<size_t>(t.src)]), [&](uint64_t at, uint64_t len) {
         MPI_Request r = MPI_REQUEST_NULL;
         if (posted.is_ok())
           posted = mpi_status(MPI_Irecv(dst + (at - off), static_cast<int>(len), MPI_BYTE, host, kTagBase + static_cast<int>(i),
@@ -202,8 +216,9 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     }
   }
 
-  // 4. Hosts: read, verify and send, chunk by chunk, in stream order. (Reading the chunks with pieces
-  // for other ranks first was measured slower: the receivers' copies then compete with every read.)
+  // 4. Hosts: read, verify and send, a unit (kUnitBytes of whole chunks) at a time, in stream order.
+  // (Reading the units with pieces for other ranks first was measured slower: the receivers' copies then
+  // compete with every read; spreading them evenly among the others, no faster than stream order.)
   struct Out {
     uint64_t offset, size;
     int dst, tag;
@@ -213,7 +228,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     std::vector<Out> outs;          // the messages, each inside one chunk
   };
   std::vector<Pieces> pieces(hosted.size());
-  std::vector<std::pair<size_t, uint64_t>> order;  // (hosted stream, chunk) holding a wanted byte
+  std::vector<std::pair<size_t, uint64_t>> order;  // (hosted stream, unit) holding a wanted byte
   for (size_t j = 0; j < hosted.size(); ++j) {
     const Hosted& h = hosted[j];
     auto& [own, outs] = pieces[j];
@@ -226,7 +241,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
         if (t.dst == rank_) {
           own.push_back({off, len, base + t.dst_offset * e.elem_size});
         } else {
-          for_each_message(off, len, h.m.chunk_size, [&](uint64_t at, uint64_t l) {
+          for_each_message(off, len, unit_of(h.m.chunk_size), [&](uint64_t at, uint64_t l) {
             outs.push_back({at, l, t.dst, kTagBase + static_cast<int>(i)});
           });
         }
@@ -235,15 +250,16 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     std::sort(own.begin(), own.end(), [](const StreamExtent& x, const StreamExtent& y) { return x.offset < y.offset; });
     std::stable_sort(outs.begin(), outs.end(), [](const Out& x, const Out& y) { return x.offset < y.offset; });
     size_t o = 0, q = 0;
-    for (uint64_t c = 0, a = 0; a < h.m.total_size; ++c, a += h.m.chunk_size) {
-      const uint64_t b = std::min(a + h.m.chunk_size, h.m.total_size);
+    const uint64_t unit = unit_of(h.m.chunk_size);
+    for (uint64_t c = 0, a = 0; a < h.m.total_size; ++c, a += unit) {
+      const uint64_t b = std::min(a + unit, h.m.total_size);
       while (o < own.size() && own[o].offset + own[o].size <= a) ++o;
       while (q < outs.size() && outs[q].offset < a) ++q;
       if ((q < outs.size() && outs[q].offset < b) || (o < own.size() && own[o].offset < b)) order.push_back({j, c});
     }
   }
 
-  std::vector<std::vector<MPI_Request>> in_flight(nslots);  // the sends out of each chunk buffer
+  std::vector<std::vector<MPI_Request>> in_flight(nslots);  // the sends out of each unit's buffer
   size_t next_slot = 0;
   Status failed = Status::ok();  // the first chunk that did not read or verify; later chunks are not read
   uint64_t sent = 0;
@@ -253,36 +269,60 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     checks.push_back(std::make_unique<ChunkCheck>(h.m));
     if (failed.is_ok()) failed = checks.back()->status();
   }
+  std::vector<uint64_t> digests;  // of a run of whole chunks copied out of a mapping
   std::vector<StreamSource> sources;
   for (auto& h : hosted) sources.push_back(h.map ? copy_source(h.map->data()) : pread_source(h.fd.get(), 0, h.path));
-  for (const auto& [j, c] : order) {
+  for (const auto& [j, u] : order) {
     const Hosted& h = hosted[j];
     const auto& [own, outs] = pieces[j];
-    const uint64_t a = c * h.m.chunk_size, b = std::min(a + h.m.chunk_size, h.m.total_size);
+    const uint64_t unit = unit_of(h.m.chunk_size);
+    const uint64_t a = u * unit, b = std::min(a + unit, h.m.total_size);
     size_t s = next_slot++ % nslots;
     if (!in_flight[s].empty()) {
       CAIRN_TRY(wait_for(in_flight[s], leave_core));
       in_flight[s].clear();
     }
-    uint8_t* buf = ring->data() + s * slot_bytes;  // chunk byte a lands at buf[0]
+    uint8_t* buf = ring->data() + s * slot_bytes;  // unit byte a lands at buf[0]
     // The own pieces from the first that ends past `at`.
     auto own_from = [&](uint64_t at) {
       return std::partition_point(own.begin(), own.end(), [&](const StreamExtent& x) { return x.offset + x.size <= at; });
     };
-    if (failed.is_ok()) {
-      ChunkCheck& check = *checks[j];
+    ChunkCheck& check = *checks[j];
+    const uint64_t chunk = h.m.chunk_size;
+    for (uint64_t c = a / chunk, ca = a; ca < b && failed.is_ok(); ++c, ca += chunk) {
+      const uint64_t cb = std::min(ca + chunk, b);
+      // Mapped (the probe found a populated mapping faster here, or huge pages): a run of whole chunks
+      // bound for one stretch of memory (one of this rank's pieces, or the buffer) is copied and hashed
+      // in one pass, four chunks side by side, as the same-count restart reads a slot.
+      if (h.map && cb - ca == chunk) {
+        auto x = own_from(ca);
+        const bool kept = x != own.end() && x->offset <= ca;
+        const uint64_t limit = kept ? std::min(b, x->offset + x->size) : (x != own.end() ? std::min(b, x->offset) : b);
+        const uint64_t n = (limit - ca) / chunk;
+        if (n > 0) {
+          uint8_t* dst = kept ? x->dst + (ca - x->offset) : buf + (ca - a);
+          digests.resize(static_cast<size_t>(n));
+          // Kept pieces go past the caches (read later by the application); the buffer's stay for MPI.
+          xxh3_copy(dst, h.map->data() + ca, chunk, static_cast<size_t>(n), digests.data(), kept);
+          if (kept) streaming_fence();
+          for (uint64_t i = 0; i < n && failed.is_ok(); ++i) failed = check.compare(c + i, digests[i]).prefixed(h.path);
+          c += n - 1;
+          ca += (n - 1) * chunk;
+          continue;
+        }
+      }
       check.begin(c);
-      auto x = own_from(a);
-      for (uint64_t off = a; off < b && failed.is_ok();) {
+      auto x = own_from(ca);
+      for (uint64_t off = ca; off < cb && failed.is_ok();) {
         while (x != own.end() && x->offset + x->size <= off) ++x;
         uint8_t* dst;
         uint64_t len;
         if (x != own.end() && x->offset <= off) {
           dst = x->dst + (off - x->offset);
-          len = std::min({b - off, x->offset + x->size - off, kStreamPiece});
+          len = std::min({cb - off, x->offset + x->size - off, kStreamPiece});
         } else {
           dst = buf + (off - a);
-          len = std::min((x != own.end() ? std::min(b, x->offset) : b) - off, kStreamPiece);
+          len = std::min((x != own.end() ? std::min(cb, x->offset) : cb) - off, kStreamPiece);
         }
         failed = sources[j](off, len, dst).prefixed(h.path);
         if (failed.is_ok()) check.add(dst, len);  // in cache: it just landed
@@ -327,9 +367,9 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
   CAIRN_TRY(agree(app_comm_, failed));
   adopt_distributions(regions_, wants);
   if (rank_ == 0)
-    LOG_INFO("restart: version %llu (%d ranks) read at L1 and sent to the new owners chunk by chunk as verified: "
+    LOG_INFO("restart: version %llu (%d ranks) read at L1 and sent to the new owners as verified, %s: "
              "%.1f ms reading, %.1f ms in all on rank 0 (%zu old ranks hosted, %.1f MiB sent, %.1f MiB received)",
-             static_cast<ull>(v), p_old, read_ms, all_ms, hosted.size(), static_cast<double>(sent) / (1 << 20),
+             static_cast<ull>(v), p_old, hosted.empty() ? "hosting none" : mapped ? "copied out of a mapping" : "pread", read_ms, all_ms, hosted.size(), static_cast<double>(sent) / (1 << 20),
              static_cast<double>(received) / (1 << 20));
   return Status::ok();
 }

@@ -4,7 +4,8 @@
 // of their new size, every rank reads its own pieces straight from the old files
 // (reshaped_from_l3_direct); from L1 the hosts stream each verified chunk's pieces to their owners
 // (reshaped_from_l1_streamed), or, with too many pieces, move them in one exchange; with a region that
-// must be resized, or after cairn_restart_available, the hosts read the old files and move the pieces.
+// must be resized, the hosts read the old files and move the pieces. cairn_restart_available only names
+// the version (from the records), and cairn_restart then reads it as it would alone.
 // Every way, every element arrives where its global index says; a damaged old file or slot chunk sends
 // the restart on (older version, or L3); a region no rank can fit makes no rank touch its buffers.
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@
 #include "cairn/cairn.h"
 #include "cache/cache_store.hpp"
 #include "base/fsutil.hpp"
+#include "base/stream_reader.hpp"
 #include "core/runtime.hpp"
 #include "l3/l3_store.hpp"
 #include "mpi_test_main.hpp"
@@ -271,6 +273,41 @@ TEST_F(ReshapeDirect, FromL1DamagedChunkFallsBackToL3) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
+}
+
+// cairn_restart_available names the version from the records alone (the regions keep their bytes), and
+// cairn_restart reads it as it would alone: streamed from L1, each of the two ways a slot may be read on
+// a machine (pread, or copied out of a mapping and hashed in the same pass); a damaged chunk, sent on
+// (byte 100 of old rank 1's slot) or kept by its host (byte 300000), still sends the restart to L3.
+TEST_F(ReshapeDirect, FromL1AfterRestartAvailable) {
+  setenv("CAIRN_NODE", ("node" + std::to_string(g_rank / 2)).c_str(), 1);
+  for (bool mapped : {false, true}) {
+    decide_map_to_read_for_tests(mapped);
+    for (uint64_t at : {uint64_t{0}, uint64_t{100}, uint64_t{300000}}) {
+      write_versions(1, /*keep_caches=*/true);
+      if (g_rank == 0 && at) damage_slot("node0", 1, 1, at);
+      MPI_Barrier(MPI_COMM_WORLD);
+      bool ok = true;
+      if (start(3, false, 0x55)) {
+        int avail = 0, version = 0, got_v = 0, got_level = 0;
+        EXPECT_TRUE(Runtime::instance()->restart_available(&avail, &version).is_ok());
+        ok = avail == 1 && version == 1 && arrays_.a[0] == 0x55 && arrays_.c.back() == 0x55 && arrays_.step == 0x55;
+        Status st = Runtime::instance()->restart();
+        EXPECT_TRUE(st.is_ok()) << st.message();
+        Runtime::instance()->restart_level(&got_v, &got_level);
+        ok = ok && st.is_ok() && got_v == 1 && got_level == (at ? CAIRN_LEVEL_L3 : CAIRN_LEVEL_L1) && holds(3, 1);
+        EXPECT_TRUE(Runtime::destroy().is_ok());
+      }
+      EXPECT_TRUE(everywhere(ok)) << (mapped ? "mapped" : "pread") << ", damaged at byte " << at;
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (g_rank == 0) {
+        ASSERT_TRUE(fs::remove_tree(root_ + "/cache").is_ok());
+        ASSERT_TRUE(fs::remove_tree(root_ + "/prefix").is_ok());
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+  }
+  decide_map_to_read_for_tests(std::nullopt);
 }
 
 }  // namespace
