@@ -90,8 +90,9 @@ Status Runtime::plan_restart() {
       plan_ = std::move(p);
       return Status::ok();
     }
-  }
-  {
+    // None that the records allow: find_reshaped would find none either (it tries the same levels), so
+    // the plan of this rank count follows.
+  } else {
     RestartChoice c;
     std::string why;
     Status newer = find_reshaped(&c, &why, newest_own, UINT64_MAX);
