@@ -123,28 +123,50 @@ Status verify_tiled(const Manifest& m, const std::vector<StreamExtent>& extents,
 }
 }  // namespace
 
-Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source,
-                     int threads) {
-  return verify_tiled(m, extents, kStreamPiece, [&source](uint64_t off, uint64_t n, uint8_t* dst, ChunkCheck& check) {
+namespace {
+// read_verified's way: each piece from `source`, hashed where it landed.
+PieceOp source_piece(const StreamSource& source) {
+  return [source](uint64_t off, uint64_t n, uint8_t* dst, ChunkCheck& check) {
     CAIRN_TRY(source(off, n, dst));
     check.add(dst, n);  // in cache: it just landed
     return Status::ok();
-  }, threads);
+  };
+}
+
+// read_verified_in_memory's way: whole chunks inside one destination hashed as they are copied, in one
+// pass (xxh3_copy); the others (a chunk across two destinations, the short last one) piece by piece.
+RunOp memory_run(const uint8_t* stream, bool streaming, uint64_t chunk) {
+  return [stream, streaming, chunk](uint64_t off, uint64_t count, uint8_t* dst, uint64_t* digests) {
+    xxh3_copy(dst, stream + off, chunk, static_cast<size_t>(count), digests, streaming);
+    if (streaming) streaming_fence();
+  };
+}
+PieceOp memory_piece(const uint8_t* stream, bool streaming) {
+  return [stream, streaming](uint64_t off, uint64_t n, uint8_t* dst, ChunkCheck& check) {
+    hash_then_copy(dst, stream + off, n, streaming, [&check](const uint8_t* p, uint64_t k) { check.add(p, k); });
+    return Status::ok();
+  };
+}
+}  // namespace
+
+Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents, const StreamSource& source,
+                     int threads) {
+  return verify_tiled(m, extents, kStreamPiece, source_piece(source), threads);
 }
 
 Status read_verified_in_memory(const Manifest& m, const std::vector<StreamExtent>& extents, const uint8_t* stream,
                                int threads) {
   const bool streaming = m.total_size >= kStreamingCopyFrom;
-  // Whole chunks inside one destination: hashed as they are copied, in one pass (xxh3_copy).
-  const RunOp run = [stream, streaming, chunk = m.chunk_size](uint64_t off, uint64_t count, uint8_t* dst, uint64_t* digests) {
-    xxh3_copy(dst, stream + off, chunk, static_cast<size_t>(count), digests, streaming);
-    if (streaming) streaming_fence();
-  };
-  // The others (a chunk across two destinations, the short last one) piece by piece.
-  return verify_tiled(m, extents, kMemoryPiece, [stream, streaming](uint64_t off, uint64_t n, uint8_t* dst, ChunkCheck& check) {
-    hash_then_copy(dst, stream + off, n, streaming, [&check](const uint8_t* p, uint64_t k) { check.add(p, k); });
-    return Status::ok();
-  }, threads, &run);
+  const RunOp run = memory_run(stream, streaming, m.chunk_size);
+  return verify_tiled(m, extents, kMemoryPiece, memory_piece(stream, streaming), threads, &run);
+}
+
+Status read_chunks_verified(const Manifest& m, const std::vector<StreamExtent>& extents, uint64_t c0, uint64_t c1,
+                            const uint8_t* stream, const StreamSource& source) {
+  if (!stream) return verify_chunks(m, extents, kStreamPiece, source_piece(source), nullptr, c0, c1);
+  const bool streaming = m.total_size >= kStreamingCopyFrom;
+  const RunOp run = memory_run(stream, streaming, m.chunk_size);
+  return verify_chunks(m, extents, kMemoryPiece, memory_piece(stream, streaming), &run, c0, c1);
 }
 
 Status read_verified_ranges(const Manifest& m, const std::vector<StreamExtent>& wanted, const StreamSource& source) {

@@ -56,6 +56,13 @@ constexpr uint64_t kStreamingCopyFrom = 16ull << 20;
 Status read_verified_in_memory(const Manifest& m, const std::vector<StreamExtent>& extents, const uint8_t* stream,
                                int threads = 1);
 
+// Chunks [c0, c1) only, on this thread, into `extents` (sorted, tiling exactly those chunks' bytes; the
+// manifest's chunk table already checked): out of `stream` when it is not null, as read_verified_in_memory
+// does, else from `source`, as read_verified does. For a reader that lands a stream a part at a time and
+// hands each part on (redistribute/exec/reshape_stream.cpp). The first chunk that differs is ERR_CORRUPT.
+Status read_chunks_verified(const Manifest& m, const std::vector<StreamExtent>& extents, uint64_t c0, uint64_t c1,
+                            const uint8_t* stream, const StreamSource& source);
+
 // Only part of the stream: `wanted` (sorted by offset, disjoint, inside the stream) says where bytes go;
 // every checksum chunk that overlaps a wanted extent is read whole and verified, its bytes outside the
 // wanted extents landing in a scratch buffer only to be hashed. Chunks that overlap nothing are not read.

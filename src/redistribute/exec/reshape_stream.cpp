@@ -30,8 +30,6 @@
 #include <optional>
 
 #include "base/chunk_check.hpp"
-#include "base/copy_streaming.hpp"
-#include "base/xxh3_copy.hpp"
 #include "base/stream_reader.hpp"
 #include "base/clock.hpp"
 #include "base/fsutil.hpp"
@@ -118,7 +116,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     std::vector<uint64_t> offsets;  // per want: the region's offset in this stream
     std::string path;
     fs::Fd fd;
-    std::optional<MappedFile> map;  // huge pages: copy from a mapping (map_to_read)
+    std::optional<MappedFile> map;  // copied out of a mapping where map_to_read says so
   };
   std::vector<Hosted> hosted;
   bool mapped = false;  // rank 0's log: how the slots were read
@@ -225,7 +223,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
   };
   struct Pieces {
     std::vector<StreamExtent> own;  // this rank's pieces: straight into its regions
-    std::vector<Out> outs;          // the messages, each inside one chunk
+    std::vector<Out> outs;          // the messages, each inside one unit
   };
   std::vector<Pieces> pieces(hosted.size());
   std::vector<std::pair<size_t, uint64_t>> order;  // (hosted stream, unit) holding a wanted byte
@@ -263,15 +261,9 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
   size_t next_slot = 0;
   Status failed = Status::ok();  // the first chunk that did not read or verify; later chunks are not read
   uint64_t sent = 0;
-  // One check per hosted stream (each has its manifest); chunks are verified one at a time.
-  std::vector<std::unique_ptr<ChunkCheck>> checks;
-  for (auto& h : hosted) {
-    checks.push_back(std::make_unique<ChunkCheck>(h.m));
-    if (failed.is_ok()) failed = checks.back()->status();
-  }
-  std::vector<uint64_t> digests;  // of a run of whole chunks copied out of a mapping
   std::vector<StreamSource> sources;
-  for (auto& h : hosted) sources.push_back(h.map ? copy_source(h.map->data()) : pread_source(h.fd.get(), 0, h.path));
+  for (auto& h : hosted) sources.push_back(pread_source(h.fd.get(), 0, h.path));
+  std::vector<StreamExtent> into;  // where a unit's bytes land: this rank's pieces, the buffer between them
   for (const auto& [j, u] : order) {
     const Hosted& h = hosted[j];
     const auto& [own, outs] = pieces[j];
@@ -287,48 +279,24 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     auto own_from = [&](uint64_t at) {
       return std::partition_point(own.begin(), own.end(), [&](const StreamExtent& x) { return x.offset + x.size <= at; });
     };
-    ChunkCheck& check = *checks[j];
-    const uint64_t chunk = h.m.chunk_size;
-    for (uint64_t c = a / chunk, ca = a; ca < b && failed.is_ok(); ++c, ca += chunk) {
-      const uint64_t cb = std::min(ca + chunk, b);
-      // Mapped (the probe found a populated mapping faster here, or huge pages): a run of whole chunks
-      // bound for one stretch of memory (one of this rank's pieces, or the buffer) is copied and hashed
-      // in one pass, four chunks side by side, as the same-count restart reads a slot.
-      if (h.map && cb - ca == chunk) {
-        auto x = own_from(ca);
-        const bool kept = x != own.end() && x->offset <= ca;
-        const uint64_t limit = kept ? std::min(b, x->offset + x->size) : (x != own.end() ? std::min(b, x->offset) : b);
-        const uint64_t n = (limit - ca) / chunk;
-        if (n > 0) {
-          uint8_t* dst = kept ? x->dst + (ca - x->offset) : buf + (ca - a);
-          digests.resize(static_cast<size_t>(n));
-          // Kept pieces go past the caches (read later by the application); the buffer's stay for MPI.
-          xxh3_copy(dst, h.map->data() + ca, chunk, static_cast<size_t>(n), digests.data(), kept);
-          if (kept) streaming_fence();
-          for (uint64_t i = 0; i < n && failed.is_ok(); ++i) failed = check.compare(c + i, digests[i]).prefixed(h.path);
-          c += n - 1;
-          ca += (n - 1) * chunk;
-          continue;
+    if (failed.is_ok()) {
+      into.clear();
+      auto x = own_from(a);
+      for (uint64_t at = a; at < b;) {
+        if (x != own.end() && x->offset <= at) {  // a piece of this rank's
+          const uint64_t end = std::min(b, x->offset + x->size);
+          into.push_back({at, end - at, x->dst + (at - x->offset)});
+          at = end;
+          ++x;
+        } else {  // up to the next one: the buffer
+          const uint64_t end = x != own.end() ? std::min(b, x->offset) : b;
+          into.push_back({at, end - at, buf + (at - a)});
+          at = end;
         }
       }
-      check.begin(c);
-      auto x = own_from(ca);
-      for (uint64_t off = ca; off < cb && failed.is_ok();) {
-        while (x != own.end() && x->offset + x->size <= off) ++x;
-        uint8_t* dst;
-        uint64_t len;
-        if (x != own.end() && x->offset <= off) {
-          dst = x->dst + (off - x->offset);
-          len = std::min({cb - off, x->offset + x->size - off, kStreamPiece});
-        } else {
-          dst = buf + (off - a);
-          len = std::min((x != own.end() ? std::min(cb, x->offset) : cb) - off, kStreamPiece);
-        }
-        failed = sources[j](off, len, dst).prefixed(h.path);
-        if (failed.is_ok()) check.add(dst, len);  // in cache: it just landed
-        off += len;
-      }
-      if (failed.is_ok()) failed = check.end().prefixed(h.path);
+      const uint64_t chunk = h.m.chunk_size;
+      failed = read_chunks_verified(h.m, into, a / chunk, (b + chunk - 1) / chunk, h.map ? h.map->data() : nullptr,
+                                    sources[j]).prefixed(h.path);
     }
     auto q = std::partition_point(outs.begin(), outs.end(), [&](const Out& m) { return m.offset < a; });
     for (; q != outs.end() && q->offset < b; ++q) {
