@@ -37,6 +37,7 @@ struct Options : CommonOptions {
   bool redistribute = false;  // --redistribute: N -> M restart beside N -> N (docs/performance.md)
   bool snapshot = false;      // --snapshot: copy against copy-on-write snapshots (levels/snapshot_bench.cpp)
   std::vector<uint64_t> sizes;  // every size of --size (a comma-separated list only with --snapshot)
+  int rounds = 1;             // --snapshot: sessions per mode and writer (--rounds)
   int to = 0;                 // M; 0 = ranks + 1
   bool restart_after_loss = false;  // --restart-after-loss: a relaunched job's restart after a lost node
   std::string redundancy = "partner";  // its L2 scheme (--redundancy)

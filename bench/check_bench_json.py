@@ -8,7 +8,9 @@ the job history) are in `stages`, and the run's work and cache directories are g
 With --snapshot in the command line the object is the copy-against-copy-on-write report: per size in
 --size, memcpy, the blocking and completion times of both snapshot modes, the writing loop's slowdowns,
 app_lost for copy, cow and auto with both writers (all, 10pct), what auto took, and the eight targets
-(each a ratio, a max_ratio and a pass/fail); cow must have protected the state.
+(each a ratio, a max_ratio and a pass/fail); cow must have protected the state. Every repetition of
+app_lost is reported (--reps x --rounds of them) and its median and quartiles are of those; the two auto
+targets carry their resampled interval.
 
 With --redistribute in the command line the object is the N -> M report: per level (l1, l2, l3) the
 N -> N and N -> M restart figures and the n_to_m_<level> target. `--measured l1,l3` (before the command)
@@ -124,7 +126,7 @@ SNAPSHOT_TARGETS = ["l1_blocking_cow", "snapshot_complete_cow", "loop_during_cow
                     "app_lost_cow_all", "app_lost_auto_10pct", "app_lost_auto_all"]
 
 
-def check_snapshot(data, nsizes, out):
+def check_snapshot(data, nsizes, reps, rounds, out):
     if data.get("mode") != "snapshot":
         fail("mode is %r, expected snapshot" % data.get("mode"), out)
     sizes = data.get("sizes")
@@ -146,6 +148,24 @@ def check_snapshot(data, nsizes, out):
                 fail("window_%s_passes is %r, expected at least 2" % (w, s.get("window_%s_passes" % w)), out)
             if s.get("auto_took_" + w) not in ("copy", "cow", "cow, copy"):
                 fail("auto_took_%s is %r" % (w, s.get("auto_took_" + w)), out)
+        # Every repetition of every session of a mode and writer is reported, and the median and
+        # quartiles are of those.
+        for m in ("copy", "cow", "auto"):
+            for w in ("all", "10pct"):
+                key = "app_lost_%s_%s" % (m, w)
+                samples, quart = s.get(key + "_reps_ms"), s.get(key + "_quartiles_ms")
+                if not isinstance(samples, list) or len(samples) != reps * rounds:
+                    fail("%s_reps_ms is %r, expected %d values (reps x rounds)" % (key, samples, reps * rounds), out)
+                if not isinstance(quart, list) or len(quart) != 2 or not min(samples) <= quart[0] <= quart[1] <= max(samples):
+                    fail("%s_quartiles_ms is %r for the repetitions %r" % (key, quart, samples), out)
+                ordered = sorted(samples)
+                mid = (ordered[(len(ordered) - 1) // 2] + ordered[len(ordered) // 2]) / 2
+                if abs(mid - s[key + "_ms"]) > 0.002 + 1e-9 * abs(mid):
+                    fail("%s_ms is %r, the median of its repetitions %r" % (key, s[key + "_ms"], mid), out)
+        for t in ("app_lost_auto_10pct", "app_lost_auto_all"):
+            interval = s.get("targets", {}).get(t, {}).get("interval_95")
+            if not isinstance(interval, list) or len(interval) != 2 or not interval[0] <= interval[1]:
+                fail("targets.%s.interval_95 is %r, expected [low, high]" % (t, interval), out)
         for t in SNAPSHOT_TARGETS:
             entry = s.get("targets", {}).get(t, {})
             if not isinstance(entry.get("ratio"), (int, float)) or not isinstance(entry.get("pass"), bool) \
@@ -155,7 +175,9 @@ def check_snapshot(data, nsizes, out):
     for key in ("loadavg_1m_start", "loadavg_1m_end", "kernel", "ranks"):
         if key not in run:
             fail("run.%s missing" % key, out)
-    return "%d sizes, %d targets each" % (nsizes, len(SNAPSHOT_TARGETS))
+    if run.get("reps") != reps or run.get("rounds") != rounds:
+        fail("run.reps / run.rounds are %r / %r, expected %d / %d" % (run.get("reps"), run.get("rounds"), reps, rounds), out)
+    return "%d sizes, %d targets each, %d x %d repetitions" % (nsizes, len(SNAPSHOT_TARGETS), reps, rounds)
 
 
 LOSS_FIGURES = [
@@ -343,7 +365,10 @@ def main():
         print("bench_smoke: OK (%s)" % what)
         return
     if "--snapshot" in args:
-        what = check_snapshot(data, len(args[args.index("--size") + 1].split(",")), out)
+        def given(flag, default):
+            return int(args[args.index(flag) + 1]) if flag in args else default
+        what = check_snapshot(data, len(args[args.index("--size") + 1].split(",")), given("--reps", 5),
+                              given("--rounds", 1), out)
     elif "--redistribute" in args:
         what = check_redistribute(data, measured, out)
     elif "--service" in args:

@@ -77,7 +77,7 @@ struct CommandLine {
   bool json = false, verbose = false;
   // Per mode.
   std::string only, interpose_lib, cairnd, provider = "tcp;ofi_rxm", cairn;
-  int to = 0, versions = 12, nodes = 0, buffers = 8;
+  int to = 0, versions = 12, nodes = 0, buffers = 8, rounds = 1;
   double agent_mbs = 200;
   std::string buffer_size = "8M";
   std::string cuda_driver = "libcuda.so.1";
@@ -156,6 +156,10 @@ void define(CLI::App& app, CommandLine& c) {
       ->group("Levels and --redistribute")->type_name("LIST");
   app.add_option("--to", c.to, "--redistribute: ranks of the N -> M restart (default N + 1)")
       ->check(CLI::Range(1, 4096))->group("Levels and --redistribute")->type_name("M");
+  app.add_option("--rounds", c.rounds,
+                 "sessions per mode and writer, their order turned each round (copy, cow, auto; then auto, cow, "
+                 "copy), their repetitions pooled: what differs between two sessions of the same code averages out")
+      ->check(CLI::Range(1, 100))->capture_default_str()->group("--snapshot")->type_name("N");
   app.add_option("--interpose-lib", c.interpose_lib, "--interpose: libcairn_interpose.so (default: found)")
       ->group("--scr, --file-api, --interpose")->type_name("FILE");
   const char* svc = "--service, --placement";
@@ -399,6 +403,7 @@ int main(int argc, char** argv) {
   o.only_text = c.only;
   o.redistribute = c.redistribute;
   o.snapshot = c.snapshot;
+  o.rounds = c.rounds;
   o.to = c.to;
   o.restart_after_loss = c.restart_after_loss;
   o.redundancy = c.redundancy;

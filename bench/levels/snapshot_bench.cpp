@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "bench.hpp"
@@ -106,7 +107,18 @@ double settle_huge_pages(const uint8_t* p, uint64_t size) {
   return 100.0 * static_cast<double>(std::min(last, size)) / static_cast<double>(size);
 }
 
-// What one session (one snapshot mode) measured, slowest rank per repetition, medians over reps.
+// What the sessions of one snapshot mode and writer measured: each repetition's figure (slowest rank;
+// complete and the handler's figures from rank 0's log), pooled over the rounds.
+struct ModeSamples {
+  int passes = 0;  // the window's passes (fixed by the first session of the writer)
+  std::vector<double> huge_pct, huge_end_pct;  // one per session
+  std::vector<double> pass, blocking, during, after;
+  std::vector<double> window, lost, waited, window_blocking;
+  std::vector<double> complete, own, pct, waits, wait_ms, unprot, unprot_ms;
+  int cow_versions = 0, copy_versions = 0;
+};
+
+// The medians of those, per mode and writer.
 struct ModeTimes {
   double loop_ms = 0;          // the loop alone, in this session, before the timed checkpoints
   double huge_pct = 0;         // share of the state in huge pages when the timed checkpoints start
@@ -127,9 +139,81 @@ struct ModeTimes {
   double pass_ms = 0;          // one pass of the writer alone
   double window_ms = 0;        // the passes without a checkpoint
   double app_lost_ms = 0;
+  double app_lost_q1_ms = 0, app_lost_q3_ms = 0;  // the quartiles of the repetitions' differences
+  std::vector<double> app_lost_reps;  // every repetition's difference, in the order measured
   double window_wait_ms = 0;   // cairn_wait at the end of the window (the version not through yet)
   std::string took;            // auto: the snapshotter of the timed versions (copy, cow, or both)
 };
+
+// The q-quantile of v (linear between neighbours); 0 when empty.
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(at);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (at - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+// How far the ratio of two medians could move by the luck of which sessions and repetitions were drawn:
+// the 2.5 % and 97.5 % quantiles of median(a*) / median(b*) over 2000 resamplings (a fixed seed) of
+// each. The repetitions come in sessions of `per_session`, and two sessions of the same code differ by
+// more than two repetitions of one, so whole sessions are drawn (with replacement), then repetitions
+// within each drawn session. Where a and b are two measurements of the same code (auto that took copy,
+// against copy), it is the interval the ratio falls in by the machine's noise alone.
+std::pair<double, double> ratio_interval(const std::vector<double>& a, const std::vector<double>& b, size_t per_session) {
+  if (a.size() < 2 || b.size() < 2 || per_session == 0) return {0, 0};
+  uint64_t x = 0x2545f4914f6cdd1dull;
+  auto next = [&x] {
+    x += 0x9e3779b97f4a7c15ull;
+    uint64_t z = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  auto resampled_median = [&](const std::vector<double>& v) {
+    const size_t sessions = (v.size() + per_session - 1) / per_session;
+    std::vector<double> r;
+    r.reserve(v.size());
+    for (size_t k = 0; k < sessions; ++k) {
+      const size_t first = (next() % sessions) * per_session, n = std::min(per_session, v.size() - first);
+      for (size_t i = 0; i < n; ++i) r.push_back(v[first + next() % n]);
+    }
+    return median(std::move(r));
+  };
+  std::vector<double> ratios;
+  for (int i = 0; i < 2000; ++i) {
+    const double den = resampled_median(b);
+    if (den > 0) ratios.push_back(resampled_median(a) / den);
+  }
+  return {quantile(ratios, 0.025), quantile(ratios, 0.975)};
+}
+
+ModeTimes summarize(const ModeSamples& s, Writer writer) {
+  ModeTimes m;
+  m.huge_pct = median(s.huge_pct);
+  m.huge_end_pct = median(s.huge_end_pct);
+  m.pass_ms = median(s.pass);
+  m.loop_ms = m.pass_ms;
+  m.passes = s.passes;
+  m.window_ms = median(s.window);
+  m.app_lost_ms = median(s.lost);
+  m.app_lost_q1_ms = quantile(s.lost, 0.25);
+  m.app_lost_q3_ms = quantile(s.lost, 0.75);
+  m.app_lost_reps = s.lost;
+  m.window_wait_ms = median(s.waited);
+  m.blocking_ms = median(writer == Writer::all ? s.blocking : s.window_blocking);
+  m.during_ms = writer == Writer::all ? median(s.during) : 0;
+  m.after_ms = writer == Writer::all ? median(s.after) : 0;
+  m.took = s.cow_versions && s.copy_versions ? "cow, copy" : s.cow_versions ? "cow" : "copy";
+  m.complete_ms = s.complete.empty() ? m.blocking_ms : median(s.complete);
+  m.snapshot_ms = median(s.own);
+  m.protected_pct = median(s.pct);
+  m.writes_waited = median(s.waits);
+  m.fault_wait_ms = median(s.wait_ms);
+  m.unprotect_faults = median(s.unprot);
+  m.unprotect_wait_ms = median(s.unprot_ms);
+  return m;
+}
 
 class SnapshotBench {
  public:
@@ -156,12 +240,21 @@ class SnapshotBench {
     uint8_t* state = alloc_faulted(size);
     fill_random(state, size, 2000 + static_cast<uint64_t>(g_rank));
     double memcpy_ms = memcpy_into_shm(state, size);
-    // One session per mode and writer: auto decides from what it sees of one writer only.
-    ModeTimes copy = session("copy", Writer::all, state, size, memcpy_ms), cow = session("cow", Writer::all, state, size, memcpy_ms),
-              auto_all = session("auto", Writer::all, state, size, memcpy_ms),
-              copy10 = session("copy", Writer::tenth, state, size, memcpy_ms),
-              cow10 = session("cow", Writer::tenth, state, size, memcpy_ms),
-              auto10 = session("auto", Writer::tenth, state, size, memcpy_ms);
+    // Sessions per mode and writer (auto decides from what it sees of one writer only), --rounds of
+    // them, the modes' order reversed every other round so that a drift of the machine during the run
+    // falls on each mode alike; the repetitions of a mode's sessions pooled.
+    const char* mode_names[] = {"copy", "cow", "auto"};
+    ModeSamples samples[2][3];
+    for (Writer writer : {Writer::all, Writer::tenth})
+      for (int r = 0; r < o_.rounds; ++r)
+        for (int k = 0; k < 3; ++k) {
+          const int m = r % 2 ? 2 - k : k;
+          session(mode_names[m], writer, state, size, memcpy_ms, samples[writer == Writer::tenth][m]);
+        }
+    const ModeTimes copy = summarize(samples[0][0], Writer::all), cow = summarize(samples[0][1], Writer::all),
+                    auto_all = summarize(samples[0][2], Writer::all),
+                    copy10 = summarize(samples[1][0], Writer::tenth), cow10 = summarize(samples[1][1], Writer::tenth),
+                    auto10 = summarize(samples[1][2], Writer::tenth);
     free(state);
 
     json j;
@@ -204,6 +297,10 @@ class SnapshotBench {
       for (int m = 0; m < 3; ++m) {
         const ModeTimes& t = *row[m].second;
         j["app_lost_" + std::string(names[m]) + "_" + w + "_ms"] = round3(t.app_lost_ms);
+        j["app_lost_" + std::string(names[m]) + "_" + w + "_quartiles_ms"] = {round3(t.app_lost_q1_ms), round3(t.app_lost_q3_ms)};
+        json reps = json::array();
+        for (double x : t.app_lost_reps) reps.push_back(round3(x));
+        j["app_lost_" + std::string(names[m]) + "_" + w + "_reps_ms"] = reps;
         j["blocking_" + std::string(names[m]) + "_" + w + "_ms"] = round3(t.blocking_ms);
         j["window_wait_" + std::string(names[m]) + "_" + w + "_ms"] = round3(t.window_wait_ms);
       }
@@ -219,6 +316,12 @@ class SnapshotBench {
     t["app_lost_cow_all"] = target("app_lost_cow_all_ms / memcpy_ms", cow.app_lost_ms / memcpy_ms, 1.0);
     t["app_lost_auto_10pct"] = target("app_lost_auto_10pct_ms / app_lost_copy_10pct_ms", auto10.app_lost_ms / copy10.app_lost_ms, 1.05);
     t["app_lost_auto_all"] = target("app_lost_auto_all_ms / app_lost_copy_all_ms", auto_all.app_lost_ms / copy.app_lost_ms, 1.05);
+    // How far those two ratios move with the repetitions drawn: what tells a miss from the machine's noise.
+    for (const auto& [key, a, b] : {std::tuple<const char*, const ModeTimes*, const ModeTimes*>{"app_lost_auto_10pct", &auto10, &copy10},
+                                    {"app_lost_auto_all", &auto_all, &copy}}) {
+      const auto [lo, hi] = ratio_interval(a->app_lost_reps, b->app_lost_reps, static_cast<size_t>(o_.reps));
+      t[key]["interval_95"] = {round3(lo), round3(hi)};
+    }
     j["targets"] = t;
     return j;
   }
@@ -260,9 +363,10 @@ class SnapshotBench {
   // alone; with the full rewriter, per repetition: cairn_checkpoint, a pass right away, cairn_wait, and a
   // pass once the version is through; then, for either writer, per repetition: a window of passes
   // without a checkpoint and the same window right after cairn_checkpoint, then cairn_wait. The window
-  // lasts about 4 memcpys of the state, which covers a version's copy and seal; a cairn_wait at its
-  // end that still waits is counted as lost (an over-estimate: the application would have gone on).
-  ModeTimes session(const char* mode, Writer writer, uint8_t* state, uint64_t size, double memcpy_ms) {
+  // lasts about 4 memcpys of the state (fixed by the writer's first session), which covers a version's
+  // copy and seal; a cairn_wait at its end that still waits is counted as lost (an over-estimate: the
+  // application would have gone on). Appends to `s`.
+  void session(const char* mode, Writer writer, uint8_t* state, uint64_t size, double memcpy_ms, ModeSamples& s) {
     session_.clean_levels();
     if (setenv("CAIRN_SNAPSHOT", mode, 1) != 0 || setenv("CAIRN_CACHE_VERSIONS", "1", 1) != 0)
       die("setenv: %s", strerror(errno));
@@ -270,17 +374,14 @@ class SnapshotBench {
     session_.open("single", 0, [&] { CHECK_CAIRN(cairn_protect("state", state, size, CAIRN_BYTE)); });
     CHECK_CAIRN(cairn_checkpoint());
     CHECK_CAIRN(cairn_wait());
-    ModeTimes m;
-    m.huge_pct = max_over_ranks(settle_huge_pages(state, size));
-    std::vector<double> loop, pass;
+    s.huge_pct.push_back(max_over_ranks(settle_huge_pages(state, size)));
+    std::vector<double> pass;
     for (int i = 0; i < 1 + o_.reps; ++i) {
       barrier();
       double t = max_over_ranks(timed_window(writer, state, size, 1));
       if (i) pass.push_back(t * 1e3);
     }
-    m.pass_ms = median(pass);
-    m.loop_ms = m.pass_ms;
-    std::vector<double> blocking, during, after;
+    s.pass.insert(s.pass.end(), pass.begin(), pass.end());
     for (int i = 0; writer == Writer::all && i < o_.reps; ++i) {
       barrier();
       double t0 = now();
@@ -293,17 +394,17 @@ class SnapshotBench {
       double t3 = now();
       write_pass(state, size);
       double t4 = now();
-      blocking.push_back(max_over_ranks(t1 - t0) * 1e3);
-      during.push_back(max_over_ranks(t2 - t1) * 1e3);
-      after.push_back(max_over_ranks(t4 - t3) * 1e3);
+      s.blocking.push_back(max_over_ranks(t1 - t0) * 1e3);
+      s.during.push_back(max_over_ranks(t2 - t1) * 1e3);
+      s.after.push_back(max_over_ranks(t4 - t3) * 1e3);
     }
-    m.passes = std::max(2, static_cast<int>(std::ceil(4 * memcpy_ms / std::max(m.pass_ms, 1e-3))));
+    if (!s.passes) s.passes = std::max(2, static_cast<int>(std::ceil(4 * memcpy_ms / std::max(median(pass), 1e-3))));
     // A window without a checkpoint before and after each one with (A B A B ... A): each with-window
-    // against the mean of its two neighbours, the median of those differences.
-    std::vector<double> lost, window, waited, window_blocking;
+    // against the mean of its two neighbours.
+    std::vector<double> window;
     auto base_window = [&] {
       barrier();
-      window.push_back(max_over_ranks(timed_window(writer, state, size, m.passes)) * 1e3);
+      window.push_back(max_over_ranks(timed_window(writer, state, size, s.passes)) * 1e3);
     };
     base_window();
     for (int i = 0; i < o_.reps; ++i) {
@@ -311,33 +412,27 @@ class SnapshotBench {
       double t0 = now();
       CHECK_CAIRN(cairn_checkpoint());
       double t1 = now();
-      timed_window(writer, state, size, m.passes);
+      timed_window(writer, state, size, s.passes);
       double t2 = now();
       CHECK_CAIRN(cairn_wait());
       double t3 = now();
       double with = max_over_ranks(t3 - t0) * 1e3;
-      waited.push_back(max_over_ranks(t3 - t2) * 1e3);
-      window_blocking.push_back(max_over_ranks(t1 - t0) * 1e3);
+      s.waited.push_back(max_over_ranks(t3 - t2) * 1e3);
+      s.window_blocking.push_back(max_over_ranks(t1 - t0) * 1e3);
       base_window();
-      lost.push_back(with - (window[window.size() - 2] + window.back()) / 2);
+      s.lost.push_back(with - (window[window.size() - 2] + window.back()) / 2);
     }
-    m.huge_end_pct = max_over_ranks(100.0 * static_cast<double>(std::min(huge_bytes(state, size), size)) /
-                                    static_cast<double>(size));
+    s.window.insert(s.window.end(), window.begin(), window.end());
+    s.huge_end_pct.push_back(max_over_ranks(100.0 * static_cast<double>(std::min(huge_bytes(state, size), size)) /
+                                            static_cast<double>(size)));
     std::string log = session_.close();
-    m.window_ms = median(window);
-    m.app_lost_ms = median(lost);
-    m.window_wait_ms = median(waited);
-    m.blocking_ms = median(writer == Writer::all ? blocking : window_blocking);
-    m.during_ms = writer == Writer::all ? median(during) : 0;
-    m.after_ms = writer == Writer::all ? median(after) : 0;
     // rank 0's summary lines of the timed versions (2 ..): "(cow: P% write-protected, complete in X ms,
     // W writes waited T ms[, first writes un-protected: U in V ms])"; with copy the snapshot is complete
     // when cairn_checkpoint returns.
-    std::vector<double> complete, pct, waits, own, wait_ms, unprot, unprot_ms;
-    int cow_versions = 0, copy_versions = 0;
     std::istringstream in(log);
     bool chosen = false;
     const bool is_auto = std::strcmp(mode, "auto") == 0;
+    int cow_versions = 0;
     for (std::string line; std::getline(in, line);) {
       double v = 0, x = 0;
       if (line.find("snapshot = ") != std::string::npos && !chosen) {
@@ -346,34 +441,26 @@ class SnapshotBench {
         if (!chosen) die("snapshot = %s was not honoured: %s", mode, line.c_str());
       }
       if (!number_after(line, "info: version ", &v) || v < 2) continue;
-      if (number_after(line, "L1 copy ", &x)) own.push_back(x);
+      if (number_after(line, "L1 copy ", &x)) s.own.push_back(x);
       auto at = line.find("complete in ");
       if (at == std::string::npos) {
-        ++copy_versions;
+        ++s.copy_versions;
         continue;
       }
       ++cow_versions;
-      if (number_after(line, "complete in ", &x)) complete.push_back(x);
-      if (number_after(line, "(cow: ", &x)) pct.push_back(x);
-      if (number_after(line.substr(at), " ms, ", &x)) waits.push_back(x);
-      if (number_after(line, "writes waited ", &x)) wait_ms.push_back(x);
+      if (number_after(line, "complete in ", &x)) s.complete.push_back(x);
+      if (number_after(line, "(cow: ", &x)) s.pct.push_back(x);
+      if (number_after(line.substr(at), " ms, ", &x)) s.waits.push_back(x);
+      if (number_after(line, "writes waited ", &x)) s.wait_ms.push_back(x);
       const auto u = line.find("first writes un-protected: ");
       const bool any = u != std::string::npos;
-      unprot.push_back(any && number_after(line, "first writes un-protected: ", &x) ? x : 0);
-      unprot_ms.push_back(any && number_after(line.substr(u), " in ", &x) ? x : 0);
+      s.unprot.push_back(any && number_after(line, "first writes un-protected: ", &x) ? x : 0);
+      s.unprot_ms.push_back(any && number_after(line.substr(u), " in ", &x) ? x : 0);
     }
+    s.cow_versions += cow_versions;
     if (g_rank == 0 && !chosen) die("the log does not say which snapshotter cairn_init chose");
-    m.took = cow_versions && copy_versions ? "cow, copy" : cow_versions ? "cow" : "copy";
-    m.complete_ms = complete.empty() ? m.blocking_ms : median(complete);
-    m.snapshot_ms = median(own);
-    m.protected_pct = median(pct);
-    m.writes_waited = median(waits);
-    m.fault_wait_ms = median(wait_ms);
-    m.unprotect_faults = median(unprot);
-    m.unprotect_wait_ms = median(unprot_ms);
-    if (g_rank == 0 && std::strcmp(mode, "cow") == 0 && complete.empty())
+    if (g_rank == 0 && std::strcmp(mode, "cow") == 0 && cow_versions == 0)
       die("no copy-on-write summary line in the log (is the state write-protectable?)");
-    return m;
   }
 
   json run_info() {
@@ -383,10 +470,11 @@ class SnapshotBench {
     j["kernel"] = u.release;
     j["transparent_hugepages"] = first_line_of("/sys/kernel/mm/transparent_hugepage/enabled");
     j["reps"] = o_.reps;
+    j["rounds"] = o_.rounds;
     // The CPUs each rank may run on: the copier needs one besides the application's (mpirun binds a
     // rank to one core by default; CAIRN_MPIRUN_ARGS="--bind-to none" lifts it).
     j["cpus_per_rank"] = job_.cpus_per_rank;
-    j["statistic"] = "median of reps of the slowest rank's time; complete and waits from rank 0's log";
+    j["statistic"] = "median of the repetitions of every session of a mode and writer (reps x rounds) of the slowest rank's time; complete and waits from rank 0's log";
     j["cache_dir"] = o_.cache_dir;
     j["cache_fs"] = fs_type_name(o_.cache_dir);
     j["work_dir"] = session_.dir();
@@ -400,11 +488,12 @@ class SnapshotBench {
 
   void print_table(const json& out) {
     const json& run = out["run"];
-    printf("cairn-bench --snapshot  %s  %s, %lld cores, kernel %s  %d rank(s) on %s CPU(s) each, median of %d, load %.2f -> %.2f\n",
+    printf("cairn-bench --snapshot  %s  %s, %lld cores, kernel %s  %d rank(s) on %s CPU(s) each, median of %d x %d "
+           "round(s), load %.2f -> %.2f\n",
            run["date"].get<std::string>().c_str(), run["cpu"].get<std::string>().c_str(),
            run["cores_online"].get<long long>(), run["kernel"].get<std::string>().c_str(), run["ranks"].get<int>(),
            run["cpus_per_rank"].empty() ? "?" : std::to_string(run["cpus_per_rank"][0].get<int>()).c_str(),
-           run["reps"].get<int>(), run["loadavg_1m_start"].get<double>(), run["loadavg_1m_end"].get<double>());
+           run["reps"].get<int>(), run["rounds"].get<int>(), run["loadavg_1m_start"].get<double>(), run["loadavg_1m_end"].get<double>());
     for (const json& s : out["sizes"]) {
       printf("\n%.0f MiB per rank\n", s["size_bytes"].get<double>() / (1 << 20));
       printf("  %-28s %10.2f ms\n", "memcpy", s["memcpy_ms"].get<double>());
@@ -427,14 +516,25 @@ class SnapshotBench {
                s["app_lost_cow_" + std::string(w) + "_ms"].get<double>(), s["app_lost_auto_" + std::string(w) + "_ms"].get<double>(),
                s["auto_took_" + std::string(w)].get<std::string>().c_str(), s["pass_" + std::string(w) + "_ms"].get<double>(),
                s["window_" + std::string(w) + "_passes"].get<int>());
+      for (const char* w : {"all", "10pct"}) {
+        auto q = [&](const char* m) { return s["app_lost_" + std::string(m) + "_" + w + "_quartiles_ms"]; };
+        printf("  %-28s [%.2f, %.2f] ms (copy)   [%.2f, %.2f] ms (cow)   [%.2f, %.2f] ms (auto)   [%d repetitions each]\n",
+               (std::string("  its quartiles, ") + w).c_str(), q("copy")[0].get<double>(), q("copy")[1].get<double>(),
+               q("cow")[0].get<double>(), q("cow")[1].get<double>(), q("auto")[0].get<double>(), q("auto")[1].get<double>(),
+               static_cast<int>(s["app_lost_copy_" + std::string(w) + "_reps_ms"].size()));
+      }
       for (const char* w : {"all", "10pct"})
         printf("  %-28s %10.2f ms waiting for copies   %.0f first writes un-protected in %.2f ms   (per version)\n",
                (std::string("cow fault handler, ") + w).c_str(), s["cow_fault_wait_" + std::string(w) + "_ms"].get<double>(),
                s["cow_unprotect_faults_" + std::string(w)].get<double>(),
                s["cow_unprotect_wait_" + std::string(w) + "_ms"].get<double>());
-      for (const auto& [name, t] : s["targets"].items())
-        printf("  target %-22s %-55s %6.3f <= %-5.2f %s\n", name.c_str(), t["what"].get<std::string>().c_str(),
+      for (const auto& [name, t] : s["targets"].items()) {
+        printf("  target %-22s %-55s %6.3f <= %-5.2f %s", name.c_str(), t["what"].get<std::string>().c_str(),
                t["ratio"].get<double>(), t["max_ratio"].get<double>(), t["pass"].get<bool>() ? "met" : "MISSED");
+        if (t.contains("interval_95"))
+          printf("   (95 %% of resamplings: %.3f-%.3f)", t["interval_95"][0].get<double>(), t["interval_95"][1].get<double>());
+        printf("\n");
+      }
     }
   }
 
