@@ -162,6 +162,17 @@ def check_snapshot(data, nsizes, reps, rounds, out):
                 mid = (ordered[(len(ordered) - 1) // 2] + ordered[len(ordered) // 2]) / 2
                 if abs(mid - s[key + "_ms"]) > 0.002 + 1e-9 * abs(mid):
                     fail("%s_ms is %r, the median of its repetitions %r" % (key, s[key + "_ms"], mid), out)
+        # The same bytes' memory traffic on another thread, beside cow's figures.
+        for w, t in (("all", "app_lost_cow_all"), ("10pct", "app_lost_cow_10pct")):
+            key = "other_core_%s" % w
+            if not isinstance(s.get(key + "_ms"), (int, float)) or not positive(s.get(key + "_helper_ms")):
+                fail("%s_ms / %s_helper_ms are %r / %r" % (key, key, s.get(key + "_ms"), s.get(key + "_helper_ms")), out)
+            if not isinstance(s.get(key + "_bytes"), int) or not 0 < s[key + "_bytes"] <= s["size_bytes"]:
+                fail("%s_bytes is %r for a state of %r" % (key, s.get(key + "_bytes"), s["size_bytes"]), out)
+            if not isinstance(s.get("targets", {}).get(t, {}).get("other_core_ratio"), (int, float)):
+                fail("targets.%s.other_core_ratio missing" % t, out)
+        if s["other_core_all_bytes"] != s["size_bytes"]:
+            fail("the full rewriter's version copies the whole state, not %r bytes" % s["other_core_all_bytes"], out)
         for t in ("app_lost_auto_10pct", "app_lost_auto_all"):
             interval = s.get("targets", {}).get(t, {}).get("interval_95")
             if not isinstance(interval, list) or len(interval) != 2 or not interval[0] <= interval[1]:

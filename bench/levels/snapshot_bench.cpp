@@ -1,13 +1,18 @@
 // cairn-bench --snapshot, on every rank: what a checkpoint costs the application with snapshot = copy,
 // cow and auto, for the same state and two writers (the whole state rewritten each pass, or the same
-// tenth of it), beside memcpy measured in the same run (docs/performance.md, "Copy-on-write snapshots").
-// Rank 0 prints the report.
+// tenth of it), beside memcpy measured in the same run and the writer's slowdown from the same bytes
+// copied and hashed by another thread (docs/performance.md, "Copy-on-write snapshots"). --rounds runs
+// several sessions of each mode in turns. Rank 0 prints the report.
 #include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include <sys/utsname.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +24,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "xxhash.h"
 #include "session.hpp"
 
 namespace cairn::bench {
@@ -116,6 +122,15 @@ struct ModeSamples {
   std::vector<double> window, lost, waited, window_blocking;
   std::vector<double> complete, own, pct, waits, wait_ms, unprot, unprot_ms;
   int cow_versions = 0, copy_versions = 0;
+};
+
+// The machine's part of a background version's cost: the writer's window while another thread of the
+// process copies (process_vm_readv, as the copier does) the bytes a tracked cow version of this writer
+// copies into a slot-like mapping and hashes them (as the seal does), against the window alone; no cairn
+// session. Pooled over the rounds.
+struct ContentionSamples {
+  uint64_t bytes = 0;  // what the helper copies and hashes
+  std::vector<double> lost, helper;  // per repetition: the window's extra time, the helper's own time
 };
 
 // The medians of those, per mode and writer.
@@ -245,12 +260,15 @@ class SnapshotBench {
     // falls on each mode alike; the repetitions of a mode's sessions pooled.
     const char* mode_names[] = {"copy", "cow", "auto"};
     ModeSamples samples[2][3];
+    ContentionSamples contention[2];
     for (Writer writer : {Writer::all, Writer::tenth})
-      for (int r = 0; r < o_.rounds; ++r)
+      for (int r = 0; r < o_.rounds; ++r) {
         for (int k = 0; k < 3; ++k) {
           const int m = r % 2 ? 2 - k : k;
           session(mode_names[m], writer, state, size, memcpy_ms, samples[writer == Writer::tenth][m]);
         }
+        other_core(writer, state, size, samples[writer == Writer::tenth][1].passes, contention[writer == Writer::tenth]);
+      }
     const ModeTimes copy = summarize(samples[0][0], Writer::all), cow = summarize(samples[0][1], Writer::all),
                     auto_all = summarize(samples[0][2], Writer::all),
                     copy10 = summarize(samples[1][0], Writer::tenth), cow10 = summarize(samples[1][1], Writer::tenth),
@@ -305,6 +323,11 @@ class SnapshotBench {
         j["window_wait_" + std::string(names[m]) + "_" + w + "_ms"] = round3(t.window_wait_ms);
       }
       j["auto_took_" + w] = row[2].second->took;
+      const ContentionSamples& c = contention[row[0].first == Writer::tenth];
+      j["other_core_" + w + "_ms"] = round3(median(c.lost));
+      j["other_core_" + w + "_quartiles_ms"] = {round3(quantile(c.lost, 0.25)), round3(quantile(c.lost, 0.75))};
+      j["other_core_" + w + "_bytes"] = c.bytes;
+      j["other_core_" + w + "_helper_ms"] = round3(median(c.helper));
     }
     json t;
     t["l1_blocking_cow"] = target("l1_blocking_cow_ms / memcpy_ms", cow.blocking_ms / memcpy_ms, 0.1);
@@ -314,6 +337,10 @@ class SnapshotBench {
     t["loop_after_cow"] = target("loop pass after the version is through / loop_cow_ms", cow.after_ms / cow.loop_ms, 1.05);
     t["app_lost_cow_10pct"] = target("app_lost_cow_10pct_ms / memcpy_ms", cow10.app_lost_ms / memcpy_ms, 0.25);
     t["app_lost_cow_all"] = target("app_lost_cow_all_ms / memcpy_ms", cow.app_lost_ms / memcpy_ms, 1.0);
+    // Beside them, the share of that loss that is memory traffic: the same bytes copied and hashed by
+    // another thread, as cairn's copier and seal do, slow the writer by this much (other_core_<writer>_ms).
+    t["app_lost_cow_10pct"]["other_core_ratio"] = round3(median(contention[1].lost) / memcpy_ms);
+    t["app_lost_cow_all"]["other_core_ratio"] = round3(median(contention[0].lost) / memcpy_ms);
     t["app_lost_auto_10pct"] = target("app_lost_auto_10pct_ms / app_lost_copy_10pct_ms", auto10.app_lost_ms / copy10.app_lost_ms, 1.05);
     t["app_lost_auto_all"] = target("app_lost_auto_all_ms / app_lost_copy_all_ms", auto_all.app_lost_ms / copy.app_lost_ms, 1.05);
     // How far those two ratios move with the repetitions drawn: what tells a miss from the machine's noise.
@@ -463,6 +490,105 @@ class SnapshotBench {
       die("no copy-on-write summary line in the log (is the state write-protectable?)");
   }
 
+  // The bytes a tracked cow version of `writer` copies: the whole state, or the 2 MiB pages of the
+  // address space that the tenth's blocks overlap (the state need not be 2 MiB-aligned, so a block
+  // touches two of them): what is write-protected and copied per version.
+  std::vector<std::pair<uint64_t, uint64_t>> version_ranges(Writer writer, const uint8_t* state, uint64_t size) const {
+    if (writer == Writer::all) return {{0, size}};
+    const uint64_t base = reinterpret_cast<uintptr_t>(state), huge = 2 << 20;
+    std::vector<std::pair<uint64_t, uint64_t>> out;  // [offset, end) in the state, merged
+    for (uint64_t b : tenth_) {
+      uint64_t lo = (base + b * kBlock) / huge * huge, hi = (base + std::min(size, (b + 1) * kBlock) + huge - 1) / huge * huge;
+      lo = std::max(lo, base) - base;
+      hi = std::min(hi, base + size) - base;
+      if (!out.empty() && lo <= out.back().second)
+        out.back().second = std::max(out.back().second, hi);
+      else
+        out.push_back({lo, hi});
+    }
+    return out;
+  }
+
+  // Per repetition: a window of the writer without, with, and again without a helper thread that, from
+  // the window's start, copies the bytes of version_ranges() into a slot-like mapping through
+  // process_vm_readv in 2 MiB pieces and hashes them (xxh3, 1 MiB at a time), then stops. The helper
+  // runs where the rank's threads may (one core when mpirun binds the rank), as cairn's copier and seal
+  // do. The with-window against the mean of its neighbours is what that memory traffic alone costs the
+  // writer: the share of cow's loss that is the copy and the hash done as cairn does them, apart from
+  // the protection, the faults and the waits.
+  void other_core(Writer writer, uint8_t* state, uint64_t size, int passes, ContentionSamples& c) {
+    if (tenth_.empty() || passes < 1) tenth_ = pick_tenth(size);
+    passes = std::max(passes, 2);
+    const auto ranges = version_ranges(writer, state, size);
+    uint64_t bytes = 0;
+    for (const auto& [lo, hi] : ranges) bytes += hi - lo;
+    c.bytes = bytes;
+    uint8_t* slot = map_slot_like(o_.cache_dir + "/cairn-" + o_.child_job + ".other.r" + std::to_string(g_rank), bytes);
+    // One piece of work per go; the helper sleeps in between (a spinning helper would take the core).
+    std::mutex mu;
+    std::condition_variable cv;
+    bool go = false, quit = false;
+    double helper_s = 0;
+    std::thread helper([&] {
+      for (;;) {
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait(lock, [&] { return go || quit; });
+          if (quit) return;
+        }
+        double t0 = now();
+        uint64_t at = 0, h = 0;
+        for (const auto& [lo, hi] : ranges)
+          for (uint64_t off = lo; off < hi; off += kBlock) {
+            const uint64_t n = std::min(kBlock, hi - off);
+            iovec local{slot + at, n}, remote{state + off, n};
+            if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(n))
+              die("process_vm_readv: %s", strerror(errno));
+            at += n;
+          }
+        for (uint64_t off = 0; off < bytes; off += 1 << 20) h ^= XXH3_64bits(slot + off, std::min<uint64_t>(1 << 20, bytes - off));
+        clobber(&h);
+        std::lock_guard<std::mutex> lock(mu);
+        helper_s = now() - t0;
+        go = false;
+        cv.notify_all();
+      }
+    });
+    std::vector<double> window;
+    auto base_window = [&] {
+      barrier();
+      window.push_back(max_over_ranks(timed_window(writer, state, size, passes)) * 1e3);
+    };
+    base_window();
+    for (int i = 0; i < o_.reps; ++i) {
+      barrier();
+      double t0 = now();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        go = true;
+      }
+      cv.notify_all();
+      timed_window(writer, state, size, passes);
+      double helper_ms = 0;
+      {
+        std::unique_lock<std::mutex> lock(mu);  // the helper's work is part of the version
+        cv.wait(lock, [&] { return !go; });
+        helper_ms = helper_s * 1e3;
+      }
+      double with = max_over_ranks(now() - t0) * 1e3;
+      c.helper.push_back(max_over_ranks(helper_ms));
+      base_window();
+      c.lost.push_back(with - (window[window.size() - 2] + window.back()) / 2);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      quit = true;
+    }
+    cv.notify_all();
+    helper.join();
+    munmap(slot, bytes);
+  }
+
   json run_info() {
     json j = machine_info(load_start_, g_nranks);
     struct utsname u {};
@@ -523,6 +649,13 @@ class SnapshotBench {
                q("cow")[0].get<double>(), q("cow")[1].get<double>(), q("auto")[0].get<double>(), q("auto")[1].get<double>(),
                static_cast<int>(s["app_lost_copy_" + std::string(w) + "_reps_ms"].size()));
       }
+      for (const char* w : {"all", "10pct"}) {
+        const std::string k = std::string("other_core_") + w;
+        printf("  %-28s %10.2f ms [%.2f, %.2f]   (%.0f MiB copied and hashed in %.2f ms, another thread, no cairn)\n",
+               (std::string("the same bytes' traffic, ") + w).c_str(), s[k + "_ms"].get<double>(),
+               s[k + "_quartiles_ms"][0].get<double>(), s[k + "_quartiles_ms"][1].get<double>(),
+               s[k + "_bytes"].get<double>() / (1 << 20), s[k + "_helper_ms"].get<double>());
+      }
       for (const char* w : {"all", "10pct"})
         printf("  %-28s %10.2f ms waiting for copies   %.0f first writes un-protected in %.2f ms   (per version)\n",
                (std::string("cow fault handler, ") + w).c_str(), s["cow_fault_wait_" + std::string(w) + "_ms"].get<double>(),
@@ -531,6 +664,8 @@ class SnapshotBench {
       for (const auto& [name, t] : s["targets"].items()) {
         printf("  target %-22s %-55s %6.3f <= %-5.2f %s", name.c_str(), t["what"].get<std::string>().c_str(),
                t["ratio"].get<double>(), t["max_ratio"].get<double>(), t["pass"].get<bool>() ? "met" : "MISSED");
+        if (t.contains("other_core_ratio"))
+          printf("   (the same bytes copied and hashed by another thread alone: %.3f)", t["other_core_ratio"].get<double>());
         if (t.contains("interval_95"))
           printf("   (95 %% of resamplings: %.3f-%.3f)", t["interval_95"][0].get<double>(), t["interval_95"][1].get<double>());
         printf("\n");
