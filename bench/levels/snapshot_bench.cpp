@@ -517,8 +517,8 @@ class SnapshotBench {
   // writer: the share of cow's loss that is the copy and the hash done as cairn does them, apart from
   // the protection, the faults and the waits.
   void other_core(Writer writer, uint8_t* state, uint64_t size, int passes, ContentionSamples& c) {
-    if (tenth_.empty() || passes < 1) tenth_ = pick_tenth(size);
-    passes = std::max(passes, 2);
+    tenth_ = pick_tenth(size);
+    passes = std::max(passes, 2);  // the cow sessions' window
     const auto ranges = version_ranges(writer, state, size);
     uint64_t bytes = 0;
     for (const auto& [lo, hi] : ranges) bytes += hi - lo;
