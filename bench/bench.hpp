@@ -126,6 +126,13 @@ uint8_t* alloc_faulted(uint64_t size);
 // `size` bytes of a new file at `path` (in the cache directory), unlinked at once, mapped shared and
 // pre-faulted: what an L1 slot is. munmap it when done; nothing is left behind.
 uint8_t* map_slot_like(const std::string& path, uint64_t size);
+// The next number of the splitmix64 sequence whose state is *x.
+inline uint64_t splitmix64(uint64_t* x) {
+  uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
 // Non-trivial, incompressible data (splitmix64), different for every seed.
 void fill_random(uint8_t* p, uint64_t size, uint64_t seed);
 inline void clobber(void* p) { asm volatile("" : : "r"(p) : "memory"); }

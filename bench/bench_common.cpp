@@ -262,12 +262,7 @@ void fill_random(uint8_t* p, uint64_t size, uint64_t seed) {
   uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
   uint64_t words = size / 8;
   auto* w = reinterpret_cast<uint64_t*>(p);
-  for (uint64_t i = 0; i < words; ++i) {
-    uint64_t z = (x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    w[i] = z ^ (z >> 31);
-  }
+  for (uint64_t i = 0; i < words; ++i) w[i] = splitmix64(&x);
   for (uint64_t i = words * 8; i < size; ++i) p[i] = static_cast<uint8_t>(i * 131 + seed);
 }
 

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -179,12 +180,7 @@ double quantile(std::vector<double> v, double q) {
 std::pair<double, double> ratio_interval(const std::vector<double>& a, const std::vector<double>& b, size_t per_session) {
   if (a.size() < 2 || b.size() < 2 || per_session == 0) return {0, 0};
   uint64_t x = 0x2545f4914f6cdd1dull;
-  auto next = [&x] {
-    x += 0x9e3779b97f4a7c15ull;
-    uint64_t z = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
+  auto next = [&x] { return splitmix64(&x); };
   auto resampled_median = [&](const std::vector<double>& v) {
     const size_t sessions = (v.size() + per_session - 1) / per_session;
     std::vector<double> r;
@@ -385,6 +381,25 @@ class SnapshotBench {
     return now() - t0;
   }
 
+  // A window of `passes` passes without the version's work before and after each with it (A B A B ... A),
+  // --reps of the latter: `with` runs one (its seconds on this rank, the version's work included), and
+  // each goes against the mean of its two neighbours. Appends the windows without to `window` and the
+  // differences to `lost`, in ms of the slowest rank.
+  void alternate_windows(Writer writer, uint8_t* state, uint64_t size, int passes, std::vector<double>* window,
+                         std::vector<double>* lost, const std::function<double()>& with) {
+    auto base_window = [&] {
+      barrier();
+      window->push_back(max_over_ranks(timed_window(writer, state, size, passes)) * 1e3);
+    };
+    base_window();
+    for (int i = 0; i < o_.reps; ++i) {
+      barrier();
+      const double with_ms = max_over_ranks(with()) * 1e3;
+      base_window();
+      lost->push_back(with_ms - ((*window)[window->size() - 2] + window->back()) / 2);
+    }
+  }
+
   // One cairn session with snapshot = `mode`: L1 only (no L2, no flush), one slot. A warm-up version
   // (and, with cow, the gathering of the state into huge pages that follows it), the writer's pass
   // alone; with the full rewriter, per repetition: cairn_checkpoint, a pass right away, cairn_wait, and a
@@ -426,16 +441,7 @@ class SnapshotBench {
       s.after.push_back(max_over_ranks(t4 - t3) * 1e3);
     }
     if (!s.passes) s.passes = std::max(2, static_cast<int>(std::ceil(4 * memcpy_ms / std::max(median(pass), 1e-3))));
-    // A window without a checkpoint before and after each one with (A B A B ... A): each with-window
-    // against the mean of its two neighbours.
-    std::vector<double> window;
-    auto base_window = [&] {
-      barrier();
-      window.push_back(max_over_ranks(timed_window(writer, state, size, s.passes)) * 1e3);
-    };
-    base_window();
-    for (int i = 0; i < o_.reps; ++i) {
-      barrier();
+    alternate_windows(writer, state, size, s.passes, &s.window, &s.lost, [&] {
       double t0 = now();
       CHECK_CAIRN(cairn_checkpoint());
       double t1 = now();
@@ -443,13 +449,10 @@ class SnapshotBench {
       double t2 = now();
       CHECK_CAIRN(cairn_wait());
       double t3 = now();
-      double with = max_over_ranks(t3 - t0) * 1e3;
       s.waited.push_back(max_over_ranks(t3 - t2) * 1e3);
       s.window_blocking.push_back(max_over_ranks(t1 - t0) * 1e3);
-      base_window();
-      s.lost.push_back(with - (window[window.size() - 2] + window.back()) / 2);
-    }
-    s.window.insert(s.window.end(), window.begin(), window.end());
+      return t3 - t0;
+    });
     s.huge_end_pct.push_back(max_over_ranks(100.0 * static_cast<double>(std::min(huge_bytes(state, size), size)) /
                                             static_cast<double>(size)));
     std::string log = session_.close();
@@ -555,13 +558,7 @@ class SnapshotBench {
       }
     });
     std::vector<double> window;
-    auto base_window = [&] {
-      barrier();
-      window.push_back(max_over_ranks(timed_window(writer, state, size, passes)) * 1e3);
-    };
-    base_window();
-    for (int i = 0; i < o_.reps; ++i) {
-      barrier();
+    alternate_windows(writer, state, size, passes, &window, &c.lost, [&] {
       double t0 = now();
       {
         std::lock_guard<std::mutex> lock(mu);
@@ -575,11 +572,10 @@ class SnapshotBench {
         cv.wait(lock, [&] { return !go; });
         helper_ms = helper_s * 1e3;
       }
-      double with = max_over_ranks(now() - t0) * 1e3;
+      double with = now() - t0;
       c.helper.push_back(max_over_ranks(helper_ms));
-      base_window();
-      c.lost.push_back(with - (window[window.size() - 2] + window.back()) / 2);
-    }
+      return with;
+    });
     {
       std::lock_guard<std::mutex> lock(mu);
       quit = true;

@@ -507,12 +507,7 @@ int run_migrate_app(int argc, char** argv, uint64_t size) {
   const size_t words = static_cast<size_t>(size / 8);
   std::vector<uint64_t> state(words);
   uint64_t x = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(rank + 1);
-  for (auto& w : state) {  // splitmix64: incompressible, different per rank
-    uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    w = z ^ (z >> 31);
-  }
+  for (auto& w : state) w = splitmix64(&x);  // incompressible, different per rank
   int64_t iter = 0;
   check(cairn_init(MPI_COMM_WORLD, nullptr), "cairn_init");
   check(cairn_protect("state", state.data(), words, CAIRN_UINT64), "cairn_protect");
