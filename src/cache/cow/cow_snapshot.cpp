@@ -126,7 +126,7 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
     G = ++gen_;
     const bool track = opt_.track_writes && n > 0 && !tracked_.empty() && protect.size() == plan.protect.size();
     if (track && !go_on) {  // tracking starts with this snapshot: every page is protected below
-      tracker_.start(watched, chunk_size_, stream_len_, G);
+      tracker_.start(watched, chunk_size_, stream_len_, G, opt_.fault_block);
       track_broken_ = false;
     }
     tracking_ = track;
@@ -141,6 +141,16 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
           done += p1 - p0;
         });
       }
+      // A changed chunk is copied only in the blocks written since: where it straddles one that was
+      // not (the region need not be aligned to the blocks, and a huge page's write marks all of it),
+      // the slot holds that part's bytes already.
+      tracker_.unwritten_pages(previous_gen, page_, [&](size_t r, uint64_t p0, uint64_t p1) {
+        for (uint64_t k = tracked_[r].first_page + p0; k < tracked_[r].first_page + p1; ++k)
+          if (pages_[k].load(std::memory_order_relaxed) != kDone) {
+            pages_[k].store(kDone, std::memory_order_relaxed);
+            ++done;
+          }
+      });
       done_pages_ = done;
     }
     active_ = !tracked_.empty();

@@ -4,7 +4,8 @@
 
 namespace cairn::cow {
 
-void WriteTracker::start(std::vector<Watched> ranges, uint32_t chunk_size, uint64_t len, uint64_t generation) {
+void WriteTracker::start(std::vector<Watched> ranges, uint32_t chunk_size, uint64_t len, uint64_t generation,
+                         uint64_t block) {
   ranges_ = std::move(ranges);
   chunk_size_ = chunk_size;
   len_ = len;
@@ -12,6 +13,11 @@ void WriteTracker::start(std::vector<Watched> ranges, uint32_t chunk_size, uint6
   on_ = chunk_size > 0 && len > 0;
   written_.clear();
   whole_.clear();
+  block_ = block;
+  first_block_.assign(1, 0);
+  for (const auto& w : ranges_)
+    first_block_.push_back(first_block_.back() + (block ? (w.end - (w.start & ~(block - 1)) + block - 1) / block : 0));
+  block_written_.assign(first_block_.back(), 0);
   if (!on_) return;
   const uint64_t n = (len + chunk_size - 1) / chunk_size;
   written_.assign(n, 0);
@@ -30,6 +36,10 @@ void WriteTracker::note(size_t r, uint64_t a, uint64_t b, uint64_t generation) {
   const Watched& w = ranges_[r];
   const uint64_t s0 = w.stream_off + (a - w.start), s1 = w.stream_off + (b - w.start);
   for (uint64_t c = s0 / chunk_size_; c <= (s1 - 1) / chunk_size_ && c < written_.size(); ++c) written_[c] = generation;
+  if (block_ == 0) return;
+  const uint64_t base = w.start & ~(block_ - 1);
+  for (uint64_t i = first_block_[r] + (a - base) / block_; i <= first_block_[r] + (b - 1 - base) / block_ && i < first_block_[r + 1]; ++i)
+    block_written_[i] = generation;
 }
 
 void WriteTracker::chunk_span(size_t r, uint64_t addr, uint64_t page, uint64_t* u0, uint64_t* u1) const {

@@ -1,6 +1,7 @@
 // The bookkeeping of the copy-on-write snapshotter's write tracking (cow_snapshot.hpp, "Write
-// tracking"): which chunks of the stream were written after which snapshot began, and what that means
-// for the next one -- the chunks to copy, the pages to protect again. No system calls: the snapshotter
+// tracking"): which chunks of the stream, and which blocks of the address space, were written after
+// which snapshot began, and what that means for the next one -- the chunks that changed, the pages to
+// copy, the pages to protect again. No system calls: the snapshotter
 // feeds it the writes its fault handler sees.
 //
 // Generations are the snapshotter's snapshots, counted from 1. A write noted in generation g happened
@@ -10,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -26,8 +28,11 @@ struct Watched {
 class WriteTracker {
  public:
   // Starts over with `ranges` (disjoint) of a stream of `len` bytes in chunks of `chunk_size`, at
-  // snapshot `generation`: nothing is known to have been written before it.
-  void start(std::vector<Watched> ranges, uint32_t chunk_size, uint64_t len, uint64_t generation);
+  // snapshot `generation`: nothing is known to have been written before it. `block` (a power of two of
+  // at least a page; 0: none): the writes are also kept per block of the address space, so that a chunk
+  // that straddles a written block and one not written is copied only where it was written
+  // (unwritten_pages).
+  void start(std::vector<Watched> ranges, uint32_t chunk_size, uint64_t len, uint64_t generation, uint64_t block = 0);
   void stop() { on_ = false; }
   bool on() const { return on_; }
   // Whether the tracking can go on for a snapshot of these ranges and this stream.
@@ -38,7 +43,8 @@ class WriteTracker {
   uint64_t chunks() const { return written_.size(); }
   uint64_t chunk_len(uint64_t c) const { return c + 1 < chunks() ? chunk_size_ : len_ - c * chunk_size_; }
 
-  // A write to [a, b) of ranges()[r] (addresses) in generation `generation`: every chunk it touches.
+  // A write to [a, b) of ranges()[r] (addresses) in generation `generation`: every chunk and block it
+  // touches.
   // Never allocates (the fault handler calls it while the writer waits).
   void note(size_t r, uint64_t a, uint64_t b, uint64_t generation);
   // The pages of ranges()[r] that hold bytes of the chunk `addr` lies in: [*u0, *u1), page aligned.
@@ -50,6 +56,31 @@ class WriteTracker {
   std::vector<uint8_t> changed_since(uint64_t held, uint64_t now) const;
   // Runs [first, end) of chunks written in generation `generation` (their pages lost their protection).
   std::vector<std::pair<uint64_t, uint64_t>> written_in(uint64_t generation) const;
+
+  // f(r, p0, p1) for the pages [p0, p1) (counted from ranges()[r].start) of the blocks (start's `block`)
+  // that no write reached in generation `held` or later: a slot that holds snapshot `held` holds their
+  // bytes, whether or not their chunks changed elsewhere. Nothing without a block size, or for a `held`
+  // that changed_since() cannot answer.
+  template <class F>
+  void unwritten_pages(uint64_t held, uint64_t page, F f) const {
+    if (!on_ || block_ == 0 || held < since_ || held == 0) return;
+    for (size_t r = 0; r < ranges_.size(); ++r) {
+      const Watched& w = ranges_[r];
+      const uint64_t base = w.start & ~(block_ - 1);
+      for (uint64_t i = first_block_[r]; i < first_block_[r + 1];) {
+        if (block_written_[i] >= held) {
+          ++i;
+          continue;
+        }
+        uint64_t e = i + 1;
+        while (e < first_block_[r + 1] && block_written_[e] < held) ++e;
+        const uint64_t lo = std::max(w.start, base + (i - first_block_[r]) * block_);
+        const uint64_t hi = std::min(w.end, base + (e - first_block_[r]) * block_);
+        if (hi > lo) f(r, (lo - w.start) / page, (hi - w.start) / page);
+        i = e;
+      }
+    }
+  }
 
   // f(r, p0, p1) for the pages [p0, p1) (counted from ranges()[r].start) holding bytes of chunks
   // [c0, c1): the pages wholly inside them, or (inside = false) every page with a byte of theirs.
@@ -75,6 +106,10 @@ class WriteTracker {
   uint64_t len_ = 0, since_ = 0;
   std::vector<uint64_t> written_;  // per chunk: the last generation a write to it was noted in (0: none)
   std::vector<uint8_t> whole_;     // per chunk: every byte of it lies in the ranges
+  // Per block of each range (range r's are [first_block_[r], first_block_[r + 1]), counted from the
+  // block its start lies in): the last generation a write to it was noted in (0: none).
+  uint64_t block_ = 0;
+  std::vector<uint64_t> first_block_, block_written_;
 };
 
 }  // namespace cairn::cow

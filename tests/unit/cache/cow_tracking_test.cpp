@@ -198,6 +198,45 @@ TEST(CowTracking, WrittenBlocksAreGatheredIntoHugePagesPastProtectedOnes) {
   munmap(raw, (kBlocks + 1) * kHuge);
 }
 
+// With huge pages a write un-protects its whole 2 MiB block, and every chunk with a byte in that block
+// counts as changed. A region that is not aligned to the blocks has chunks that straddle two of them: such
+// a chunk is copied only in the block that was written; its part in the other stays in the slot.
+TEST(CowTracking, AChangedChunkIsCopiedOnlyInTheBlocksWrittenSince) {
+  SKIP_WITHOUT_COW();
+  if (!cow::thp_allowed()) GTEST_SKIP() << "transparent huge pages are \"never\" here";
+  constexpr uint64_t kHuge = 2 << 20, kLen = 6 * kChunk;
+  void* raw = mmap(nullptr, kLen + 2 * kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(raw, MAP_FAILED);
+  auto* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1));
+  uint8_t* region = p + 4096;  // a page into block 0: the chunks straddle the blocks
+  for (uint64_t i = 0; i < kLen; ++i) region[i] = static_cast<uint8_t>(i * 7 + (i >> 13));
+  {
+    auto s = tracking_cow(kHuge, true);
+    const std::vector<SnapshotRegion> regions{{"state", region, kLen, 0}};
+    std::vector<uint8_t> a;
+    SnapshotReport r1 = take(*s, regions, kLen, a, 0);
+    p[kHuge + 8192] ^= 1;  // block 1: stream bytes [2 MiB - 4 KiB, 4 MiB - 4 KiB), chunks 1, 2 and 3
+    const std::vector<uint8_t> want(region, region + kLen);
+    a[kChunk + 100] ^= 0xff;  // chunk 1's part in block 0, not written since r1
+    SnapshotReport r2 = take(*s, regions, kLen, a, r1.generation);
+    EXPECT_EQ(changed_chunks(r2), (std::set<size_t>{1, 2, 3}));
+    EXPECT_EQ(r2.unchanged_bytes, 3 * kChunk);
+    EXPECT_EQ(r2.protected_bytes, kHuge);  // block 1 only, not chunks 1-3 whole
+    EXPECT_EQ(a[kChunk + 100], static_cast<uint8_t>(want[kChunk + 100] ^ 0xff)) << "copied though not written";
+    a[kChunk + 100] ^= 0xff;
+    EXPECT_TRUE(a == want);
+    // A slot two snapshots back: block 1 written since, the rest still held.
+    std::vector<uint8_t> b = want;
+    p[3 * kHuge + 5] ^= 1;  // block 3: its only page of the region, chunk 5's last
+    const std::vector<uint8_t> want3(region, region + kLen);
+    SnapshotReport r3 = take(*s, regions, kLen, b, r1.generation);
+    EXPECT_EQ(changed_chunks(r3), (std::set<size_t>{1, 2, 3, 5}));
+    EXPECT_EQ(r3.protected_bytes, kHuge + 4096);
+    EXPECT_TRUE(b == want3);
+  }
+  munmap(raw, kLen + 2 * kHuge);
+}
+
 class CowTrackingBlocks : public ::testing::TestWithParam<bool> {};
 
 TEST_P(CowTrackingBlocks, WritesFromManyThreadsAndTheKernelAreAllSeen) {

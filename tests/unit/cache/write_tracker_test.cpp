@@ -3,6 +3,7 @@
 // must be protected again.
 #include <gtest/gtest.h>
 
+#include <tuple>
 #include <vector>
 
 #include "cache/cow/write_tracker.hpp"
@@ -73,6 +74,37 @@ TEST(WriteTracker, AWriteUnprotectsItsChunksPages) {
   t.pages_of(1, 2, kPage, false, [&](size_t, uint64_t p0, uint64_t p1) { touching.emplace_back(p0, p1); });
   EXPECT_EQ(in, (std::vector<std::pair<uint64_t, uint64_t>>{{4, 7}}));
   EXPECT_EQ(touching, (std::vector<std::pair<uint64_t, uint64_t>>{{3, 8}}));
+}
+
+TEST(WriteTracker, AChunkIsCopiedOnlyInTheBlocksWrittenSince) {
+  WriteTracker t;
+  // Blocks of 4 pages; two ranges: the first starts a page into its block (as a region not aligned to
+  // huge pages does), the second is aligned. Chunks (4 pages) straddle the first range's blocks.
+  constexpr uint64_t kBlock = 4 * kPage, base = 0x400000;
+  const std::vector<Watched> r{{base + kPage, base + 12 * kPage, 0}, {base + 16 * kPage, base + 24 * kPage, 11 * kPage}};
+  t.start(r, kChunk, 19 * kPage, 1, kBlock);
+  using Runs = std::vector<std::tuple<size_t, uint64_t, uint64_t>>;
+  auto unwritten = [&](uint64_t held) {
+    Runs out;
+    t.unwritten_pages(held, kPage, [&](size_t i, uint64_t p0, uint64_t p1) { out.emplace_back(i, p0, p1); });
+    return out;
+  };
+  EXPECT_EQ(unwritten(1), (Runs{{0, 0, 11}, {1, 0, 8}}));  // nothing written: all of it
+  // A write that un-protects the range's second block (pages 4-7 of the block grid: range pages 3-6)
+  // marks chunks 0 and 1 (stream pages 0-7) changed, yet their pages in blocks 0 and 2 were not written.
+  t.note(0, base + 4 * kPage, base + 8 * kPage, 2);
+  EXPECT_EQ(t.changed_since(1, 3), bits({1, 1, 0, 0, 0}));
+  EXPECT_EQ(unwritten(1), (Runs{{0, 0, 3}, {0, 7, 11}, {1, 0, 8}}));
+  EXPECT_EQ(unwritten(2), (Runs{{0, 0, 3}, {0, 7, 11}, {1, 0, 8}}));
+  EXPECT_EQ(unwritten(3), (Runs{{0, 0, 11}, {1, 0, 8}}));  // written before snapshot 3: held there
+  // A write across the second range's two blocks, in the next generation.
+  t.note(1, base + 19 * kPage, base + 21 * kPage, 3);
+  EXPECT_EQ(unwritten(2), (Runs{{0, 0, 3}, {0, 7, 11}}));
+  EXPECT_EQ(unwritten(3), (Runs{{0, 0, 11}}));
+  // Not answered: before the tracking began, or without blocks.
+  EXPECT_TRUE(unwritten(0).empty());
+  t.start(r, kChunk, 19 * kPage, 5);
+  EXPECT_TRUE(unwritten(5).empty());
 }
 
 TEST(WriteTracker, TheLayoutDecidesWhetherTrackingGoesOn) {
