@@ -117,7 +117,7 @@ SNAPSHOT_FIGURES = [
     "memcpy_ms", "l1_blocking_copy_ms", "l1_blocking_cow_ms", "l1_snapshot_copy_ms", "l1_snapshot_cow_ms",
     "snapshot_complete_copy_ms",
     "snapshot_complete_cow_ms", "loop_copy_ms", "loop_cow_ms", "loop_during_copy_x", "loop_after_copy_x", "loop_during_cow_x",
-    "loop_after_cow_x", "cow_protected_pct",
+    "loop_after_cow_x", "cow_protected_pct", "cow_protected_10pct_pct",
 ] + ["%s_%s_%s_ms" % (what, mode, writer) for what in ("app_lost", "blocking") for mode in ("copy", "cow", "auto")
      for writer in ("all", "10pct")] + ["pass_all_ms", "pass_10pct_ms"]
 # app_lost_*: a difference of two timed windows, which noise can make negative on a tiny state.

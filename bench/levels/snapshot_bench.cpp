@@ -288,6 +288,7 @@ class SnapshotBench {
     j["loop_during_cow_x"] = round3(cow.during_ms / cow.loop_ms);
     j["loop_after_cow_x"] = round3(cow.after_ms / cow.loop_ms);
     j["cow_protected_pct"] = round3(cow.protected_pct);
+    j["cow_protected_10pct_pct"] = round3(cow10.protected_pct);
     j["cow_writes_waited"] = round3(cow.writes_waited);
     for (const auto& [w, t] : {std::pair<const char*, const ModeTimes*>{"all", &cow}, {"10pct", &cow10}}) {
       j[std::string("cow_fault_wait_") + w + "_ms"] = round3(t->fault_wait_ms);
