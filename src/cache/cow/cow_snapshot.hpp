@@ -24,8 +24,9 @@
 // of this snapshotter protects again only the blocks written since the last snapshot, and copies only the
 // chunks written since snapshot g, and of those only their pages in blocks written since (a chunk that
 // straddles a block not written keeps that part from the slot); the rest is left in the slot as it is
-// (SnapshotReport::chunk_changed). A region forgotten (forget()), unmapped, discarded or moved, another layout of the
-// regions or of the stream, or a failed snapshot ends the tracking: the next snapshot copies everything.
+// (SnapshotReport::chunk_changed). A region forgotten (forget()), unmapped, discarded or moved, another
+// layout of the regions or of the stream, or a failed snapshot ends the tracking: the next snapshot
+// copies everything.
 //
 // A region unmapped, madvise(MADV_DONTNEED)'d or moved by mremap while its snapshot is in flight makes
 // complete() fail with ERR_SEQUENCE naming it (the version is then discarded, never wrong); the copier

@@ -1,8 +1,8 @@
 // The bookkeeping of the copy-on-write snapshotter's write tracking (cow_snapshot.hpp, "Write
 // tracking"): which chunks of the stream, and which blocks of the address space, were written after
 // which snapshot began, and what that means for the next one -- the chunks that changed, the pages to
-// copy, the pages to protect again. No system calls: the snapshotter
-// feeds it the writes its fault handler sees.
+// copy, the pages to protect again. No system calls: the snapshotter feeds it the writes its fault
+// handler sees.
 //
 // Generations are the snapshotter's snapshots, counted from 1. A write noted in generation g happened
 // after snapshot g's begin() (and before g + 1's). Chunk c then differs from snapshot h's bytes only if a
@@ -10,8 +10,8 @@
 // started with, as long as every page of the watched ranges stayed protected until its first write.
 #pragma once
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -44,8 +44,7 @@ class WriteTracker {
   uint64_t chunk_len(uint64_t c) const { return c + 1 < chunks() ? chunk_size_ : len_ - c * chunk_size_; }
 
   // A write to [a, b) of ranges()[r] (addresses) in generation `generation`: every chunk and block it
-  // touches.
-  // Never allocates (the fault handler calls it while the writer waits).
+  // touches. Never allocates (the fault handler calls it while the writer waits).
   void note(size_t r, uint64_t a, uint64_t b, uint64_t generation);
   // The pages of ranges()[r] that hold bytes of the chunk `addr` lies in: [*u0, *u1), page aligned.
   void chunk_span(size_t r, uint64_t addr, uint64_t page, uint64_t* u0, uint64_t* u1) const;
