@@ -270,15 +270,18 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
   // The writer comes next to the following block it wrote last time, or, sweeping its state, to the
   // next one: copy that one meanwhile, so two threads copy ahead of it.
   uint64_t n0 = p0, n1 = p1;
-  const bool ahead = copied == 0 && !was_done;
-  if (ahead) {
+  bool ahead = false;  // [n0, n1) is a block to copy ahead of the writer
+  if (copied == 0 && !was_done) {
     auto hot = std::upper_bound(hot_.begin(), hot_.end(), addr);
     if (hot != hot_.end() && tracked_at(*hot) == tr) next = *hot;
-    if (next < tr->end) block(next, &n0, &n1);
+    if (next < tr->end) {
+      block(next, &n0, &n1);
+      ahead = true;
+    }
   }
   if (!tracking || !was_done) hint_ = n1 + 1;  // not for a write behind the copier, or to a chunk left in place
   if (!tracking) {
-    if (ahead && n1 > p1) copied = copy_pages(t, n0, n1, true);
+    if (ahead) copied = copy_pages(t, n0, n1, true);
     fault_bytes_.fetch_add(copied, std::memory_order_relaxed);
     if (was_done) (void)uffd_.wake(addr, page_);
     return took(fault_wait_ns_);
@@ -296,10 +299,11 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
     tracker_.note(t, u0, u1, gen_);
     unprotect_from_handler(u0, u1 - u0, tr->region);
     took(was_done ? unprotect_wait_ns_ : fault_wait_ns_);
-    return released = true;
+    released = true;
+    return true;
   };
   constexpr uint64_t kAheadPiece = 64;  // pages: a 256 KiB read between two looks at the writer's
-  for (uint64_t a = n0; ahead && n1 > p1 && a < n1; a += kAheadPiece) {
+  for (uint64_t a = n0; ahead && a < n1; a += kAheadPiece) {
     if (!released) release_if_copied();
     copied += copy_pages(t, a, std::min(a + kAheadPiece, n1), true);
   }
