@@ -143,14 +143,23 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
       }
       // A changed chunk is copied only in the blocks written since: where it straddles one that was
       // not (the region need not be aligned to the blocks, and a huge page's write marks all of it),
-      // the slot holds that part's bytes already.
-      tracker_.unwritten_pages(previous_gen, page_, [&](size_t r, uint64_t p0, uint64_t p1) {
-        for (uint64_t k = tracked_[r].first_page + p0; k < tracked_[r].first_page + p1; ++k)
-          if (pages_[k].load(std::memory_order_relaxed) != kDone) {
-            pages_[k].store(kDone, std::memory_order_relaxed);
-            ++done;
-          }
-      });
+      // the slot holds that part's bytes already. Only the changed chunks' pages are looked at here.
+      for (uint64_t c0 = 0; c0 < n;) {
+        if (!changed[c0]) {
+          ++c0;
+          continue;
+        }
+        uint64_t c1 = c0 + 1;
+        while (c1 < n && changed[c1]) ++c1;
+        tracker_.unwritten_pages(c0, c1, previous_gen, page_, [&](size_t r, uint64_t p0, uint64_t p1) {
+          for (uint64_t k = tracked_[r].first_page + p0; k < tracked_[r].first_page + p1; ++k)
+            if (pages_[k].load(std::memory_order_relaxed) != kDone) {
+              pages_[k].store(kDone, std::memory_order_relaxed);
+              ++done;
+            }
+        });
+        c0 = c1;
+      }
       done_pages_ = done;
     }
     active_ = !tracked_.empty();

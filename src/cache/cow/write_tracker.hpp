@@ -56,29 +56,27 @@ class WriteTracker {
   // Runs [first, end) of chunks written in generation `generation` (their pages lost their protection).
   std::vector<std::pair<uint64_t, uint64_t>> written_in(uint64_t generation) const;
 
-  // f(r, p0, p1) for the pages [p0, p1) (counted from ranges()[r].start) of the blocks (start's `block`)
-  // that no write reached in generation `held` or later: a slot that holds snapshot `held` holds their
-  // bytes, whether or not their chunks changed elsewhere. Nothing without a block size, or for a `held`
-  // that changed_since() cannot answer.
+  // f(r, p0, p1) for the pages [p0, p1) (counted from ranges()[r].start) with a byte of chunks [c0, c1)
+  // that lie in blocks (start's `block`) no write reached in generation `held` or later: a slot that
+  // holds snapshot `held` holds their bytes, whether or not their chunks changed elsewhere. Nothing
+  // without a block size, or for a `held` that changed_since() cannot answer.
   template <class F>
-  void unwritten_pages(uint64_t held, uint64_t page, F f) const {
+  void unwritten_pages(uint64_t c0, uint64_t c1, uint64_t held, uint64_t page, F f) const {
     if (!on_ || block_ == 0 || held < since_ || held == 0) return;
-    for (size_t r = 0; r < ranges_.size(); ++r) {
+    pages_of(c0, c1, page, false, [&](size_t r, uint64_t p0, uint64_t p1) {
       const Watched& w = ranges_[r];
-      const uint64_t base = w.start & ~(block_ - 1);
-      for (uint64_t i = first_block_[r]; i < first_block_[r + 1];) {
-        if (block_written_[i] >= held) {
-          ++i;
-          continue;
+      const uint64_t base = w.start & ~(block_ - 1), end = w.start + p1 * page;
+      uint64_t run = 0, a = w.start + p0 * page;  // run: where the unwritten blocks so far began (0: none)
+      for (; a < end; a = std::min(end, (a & ~(block_ - 1)) + block_)) {
+        const bool unwritten = block_written_[first_block_[r] + (a - base) / block_] < held;
+        if (unwritten && !run) run = a;
+        if (!unwritten && run) {
+          f(r, (run - w.start) / page, (a - w.start) / page);
+          run = 0;
         }
-        uint64_t e = i + 1;
-        while (e < first_block_[r + 1] && block_written_[e] < held) ++e;
-        const uint64_t lo = std::max(w.start, base + (i - first_block_[r]) * block_);
-        const uint64_t hi = std::min(w.end, base + (e - first_block_[r]) * block_);
-        if (hi > lo) f(r, (lo - w.start) / page, (hi - w.start) / page);
-        i = e;
       }
-    }
+      if (run) f(r, (run - w.start) / page, (end - w.start) / page);
+    });
   }
 
   // f(r, p0, p1) for the pages [p0, p1) (counted from ranges()[r].start) holding bytes of chunks

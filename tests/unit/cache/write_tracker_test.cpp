@@ -86,7 +86,7 @@ TEST(WriteTracker, AChunkIsCopiedOnlyInTheBlocksWrittenSince) {
   using Runs = std::vector<std::tuple<size_t, uint64_t, uint64_t>>;
   auto unwritten = [&](uint64_t held) {
     Runs out;
-    t.unwritten_pages(held, kPage, [&](size_t i, uint64_t p0, uint64_t p1) { out.emplace_back(i, p0, p1); });
+    t.unwritten_pages(0, t.chunks(), held, kPage, [&](size_t i, uint64_t p0, uint64_t p1) { out.emplace_back(i, p0, p1); });
     return out;
   };
   EXPECT_EQ(unwritten(1), (Runs{{0, 0, 11}, {1, 0, 8}}));  // nothing written: all of it
