@@ -158,11 +158,34 @@ void CacheStore::finish_prepare() {
 }
 
 void CacheStore::stop_prepare() {
-  prep_stop_ = true;
+  {
+    std::lock_guard<std::mutex> lock(hold_mu_);
+    prep_stop_ = true;
+  }
+  hold_cv_.notify_all();
   finish_prepare();
   std::lock_guard<std::mutex> lock(prep_mu_);
   preparing_ = false;  // a stopped preparer returns without clearing it
   prep_stop_ = false;
+}
+
+CacheStore::PrepareHold::PrepareHold(CacheStore& c) : c_(c) {
+  std::lock_guard<std::mutex> lock(c_.hold_mu_);
+  ++c_.holds_;
+}
+
+CacheStore::PrepareHold::~PrepareHold() {
+  {
+    std::lock_guard<std::mutex> lock(c_.hold_mu_);
+    --c_.holds_;
+  }
+  c_.hold_cv_.notify_all();
+}
+
+bool CacheStore::prepare_may_go_on() {
+  std::unique_lock<std::mutex> lock(hold_mu_);
+  hold_cv_.wait(lock, [&] { return holds_ == 0 || prep_stop_; });
+  return !prep_stop_;
 }
 
 void CacheStore::prepare(uint64_t size, uint64_t red_size, std::function<bool(int)> in_use) {
@@ -185,10 +208,11 @@ void CacheStore::prepare(uint64_t size, uint64_t red_size, std::function<bool(in
         }
         size = prep_size_, red = prep_red_, in_use = prep_in_use_;
       }
+      const MappedFile::PieceGate gate = [this] { return prepare_may_go_on(); };
       for (int s = 0; s < nslots(); ++s) {  // failures are met again by the checkpoint that needs the slot
         if (prep_stop_) return;               // stop_prepare: done_* stay, the next prepare() goes on
-        if (size) (void)map(slots_, s, slot_path(s), size, in_use, &prep_stop_);
-        if (red) (void)map(reds_, s, red_path(s), red, in_use, &prep_stop_);
+        if (size) (void)map(slots_, s, slot_path(s), size, in_use, gate);
+        if (red) (void)map(reds_, s, red_path(s), red, in_use, gate);
       }
       if (prep_stop_) return;
       std::lock_guard<std::mutex> lock(prep_mu_);
@@ -210,17 +234,17 @@ std::string CacheStore::files_dir(uint64_t v) const { return dir_ + "/" + versio
 
 Result<MappedFile*> CacheStore::map(std::vector<std::unique_ptr<MappedFile>>& files, int s, const std::string& path,
                                     uint64_t size, const std::function<bool(int)>& skip,
-                                    const std::atomic<bool>* stop) {
+                                    const MappedFile::PieceGate& gate) {
   if (s < 0 || s >= nslots()) return make_error(Code::ERR_INTERNAL, "slot %d out of range", s);
   std::lock_guard<std::mutex> lock(slot_mu_[static_cast<size_t>(s)]);
   if (skip && skip(s)) return static_cast<MappedFile*>(nullptr);
   std::unique_ptr<MappedFile>& f = files[static_cast<size_t>(s)];
   if (!f) {
-    auto m = MappedFile::open_rw(path, size, /*prefault=*/true, stop);
+    auto m = MappedFile::open_rw(path, size, /*prefault=*/true, gate);
     if (!m) return m.status();
     f = std::make_unique<MappedFile>(std::move(m).value());
   } else {
-    CAIRN_TRY(f->reserve(size, /*prefault=*/true, stop));
+    CAIRN_TRY(f->reserve(size, /*prefault=*/true, gate));
   }
   return f.get();
 }

@@ -4,6 +4,8 @@
 // parsed here only: the runtime, the tools and the out-of-process flush all go through this module.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -104,6 +106,22 @@ class CacheStore {
   // Stops a preparation under way within one piece (MappedFile::kPrefaultPiece) and waits for it; the
   // next prepare() goes on where it stopped. For a restart, which must not wait for slots it may never use.
   void stop_prepare();
+  // While one is held, a preparation under way waits at the end of its current piece. A checkpoint
+  // holds one while it copies into a slot that is ready: where the application's core is the one the
+  // preparation runs on, the preparation of the next slot beside the copy would double the copy's time
+  // (docs/performance.md, "The first checkpoints: the preparation waits while a checkpoint copies").
+  // Take it only with the slot in hand: slot() waits for a slot being prepared, which would wait for
+  // the hold.
+  class PrepareHold {
+   public:
+    explicit PrepareHold(CacheStore& c);
+    ~PrepareHold();
+    PrepareHold(const PrepareHold&) = delete;
+    PrepareHold& operator=(const PrepareHold&) = delete;
+
+   private:
+    CacheStore& c_;
+  };
 
   Status write_record(uint64_t v, const L1Record& rec);
   Result<L1Record> read_record(uint64_t v) const;
@@ -124,7 +142,9 @@ class CacheStore {
  private:
   // skip: checked under the slot's lock; when it says so, nothing is mapped (nullptr).
   Result<MappedFile*> map(std::vector<std::unique_ptr<MappedFile>>& files, int s, const std::string& path,
-                          uint64_t size, const std::function<bool(int)>& skip = {}, const std::atomic<bool>* stop = nullptr);
+                          uint64_t size, const std::function<bool(int)>& skip = {}, const MappedFile::PieceGate& gate = {});
+  // The preparation's gate between two pieces: waits while a PrepareHold is held; false once stopped.
+  bool prepare_may_go_on();
 
   std::string dir_;
   std::vector<std::unique_ptr<MappedFile>> slots_, reds_;
@@ -134,6 +154,9 @@ class CacheStore {
   BackgroundThread preparer_;
   bool preparing_ = false;
   std::atomic<bool> prep_stop_{false};
+  std::mutex hold_mu_;
+  std::condition_variable hold_cv_;
+  int holds_ = 0;  // PrepareHolds alive, under hold_mu_
   uint64_t prep_size_ = 0, prep_red_ = 0;  // wanted
   uint64_t done_size_ = 0, done_red_ = 0;  // prepared (or tried)
   std::function<bool(int)> prep_in_use_;

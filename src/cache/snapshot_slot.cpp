@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -49,7 +50,7 @@ void MappedFile::reset() {
 }
 
 Result<MappedFile> MappedFile::open_rw(const std::string& path, uint64_t size, bool prefault,
-                                       const std::atomic<bool>* stop) {
+                                       const PieceGate& gate) {
   MappedFile f;
   f.path_ = path;
   f.writable_ = true;
@@ -59,7 +60,7 @@ Result<MappedFile> MappedFile::open_rw(const std::string& path, uint64_t size, b
   if (fstat(f.fd_, &st) != 0) return posix_error("fstat", path, errno);
   uint64_t have = static_cast<uint64_t>(st.st_size);
   f.size_ = 0;
-  CAIRN_TRY(f.reserve(size > have ? size : have, prefault, stop));
+  CAIRN_TRY(f.reserve(size > have ? size : have, prefault, gate));
   return f;
 }
 
@@ -101,20 +102,21 @@ Status interrupted(const std::string& path) {
 }
 }  // namespace
 
-Status MappedFile::reserve(uint64_t size, bool prefault, const std::atomic<bool>* stop) {
+Status MappedFile::reserve(uint64_t size, bool prefault, const PieceGate& gate) {
   if (size <= size_ && data_) return Status::ok();
   if (size == 0) return Status::ok();
-  auto stopped = [stop] { return stop && stop->load(std::memory_order_relaxed); };
+  const bool gated = static_cast<bool>(gate);
+  auto stopped = [&gate, gated] { return gated && !gate(); };
   struct stat st;
   if (fstat(fd_, &st) != 0) return posix_error("fstat", path_, errno);
   if (static_cast<uint64_t>(st.st_size) < size) {
     // posix_fallocate reserves the pages now, so a full tmpfs fails here with ENOSPC rather than
     // with SIGBUS later in the middle of a copy. In pieces where it may be stopped.
-    uint64_t from = stop ? static_cast<uint64_t>(st.st_size) : 0;
+    uint64_t from = gated ? static_cast<uint64_t>(st.st_size) : 0;
     int rc = 0;
     for (uint64_t off = from; off < size && rc == 0;) {
       if (stopped()) return interrupted(path_);
-      uint64_t len = stop ? std::min(kPrefaultPiece, size - off) : size - off;
+      uint64_t len = gated ? std::min(kPrefaultPiece, size - off) : size - off;
       rc = posix_fallocate(fd_, static_cast<off_t>(off), static_cast<off_t>(len));
       off += len;
     }
@@ -127,9 +129,9 @@ Status MappedFile::reserve(uint64_t size, bool prefault, const std::atomic<bool>
     munmap(data_, size_);
   }
   data_ = nullptr;
-  // Stoppable: map, then populate piece by piece (MADV_POPULATE_WRITE, Linux 5.14); where the kernel
-  // lacks it, one MAP_POPULATE as without a stop.
-  bool pieces = prefault && stop;
+  // Gated: map, then populate piece by piece (MADV_POPULATE_WRITE, Linux 5.14); where the kernel lacks
+  // it, one MAP_POPULATE as without a gate.
+  bool pieces = prefault && gated;
 #ifndef MADV_POPULATE_WRITE
   pieces = false;
 #endif

@@ -5,9 +5,9 @@
 // on the same node.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "base/status.hpp"
@@ -23,13 +23,14 @@ class MappedFile {
   MappedFile& operator=(MappedFile&& o) noexcept;
   ~MappedFile();
 
+  // Between two pieces of a prefault (kPrefaultPiece bytes each): true goes on, false stops the work
+  // with a status saying so, and what was done stays done (the file keeps the pages it got; a later call
+  // goes on from there). It may block: a preparation that gives way to something dearer waits there.
+  using PieceGate = std::function<bool()>;
   // Map `path` read-write with at least `size` bytes, creating or growing the file as needed.
-  // The file's existing bytes are kept. prefault: populate every page now.
-  // stop (may be null): checked between pieces of a prefault (kPrefaultPiece bytes each); once it reads
-  // true the work ends with a status saying so and what was done stays done (the file keeps the pages it
-  // got; a later call goes on from there).
+  // The file's existing bytes are kept. prefault: populate every page now; with a gate, in pieces.
   static Result<MappedFile> open_rw(const std::string& path, uint64_t size, bool prefault,
-                                    const std::atomic<bool>* stop = nullptr);
+                                    const PieceGate& gate = {});
   // Map an existing file read-only (its whole length). populate: set up every page table entry now
   // (MAP_POPULATE), which for a file about to be read whole costs less than a fault per page.
   static Result<MappedFile> open_ro(const std::string& path, bool populate = false);
@@ -38,8 +39,8 @@ class MappedFile {
   // pages where transparent huge pages allow it), so a reader pays for each page once. path() is empty.
   static Result<MappedFile> anonymous(uint64_t size);
 
-  // Grow (never shrink) the mapping to hold `size` bytes. stop: as for open_rw.
-  Status reserve(uint64_t size, bool prefault, const std::atomic<bool>* stop = nullptr);
+  // Grow (never shrink) the mapping to hold `size` bytes. gate: as for open_rw.
+  Status reserve(uint64_t size, bool prefault, const PieceGate& gate = {});
   static constexpr uint64_t kPrefaultPiece = 16ull << 20;
 
   uint8_t* data() { return data_; }

@@ -246,6 +246,8 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
     for (const auto& r : regions) memory_bytes = std::max(memory_bytes, r.offset + r.size);
     const uint64_t slot_bytes = files.empty() ? manifest.total_size : file_region_offset(memory_bytes);
     CAIRN_ASSIGN_OR_RETURN(mapped, cache_->slot(slot, slot_bytes));
+    // The other slots' preparation waits until the copy is over (it shares the rank's core).
+    CacheStore::PrepareHold hold(*cache_);
     v->data = mapped->data();
     // Chunks that land whole from device memory are hashed as they arrive (device/device_snapshot.hpp).
     snapshot_->set_chunking(files.empty() ? manifest.chunk_size : 0, manifest.total_size);

@@ -1,7 +1,11 @@
 // L1 cache store and L3 store: records, markers, commit, listing and pruning on real files. (The formats
 // alone, with their fuzzers: l1_files_test, set_record_test, l3_where_test, l3_commit_test.)
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include "cache/cache_store.hpp"
 #include "base/fsutil.hpp"
@@ -46,6 +50,58 @@ TEST(CacheStore, ReleaseSlotForgetsItsOccupantAndUnreadableRecords) {
   ASSERT_TRUE(c.write_record(5, L1Record{0, sample(6, 0, "ghi")}).is_ok());  // names version 6: unreadable
   ASSERT_TRUE(c.release_slot(0).is_ok());
   EXPECT_EQ(c.versions(), std::vector<uint64_t>{4});
+  fs::remove_tree(dir).ignore();
+}
+
+struct stat stat_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) st.st_size = -1;
+  return st;
+}
+
+// A slot's preparation waits at its next piece while a copy holds it, and goes on once the hold ends.
+TEST(CacheStore, PreparationWaitsWhileACopyHoldsIt) {
+  std::string dir = temp_dir("prep-hold");
+  CacheStore c;
+  ASSERT_TRUE(c.open(dir + "/r0", 2).is_ok());
+  const uint64_t size = 2 * MappedFile::kPrefaultPiece;
+  {
+    CacheStore::PrepareHold hold(c);
+    c.prepare(size, 0, [](int) { return false; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // Created, not one piece allocated; the second slot not begun.
+    EXPECT_EQ(stat_of(c.slot_path(0)).st_size, 0);
+    EXPECT_EQ(stat_of(c.slot_path(0)).st_blocks, 0);
+    EXPECT_EQ(stat_of(c.slot_path(1)).st_size, -1);
+  }
+  c.finish_prepare();
+  for (int s = 0; s < 2; ++s) {
+    struct stat st = stat_of(c.slot_path(s));
+    EXPECT_EQ(static_cast<uint64_t>(st.st_size), size) << "slot " << s;
+    EXPECT_GE(static_cast<uint64_t>(st.st_blocks) * 512, size) << "slot " << s;
+  }
+  auto slot = c.slot(1, size);  // prepared: mapped without waiting
+  ASSERT_TRUE(slot.is_ok());
+  EXPECT_EQ((*slot)->size(), size);
+  fs::remove_tree(dir).ignore();
+}
+
+// A restart stops a held preparation (it does not wait for the hold), and the next prepare() goes on.
+TEST(CacheStore, StopEndsAHeldPreparation) {
+  std::string dir = temp_dir("prep-stop");
+  CacheStore c;
+  ASSERT_TRUE(c.open(dir + "/r0", 2).is_ok());
+  const uint64_t size = 2 * MappedFile::kPrefaultPiece;
+  {
+    CacheStore::PrepareHold hold(c);
+    c.prepare(size, 0, [](int) { return false; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    c.stop_prepare();  // returns with the hold still held
+    EXPECT_EQ(stat_of(c.slot_path(1)).st_size, -1);
+  }
+  c.prepare(size, 0, [](int) { return false; });
+  c.finish_prepare();
+  for (int s = 0; s < 2; ++s) EXPECT_EQ(static_cast<uint64_t>(stat_of(c.slot_path(s)).st_size), size) << "slot " << s;
   fs::remove_tree(dir).ignore();
 }
 
