@@ -31,7 +31,7 @@ FIGURES = [
     "isal_rs_encode_gbps", "rs_encode_gbps", "raw_write_gbps", "l3_flush_gbps", "l3_flush_stage_gbps",
     "restart_l1_gbps", "restart_l2_gbps", "restart_l3_gbps", "l3_flush_back_to_back_gbps",
     "slot_read_gbps", "restart_l1_call_alone_gbps", "l1_checkpoint_first_gbps", "mpi_exchange_gbps",
-    "slot_prepare_gbps", "slot_first_write_gbps", "l1_checkpoint_very_first_gbps",
+    "slot_prepare_gbps", "slot_first_write_gbps", "l1_checkpoint_very_first_gbps", "copy_exchange_gbps",
 ]
 # The library's own timings per measurement, from the job history (docs/performance.md).
 STAGES = {"l1": ["copy_ms", "seal_ms"], "l2_xor": ["copy_ms", "seal_ms", "l2_ms"], "l3": ["copy_ms", "seal_ms", "l3_ms"],
@@ -74,6 +74,9 @@ def check_default(data, out):
         fail("missing targets object", out)
     for t in TARGETS:
         check_target(targets, t, out)
+    for t in ("l2_partner", "l2_xor", "l2_rs"):
+        if not positive(targets[t].get("copy_exchange_bound")) or not positive(targets[t].get("ratio_vs_copy_exchange")):
+            fail("targets.%s: copy_exchange_bound / ratio_vs_copy_exchange missing: %r" % (t, targets[t]), out)
     if not positive(data.get("ratios", {}).get("restart_l3_vs_raw_read")):
         fail("ratios.restart_l3_vs_raw_read is %r" % data.get("ratios"), out)
     stages = data.get("stages", {})
