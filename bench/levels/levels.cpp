@@ -328,16 +328,19 @@ class LevelBench {
     exchange_chunk_ = chunk;
   }
 
-  // copy_exchange_gbps: the least time in which a rank both copies its state (as the L1 copy does) and
-  // exchanges it (as mpi_exchange_gbps), with the rank's own thread doing both: the bound of an L2
-  // version's protection (l2_*_gbps counts from the start of cairn_checkpoint) where the exchange costs
-  // the rank's CPU, as a shared-memory exchange does. The faster of two ways, both slowest rank's:
-  // one after the other (copy_exchange.serial_gbps), and the exchange's messages posted first with each
-  // piece sent as soon as it is copied, testing the requests between pieces (copy_exchange.overlapped_gbps).
+  // copy_exchange_gbps: the least time in which a rank both copies its state into a mapped file of
+  // cache_dir (as the L1 copy writes its slot) and exchanges that copy, received into another such file
+  // (as partner's redundancy file), with the rank's own thread doing both: the bound of an L2 version's
+  // protection (l2_*_gbps counts from the start of cairn_checkpoint) where the exchange costs the rank's
+  // CPU, as a shared-memory exchange does. The faster of two ways, both slowest rank's: one after the
+  // other (copy_exchange.serial_gbps), and the exchange's receives posted first with each piece sent as
+  // soon as it is copied, testing the requests between pieces (copy_exchange.overlapped_gbps).
   void bench_copy_exchange() {
     const uint64_t chunk = exchange_chunk_;
     const int next = (g_rank + 1) % g_nranks, prev = (g_rank + g_nranks - 1) % g_nranks;
-    uint8_t* copy = alloc_faulted(size_);
+    const std::string base = o_.cache_dir + "/cairn-" + o_.child_job + ".r" + std::to_string(g_rank);
+    uint8_t* copy = map_slot_like(base + ".copy", size_);
+    uint8_t* into = map_slot_like(base + ".received", size_);
     std::vector<double> serial, overlapped;
     std::vector<MPI_Request> recvs, sends;
     for (int i = 0; i < 1 + o_.reps; ++i) {
@@ -349,7 +352,7 @@ class LevelBench {
         if (!overlap) memcpy(copy, state_, size_);
         for (uint64_t off = 0; off < size_; off += chunk) {
           recvs.emplace_back();
-          MPI_Irecv(scratch_ + off, static_cast<int>(std::min(chunk, size_ - off)), MPI_BYTE, prev, 78, MPI_COMM_WORLD,
+          MPI_Irecv(into + off, static_cast<int>(std::min(chunk, size_ - off)), MPI_BYTE, prev, 78, MPI_COMM_WORLD,
                     &recvs.back());
         }
         for (uint64_t off = 0; off < size_; off += chunk) {
@@ -369,7 +372,8 @@ class LevelBench {
         if (i) (overlap ? overlapped : serial).push_back(s);
       }
     }
-    free(copy);
+    munmap(copy, size_);
+    munmap(into, size_);
     f_.copy_exchange_s = std::min(median(serial), median(overlapped));
     f_.extra["copy_exchange_gbps"] = gbps(size_, f_.copy_exchange_s);
     f_.extra["copy_exchange"] = {{"serial_gbps", gbps(size_, median(serial))},
