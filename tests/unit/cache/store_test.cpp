@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "cache/cache_store.hpp"
@@ -59,50 +60,54 @@ struct stat stat_of(const std::string& path) {
   return st;
 }
 
-// A slot's preparation waits at its next piece while a copy holds it, and goes on once the hold ends.
-TEST(CacheStore, PreparationWaitsWhileACopyHoldsIt) {
-  std::string dir = temp_dir("prep-hold");
-  CacheStore c;
-  ASSERT_TRUE(c.open(dir + "/r0", 2).is_ok());
-  const uint64_t size = 2 * MappedFile::kPrefaultPiece;
-  {
-    CacheStore::PrepareHold hold(c);
-    c.prepare(size, 0, [](int) { return false; });
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    // Created, not one piece allocated; the second slot not begun.
-    EXPECT_EQ(stat_of(c.slot_path(0)).st_size, 0);
-    EXPECT_EQ(stat_of(c.slot_path(0)).st_blocks, 0);
-    EXPECT_EQ(stat_of(c.slot_path(1)).st_size, -1);
+// A store of two slots whose preparation of two pieces each is asked for while a copy holds it.
+class HeldPreparation : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = temp_dir("prep-hold");
+    ASSERT_TRUE(c_.open(dir_ + "/r0", 2).is_ok());
+    hold_ = std::make_unique<CacheStore::PrepareHold>(c_);
+    c_.prepare(kSize, 0, [](int) { return false; });
   }
-  c.finish_prepare();
+  void TearDown() override {
+    hold_.reset();
+    c_.finish_prepare();
+    fs::remove_tree(dir_).ignore();
+  }
+  static constexpr uint64_t kSize = 2 * MappedFile::kPrefaultPiece;
+  std::string dir_;
+  CacheStore c_;
+  std::unique_ptr<CacheStore::PrepareHold> hold_;
+};
+
+// The preparation waits at its next piece while a copy holds it, and goes on once the hold ends.
+TEST_F(HeldPreparation, WaitsUntilTheHoldEnds) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Created, not one piece allocated; the second slot not begun.
+  EXPECT_EQ(stat_of(c_.slot_path(0)).st_size, 0);
+  EXPECT_EQ(stat_of(c_.slot_path(0)).st_blocks, 0);
+  EXPECT_EQ(stat_of(c_.slot_path(1)).st_size, -1);
+  hold_.reset();
+  c_.finish_prepare();
   for (int s = 0; s < 2; ++s) {
-    struct stat st = stat_of(c.slot_path(s));
-    EXPECT_EQ(static_cast<uint64_t>(st.st_size), size) << "slot " << s;
-    EXPECT_GE(static_cast<uint64_t>(st.st_blocks) * 512, size) << "slot " << s;
+    struct stat st = stat_of(c_.slot_path(s));
+    EXPECT_EQ(static_cast<uint64_t>(st.st_size), kSize) << "slot " << s;
+    EXPECT_GE(static_cast<uint64_t>(st.st_blocks) * 512, kSize) << "slot " << s;
   }
-  auto slot = c.slot(1, size);  // prepared: mapped without waiting
+  auto slot = c_.slot(1, kSize);  // prepared: mapped without waiting
   ASSERT_TRUE(slot.is_ok());
-  EXPECT_EQ((*slot)->size(), size);
-  fs::remove_tree(dir).ignore();
+  EXPECT_EQ((*slot)->size(), kSize);
 }
 
 // A restart stops a held preparation (it does not wait for the hold), and the next prepare() goes on.
-TEST(CacheStore, StopEndsAHeldPreparation) {
-  std::string dir = temp_dir("prep-stop");
-  CacheStore c;
-  ASSERT_TRUE(c.open(dir + "/r0", 2).is_ok());
-  const uint64_t size = 2 * MappedFile::kPrefaultPiece;
-  {
-    CacheStore::PrepareHold hold(c);
-    c.prepare(size, 0, [](int) { return false; });
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    c.stop_prepare();  // returns with the hold still held
-    EXPECT_EQ(stat_of(c.slot_path(1)).st_size, -1);
-  }
-  c.prepare(size, 0, [](int) { return false; });
-  c.finish_prepare();
-  for (int s = 0; s < 2; ++s) EXPECT_EQ(static_cast<uint64_t>(stat_of(c.slot_path(s)).st_size), size) << "slot " << s;
-  fs::remove_tree(dir).ignore();
+TEST_F(HeldPreparation, StopDoesNotWaitForTheHold) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  c_.stop_prepare();  // returns with the hold still held
+  EXPECT_EQ(stat_of(c_.slot_path(1)).st_size, -1);
+  hold_.reset();
+  c_.prepare(kSize, 0, [](int) { return false; });
+  c_.finish_prepare();
+  for (int s = 0; s < 2; ++s) EXPECT_EQ(static_cast<uint64_t>(stat_of(c_.slot_path(s)).st_size), kSize) << "slot " << s;
 }
 
 TEST(CacheStore, RecordsSlotsAndMarkers) {
