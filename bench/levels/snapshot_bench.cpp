@@ -43,8 +43,13 @@ bool number_after(const std::string& line, const std::string& key, double* out) 
   return true;
 }
 
-// The application's loop: one pass that reads and rewrites every word of the state.
-void write_pass(uint8_t* state, uint64_t size) {
+// The application's loop: one pass that reads and rewrites every word of the state. The writers and
+// timed_window are never inlined: every window, with a checkpoint or without, runs the same machine
+// code. Inlined, each caller had a copy of the loop of its own, and how fast a copy ran depended on where
+// the build put it: the difference between the two kinds of window moved the tenth writer's loss from
+// a third of a memcpy to a whole one between two builds of the same library (docs/performance.md, "The
+// tenth writer's figure moves with the build").
+__attribute__((noinline)) void write_pass(uint8_t* state, uint64_t size) {
   auto* w = reinterpret_cast<uint64_t*>(state);
   for (uint64_t i = 0; i < size / 8; ++i) w[i] = w[i] * 3 + 1;
   clobber(state);
@@ -70,7 +75,7 @@ std::vector<uint64_t> pick_tenth(uint64_t size) {
   return order;
 }
 
-void write_tenth(uint8_t* state, uint64_t size, const std::vector<uint64_t>& blocks) {
+__attribute__((noinline)) void write_tenth(uint8_t* state, uint64_t size, const std::vector<uint64_t>& blocks) {
   for (uint64_t b : blocks) write_pass(state + b * kBlock, std::min(kBlock, size - b * kBlock));
 }
 
@@ -372,7 +377,7 @@ class SnapshotBench {
   }
 
   // `passes` passes of `writer` over the state; seconds.
-  double timed_window(Writer writer, uint8_t* state, uint64_t size, int passes) {
+  __attribute__((noinline)) double timed_window(Writer writer, uint8_t* state, uint64_t size, int passes) {
     double t0 = now();
     for (int p = 0; p < passes; ++p)
       if (writer == Writer::all)
