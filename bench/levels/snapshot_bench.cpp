@@ -48,7 +48,7 @@ bool number_after(const std::string& line, const std::string& key, double* out) 
 // code. Inlined, each caller had a copy of the loop of its own, and how fast a copy ran depended on where
 // the build put it: the difference between the two kinds of window moved the tenth writer's loss from
 // a third of a memcpy to a whole one between two builds of the same library (docs/performance.md, "The
-// tenth writer's figure moves with the build").
+// tenth writer's figure moved with the build, and why").
 __attribute__((noinline)) void write_pass(uint8_t* state, uint64_t size) {
   auto* w = reinterpret_cast<uint64_t*>(state);
   for (uint64_t i = 0; i < size / 8; ++i) w[i] = w[i] * 3 + 1;
