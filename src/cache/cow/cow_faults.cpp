@@ -37,7 +37,8 @@ void CowSnapshotter::fail(Failure how, size_t region, int err) {
 }
 
 // Copies the pending pages of tracked_[t] among pages [p0, p1) (indices into pages_), claiming each, in
-// runs of consecutive pages: read while protected, un-protect, then done. Returns the bytes copied.
+// runs of consecutive pages (of at most kRunPages while tracking writes): read while protected,
+// un-protect (not tracking), then done. Returns the bytes copied.
 uint64_t CowSnapshotter::copy_pages(size_t t, uint64_t p0, uint64_t p1, bool handler) {
   const Tracked& tr = tracked_[t];
   auto claim = [&](uint64_t i) {
@@ -45,6 +46,9 @@ uint64_t CowSnapshotter::copy_pages(size_t t, uint64_t p0, uint64_t p1, bool han
     return pages_[i].load(std::memory_order_relaxed) == kPending &&
            pages_[i].compare_exchange_strong(want, kCopying, std::memory_order_acq_rel);
   };
+  // Not tracking writes, each run is un-protected once copied: a run is then as long as it gets, so that
+  // a huge page is un-protected whole (a part would split it).
+  const uint64_t max_run = tracking_.load(std::memory_order_relaxed) ? kRunPages : p1 - p0;
   uint64_t copied = 0;
   for (uint64_t i = p0; i < p1;) {
     if (!claim(i)) {
@@ -52,7 +56,7 @@ uint64_t CowSnapshotter::copy_pages(size_t t, uint64_t p0, uint64_t p1, bool han
       continue;
     }
     uint64_t j = i + 1;
-    while (j < p1 && claim(j)) ++j;
+    while (j < p1 && j - i < max_run && claim(j)) ++j;
     uint64_t off = (i - tr.first_page) * page_, len = (j - i) * page_;
     iovec local{tr.dst + off, len}, remote{reinterpret_cast<void*>(tr.start + off), len};
     ssize_t n = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
@@ -241,13 +245,19 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
   uint64_t p0 = 0, p1 = 0;
   uint64_t next = block(addr, &p0, &p1);
   // Tracking, what a write un-protects is the chunk it is in (its pages), so the next snapshot copies
-  // that; where memory is gathered into huge pages, the fault block it is in (every chunk with a byte in
-  // it counts as written): un-protecting part of a huge page splits it, and every later protection and
-  // un-protection then walks 4 KiB entries (each far dearer than the one entry of a 2 MiB page).
+  // that; where memory is gathered into huge pages, the fault block it is in from the written page up
+  // (every chunk with a byte there counts as written): un-protecting part of a huge page splits it, and
+  // every later protection and un-protection of it walks 4 KiB entries (each far dearer than the one
+  // entry of a 2 MiB page), so a block is split only where that keeps most of it out of the next copy.
   uint64_t u0 = 0, u1 = 0;
   if (tracking && huge_pages_) {
     u0 = tr->start + (p0 - tr->first_page) * page_;
     u1 = next;
+    // The block's first write in this generation lifts its protection from the written page up only:
+    // a writer that sweeps upward needs no more, and a block that the writes reach only at its top (a
+    // region not aligned to 2 MiB, whose first page is a written block's last) is not copied whole next
+    // time. A second write to the block lifts the rest: two faults a block at most.
+    if (addr > u0 && !tracker_.block_noted(t, addr, gen_)) u0 = addr;
   } else if (tracking) {
     tracker_.chunk_span(t, addr, page_, &u0, &u1);
   }
@@ -302,10 +312,9 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
     released = true;
     return true;
   };
-  constexpr uint64_t kAheadPiece = 64;  // pages: a 256 KiB read between two looks at the writer's
-  for (uint64_t a = n0; ahead && a < n1; a += kAheadPiece) {
+  for (uint64_t a = n0; ahead && a < n1; a += kRunPages) {  // a look at the writer's pages between two runs
     if (!released) release_if_copied();
-    copied += copy_pages(t, a, std::min(a + kAheadPiece, n1), true);
+    copied += copy_pages(t, a, std::min(a + kRunPages, n1), true);
   }
   while (!released && !release_if_copied()) std::this_thread::sleep_for(std::chrono::microseconds(20));
   fault_bytes_.fetch_add(copied, std::memory_order_relaxed);

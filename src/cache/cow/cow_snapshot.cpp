@@ -177,7 +177,7 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
       tracker_.pages_of(c0, c1, page_, false, [&](size_t r, uint64_t p0, uint64_t p1) {
         const Tracked& tr = tracked_[r];
         uint64_t a = tr.start + p0 * page_, b = tr.start + p1 * page_;
-        if (huge_pages_) {  // whole fault blocks, as the handler un-protects them (a huge page stays whole)
+        if (huge_pages_) {  // whole fault blocks: what the handler un-protects is one or its top part
           a = std::max(a & ~(opt_.fault_block - 1), tr.start);
           b = std::min((b + opt_.fault_block - 1) & ~(opt_.fault_block - 1), tr.end);
         }

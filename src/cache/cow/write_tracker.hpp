@@ -46,6 +46,13 @@ class WriteTracker {
   // A write to [a, b) of ranges()[r] (addresses) in generation `generation`: every chunk and block it
   // touches. Never allocates (the fault handler calls it while the writer waits).
   void note(size_t r, uint64_t a, uint64_t b, uint64_t generation);
+  // Whether a write to the block (start's `block`) that `addr` of ranges()[r] lies in was noted in
+  // `generation` or later (true without a block size).
+  bool block_noted(size_t r, uint64_t addr, uint64_t generation) const {
+    if (!on_ || block_ == 0 || r >= ranges_.size()) return true;
+    const uint64_t base = ranges_[r].start & ~(block_ - 1);
+    return block_written_[first_block_[r] + (addr - base) / block_] >= generation;
+  }
   // The pages of ranges()[r] that hold bytes of the chunk `addr` lies in: [*u0, *u1), page aligned.
   void chunk_span(size_t r, uint64_t addr, uint64_t page, uint64_t* u0, uint64_t* u1) const;
 

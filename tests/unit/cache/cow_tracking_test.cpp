@@ -215,7 +215,7 @@ TEST(CowTracking, AChangedChunkIsCopiedOnlyInTheBlocksWrittenSince) {
     const std::vector<SnapshotRegion> regions{{"state", region, kLen, 0}};
     std::vector<uint8_t> a;
     SnapshotReport r1 = take(*s, regions, kLen, a, 0);
-    p[kHuge + 8192] ^= 1;  // block 1: stream bytes [2 MiB - 4 KiB, 4 MiB - 4 KiB), chunks 1, 2 and 3
+    p[kHuge + 5] ^= 1;  // block 1 from its first page: stream bytes [2 MiB - 4 KiB, 4 MiB - 4 KiB), chunks 1-3
     const std::vector<uint8_t> want(region, region + kLen);
     a[kChunk + 100] ^= 0xff;  // chunk 1's part in block 0, not written since r1
     SnapshotReport r2 = take(*s, regions, kLen, a, r1.generation);
@@ -232,6 +232,50 @@ TEST(CowTracking, AChangedChunkIsCopiedOnlyInTheBlocksWrittenSince) {
     SnapshotReport r3 = take(*s, regions, kLen, b, r1.generation);
     EXPECT_EQ(changed_chunks(r3), (std::set<size_t>{1, 2, 3, 5}));
     EXPECT_EQ(r3.protected_bytes, kHuge + 4096);
+    EXPECT_TRUE(b == want3);
+  }
+  munmap(raw, kLen + 2 * kHuge);
+}
+
+// With huge pages, the first write to a block in a generation lifts its protection from the written page
+// up only; a second write to the block lifts the rest. A region a page short of a 2 MiB boundary (as
+// malloc places a large block) has each of its blocks' first page in the huge page below: a writer of
+// such a block reaches that page first, and the rest of that huge page -- another block of the region --
+// is neither un-protected nor copied next time.
+TEST(CowTracking, AWriteAboveABlocksFirstPageLiftsItsProtectionFromThatPageUp) {
+  SKIP_WITHOUT_COW();
+  if (!cow::thp_allowed()) GTEST_SKIP() << "transparent huge pages are \"never\" here";
+  constexpr uint64_t kHuge = 2 << 20, kLen = 6 * kChunk, kPage = 4096;
+  void* raw = mmap(nullptr, kLen + 2 * kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(raw, MAP_FAILED);
+  auto* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1));
+  uint8_t* region = p + kHuge - kPage;  // stream byte 0 is huge page 0's last page
+  for (uint64_t i = 0; i < kLen; ++i) region[i] = static_cast<uint8_t>(i * 5 + (i >> 12));
+  {
+    auto s = tracking_cow(kHuge, true);
+    const std::vector<SnapshotRegion> regions{{"state", region, kLen, 0}};
+    std::vector<uint8_t> a;
+    SnapshotReport r1 = take(*s, regions, kLen, a, 0);
+    // The region's second 2 MiB (stream [2, 4) MiB: chunks 2 and 3) written upward, as a solver does:
+    // its first page is huge page 1's last, the rest huge page 2.
+    for (uint64_t i = 2 * kChunk; i < 4 * kChunk; i += 512) region[i] ^= 0x5a;
+    const std::vector<uint8_t> want(region, region + kLen);
+    SnapshotReport r2 = take(*s, regions, kLen, a, r1.generation);
+    EXPECT_EQ(r2.unprotect_faults, 2u);  // one in each huge page
+    // Huge page 1 is chunks 0 and 1 (stream [4 KiB, 2 MiB + 4 KiB) less its last page): only that page
+    // was un-protected, so chunks 0 and 1 stay in the slot; chunk 4 holds huge page 2's last page.
+    EXPECT_EQ(changed_chunks(r2), (std::set<size_t>{2, 3, 4}));
+    EXPECT_EQ(r2.protected_bytes, 2 * kChunk + kPage);  // chunks 2 and 3, and chunk 4's page in huge page 2
+    EXPECT_TRUE(a == want);
+
+    // Downward from huge page 1's last page: the first write lifts that page, the second all the rest
+    // of the block; the writes below it fault no more.
+    std::vector<uint8_t> b = a;
+    for (uint64_t i = 2 * kChunk + 100; i >= kPage; i -= kPage) region[i] ^= 0x33;  // huge page 1 only
+    const std::vector<uint8_t> want3(region, region + kLen);
+    SnapshotReport r3 = take(*s, regions, kLen, b, r2.generation);
+    EXPECT_EQ(r3.unprotect_faults, 2u);
+    EXPECT_EQ(changed_chunks(r3), (std::set<size_t>{0, 1, 2}));
     EXPECT_TRUE(b == want3);
   }
   munmap(raw, kLen + 2 * kHuge);
