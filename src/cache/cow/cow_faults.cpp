@@ -115,8 +115,23 @@ void CowSnapshotter::copier_loop() {
     // Pending again for the next snapshot, here rather than on its blocking path.
     for (uint64_t i = 0; i < total_pages_; ++i) pages_[i].store(kPending, std::memory_order_relaxed);
     if (huge_pages_) {
+      // Tracking writes, only the blocks written since this snapshot began can be un-protected now:
+      // every other block is protected, so the kernel would find it huge already or refuse it
+      // (gather_huge_pages), and it is not asked (each call costs, and the writer's next passes run
+      // beside them). Not tracking, every range is un-protected now, and all of it is asked.
       collapse_.clear();
-      for (const auto& t : tracked_) collapse_.emplace_back(t.start, t.end);
+      // No allocation while the handler waits for this lock (a writer it serves may hold malloc's).
+      collapse_.reserve(tracked_.size() + total_pages_ * page_ / opt_.fault_block + 1);
+      std::lock_guard<std::mutex> hl(handler_mu_);
+      if (tracking_)
+        tracker_.blocks_written_in(gen_, [&](size_t, uint64_t a, uint64_t b) {
+          if (!collapse_.empty() && collapse_.back().second == a)
+            collapse_.back().second = b;
+          else
+            collapse_.emplace_back(a, b);
+        });
+      else
+        for (const auto& t : tracked_) collapse_.emplace_back(t.start, t.end);
     }
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -53,6 +53,21 @@ class WriteTracker {
     const uint64_t base = ranges_[r].start & ~(block_ - 1);
     return block_written_[first_block_[r] + (addr - base) / block_] >= generation;
   }
+  // f(r, a, b) for each block (start's `block`) a write to which was noted in `generation`: [a, b), the
+  // block's addresses within ranges()[r], in order. Nothing without a block size.
+  template <class F>
+  void blocks_written_in(uint64_t generation, F f) const {
+    if (!on_ || block_ == 0) return;
+    for (size_t r = 0; r < ranges_.size(); ++r) {
+      const Watched& w = ranges_[r];
+      const uint64_t base = w.start & ~(block_ - 1);
+      for (uint64_t i = first_block_[r]; i < first_block_[r + 1]; ++i) {
+        if (block_written_[i] != generation) continue;
+        const uint64_t a = base + (i - first_block_[r]) * block_;
+        f(r, a > w.start ? a : w.start, a + block_ < w.end ? a + block_ : w.end);
+      }
+    }
+  }
   // The pages of ranges()[r] that hold bytes of the chunk `addr` lies in: [*u0, *u1), page aligned.
   void chunk_span(size_t r, uint64_t addr, uint64_t page, uint64_t* u0, uint64_t* u1) const;
 

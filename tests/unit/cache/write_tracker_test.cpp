@@ -107,6 +107,35 @@ TEST(WriteTracker, AChunkIsCopiedOnlyInTheBlocksWrittenSince) {
   EXPECT_TRUE(unwritten(5).empty());
 }
 
+// The blocks a generation's writes reached (what the snapshotter's huge-page gathering asks for), and
+// whether a block was reached in a generation (a second write to it un-protects the rest).
+TEST(WriteTracker, TheBlocksWrittenInAGenerationAreKnown) {
+  WriteTracker t;
+  constexpr uint64_t kBlock = 4 * kPage, base = 0x400000;
+  const std::vector<Watched> r{{base + kPage, base + 12 * kPage, 0}, {base + 16 * kPage, base + 24 * kPage, 11 * kPage}};
+  t.start(r, kChunk, 19 * kPage, 1, kBlock);
+  using Blocks = std::vector<std::tuple<size_t, uint64_t, uint64_t>>;
+  auto written = [&](uint64_t g) {
+    Blocks out;
+    t.blocks_written_in(g, [&](size_t i, uint64_t a, uint64_t b) { out.emplace_back(i, a, b); });
+    return out;
+  };
+  EXPECT_TRUE(written(1).empty());
+  EXPECT_FALSE(t.block_noted(0, base + 2 * kPage, 1));
+  t.note(0, base + 3 * kPage, base + 4 * kPage, 1);  // the range's first block (from its second page: clipped)
+  t.note(0, base + 9 * kPage, base + 12 * kPage, 2);  // its third block, from a page above its first
+  t.note(1, base + 19 * kPage, base + 21 * kPage, 2);  // across the second range's two blocks
+  EXPECT_EQ(written(1), (Blocks{{0, base + kPage, base + 4 * kPage}}));
+  EXPECT_EQ(written(2), (Blocks{{0, base + 8 * kPage, base + 12 * kPage}, {1, base + 16 * kPage, base + 20 * kPage},
+                                {1, base + 20 * kPage, base + 24 * kPage}}));
+  EXPECT_TRUE(t.block_noted(0, base + 2 * kPage, 1));
+  EXPECT_FALSE(t.block_noted(0, base + 2 * kPage, 2));  // written in 1, not since 2
+  EXPECT_TRUE(t.block_noted(0, base + 8 * kPage, 2));   // any page of the block
+  EXPECT_FALSE(t.block_noted(0, base + 5 * kPage, 1));  // the second block: never
+  t.stop();
+  EXPECT_TRUE(written(2).empty());
+}
+
 TEST(WriteTracker, TheLayoutDecidesWhetherTrackingGoesOn) {
   WriteTracker t;
   std::vector<Watched> r{{0x100000, 0x140000, 0}, {0x200000, 0x210000, 0x40000}};
