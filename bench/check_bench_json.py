@@ -161,6 +161,8 @@ def check_snapshot(data, nsizes, reps, rounds, out):
                     fail("%s_reps_ms is %r, expected %d values (reps x rounds)" % (key, samples, reps * rounds), out)
                 if not isinstance(quart, list) or len(quart) != 2 or not min(samples) <= quart[0] <= quart[1] <= max(samples):
                     fail("%s_quartiles_ms is %r for the repetitions %r" % (key, quart, samples), out)
+                if not isinstance(s.get(key + "_first_pass_ms"), (int, float)):
+                    fail("%s_first_pass_ms missing" % key, out)
                 ordered = sorted(samples)
                 mid = (ordered[(len(ordered) - 1) // 2] + ordered[len(ordered) // 2]) / 2
                 if abs(mid - s[key + "_ms"]) > 0.002 + 1e-9 * abs(mid):

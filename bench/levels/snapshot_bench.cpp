@@ -125,7 +125,7 @@ struct ModeSamples {
   int passes = 0;  // the window's passes (fixed by the first session of the writer)
   std::vector<double> huge_pct, huge_end_pct;  // one per session
   std::vector<double> pass, blocking, during, after;
-  std::vector<double> window, lost, waited, window_blocking;
+  std::vector<double> window, lost, first_lost, waited, window_blocking;
   std::vector<double> complete, own, pct, waits, wait_ms, unprot, unprot_ms;
   int cow_versions = 0, copy_versions = 0;
 };
@@ -162,6 +162,7 @@ struct ModeTimes {
   double app_lost_ms = 0;
   double app_lost_q1_ms = 0, app_lost_q3_ms = 0;  // the quartiles of the repetitions' differences
   std::vector<double> app_lost_reps;  // every repetition's difference, in the order measured
+  double first_pass_lost_ms = 0;  // of app_lost_ms, the window's first pass (the same difference, median)
   double window_wait_ms = 0;   // cairn_wait at the end of the window (the version not through yet)
   std::string took;            // auto: the snapshotter of the timed versions (copy, cow, or both)
 };
@@ -216,6 +217,7 @@ ModeTimes summarize(const ModeSamples& s, Writer writer) {
   m.app_lost_q1_ms = quantile(s.lost, 0.25);
   m.app_lost_q3_ms = quantile(s.lost, 0.75);
   m.app_lost_reps = s.lost;
+  m.first_pass_lost_ms = median(s.first_lost);
   m.window_wait_ms = median(s.waited);
   m.blocking_ms = median(writer == Writer::all ? s.blocking : s.window_blocking);
   m.during_ms = writer == Writer::all ? median(s.during) : 0;
@@ -321,6 +323,7 @@ class SnapshotBench {
         json reps = json::array();
         for (double x : t.app_lost_reps) reps.push_back(round3(x));
         j["app_lost_" + std::string(names[m]) + "_" + w + "_reps_ms"] = reps;
+        j["app_lost_" + std::string(names[m]) + "_" + w + "_first_pass_ms"] = round3(t.first_pass_lost_ms);
         j["blocking_" + std::string(names[m]) + "_" + w + "_ms"] = round3(t.blocking_ms);
         j["window_wait_" + std::string(names[m]) + "_" + w + "_ms"] = round3(t.window_wait_ms);
       }
@@ -377,32 +380,41 @@ class SnapshotBench {
   }
 
   // `passes` passes of `writer` over the state; seconds.
+  // The window's passes; the first one's seconds in first_pass_.
   __attribute__((noinline)) double timed_window(Writer writer, uint8_t* state, uint64_t size, int passes) {
     double t0 = now();
-    for (int p = 0; p < passes; ++p)
+    for (int p = 0; p < passes; ++p) {
       if (writer == Writer::all)
         write_pass(state, size);
       else
         write_tenth(state, size, tenth_);
+      if (p == 0) first_pass_ = now() - t0;
+    }
     return now() - t0;
   }
 
   // A window of `passes` passes without the version's work before and after each with it (A B A B ... A),
   // --reps of the latter: `with` runs one (its seconds on this rank, the version's work included), and
   // each goes against the mean of its two neighbours. Appends the windows without to `window` and the
-  // differences to `lost`, in ms of the slowest rank.
+  // differences to `lost`, in ms of the slowest rank; `first_lost` (if given) gets the same difference
+  // for the windows' first passes alone (where `with` runs its window by timed_window).
   void alternate_windows(Writer writer, uint8_t* state, uint64_t size, int passes, std::vector<double>* window,
-                         std::vector<double>* lost, const std::function<double()>& with) {
+                         std::vector<double>* lost, const std::function<double()>& with,
+                         std::vector<double>* first_lost = nullptr) {
+    std::vector<double> first;  // the windows without: their first passes, ms
     auto base_window = [&] {
       barrier();
       window->push_back(max_over_ranks(timed_window(writer, state, size, passes)) * 1e3);
+      first.push_back(max_over_ranks(first_pass_) * 1e3);
     };
     base_window();
     for (int i = 0; i < o_.reps; ++i) {
       barrier();
       const double with_ms = max_over_ranks(with()) * 1e3;
+      const double with_first_ms = max_over_ranks(first_pass_) * 1e3;
       base_window();
       lost->push_back(with_ms - ((*window)[window->size() - 2] + window->back()) / 2);
+      if (first_lost) first_lost->push_back(with_first_ms - (first[first.size() - 2] + first.back()) / 2);
     }
   }
 
@@ -458,7 +470,7 @@ class SnapshotBench {
       s.waited.push_back(max_over_ranks(t3 - t2) * 1e3);
       s.window_blocking.push_back(max_over_ranks(t1 - t0) * 1e3);
       return t3 - t0;
-    });
+    }, &s.first_lost);
     s.huge_end_pct.push_back(max_over_ranks(100.0 * static_cast<double>(std::min(huge_bytes(state, size), size)) /
                                             static_cast<double>(size)));
     std::string log = session_.close();
@@ -499,16 +511,18 @@ class SnapshotBench {
       die("no copy-on-write summary line in the log (is the state write-protectable?)");
   }
 
-  // The bytes a tracked cow version of `writer` copies: the whole state, or the 2 MiB pages of the
-  // address space that the tenth's blocks overlap (the state need not be 2 MiB-aligned, so a block
-  // touches two of them): what is write-protected and copied per version.
+  // The bytes a tracked cow version of `writer` copies: the whole state, or for each block of the tenth
+  // its bytes from its first page to the end of the 2 MiB page of the address space its last byte lies
+  // in (a write un-protects a huge page from the written page up, and the state need not be
+  // 2 MiB-aligned, so a block's last huge page reaches past it): what is write-protected and copied per
+  // version.
   std::vector<std::pair<uint64_t, uint64_t>> version_ranges(Writer writer, const uint8_t* state, uint64_t size) const {
     if (writer == Writer::all) return {{0, size}};
     const uint64_t base = reinterpret_cast<uintptr_t>(state), huge = 2 << 20;
     std::vector<std::pair<uint64_t, uint64_t>> out;  // [offset, end) in the state, merged
     for (uint64_t b : tenth_) {
-      uint64_t lo = (base + b * kBlock) / huge * huge, hi = (base + std::min(size, (b + 1) * kBlock) + huge - 1) / huge * huge;
-      lo = std::max(lo, base) - base;
+      const uint64_t lo = b * kBlock;
+      uint64_t hi = (base + std::min(size, (b + 1) * kBlock) + huge - 1) / huge * huge;
       hi = std::min(hi, base + size) - base;
       if (!out.empty() && lo <= out.back().second)
         out.back().second = std::max(out.back().second, hi);
@@ -652,6 +666,11 @@ class SnapshotBench {
                static_cast<int>(s["app_lost_copy_" + std::string(w) + "_reps_ms"].size()));
       }
       for (const char* w : {"all", "10pct"}) {
+        auto f = [&](const char* m) { return s["app_lost_" + std::string(m) + "_" + w + "_first_pass_ms"].get<double>(); };
+        printf("  %-28s %10.2f ms (copy) %10.2f ms (cow) %10.2f ms (auto)\n", (std::string("  of it the first pass, ") + w).c_str(),
+               f("copy"), f("cow"), f("auto"));
+      }
+      for (const char* w : {"all", "10pct"}) {
         const std::string k = std::string("other_core_") + w;
         printf("  %-28s %10.2f ms [%.2f, %.2f]   (%.0f MiB copied and hashed in %.2f ms, another thread, no cairn)\n",
                (std::string("the same bytes' traffic, ") + w).c_str(), s[k + "_ms"].get<double>(),
@@ -679,6 +698,7 @@ class SnapshotBench {
   const JobInfo& job_;
   Session session_;
   std::vector<uint64_t> tenth_;  // the 10 % writer's blocks
+  double first_pass_ = 0;         // timed_window's first pass, seconds
   double load_start_ = 0;
 };
 
