@@ -76,12 +76,14 @@ TEST(WriteTracker, AWriteUnprotectsItsChunksPages) {
   EXPECT_EQ(touching, (std::vector<std::pair<uint64_t, uint64_t>>{{3, 8}}));
 }
 
+// Blocks of 4 pages; two ranges: the first starts a page into its block (as a region not aligned to huge
+// pages does), the second is aligned. Chunks (4 pages) straddle the first range's blocks.
+constexpr uint64_t kBlock = 4 * kPage, base = 0x400000;
+const std::vector<Watched> kTwoRanges{{base + kPage, base + 12 * kPage, 0}, {base + 16 * kPage, base + 24 * kPage, 11 * kPage}};
+
 TEST(WriteTracker, AChunkIsCopiedOnlyInTheBlocksWrittenSince) {
   WriteTracker t;
-  // Blocks of 4 pages; two ranges: the first starts a page into its block (as a region not aligned to
-  // huge pages does), the second is aligned. Chunks (4 pages) straddle the first range's blocks.
-  constexpr uint64_t kBlock = 4 * kPage, base = 0x400000;
-  const std::vector<Watched> r{{base + kPage, base + 12 * kPage, 0}, {base + 16 * kPage, base + 24 * kPage, 11 * kPage}};
+  const std::vector<Watched>& r = kTwoRanges;
   t.start(r, kChunk, 19 * kPage, 1, kBlock);
   using Runs = std::vector<std::tuple<size_t, uint64_t, uint64_t>>;
   auto unwritten = [&](uint64_t held) {
@@ -111,9 +113,7 @@ TEST(WriteTracker, AChunkIsCopiedOnlyInTheBlocksWrittenSince) {
 // whether a block was reached in a generation (a second write to it un-protects the rest).
 TEST(WriteTracker, TheBlocksWrittenInAGenerationAreKnown) {
   WriteTracker t;
-  constexpr uint64_t kBlock = 4 * kPage, base = 0x400000;
-  const std::vector<Watched> r{{base + kPage, base + 12 * kPage, 0}, {base + 16 * kPage, base + 24 * kPage, 11 * kPage}};
-  t.start(r, kChunk, 19 * kPage, 1, kBlock);
+  t.start(kTwoRanges, kChunk, 19 * kPage, 1, kBlock);  // the ranges above
   using Blocks = std::vector<std::tuple<size_t, uint64_t, uint64_t>>;
   auto written = [&](uint64_t g) {
     Blocks out;
