@@ -21,10 +21,10 @@
 // Write tracking (CowOptions::track_writes): after a snapshot the protected ranges stay registered and
 // write-protected; the first write to a block of them is noted per chunk of the stream (set_chunking) and
 // un-protects the block (with huge pages, from the written page up; a second write, the rest of it). The
-// next begin() given set_previous(hashes, g) for a slot that holds snapshot g
-// of this snapshotter protects again only the blocks written since the last snapshot, and copies only the
-// chunks written since snapshot g, and of those only their pages in blocks written since (a chunk that
-// straddles a block not written keeps that part from the slot); the rest is left in the slot as it is
+// next begin() given set_previous(hashes, g) for a slot that holds snapshot g of this snapshotter
+// protects again only the blocks written since the last snapshot, and copies only the chunks written
+// since snapshot g, and of those only their pages in blocks written since (a chunk that straddles a
+// block not written keeps that part from the slot); the rest is left in the slot as it is
 // (SnapshotReport::chunk_changed). A region forgotten (forget()), unmapped, discarded or moved, another
 // layout of the regions or of the stream, or a failed snapshot ends the tracking: the next snapshot
 // copies everything.

@@ -32,10 +32,10 @@ inline double now() { return std::chrono::duration<double>(std::chrono::steady_c
 // only while it is still write-protected; it is un-protected before it becomes done.
 enum : uint8_t { kPending = 0, kCopying = 1, kDone = 2 };
 
-// The most pages a thread claims and copies in one run (256 KiB of 4 KiB pages) while tracking writes (the copy then
-// un-protects nothing): the copier and the fault handler share the block a writer waits for, run by
-// run, and neither holds its CPU long in one system call (a kernel without preemption does not take the
-// CPU from a thread inside one).
+// The most pages a thread claims and copies in one run (256 KiB of 4 KiB pages) while tracking writes
+// (the copy then un-protects nothing): the copier and the fault handler share the block a writer waits
+// for, run by run, and neither holds its CPU long in one system call (a kernel without preemption does
+// not take the CPU from a thread inside one).
 constexpr uint64_t kRunPages = 64;
 
 #ifdef MADV_COLLAPSE
