@@ -379,8 +379,7 @@ class SnapshotBench {
     return median(ms);
   }
 
-  // `passes` passes of `writer` over the state; seconds.
-  // The window's passes; the first one's seconds in first_pass_.
+  // `passes` passes of `writer` over the state; seconds (the first pass's alone in first_pass_).
   __attribute__((noinline)) double timed_window(Writer writer, uint8_t* state, uint64_t size, int passes) {
     double t0 = now();
     for (int p = 0; p < passes; ++p) {
