@@ -81,8 +81,31 @@ uint64_t CowSnapshotter::copy_pages(size_t t, uint64_t p0, uint64_t p1, bool han
     done_pages_.fetch_add(j - i, std::memory_order_acq_rel);
     copied += len;
     i = j;
+    if (!handler) serve_waiting_writers();
   }
   return copied;
+}
+
+// The copier, between two runs: the writers whose pages are copied now let go, and the writes that
+// have waited on the descriptor for kLateSeconds served, unless the handler thread is at it. The
+// handler thread is woken for each fault, but the scheduler may queue it behind the copier on the
+// copier's core rather than on the writer's, now idle, and leave it there until the copy is over: a
+// writer then waited for the whole copy instead of its block (docs/performance.md, "The writer that
+// waited for the whole copy"). A write the handler thread reads in time is its own: it copies beside
+// the copier.
+void CowSnapshotter::serve_waiting_writers() {
+  pollfd fd{uffd_.fd(), POLLIN, 0};
+  const bool waiting = poll(&fd, 1, 0) == 1 && (fd.revents & POLLIN);
+  const double t = waiting ? now() : 0;
+  if (!waiting || waiting_since_ == 0) waiting_since_ = t;
+  const bool late = waiting && t - waiting_since_ >= kLateSeconds;
+  std::unique_lock<std::mutex> hl(handler_mu_, std::try_to_lock);
+  if (!hl.owns_lock()) return;
+  if (late) {
+    handle_pending();
+    waiting_since_ = 0;
+  }
+  finish_releases();
 }
 
 void CowSnapshotter::copier_loop() {
@@ -103,6 +126,7 @@ void CowSnapshotter::copier_loop() {
       // From here the handler leaves this snapshot's pages alone.
       std::lock_guard<std::mutex> hl(handler_mu_);
       handle_pending();
+      finish_releases();  // every page is done: every writer goes
       active_ = false;
       hot_.assign(written_, written_ + written_count_);  // within the reserved capacity
       std::sort(hot_.begin(), hot_.end());
@@ -156,6 +180,7 @@ void CowSnapshotter::gather_huge_pages() {
         std::lock_guard<std::mutex> lock(mu_);
         if (copy_requested_ || stop_) return;
       }
+      serve_waiting_writers();  // a write the handler thread has not read yet, between two blocks
       // EINVAL: not for this range (MADV_NOHUGEPAGE, or a kernel before 6.1), or not for this block: the
       // kernel refuses write-protected 4 KiB pages (6.18 does: every block right after the first tracked
       // snapshot). Tracking writes, the blocks not written since the snapshot stay protected, and the
@@ -179,7 +204,10 @@ void CowSnapshotter::copy_all() {
     if (uint64_t h = hint_.exchange(0)) cursor = h - 1;
     if (cursor >= total_pages_) {
       cursor = 0;
-      if (claimed_since_wrap == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));  // the handler's
+      if (claimed_since_wrap == 0) {  // what is left, the handler is copying
+        serve_waiting_writers();
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
       claimed_since_wrap = 0;
     }
     auto it = std::upper_bound(tracked_.begin(), tracked_.end(), cursor,
@@ -223,6 +251,7 @@ void CowSnapshotter::handler_loop() {
     ssize_t n = read(uffd_.fd(), msgs, sizeof msgs);  // EAGAIN: a spurious wake-up
     for (ssize_t i = 0; i < n / static_cast<ssize_t>(sizeof(uffd_msg)); ++i) handle(msgs[i]);
     while (stashed_ > 0) serve_fault(stash_[--stashed_]);
+    finish_releases();
   }
 }
 
@@ -331,9 +360,34 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
     if (!released) release_if_copied();
     copied += copy_pages(t, a, std::min(a + kRunPages, n1), true);
   }
-  while (!released && !release_if_copied()) std::this_thread::sleep_for(std::chrono::microseconds(20));
   fault_bytes_.fetch_add(copied, std::memory_order_relaxed);
   if (was_done) unprotect_faults_.fetch_add(1, std::memory_order_relaxed);
+  if (released || release_if_copied()) return;
+  // The copier is copying some of the pages: it lets the writer go after its run (finish_releases).
+  if (releases_n_ < kReleases) {
+    releases_[releases_n_++] = {t, q0, q1, u0, u1, t0, was_done};
+    return;
+  }
+  while (!release_if_copied()) std::this_thread::sleep_for(std::chrono::microseconds(20));
+}
+
+// The writers whose pages are all done now let go (the caller holds handler_mu_).
+void CowSnapshotter::finish_releases() {
+  size_t kept = 0;
+  for (size_t i = 0; i < releases_n_; ++i) {
+    const Release& r = releases_[i];
+    bool done = true;
+    for (uint64_t k = r.q0; k < r.q1 && done; ++k) done = pages_[k].load(std::memory_order_acquire) == kDone;
+    if (!done) {
+      releases_[kept++] = r;
+      continue;
+    }
+    tracker_.note(r.t, r.u0, r.u1, gen_);
+    unprotect_from_handler(r.u0, r.u1 - r.u0, tracked_[r.t].region);
+    (r.was_done ? unprotect_wait_ns_ : fault_wait_ns_)
+        .fetch_add(static_cast<uint64_t>((now() - r.t0) * 1e9), std::memory_order_relaxed);
+  }
+  releases_n_ = kept;
 }
 
 void CowSnapshotter::unprotect_from_handler(uint64_t start, uint64_t len, size_t region) {

@@ -116,12 +116,14 @@ class CowSnapshotter final : public Snapshotter {
   void copy_all();
   void copy_block(uint64_t addr, bool handler, uint64_t* copied);
   void gather_huge_pages();
+  void serve_waiting_writers();
   // fault handler
   void handler_loop();
   void handle(const uffd_msg& m);
   void serve_fault(uint64_t addr);
   void drain();
   void handle_pending();
+  void finish_releases();
   void note_unmapped(uint64_t start, uint64_t end, Failure how);
   // write tracking
   void unprotect_from_handler(uint64_t start, uint64_t len, size_t region);
@@ -173,9 +175,30 @@ class CowSnapshotter final : public Snapshotter {
   size_t written_count_ = 0;
   std::vector<uint64_t> hot_;  // capacity kHotBlocks, reserved in start()
 
-  std::mutex handler_mu_;  // the fault handler holds it while it reads tracked_
+  // Tracking, the writers whose pages the copier was copying when their faults were served: each goes
+  // once pages [q0, q1) are done, with [u0, u1) noted and un-protected (finish_releases, by whichever
+  // thread holds handler_mu_ next) rather than by a thread that sleeps on them holding handler_mu_: a
+  // sleeping thread may wake behind the copier on the copier's core, and every writer then waits until
+  // the copy is over. Past kReleases writers at once, the handler waits for the pages itself.
+  struct Release {
+    size_t t;
+    uint64_t q0, q1, u0, u1;
+    double t0;
+    bool was_done;
+  };
+  static constexpr size_t kReleases = 64;
+  // A write on the descriptor for this long is served by the copier (serve_waiting_writers): longer
+  // than the handler thread takes to wake (20-80 us on a 2-vCPU guest), far shorter than a tick.
+  static constexpr double kLateSeconds = 150e-6;
+  double waiting_since_ = 0;  // when the copier first saw a write waiting (0: none); copier only
+  Release releases_[kReleases];
+  size_t releases_n_ = 0;
+
+  // Held by whichever thread serves faults (the handler, or the copier between its runs) while it reads
+  // tracked_ and the descriptor.
+  std::mutex handler_mu_;
   static constexpr size_t kStash = 256;
-  uint64_t stash_[kStash];  // fault addresses read while draining events (handler thread only)
+  uint64_t stash_[kStash];  // fault addresses read while draining events (under handler_mu_)
   size_t stashed_ = 0;
   int stop_fd_ = -1;
   std::thread copier_, handler_;
