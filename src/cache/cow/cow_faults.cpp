@@ -371,7 +371,9 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
   while (!release_if_copied()) std::this_thread::sleep_for(std::chrono::microseconds(20));
 }
 
-// The writers whose pages are all done now let go (the caller holds handler_mu_).
+// The writers whose pages are all done now let go (the caller holds handler_mu_). An un-protection
+// that had to drain the descriptor may have stashed faults: those are served here too, not left for
+// the next event.
 void CowSnapshotter::finish_releases() {
   size_t kept = 0;
   for (size_t i = 0; i < releases_n_; ++i) {
@@ -388,6 +390,7 @@ void CowSnapshotter::finish_releases() {
         .fetch_add(static_cast<uint64_t>((now() - r.t0) * 1e9), std::memory_order_relaxed);
   }
   releases_n_ = kept;
+  while (stashed_ > 0) serve_fault(stash_[--stashed_]);
 }
 
 void CowSnapshotter::unprotect_from_handler(uint64_t start, uint64_t len, size_t region) {
