@@ -8,8 +8,8 @@
 // A write to a page not yet copied -- by any thread, or by the kernel on the process's behalf -- stops
 // in the kernel; the fault handler thread copies the block around it (fault_block), un-protects it, and
 // the writer goes on; the copier then carries on from there. Between two of its runs the copier serves
-// waiting writes itself when the handler thread is not at them, so a writer never waits for the
-// scheduler to run the handler thread. complete() waits for the copier and unregisters the memory.
+// a write that the handler thread has left waiting (the scheduler may keep that thread from a core
+// until the copy is over). complete() waits for the copier and unregisters the memory.
 //
 // Exactness: a page is copied only while it is still write-protected, and every page the application
 // can write was protected before begin() returned, so the slot holds the bytes of the call.

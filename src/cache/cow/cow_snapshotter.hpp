@@ -187,12 +187,12 @@ class CowSnapshotter final : public Snapshotter {
     bool was_done;
   };
   static constexpr size_t kReleases = 64;
-  // A write on the descriptor for this long is served by the copier (serve_waiting_writers): longer
-  // than the handler thread takes to wake (20-80 us on a 2-vCPU guest), far shorter than a tick.
-  static constexpr double kLateSeconds = 150e-6;
-  double waiting_since_ = 0;  // when the copier first saw a write waiting (0: none); copier only
   Release releases_[kReleases];
   size_t releases_n_ = 0;
+  // A write on the descriptor for this long is served by the copier (serve_waiting_writers): longer
+  // than the handler thread takes to wake (docs/performance.md), far shorter than a scheduler tick.
+  static constexpr double kLateSeconds = 150e-6;
+  double waiting_since_ = 0;  // when the copier first saw a write waiting (0: none); copier only
 
   // Held by whichever thread serves faults (the handler, or the copier between its runs) while it reads
   // tracked_ and the descriptor.
