@@ -189,8 +189,8 @@ class CowSnapshotter final : public Snapshotter {
   static constexpr size_t kReleases = 64;
   Release releases_[kReleases];
   size_t releases_n_ = 0;
-  // A write on the descriptor for this long is served by the copier (serve_waiting_writers): longer
-  // than the handler thread takes to wake (docs/performance.md), far shorter than a scheduler tick.
+  // A write on the descriptor for this long is served by the copier (serve_waiting_writers): about what
+  // the handler thread's wake-up takes (docs/performance.md), far shorter than a scheduler tick.
   static constexpr double kLateSeconds = 150e-6;
   double waiting_since_ = 0;  // when the copier first saw a write waiting (0: none); copier only
 
