@@ -346,29 +346,33 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
   // them as soon as the copier is through its pages, not after the whole block.
   const uint64_t q0 = tr->first_page + (u0 - tr->start) / page_, q1 = tr->first_page + (u1 - tr->start) / page_;
   copied += copy_pages(t, q0, q1, true);
+  const Release writer{t, q0, q1, u0, u1, t0, was_done};
   bool released = false;
-  auto release_if_copied = [&] {
-    for (uint64_t k = q0; k < q1; ++k)
-      if (pages_[k].load(std::memory_order_acquire) != kDone) return false;
-    tracker_.note(t, u0, u1, gen_);
-    unprotect_from_handler(u0, u1 - u0, tr->region);
-    took(was_done ? unprotect_wait_ns_ : fault_wait_ns_);
-    released = true;
-    return true;
-  };
   for (uint64_t a = n0; ahead && a < n1; a += kRunPages) {  // a look at the writer's pages between two runs
-    if (!released) release_if_copied();
+    if (!released) released = release_if_copied(writer);
     copied += copy_pages(t, a, std::min(a + kRunPages, n1), true);
   }
   fault_bytes_.fetch_add(copied, std::memory_order_relaxed);
   if (was_done) unprotect_faults_.fetch_add(1, std::memory_order_relaxed);
-  if (released || release_if_copied()) return;
+  if (released || release_if_copied(writer)) return;
   // The copier is copying some of the pages: it lets the writer go after its run (finish_releases).
   if (releases_n_ < kReleases) {
-    releases_[releases_n_++] = {t, q0, q1, u0, u1, t0, was_done};
+    releases_[releases_n_++] = writer;
     return;
   }
-  while (!release_if_copied()) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  while (!release_if_copied(writer)) std::this_thread::sleep_for(std::chrono::microseconds(20));
+}
+
+// Lets the writer go if its pages are all done: its range noted, then un-protected (the caller holds
+// handler_mu_).
+bool CowSnapshotter::release_if_copied(const Release& r) {
+  for (uint64_t k = r.q0; k < r.q1; ++k)
+    if (pages_[k].load(std::memory_order_acquire) != kDone) return false;
+  tracker_.note(r.t, r.u0, r.u1, gen_);
+  unprotect_from_handler(r.u0, r.u1 - r.u0, tracked_[r.t].region);
+  (r.was_done ? unprotect_wait_ns_ : fault_wait_ns_)
+      .fetch_add(static_cast<uint64_t>((now() - r.t0) * 1e9), std::memory_order_relaxed);
+  return true;
 }
 
 // The writers whose pages are all done now let go (the caller holds handler_mu_). An un-protection
@@ -376,19 +380,8 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
 // the next event.
 void CowSnapshotter::finish_releases() {
   size_t kept = 0;
-  for (size_t i = 0; i < releases_n_; ++i) {
-    const Release& r = releases_[i];
-    bool done = true;
-    for (uint64_t k = r.q0; k < r.q1 && done; ++k) done = pages_[k].load(std::memory_order_acquire) == kDone;
-    if (!done) {
-      releases_[kept++] = r;
-      continue;
-    }
-    tracker_.note(r.t, r.u0, r.u1, gen_);
-    unprotect_from_handler(r.u0, r.u1 - r.u0, tracked_[r.t].region);
-    (r.was_done ? unprotect_wait_ns_ : fault_wait_ns_)
-        .fetch_add(static_cast<uint64_t>((now() - r.t0) * 1e9), std::memory_order_relaxed);
-  }
+  for (size_t i = 0; i < releases_n_; ++i)
+    if (!release_if_copied(releases_[i])) releases_[kept++] = releases_[i];
   releases_n_ = kept;
   while (stashed_ > 0) serve_fault(stash_[--stashed_]);
 }

@@ -123,6 +123,8 @@ class CowSnapshotter final : public Snapshotter {
   void serve_fault(uint64_t addr);
   void drain();
   void handle_pending();
+  struct Release;
+  bool release_if_copied(const Release& r);
   void finish_releases();
   void note_unmapped(uint64_t start, uint64_t end, Failure how);
   // write tracking
