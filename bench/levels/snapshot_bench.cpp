@@ -126,7 +126,7 @@ struct ModeSamples {
   std::vector<double> huge_pct, huge_end_pct;  // one per session
   std::vector<double> pass, blocking, during, after;
   std::vector<double> window, lost, first_lost, waited, window_blocking;
-  std::vector<double> complete, own, pct, waits, wait_ms, unprot, unprot_ms;
+  std::vector<double> complete, own, pct, waits, wait_ms, unprot, unprot_ms, late;
   int cow_versions = 0, copy_versions = 0;
 };
 
@@ -154,6 +154,7 @@ struct ModeTimes {
   double fault_wait_ms = 0;    // cow: the fault handler's time on them
   double unprotect_faults = 0;  // cow, tracking: first writes to memory already in the slot, per version
   double unprotect_wait_ms = 0;  // and the handler's time on them (each is one un-protection)
+  double late_faults = 0;      // cow: writes the copier served for a late fault handler thread, per version
   // The window: `passes` passes of the writer right after cairn_checkpoint, then cairn_wait, against
   // the same passes without a checkpoint (alternating, same blocks); app_lost_ms the median difference.
   int passes = 0;
@@ -230,6 +231,7 @@ ModeTimes summarize(const ModeSamples& s, Writer writer) {
   m.fault_wait_ms = median(s.wait_ms);
   m.unprotect_faults = median(s.unprot);
   m.unprotect_wait_ms = median(s.unprot_ms);
+  m.late_faults = median(s.late);
   return m;
 }
 
@@ -301,6 +303,7 @@ class SnapshotBench {
       j[std::string("cow_fault_wait_") + w + "_ms"] = round3(t->fault_wait_ms);
       j[std::string("cow_unprotect_faults_") + w] = round3(t->unprotect_faults);
       j[std::string("cow_unprotect_wait_") + w + "_ms"] = round3(t->unprotect_wait_ms);
+      j[std::string("cow_late_faults_") + w] = round3(t->late_faults);
     }
     j["state_huge_pages_copy_pct"] = round3(copy.huge_pct);
     j["state_huge_pages_cow_pct"] = round3(cow.huge_pct);
@@ -503,6 +506,7 @@ class SnapshotBench {
       const bool any = u != std::string::npos;
       s.unprot.push_back(any && number_after(line, "first writes un-protected: ", &x) ? x : 0);
       s.unprot_ms.push_back(any && number_after(line.substr(u), " in ", &x) ? x : 0);
+      s.late.push_back(number_after(line, "served by the copier: ", &x) ? x : 0);
     }
     s.cow_versions += cow_versions;
     if (g_rank == 0 && !chosen) die("the log does not say which snapshotter cairn_init chose");
@@ -677,10 +681,10 @@ class SnapshotBench {
                s[k + "_bytes"].get<double>() / (1 << 20), s[k + "_helper_ms"].get<double>());
       }
       for (const char* w : {"all", "10pct"})
-        printf("  %-28s %10.2f ms waiting for copies   %.0f first writes un-protected in %.2f ms   (per version)\n",
+        printf("  %-28s %10.2f ms waiting for copies   %.0f first writes un-protected in %.2f ms   %.0f served by the copier   (per version)\n",
                (std::string("cow fault handler, ") + w).c_str(), s["cow_fault_wait_" + std::string(w) + "_ms"].get<double>(),
                s["cow_unprotect_faults_" + std::string(w)].get<double>(),
-               s["cow_unprotect_wait_" + std::string(w) + "_ms"].get<double>());
+               s["cow_unprotect_wait_" + std::string(w) + "_ms"].get<double>(), s["cow_late_faults_" + std::string(w)].get<double>());
       for (const auto& [name, t] : s["targets"].items()) {
         printf("  target %-22s %-55s %6.3f <= %-5.2f %s", name.c_str(), t["what"].get<std::string>().c_str(),
                t["ratio"].get<double>(), t["max_ratio"].get<double>(), t["pass"].get<bool>() ? "met" : "MISSED");

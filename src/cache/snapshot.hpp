@@ -52,6 +52,10 @@ struct SnapshotReport {
   // handler's time on them.
   uint64_t unprotect_faults = 0;
   double unprotect_wait_seconds = 0;
+  // cow: writes that the copier served because the fault handler thread had not read them from the
+  // descriptor within kLateSeconds (a handler queued behind the copier), from the previous snapshot's
+  // completion to this one's. Each is counted in faults or unprotect_faults too.
+  uint64_t late_faults = 0;
   std::vector<SnapshotFallback> fallbacks;  // cow: regions that could not be write-protected
   uint64_t device_bytes = 0;       // device: bytes copied from device memory
   double device_copy_seconds = 0;  // device: from begin() to the last device byte in the slot

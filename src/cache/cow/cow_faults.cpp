@@ -102,7 +102,7 @@ void CowSnapshotter::serve_waiting_writers() {
   std::unique_lock<std::mutex> hl(handler_mu_, std::try_to_lock);
   if (!hl.owns_lock()) return;
   if (late) {
-    handle_pending();
+    late_faults_.fetch_add(handle_pending(), std::memory_order_relaxed);
     waiting_since_ = 0;
   }
   finish_releases();
@@ -402,11 +402,17 @@ void CowSnapshotter::unprotect_from_handler(uint64_t start, uint64_t len, size_t
 }
 
 // Everything on the descriptor now, and the faults stashed, handled (the caller holds handler_mu_).
-void CowSnapshotter::handle_pending() {
+// Returns how many writes it read from the descriptor.
+size_t CowSnapshotter::handle_pending() {
   uffd_msg msgs[16];
+  size_t writes = 0;
   for (ssize_t n; (n = read(uffd_.fd(), msgs, sizeof msgs)) > 0;)
-    for (size_t i = 0; i < static_cast<size_t>(n) / sizeof(uffd_msg); ++i) handle(msgs[i]);
+    for (size_t i = 0; i < static_cast<size_t>(n) / sizeof(uffd_msg); ++i) {
+      writes += msgs[i].event == UFFD_EVENT_PAGEFAULT;
+      handle(msgs[i]);
+    }
   while (stashed_ > 0) serve_fault(stash_[--stashed_]);
+  return writes;
 }
 
 // Read what is on the descriptor now (to let an unmap/madvise/mremap in progress finish); faults read

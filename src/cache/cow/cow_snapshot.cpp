@@ -36,6 +36,9 @@ Status CowSnapshotter::start() {
     copier_ = std::thread([this] { copier_loop(); });
     handler_ = std::thread([this] { handler_loop(); });
   });
+  // Named as top -H, gdb and perf show them (here, so that the names are there when start() returns).
+  (void)pthread_setname_np(copier_.native_handle(), "cairn-cow-copy");
+  (void)pthread_setname_np(handler_.native_handle(), "cairn-cow-fault");
   return Status::ok();
 }
 
@@ -239,6 +242,7 @@ Status CowSnapshotter::complete() {
   report_.faults = faults_.load();
   report_.fault_bytes = fault_bytes_.load();
   report_.fault_wait_seconds = static_cast<double>(fault_wait_ns_.load()) * 1e-9;
+  report_.late_faults = late_faults_.exchange(0);
   auto how = static_cast<Failure>(failure_.load());
   if (how == Failure::none) return Status::ok();
   {

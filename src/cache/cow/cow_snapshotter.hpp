@@ -122,7 +122,7 @@ class CowSnapshotter final : public Snapshotter {
   void handle(const uffd_msg& m);
   void serve_fault(uint64_t addr);
   void drain();
-  void handle_pending();
+  size_t handle_pending();
   struct Release;
   bool release_if_copied(const Release& r);
   void finish_releases();
@@ -153,6 +153,8 @@ class CowSnapshotter final : public Snapshotter {
   // Writes that waited only for their un-protection (tracking), since the last begin() (which moves
   // them into its report).
   std::atomic<uint64_t> unprotect_faults_{0}, unprotect_wait_ns_{0};
+  // Writes the copier served for a late handler thread, since the last complete() (which reports them).
+  std::atomic<uint64_t> late_faults_{0};
   double t_begin_ = 0;
   std::atomic<double> t_copied_{0};
 

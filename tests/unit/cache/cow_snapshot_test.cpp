@@ -3,6 +3,7 @@
 // its behalf), the slot ends up with the bytes of the call; regions that cannot be protected are
 // copied and say why; misuse is an error; nothing is left behind.
 #include <fcntl.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -109,6 +110,76 @@ TEST(CowSnapshot, EveryPageWrittenRightAfterBegin) {
   }
   EXPECT_GT(faults, 0u) << "no write waited for its page in five snapshots";
 }
+
+// The threads of this process whose name (/proc/self/task/*/comm) is `name`.
+std::vector<pid_t> threads_named(const std::string& name) {
+  std::vector<pid_t> tids;
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return tids;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string n;
+    if (std::getline(comm, n) && n == name) tids.push_back(static_cast<pid_t>(std::stol(e->d_name)));
+  }
+  closedir(d);
+  return tids;
+}
+
+// The fault handler thread kept off its CPU (SCHED_IDLE, beside a thread that spins there), as when the
+// scheduler queues it behind the copier: a write that waits for its copy is served by the copier once it
+// has waited on the descriptor for a moment, and the slot still holds the bytes of the call. With write
+// tracking (the default) and without.
+class CowLateHandler : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CowLateHandler, AWriteTheHandlerThreadIsLateForIsServedByTheCopier) {
+  SKIP_WITHOUT_COW();
+  CowOptions o;
+  o.track_writes = GetParam();
+  auto s = cow(o);
+  const std::vector<pid_t> handlers = threads_named("cairn-cow-fault");
+  ASSERT_FALSE(handlers.empty()) << "no thread named cairn-cow-fault";
+  ASSERT_EQ(threads_named("cairn-cow-copy").size(), handlers.size());
+  cpu_set_t mine, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &mine)) ++cpu;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  sched_param none{};
+  for (pid_t tid : handlers) {
+    ASSERT_EQ(sched_setaffinity(tid, sizeof one, &one), 0) << strerror(errno);
+    if (sched_setscheduler(tid, SCHED_IDLE, &none) != 0) GTEST_SKIP() << "SCHED_IDLE refused: " << strerror(errno);
+  }
+  std::atomic<bool> spin{true};
+  std::thread spinner([&] {
+    (void)sched_setaffinity(0, sizeof one, &one);
+    while (spin.load(std::memory_order_relaxed)) {
+    }
+  });
+  Anon a(64 << 20);
+  uint64_t late = 0, faults = 0;
+  // The copier goes front to back: a write near the end right after begin() waits for its copy (a
+  // block of its own each round: a block written before is copied first the next time).
+  for (int round = 0; round < 5 && late == 0; ++round) {
+    auto before = bytes(a.p, a.size);
+    uint8_t* at = a.p + a.size - 1 - static_cast<uint64_t>(round) * (4 << 20);
+    auto slot = snapshot(*s, {{"u", a.p, a.size, 0}}, [&] { *at ^= 0x5A; });
+    EXPECT_TRUE(slot == before);
+    EXPECT_EQ(*at, before[at - a.p] ^ 0x5A);
+    SnapshotReport r = s->report();
+    late += r.late_faults;
+    faults += r.faults;
+    EXPECT_LE(r.late_faults, r.faults);
+  }
+  spin = false;
+  spinner.join();
+  for (pid_t tid : handlers) (void)sched_setscheduler(tid, SCHED_OTHER, &none);
+  EXPECT_GT(faults, 0u) << "no write waited for its page in five snapshots";
+  EXPECT_GT(late, 0u) << "the copier served none of the " << faults << " writes the handler thread could not run for";
+}
+
+INSTANTIATE_TEST_SUITE_P(TrackingWrites, CowLateHandler, ::testing::Bool());
 
 TEST(CowSnapshot, NoWriteAtAll) {
   SKIP_WITHOUT_COW();
