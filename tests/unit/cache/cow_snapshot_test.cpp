@@ -170,7 +170,6 @@ TEST_P(CowLateHandler, AWriteTheHandlerThreadIsLateForIsServedByTheCopier) {
     SnapshotReport r = s->report();
     late += r.late_faults;
     faults += r.faults;
-    EXPECT_LE(r.late_faults, r.faults);
   }
   spin = false;
   spinner.join();
