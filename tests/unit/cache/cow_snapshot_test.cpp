@@ -1,7 +1,8 @@
 // The copy-on-write snapshotter (cache/cow/cow_snapshot.hpp) on real memory, real userfaultfd and real
 // threads: whatever the application writes after begin(), from however many threads (or the kernel on
-// its behalf), the slot ends up with the bytes of the call; regions that cannot be protected are
-// copied and say why; misuse is an error; nothing is left behind.
+// its behalf), the slot ends up with the bytes of the call; a write the fault handler thread is late
+// for is served by the copier; regions that cannot be protected are copied and say why; misuse is an
+// error; nothing is left behind.
 #include <fcntl.h>
 #include <sched.h>
 #include <setjmp.h>
