@@ -250,8 +250,7 @@ void CowSnapshotter::handler_loop() {
     std::lock_guard<std::mutex> hl(handler_mu_);
     ssize_t n = read(uffd_.fd(), msgs, sizeof msgs);  // EAGAIN: a spurious wake-up
     for (ssize_t i = 0; i < n / static_cast<ssize_t>(sizeof(uffd_msg)); ++i) handle(msgs[i]);
-    while (stashed_ > 0) serve_fault(stash_[--stashed_]);
-    finish_releases();
+    finish_releases();  // and the faults stashed meanwhile
   }
 }
 
