@@ -6,7 +6,6 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -23,13 +22,19 @@ namespace cairn::redundancy {
 
 namespace {
 
-constexpr int kStepsInFlight = 2;
+// Steps in flight: as many as the pieces they hold (the buffers a coded member combines, or what partner
+// moves in place) fit kInFlightBytes, at least kMinSteps and at most kMaxSteps. Each piece is a message
+// of its own (a rendezvous on most transports); with only two in flight the transport sat idle between
+// them, and the exchange of two 256 MiB members took about a sixth longer (docs/performance.md).
+constexpr int kMinSteps = 2, kMaxSteps = 8;
+constexpr size_t kInFlightBytes = size_t{32} << 20;
 constexpr size_t kMaxPiece = size_t{1} << 30;  // MPI counts are int
-// Tags: encode uses first+slot, rebuild first+2+slot, partner rebuild's redundancy copy first+4+slot.
+// One tag per kind of message. MPI matches the messages of one sender and tag in the order they were
+// sent, and every member posts its steps in order, so a step's messages never meet another step's.
 constexpr int kTagEncode = kSetTagFirst;
-constexpr int kTagRebuild = kSetTagFirst + 2;
-constexpr int kTagRebuildRed = kSetTagFirst + 4;
-static_assert(kTagRebuildRed + kStepsInFlight <= kSetTagFirst + kSetTagCount);
+constexpr int kTagRebuild = kSetTagFirst + 1;
+constexpr int kTagRebuildRed = kSetTagFirst + 2;
+static_assert(kTagRebuildRed < kSetTagFirst + kSetTagCount);
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 int mod(int a, int n) { return ((a % n) + n) % n; }
@@ -49,13 +54,14 @@ Scratch scratch(size_t bytes) {
   return Scratch(p);
 }
 
-// The window of steps in flight (kStepsInFlight): their requests, one slot per step. Zero-byte transfers
-// are skipped: both sides compute the same counts from the agreed lengths.
+// The window of steps in flight (`depth`, the same on every member): their requests, one slot per step.
+// Zero-byte transfers are skipped: both sides compute the same counts from the agreed lengths.
 class StepWindow {
  public:
   // gentle: wait by testing, with a short sleep between tests that complete nothing, instead of
   // MPI_Waitall's busy wait: for a member whose cores are wanted elsewhere meanwhile.
-  StepWindow(MPI_Comm comm, const char* op, bool gentle = false) : comm_(comm), op_(op), gentle_(gentle) {}
+  StepWindow(MPI_Comm comm, const char* op, int depth, bool gentle = false)
+      : comm_(comm), op_(op), gentle_(gentle), reqs_(static_cast<size_t>(depth)) {}
   ~StepWindow() { abandon(); }
 
   Status send(int slot, const uint8_t* buf, size_t count, int peer, int tag) {
@@ -96,8 +102,8 @@ class StepWindow {
     return Status::ok();
   }
 
-  // Runs `steps` steps, kStepsInFlight at a time: post(s, slot) queues step s's transfers, and once
-  // they completed finish(s, slot) combines what arrived. A slot's buffers are reused two steps on.
+  // Runs `steps` steps, depth at a time: post(s, slot) queues step s's transfers, and once
+  // they completed finish(s, slot) combines what arrived. A slot's buffers are reused depth steps on.
   // On failure the pending requests are cancelled before returning, while the callers' buffers
   // still exist.
   Status run(size_t steps, const std::function<Status(size_t, int)>& post,
@@ -110,17 +116,17 @@ class StepWindow {
  private:
   Status run_steps(size_t steps, const std::function<Status(size_t, int)>& post,
                    const std::function<Status(size_t, int)>& finish) {
+    const size_t depth = reqs_.size();
     auto complete = [&](size_t s) -> Status {
-      int slot = static_cast<int>(s % kStepsInFlight);
+      int slot = static_cast<int>(s % depth);
       CAIRN_TRY(wait(slot));
       return finish(s, slot);
     };
     for (size_t s = 0; s < steps; s++) {
-      CAIRN_TRY(post(s, static_cast<int>(s % kStepsInFlight)));
-      if (s + 1 >= kStepsInFlight) CAIRN_TRY(complete(s + 1 - kStepsInFlight));
+      CAIRN_TRY(post(s, static_cast<int>(s % depth)));
+      if (s + 1 >= depth) CAIRN_TRY(complete(s + 1 - depth));
     }
-    for (size_t s = steps > kStepsInFlight - 1 ? steps - (kStepsInFlight - 1) : 0; s < steps; s++)
-      CAIRN_TRY(complete(s));
+    for (size_t s = steps > depth - 1 ? steps - (depth - 1) : 0; s < steps; s++) CAIRN_TRY(complete(s));
     return Status::ok();
   }
 
@@ -141,7 +147,7 @@ class StepWindow {
   MPI_Comm comm_;
   const char* op_;
   bool gentle_ = false;
-  std::array<std::vector<MPI_Request>, kStepsInFlight> reqs_;
+  std::vector<std::vector<MPI_Request>> reqs_;
 };
 
 // What both calls derive from the agreed inputs.
@@ -150,6 +156,7 @@ struct Geometry {
   size_t seg = 0;     // segment length
   size_t piece = 0;   // bytes of a segment per step
   size_t pieces = 0;  // steps per segment
+  int depth = kMinSteps;  // steps in flight
 };
 
 uint64_t fnv1a(uint64_t h, uint64_t v) {
@@ -204,6 +211,8 @@ Status agree(MPI_Comm comm, const char* op, const SetCode& code, const std::vect
   geo->seg = code.segment_len(max_len);
   geo->piece = std::min({round_up(chunk, 64), kMaxPiece, std::max<size_t>(geo->seg, 64)});
   geo->pieces = (geo->seg + geo->piece - 1) / geo->piece;
+  const size_t per_step = (code.scheme() == Redundancy::partner ? 1 : static_cast<size_t>(std::max(geo->k, 1))) * geo->piece;
+  geo->depth = static_cast<int>(std::clamp<size_t>(kInFlightBytes / per_step, kMinSteps, kMaxSteps));
   return Status::ok();
 }
 
@@ -223,8 +232,8 @@ Status encode_partner(StepWindow& window, const Geometry& g, const std::vector<s
     size_t off = s * g.piece, len = std::min(g.piece, g.seg - off);
     const bool in = changed_in(changed, lens, left, off, len), out = changed_in(changed, lens, g.me, off, len);
     if (!in && !out) ++report->skipped;
-    if (in) CAIRN_TRY(window.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagEncode + slot));
-    if (out) CAIRN_TRY(window.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagEncode + slot));
+    if (in) CAIRN_TRY(window.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagEncode));
+    if (out) CAIRN_TRY(window.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagEncode));
     return Status::ok();
   };
   report->steps += g.pieces;
@@ -238,7 +247,7 @@ Status encode_partner(StepWindow& window, const Geometry& g, const std::vector<s
 Status encode_coded(StepWindow& window, const SetCode& code, const Geometry& g,
                     const std::vector<size_t>& lens, const uint8_t* my_data, uint8_t* my_red,
                     const ChangedChunks* changed, EncodeReport* report) {
-  Scratch bufs = scratch(static_cast<size_t>(kStepsInFlight) * g.k * g.piece);
+  Scratch bufs = scratch(static_cast<size_t>(g.depth) * g.k * g.piece);
   auto piece_buf = [&](int slot, int j) { return bufs.get() + (static_cast<size_t>(slot) * g.k + j) * g.piece; };
   std::vector<const uint8_t*> src(g.k);
   auto touched = [&](int stripe, size_t off, size_t len) {
@@ -257,13 +266,13 @@ Status encode_coded(StepWindow& window, const SetCode& code, const Geometry& g,
       size_t pos = static_cast<size_t>(j) * g.seg + off;
       // A parity row that is a copy of its one source lands in place, as partner's copy does.
       uint8_t* to = code.parity_row_is_copy(p) ? my_red + static_cast<size_t>(p) * g.seg + off : piece_buf(slot, j);
-      CAIRN_TRY(window.recv(slot, to, have(lens[y], pos, len), len, y, kTagEncode + slot));
+      CAIRN_TRY(window.recv(slot, to, have(lens[y], pos, len), len, y, kTagEncode));
     }
     for (int j = 0; j < g.k; j++) {
       if (!touched(mod(g.me - 1 - j, g.n), off, len)) continue;  // its holder skips this parity piece
       int holder = code.shard_owner(mod(g.me - 1 - j, g.n), g.k + p);
       size_t pos = static_cast<size_t>(j) * g.seg + off;
-      CAIRN_TRY(window.send(slot, at(my_data, pos), have(lens[g.me], pos, len), holder, kTagEncode + slot));
+      CAIRN_TRY(window.send(slot, at(my_data, pos), have(lens[g.me], pos, len), holder, kTagEncode));
     }
     return Status::ok();
   };
@@ -289,20 +298,20 @@ Status rebuild_partner(StepWindow& window, const Geometry& g, const std::vector<
   int left = mod(g.me - 1, g.n), right = mod(g.me + 1, g.n);
   const bool red_too = part == RebuildPart::all;
   // With `place`, a lost member's data arrives in a piece buffer per slot, which place() copies on.
-  Scratch bufs = scratch(lost[g.me] && place ? static_cast<size_t>(kStepsInFlight) * g.piece : 0);
+  Scratch bufs = scratch(lost[g.me] && place ? static_cast<size_t>(g.depth) * g.piece : 0);
   auto post = [&](size_t s, int slot) -> Status {
     size_t off = s * g.piece, len = std::min(g.piece, g.seg - off);
     if (lost[g.me]) {
       size_t mine = have(lens[g.me], off, len);  // my data has no padding to fill
       uint8_t* to = place ? bufs.get() + static_cast<size_t>(slot) * g.piece : at(my_data, off);
-      CAIRN_TRY(window.recv(slot, to, mine, mine, right, kTagRebuild + slot));
+      CAIRN_TRY(window.recv(slot, to, mine, mine, right, kTagRebuild));
       if (!red_too) return Status::ok();
-      return window.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagRebuildRed + slot);
+      return window.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagRebuildRed);
     }
     if (lost[left])
-      CAIRN_TRY(window.send(slot, my_red + off, have(lens[left], off, len), left, kTagRebuild + slot));
+      CAIRN_TRY(window.send(slot, my_red + off, have(lens[left], off, len), left, kTagRebuild));
     if (lost[right] && red_too)
-      CAIRN_TRY(window.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagRebuildRed + slot));
+      CAIRN_TRY(window.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagRebuildRed));
     return Status::ok();
   };
   auto finish = [&](size_t s, int slot) -> Status {
@@ -356,7 +365,7 @@ Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
   bool rebuilding = lost[g.me];
   // Whether my piece of stripe st goes through place() (my data's pieces, where the caller gave it).
   auto placed = [&](int st) { return place && code.shard_of(st, g.me) < g.k; };
-  Scratch bufs = scratch(rebuilding ? static_cast<size_t>(kStepsInFlight * g.k + 1) * g.piece : 0);
+  Scratch bufs = scratch(rebuilding ? static_cast<size_t>(g.depth * g.k + 1) * g.piece : 0);
   auto piece_buf = [&](int slot, int j) { return bufs.get() + (static_cast<size_t>(slot) * g.k + j) * g.piece; };
   std::vector<const uint8_t*> src(g.k);
   auto step = [&](size_t s, int* st, size_t* off, size_t* len) {
@@ -373,11 +382,11 @@ Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
       if (!needs(g.me, st, off, len)) return Status::ok();
       if (uint8_t* dst = direct(st, off, len)) {
         int sh = plan.sources[0], y = code.shard_owner(st, sh);
-        return window.recv(slot, placed(st) ? piece_buf(slot, 0) : dst, len, len, y, kTagRebuild + slot);
+        return window.recv(slot, placed(st) ? piece_buf(slot, 0) : dst, len, len, y, kTagRebuild);
       }
       for (int j = 0; j < g.k; j++) {
         int sh = plan.sources[j], y = code.shard_owner(st, sh);
-        CAIRN_TRY(window.recv(slot, piece_buf(slot, j), shard_bytes(y, sh, off, len), len, y, kTagRebuild + slot));
+        CAIRN_TRY(window.recv(slot, piece_buf(slot, j), shard_bytes(y, sh, off, len), len, y, kTagRebuild));
       }
       return Status::ok();
     }
@@ -386,7 +395,7 @@ Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
     const uint8_t* piece = sh < g.k ? at(my_data, shard_at(sh, off)) : my_red + shard_at(sh, off);
     for (int x = 0; x < g.n; x++)
       if (lost[x] && needs(x, st, off, len))
-        CAIRN_TRY(window.send(slot, piece, shard_bytes(g.me, sh, off, len), x, kTagRebuild + slot));
+        CAIRN_TRY(window.send(slot, piece, shard_bytes(g.me, sh, off, len), x, kTagRebuild));
     return Status::ok();
   };
   auto finish = [&](size_t s, int slot) -> Status {
@@ -408,7 +417,7 @@ Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
       return Status::ok();
     }
     // Rebuilt aside: placed from there, or, where my data ends inside this piece, its head kept.
-    uint8_t* aside = piece_buf(kStepsInFlight, 0);
+    uint8_t* aside = piece_buf(g.depth, 0);
     code.recover_shard(plan, t, len, src.data(), aside);
     if (placed(st)) place(shard_at(sh, off), aside, keep);
     else std::memcpy(my_data + shard_at(sh, off), aside, keep);
@@ -459,7 +468,7 @@ Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data
   Geometry g;
   CAIRN_TRY(agree(set_comm, op, code, lens, nullptr, chunk, check, &g, fp));
   if (g.seg == 0) return Status::ok();
-  StepWindow window(set_comm, op);
+  StepWindow window(set_comm, op, g.depth);
   if (code.scheme() == Redundancy::partner) return encode_partner(window, g, lens, my_data, my_red, changed, report);
   return encode_coded(window, code, g, lens, my_data, my_red, changed, report);
 }
@@ -491,7 +500,7 @@ Status rebuild_set(MPI_Comm set_comm, const SetCode& code, const std::vector<boo
   Geometry g;
   CAIRN_TRY(agree(set_comm, op, code, lens, &lost, chunk, check, &g));
   if (g.seg == 0) return Status::ok();
-  StepWindow window(set_comm, op, gentle && !lost[static_cast<size_t>(g.me)]);
+  StepWindow window(set_comm, op, g.depth, gentle && !lost[static_cast<size_t>(g.me)]);
   if (code.scheme() == Redundancy::partner)
     return rebuild_partner(window, g, lens, lost, my_data, my_red, part, place);
   return rebuild_coded(window, code, g, lens, lost, my_data, my_red, part, place);
