@@ -234,8 +234,10 @@ const std::vector<Knob>& knobs() {
       {.name = "exchange_chunk", .kind = Kind::size, .member = &Config::exchange_chunk,
        .default_text = "4M", .min = 64 * KiB, .max = GiB,
        .description = "Bytes per message of the level-2 exchange between nodes; accepts K, M and G "
-                      "suffixes. A few are in flight per rank: larger values can raise bandwidth on "
-                      "fast networks and cost memory; lower it when memory is tight. A restart that "
+                      "suffixes. Up to eight are in flight per rank (as many as fit 32 MiB, at least "
+                      "two; with xor and rs a step holds one from each of the k members it combines): "
+                      "larger values can raise bandwidth on fast networks and cost memory; lower it "
+                      "when memory is tight. A restart that "
                       "rebuilds a lost rank's data sends it in messages of at most 2M, so that each is "
                       "still in the CPU cache when it is copied into place."},
       {.name = "restart_threads", .kind = Kind::integer, .member = &Config::restart_threads,
