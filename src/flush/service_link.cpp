@@ -30,23 +30,23 @@ ServiceLink::~ServiceLink() {
 
 bool ServiceLink::wait_ready(double timeout_s) {
   std::unique_lock<std::mutex> lock(impl_->mu);
-  impl_->cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return impl_->settled; });
-  return impl_->agent_id_pub != 0;
+  impl_->cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return impl_->agent.settled; });
+  return impl_->agent.id != 0;
 }
 
 bool ServiceLink::available() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->available;
+  return impl_->agent.available;
 }
 
 uint64_t ServiceLink::agent_id() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->agent_id_pub;
+  return impl_->agent.id;
 }
 
 std::string ServiceLink::agent_where() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->agent_where_pub;
+  return impl_->agent.where;
 }
 
 Result<FlushTicket> ServiceLink::post(uint64_t version, const Manifest& manifest, const uint8_t* data,
@@ -66,86 +66,51 @@ Result<FlushTicket> ServiceLink::post(uint64_t version, const Manifest& manifest
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    if (!impl_->available) return make_error(Code::ERR_NOT_SUPPORTED, "the checkpoint service is not available");
-    id = j.id = impl_->next_job++;
-    // The application's interval between these versions: when it made them (cairn_checkpoint, the
-    // manifest's creation), not when they reach this stage, which they may do late (the first version's
-    // set-up) or back to back (versions queued behind a slow drain).
-    if (manifest.created_unix_ns > 0) {
-      double made = static_cast<double>(manifest.created_unix_ns) / 1e9;
-      if (impl_->last_made > 0 && made > impl_->last_made) impl_->interval_s = made - impl_->last_made;
-      impl_->last_made = made;
-    }
-    impl_->jobs.emplace(id, std::move(j));
+    if (!impl_->agent.available) return make_error(Code::ERR_NOT_SUPPORTED, "the checkpoint service is not available");
+    id = impl_->jobs.add(std::move(j));
   }
   impl_->notify();
   return id;
 }
 
-// Under mu: an ended job's ticket is finished (the job leaves the table) and its outcome returned.
-Status ServiceLink::Impl::finish(FlushTicket ticket, bool* done) {
-  auto it = jobs.find(ticket);
-  *done = true;
-  if (it == jobs.end())
-    return make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(ticket));
-  if (it->second.state == FlushState::pending) {
-    *done = false;
-    return Status::ok();
-  }
-  Status outcome = it->second.outcome;
-  jobs.erase(it);
-  return outcome;
-}
-
 Status ServiceLink::test(FlushTicket ticket, bool* done) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->finish(ticket, done);
+  return impl_->jobs.finish(ticket, done);
 }
 
 Status ServiceLink::wait(FlushTicket ticket, double timeout_s, bool* done) {
   std::unique_lock<std::mutex> lock(impl_->mu);
-  auto ended = [&] {
-    auto it = impl_->jobs.find(ticket);
-    return it == impl_->jobs.end() || it->second.state != FlushState::pending;
-  };
-  impl_->cv.wait_for(lock, std::chrono::duration<double>(timeout_s), ended);
-  return impl_->finish(ticket, done);
+  impl_->cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return impl_->jobs.ended(ticket); });
+  return impl_->jobs.finish(ticket, done);
 }
 
 Status ServiceLink::cancel(FlushTicket ticket) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    auto it = impl_->jobs.find(ticket);
-    if (it == impl_->jobs.end())
-      return make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(ticket));
-    it->second.cancel_requested = true;
+    LinkJob* j = impl_->jobs.find(ticket);
+    if (!j) return make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(ticket));
+    j->cancel_requested = true;
   }
   impl_->notify();
   // The thread revokes the slot's registration and waits for its own writes of the slot; bounded, so
   // that a wedged provider cannot hold the pipeline.
   std::unique_lock<std::mutex> lock(impl_->mu);
   impl_->cv.wait_for(lock, std::chrono::seconds(5), [&] {
-    auto it = impl_->jobs.find(ticket);
-    return it == impl_->jobs.end() ||
-           (it->second.state != FlushState::pending && it->second.writes_in_flight == 0 && !it->second.cancel_requested);
+    const LinkJob* j = impl_->jobs.find(ticket);
+    return !j || (j->state != FlushState::pending && j->writes_in_flight == 0 && !j->cancel_requested);
   });
-  auto it = impl_->jobs.find(ticket);
-  if (it == impl_->jobs.end())
-    return make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(ticket));
-  Status outcome = it->second.state == FlushState::pending ? make_error(Code::ERR_CANCELLED, "cancelled")
-                                                           : it->second.outcome;
-  impl_->jobs.erase(it);
-  return outcome;
+  return impl_->jobs.cancelled(ticket);
 }
 
 Status ServiceLink::probe(bool* changed) {
   if (!changed) return make_error(Code::ERR_INVALID_ARG, "cairn_probe_agents: changed is NULL");
   std::unique_lock<std::mutex> lock(impl_->mu);
-  impl_->probe_requested = true;
+  AgentView& a = impl_->agent;
+  a.probe_requested = true;
   impl_->notify();
-  impl_->cv.wait_for(lock, std::chrono::seconds(1), [&] { return !impl_->probe_requested; });
-  *changed = impl_->changes != impl_->changes_seen;
-  impl_->changes_seen = impl_->changes;
+  impl_->cv.wait_for(lock, std::chrono::seconds(1), [&] { return !a.probe_requested; });
+  *changed = a.changes != a.changes_seen;
+  a.changes_seen = a.changes;
   return Status::ok();
 }
 
@@ -155,8 +120,8 @@ void ServiceLink::Impl::notify(uint64_t n) { (void)!::write(wake.get(), &n, size
 
 void ServiceLink::Impl::set_available(bool avail, bool settle) {
   std::lock_guard<std::mutex> lock(mu);
-  available = avail;
-  if (settle) settled = true;
+  agent.available = avail;
+  if (settle) agent.settled = true;
   cv.notify_all();
 }
 
@@ -177,12 +142,13 @@ void ServiceLink::Impl::run() {
     if (take) take_offer();
     {
       std::lock_guard<std::mutex> lock(mu);
-      session.handle_cancels(jobs);
+      LinkJobs& rows = jobs.rows();
+      session.handle_cancels(rows);
       if (session.welcomed() && !ctl.has_offer())  // a new version waits for the move to the offered agent
-        session.send_jobs(jobs, [&](const LinkJob& j) { ctl.report_usage(j.manifest.total_size, interval_s); });
+        session.send_jobs(rows, [&](const LinkJob& j) { ctl.report_usage(j.manifest.total_size, jobs.interval_s()); });
       drive_restore();
-      if (session.pushing()) session.push_chunks(jobs);
-      session.check_deadlines(jobs);
+      if (session.pushing()) session.push_chunks(rows);
+      session.check_deadlines(rows);
       suspect = session.suspect();
       busy = fabric_busy();
       cv.notify_all();
@@ -235,9 +201,7 @@ void ServiceLink::Impl::run() {
   ctl.unregister();
   {
     std::lock_guard<std::mutex> lock(mu);
-    for (auto& [id, j] : jobs)
-      if (j.state == FlushState::pending)
-        end_job(j, FlushState::failed, make_error(Code::ERR_IO, "the service link closed"), slots);
+    jobs.end_pending(FlushState::failed, make_error(Code::ERR_IO, "the service link closed"), slots);
     cv.notify_all();
   }
   session.hang_up();
@@ -264,18 +228,16 @@ void ServiceLink::Impl::connect_agent() {
 
 void ServiceLink::Impl::controller_refused(const std::string& why) {
   std::lock_guard<std::mutex> lock(mu);
-  for (auto& [id, j] : jobs)
-    if (j.state == FlushState::pending && !j.sent)
-      end_job(j, FlushState::failed, make_error(Code::ERR_NOT_SUPPORTED, "%s", why.c_str()), slots);
-  available = false;
-  settled = true;
+  jobs.end_pending(FlushState::failed, make_error(Code::ERR_NOT_SUPPORTED, "%s", why.c_str()), slots, /*unsent_only=*/true);
+  agent.available = false;
+  agent.settled = true;
   cv.notify_all();
 }
 
 void ServiceLink::Impl::agent_assigned(bool changed, bool replaced) {
   if (replaced) {
     std::lock_guard<std::mutex> lock(mu);
-    ++changes;
+    ++agent.changes;
   }
   if (changed && session.connected())
     agent_lost("the controller assigned agent " + std::to_string(ctl.assigned().agent_id), false);
@@ -285,12 +247,10 @@ void ServiceLink::Impl::agent_assigned(bool changed, bool replaced) {
 void ServiceLink::Impl::controller_gone() {
   if (session.connected()) agent_lost("the controller is gone", false);
   std::lock_guard<std::mutex> lock(mu);
-  for (auto& [id, j] : jobs)
-    if (j.state == FlushState::pending)
-      end_job(j, FlushState::failed, make_error(Code::ERR_IO, "the checkpoint service is gone"), slots);
-  available = false;
-  agent_id_pub = 0;
-  settled = true;
+  jobs.end_pending(FlushState::failed, make_error(Code::ERR_IO, "the checkpoint service is gone"), slots);
+  agent.available = false;
+  agent.id = 0;
+  agent.settled = true;
   cv.notify_all();
 }
 
@@ -299,12 +259,11 @@ void ServiceLink::Impl::controller_gone() {
 // current agent. Under mu.
 bool ServiceLink::Impl::offer_due() {
   bool unsent = false, in_flight = false;
-  for (const auto& [id, j] : jobs)
-    if (j.state == FlushState::pending && !j.cancel_requested) (j.sent ? in_flight : unsent) = true;
-  if (probe_requested) {
+  jobs.pending(&unsent, &in_flight);
+  if (agent.probe_requested) {
     ctl.probe();
     if (!ctl.has_offer() || in_flight) {  // nothing to take now (or later, once the version in flight ends)
-      probe_requested = false;
+      agent.probe_requested = false;
       cv.notify_all();
     }
   }
@@ -315,9 +274,9 @@ void ServiceLink::Impl::take_offer() {
   session.close();  // nothing in flight there: a plain goodbye
   ctl.take_offer();
   std::lock_guard<std::mutex> lock(mu);
-  agent_id_pub = 0;
-  ++changes;
-  probe_requested = false;  // a probe waiting for this move sees it
+  agent.id = 0;
+  ++agent.changes;
+  agent.probe_requested = false;  // a probe waiting for this move sees it
   cv.notify_all();
 }
 
@@ -325,12 +284,12 @@ void ServiceLink::Impl::on_agent_frame(const wire::Frame& f) {
   AgentSession::Heard heard;
   {
     std::lock_guard<std::mutex> lock(mu);
-    heard = session.on_frame(f, jobs);
+    heard = session.on_frame(f, jobs.rows());
     if (heard.kind == AgentSession::Heard::Kind::welcomed) {
-      agent_id_pub = session.agent().agent_id;
-      agent_where_pub = session.agent().manager + " " + session.agent().agent_address;
-      available = true;
-      settled = true;
+      agent.id = session.agent().agent_id;
+      agent.where = session.agent().manager + " " + session.agent().agent_address;
+      agent.available = true;
+      agent.settled = true;
       cv.notify_all();
     } else if (heard.kind == AgentSession::Heard::Kind::restored) {
       on_restored(heard.restored);  // wakes the restore's caller when it ends
@@ -348,8 +307,8 @@ void ServiceLink::Impl::agent_lost(const std::string& why, bool ask_for_another)
   session.close();
   {
     std::lock_guard<std::mutex> lock(mu);
-    session.unsend(jobs);
-    agent_id_pub = 0;
+    session.unsend(jobs.rows());
+    agent.id = 0;
     if (restore && restore->sent && !restore->ended) end_restore(Status(Code::ERR_IO, "agent lost: " + why));
   }
   if (ask_for_another) ctl.replace_agent();
@@ -363,7 +322,7 @@ void ServiceLink::Impl::progress_fabric() {
     std::optional<std::string> failed;
     {
       std::lock_guard<std::mutex> lock(mu);
-      failed = session.completed(done, jobs);
+      failed = session.completed(done, jobs.rows());
       cv.notify_all();
     }
     if (failed) agent_lost("a push failed: " + *failed, true);
@@ -372,8 +331,7 @@ void ServiceLink::Impl::progress_fabric() {
 }
 
 bool ServiceLink::Impl::fabric_busy() const {
-  for (const auto& [id, j] : jobs)
-    if (j.state == FlushState::pending || j.writes_in_flight > 0) return true;
+  if (jobs.moving()) return true;
   return restore && restore->sent && !restore->ended;  // the agent writes into our memory
 }
 

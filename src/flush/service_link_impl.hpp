@@ -7,7 +7,8 @@
 //   AgentSession      (agent_session)      the session with the current agent, the fabric endpoint, the
 //                                          jobs' movement there (flush, push writes, deadlines, cancels)
 //   SlotRegistry      (slot_registry)      the slots' registrations with the endpoint
-// The table below mu is what the callers and the thread share.
+// What the callers and the thread share is below mu: the jobs (link_job.hpp), the restore, the agent as
+// the callers see it.
 #pragma once
 
 #include <memory>
@@ -32,25 +33,28 @@ struct LinkRestore {
   std::vector<std::unique_ptr<fabric::MemoryRegion>> regions;  // revoked when it ends
 };
 
+// What the callers see of the rank's agent, as the link's thread last published it.
+struct AgentView {
+  bool settled = false;    // wait_ready may return: an agent is up, or none will be soon
+  bool available = false;  // registered, and an agent is up or being started
+  uint64_t id = 0;         // the agent serving the rank (0: none)
+  std::string where;       // its manager and address, for logs
+  uint64_t changes = 0, changes_seen = 0;  // agent changes, and how many the last probe saw
+  bool probe_requested = false;            // cairn_probe_agents: take an offered agent now
+};
+
 struct ServiceLink::Impl : ControllerClient::Listener {
   explicit Impl(ServiceSettings settings) : s(std::move(settings)) {}
   ServiceSettings s;
 
-  // Shared with the callers, under mu.
+  // Shared with the callers, under mu; cv wakes them when a job, the restore or the agent changes.
   std::mutex mu;
   std::condition_variable cv;
-  LinkJobs jobs;
+  JobTable jobs;
   std::unique_ptr<LinkRestore> restore;
-  uint64_t next_job = 1;
-  double last_made = 0, interval_s = 0;  // between the making of the last two versions handed over
-  bool settled = false;    // wait_ready may return: an agent is up, or none will be soon
-  bool available = false;  // registered, and an agent is up or being started
+  AgentView agent;
   bool stop = false;
-  uint64_t agent_id_pub = 0;
-  bool probe_requested = false;  // cairn_probe_agents: take an offered agent now
-  uint64_t changes = 0, changes_seen = 0;  // agent changes, and how many the last probe saw
-  std::string agent_where_pub;
-  fs::Fd wake;
+  fs::Fd wake;  // the callers wake the thread (notify)
   std::thread thread;
 
   // Owned by the thread.
@@ -58,7 +62,6 @@ struct ServiceLink::Impl : ControllerClient::Listener {
   ControllerClient ctl{s, *this};
   AgentSession session{s, slots};
 
-  Status finish(FlushTicket ticket, bool* done);  // under mu
   void run();
   void notify(uint64_t n = 1);
   void set_available(bool avail, bool settle);

@@ -11,7 +11,7 @@ namespace cairn::flush {
 Status ServiceLink::restore(uint64_t version, const std::vector<RestoreTarget>& targets, double timeout_s) {
   Impl& i = *impl_;
   std::unique_lock<std::mutex> lock(i.mu);
-  if (!i.available || i.agent_id_pub == 0)
+  if (!i.agent.available || i.agent.id == 0)
     return make_error(Code::ERR_NOT_SUPPORTED, "restore through the service: no agent serves this rank");
   if (i.restore) return make_error(Code::ERR_SEQUENCE, "restore through the service: one is already under way");
   i.restore = std::make_unique<LinkRestore>();
