@@ -7,7 +7,8 @@
 // must be resized, the hosts read the old files and move the pieces. cairn_restart_available only names
 // the version (from the records), and cairn_restart then reads it as it would alone.
 // Every way, every element arrives where its global index says; a damaged old file or slot chunk sends
-// the restart on (older version, or L3); a region no rank can fit makes no rank touch its buffers.
+// the restart on (older version, or L3); a region no rank can fit makes no rank touch its buffers. From
+// L2, a lost node's old ranks are rebuilt by their sets for the new layout (reshaped_from_l2).
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <mpi.h>
@@ -308,6 +309,48 @@ TEST_F(ReshapeDirect, FromL1AfterRestartAvailable) {
     }
   }
   decide_map_to_read_for_tests(std::nullopt);
+}
+
+// From L2: one simulated node per rank, xor sets of two (old ranks {0,1} and {2,3}); the new job runs on
+// the first nodes, so on 3 ranks old rank 3's cache (node3) has no host and counts as lost. The hosts
+// verify the survivors, each lost old rank is rebuilt by a rank that hosts no other member of its set,
+// and everything moves to the new layout. A survivor whose slot is damaged counts as lost as well and is
+// rebuilt; a set that lost both its members sends the restart to L3, with the right bytes all the same.
+TEST_F(ReshapeDirect, FromL2LostRanksAreRebuiltForTheNewLayout) {
+  setenv("CAIRN_REDUNDANCY", "xor", 1);
+  setenv("CAIRN_SET_SIZE", "2", 1);
+  struct Case {
+    int ranks;
+    bool lose_node1;  // old rank 1's cache removed
+    int damaged;      // old rank whose slot gets a flipped byte (-1: none)
+    int level;        // where the restart must come from
+  };
+  for (Case c : {Case{3, true, -1, CAIRN_LEVEL_L2},    // old ranks 1 and 3 rebuilt, one in each set
+                 Case{3, false, 0, CAIRN_LEVEL_L2},    // old rank 0 fails its check: rebuilt, with 3
+                 Case{3, true, 0, CAIRN_LEVEL_L3},     // old ranks 0 and 1 both gone: more than xor tolerates
+                 Case{2, false, -1, CAIRN_LEVEL_L3}}) {  // nodes 2 and 3 out of the job: set {2,3} gone
+    write_versions(1, /*keep_caches=*/true);
+    if (g_rank == 0) {
+      Config cfg;
+      cfg.prefix = root_ + "/prefix";
+      cfg.cache_dir = root_ + "/cache";
+      cfg.job = "direct";
+      if (c.lose_node1) {
+        ASSERT_TRUE(fs::remove_tree(make_layout(cfg).node_cache("node1")).is_ok());
+      }
+      if (c.damaged >= 0) damage_slot("node" + std::to_string(c.damaged), c.damaged, 1, 200000);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    EXPECT_TRUE(everywhere(restarts(c.ranks, c.level, 1)))
+        << "on " << c.ranks << " ranks, node1 " << (c.lose_node1 ? "lost" : "kept") << ", old rank " << c.damaged << " damaged";
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) {
+      ASSERT_TRUE(fs::remove_tree(root_ + "/cache").is_ok());
+      ASSERT_TRUE(fs::remove_tree(root_ + "/prefix").is_ok());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  unsetenv("CAIRN_SET_SIZE");
 }
 
 }  // namespace
