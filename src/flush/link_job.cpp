@@ -2,6 +2,10 @@
 
 namespace cairn::flush {
 
+namespace {
+Status unknown(uint64_t id) { return make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(id)); }
+}  // namespace
+
 uint64_t JobTable::add(LinkJob j) {
   const uint64_t id = j.id = next_id_++;
   if (j.manifest.created_unix_ns > 0) {
@@ -26,7 +30,7 @@ bool JobTable::ended(uint64_t id) const {
 Status JobTable::finish(uint64_t id, bool* done) {
   auto it = jobs_.find(id);
   *done = true;
-  if (it == jobs_.end()) return make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(id));
+  if (it == jobs_.end()) return unknown(id);
   if (it->second.state == FlushState::pending) {
     *done = false;
     return Status::ok();
@@ -36,9 +40,16 @@ Status JobTable::finish(uint64_t id, bool* done) {
   return outcome;
 }
 
+Status JobTable::request_cancel(uint64_t id) {
+  LinkJob* j = find(id);
+  if (!j) return unknown(id);
+  j->cancel_requested = true;
+  return Status::ok();
+}
+
 Status JobTable::cancelled(uint64_t id) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(id));
+  if (it == jobs_.end()) return unknown(id);
   Status outcome = it->second.state == FlushState::pending ? make_error(Code::ERR_CANCELLED, "cancelled") : it->second.outcome;
   jobs_.erase(it);
   return outcome;

@@ -59,6 +59,8 @@ class JobTable {
   // An ended job's ticket is finished (the job leaves the table) and its outcome returned; *done false
   // (and ok) while it is pending; ERR_INVALID_ARG for an unknown ticket.
   Status finish(uint64_t id, bool* done);
+  // The link's thread is to stop the job (ERR_INVALID_ARG for an unknown ticket).
+  Status request_cancel(uint64_t id);
   // The job leaves the table; its outcome: ERR_CANCELLED if it was still pending.
   Status cancelled(uint64_t id);
   // Every pending job (with unsent_only: every one no agent has yet) ends `st` with `why`.

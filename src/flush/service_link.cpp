@@ -87,9 +87,7 @@ Status ServiceLink::wait(FlushTicket ticket, double timeout_s, bool* done) {
 Status ServiceLink::cancel(FlushTicket ticket) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    LinkJob* j = impl_->jobs.find(ticket);
-    if (!j) return make_error(Code::ERR_INVALID_ARG, "no service job %llu", static_cast<unsigned long long>(ticket));
-    j->cancel_requested = true;
+    CAIRN_TRY(impl_->jobs.request_cancel(ticket));
   }
   impl_->notify();
   // The thread revokes the slot's registration and waits for its own writes of the slot; bounded, so

@@ -23,11 +23,11 @@ inline constexpr int kSetTagCount = 8;
 
 // Common to both calls:
 // - chunk: pipeline unit in bytes (> 0; rounded up to a multiple of 64, at most 1 GiB); the same on
-//   every member. Up to 8 pieces of `chunk` bytes (partner), or steps of k pieces (xor, rs), are in
-//   flight at once: as many steps as fit 32 MiB, and at least 2. Extra memory per member: those steps'
-//   k pieces each (xor/rs encode and a lost member's rebuild: at most max(32 MiB, 2 * k * chunk)), plus
-//   one chunk for a lost member; none for partner (but a lost member that places its data: the steps'
-//   pieces) or for rebuild survivors.
+//   every member. Steps in flight: as many as their pieces fit 32 MiB, 2 to 8 (a partner step moves one
+//   piece, an xor or rs step combines k). Extra memory per member: xor/rs encode and a lost member's
+//   rebuild hold the steps' pieces, at most max(32 MiB, 2 * k * chunk), plus one chunk for a lost
+//   member; a lost member that places its data (partner too) holds one piece per step; nothing more for
+//   partner or for rebuild survivors.
 // - Inputs are checked together first (one small allreduce): a bad or inconsistent argument on any
 //   member (length, chunk, lens, lost) is ERR_INVALID_ARG on every member, never a hang.
 // - MPI errors: the communicator's error handler is set to MPI_ERRORS_RETURN for the call and
