@@ -80,7 +80,7 @@ Result<MappedFile> MappedFile::open_ro(const std::string& path, bool populate) {
   return f;
 }
 
-Result<MappedFile> MappedFile::anonymous(uint64_t size) {
+Result<MappedFile> MappedFile::anonymous(uint64_t size, bool populate) {
   MappedFile f;
   uint64_t len = std::max<uint64_t>(size, 1);
   void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -93,6 +93,17 @@ Result<MappedFile> MappedFile::anonymous(uint64_t size) {
   f.data_ = static_cast<uint8_t*>(p);
   f.size_ = len;
   f.writable_ = true;
+  if (populate) {
+    int rc = -1;
+#ifdef MADV_POPULATE_WRITE
+    rc = madvise(p, len, MADV_POPULATE_WRITE);
+    if (rc != 0 && errno != EINVAL)
+      return make_error(Code::ERR_NO_MEMORY, "cannot fault in %llu bytes of staging memory: %s",
+                        static_cast<unsigned long long>(len), strerror(errno));
+#endif
+    if (rc != 0)  // not in this kernel: a write per page
+      for (uint64_t off = 0; off < len; off += 4096) f.data_[off] = 0;
+  }
   return f;
 }
 

@@ -37,7 +37,9 @@ class MappedFile {
   // Private anonymous memory of `size` bytes (at least one page), for staging a stream read from a
   // file: nothing is zero-filled here (the kernel supplies zero pages as they are first written, huge
   // pages where transparent huge pages allow it), so a reader pays for each page once. path() is empty.
-  static Result<MappedFile> anonymous(uint64_t size);
+  // populate: every page faulted in now instead (MADV_POPULATE_WRITE, else one write per page), for a
+  // caller with time to spare before the bytes arrive; memory the kernel cannot give fails here.
+  static Result<MappedFile> anonymous(uint64_t size, bool populate = false);
 
   // Grow (never shrink) the mapping to hold `size` bytes. gate: as for open_rw.
   Status reserve(uint64_t size, bool prefault, const PieceGate& gate = {});

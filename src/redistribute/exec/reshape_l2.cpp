@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "base/fsutil.hpp"
 #include "base/log.hpp"
@@ -23,17 +24,82 @@
 
 namespace cairn {
 
-// L2 across rank counts. The old ranks whose caches survive are hosted on their nodes (as for L1) and
-// verified; every old redundancy set that lost members within its tolerance is rebuilt by its members'
-// hosts -- one current rank per old member, the lost members' hosts taken from ranks that host no
-// other member of that set -- over a communicator split for that set.
+namespace {
+
+// An old redundancy set as its survivors report it.
+struct OldSet {
+  Redundancy scheme;
+  int m;
+  std::vector<int> members;
+  std::vector<uint64_t> lens;  // each member's stream length
+};
+
+// Who rebuilds what, from which old ranks are good: the same on every rank.
+struct RebuildLayout {
+  std::string reason;            // not empty: the version cannot be rebuilt, and why
+  std::vector<int> to_rebuild;   // the sets with losses (keyed by their first member)
+  std::vector<int> host_of_old;  // old rank -> current rank hosting it
+};
+
+RebuildLayout layout_rebuild(const std::vector<bool>& good, const std::vector<int>& set_of, std::map<int, OldSet>& sets,
+                             std::vector<int> host_of_old, int nranks) {
+  RebuildLayout out;
+  const int p_old = static_cast<int>(good.size());
+  for (int k = 0; k < p_old && out.reason.empty(); ++k)
+    if (!good[k] && set_of[k] < 0) out.reason = "old rank " + std::to_string(k) + " is lost and no survivor of its set reports it";
+  for (auto& [id, s] : sets) {
+    if (!out.reason.empty()) break;
+    std::vector<bool> lost(s.members.size());
+    bool any = false;
+    for (size_t i = 0; i < s.members.size(); ++i) any |= (lost[i] = !good[static_cast<size_t>(s.members[i])]);
+    if (!any) continue;
+    auto code = redundancy::SetCode::make(s.scheme, static_cast<int>(s.members.size()), s.m);
+    if (!code || !code->recoverable(lost))
+      out.reason = "set of old ranks " + std::to_string(s.members.front()) + ".. lost more members than " +
+                   redundancy_name(s.scheme) + " tolerates";
+    else if (static_cast<int>(s.members.size()) > nranks)
+      out.reason = "a set of " + std::to_string(s.members.size()) + " members cannot be rebuilt by " + std::to_string(nranks) + " ranks";
+    out.to_rebuild.push_back(id);
+  }
+  // Hosts of lost members: ranks hosting no other member of the set, spread round-robin.
+  int next = 0;
+  for (int id : out.to_rebuild) {
+    std::set<int> used;
+    for (int mbr : sets[id].members)
+      if (good[static_cast<size_t>(mbr)]) used.insert(host_of_old[mbr]);
+    for (int mbr : sets[id].members) {
+      if (good[static_cast<size_t>(mbr)]) continue;
+      while (used.count(next % nranks)) ++next;
+      host_of_old[mbr] = next % nranks;
+      used.insert(next % nranks);
+      ++next;
+    }
+  }
+  out.host_of_old = std::move(host_of_old);
+  return out;
+}
+
+}  // namespace
+
+// L2 across rank counts. The old ranks whose caches survive are hosted on their nodes (as for L1); every
+// old redundancy set that lost members within its tolerance is rebuilt by its members' hosts -- one
+// current rank per old member, the lost members' hosts taken from ranks that host no other member of that
+// set -- over a communicator split for that set.
+//
+// The hosts report what they hold (records and set records, read without hashing the data) before they
+// verify it. So a lost member's host knows what it will rebuild, and faults in its staging memory while
+// the survivors are hashed. If a survivor then fails its check, every rank learns it, the layout is made
+// again with that old rank lost too, and staging prepared for another layout is dropped.
 Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
-                                 const std::vector<bool>& prot, std::vector<HeldStream>* held,
-                                 std::vector<int>* host_of_old) {
+                         const std::vector<bool>& prot, std::vector<HeldStream>* held, std::vector<int>* host_of_old) {
   held->clear();
   *host_of_old = hosts(holders);
   const double t0 = now_seconds();
-  // Hosts verify their survivors and report (k, ok, scheme, m, n, members...) from the set records.
+  auto warn = [&](int k, const Status& st) {
+    LOG_WARN("restart: old rank %d of version %llu: %s", k, static_cast<unsigned long long>(v), st.message().c_str());
+  };
+  // 1. Hosts read their survivors' records and set records and report
+  //    (k, ok, scheme, m, n, members..., stream lengths...).
   std::vector<uint64_t> report;
   std::map<int, std::string> set_bytes_of;  // hosted survivor -> its set record
   for (int k = 0; k < p_old; ++k) {
@@ -45,9 +111,13 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
       CAIRN_ASSIGN_OR_RETURN(map, MappedFile::open_rw(other.slot_path(static_cast<int>(rec.slot)), 0, false));
       if (map.size() < rec.manifest.total_size)
         return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", map.path().c_str());
-      CAIRN_TRY(verify_stream(rec.manifest, map.data(), rec.manifest.total_size).prefixed(map.path()));
       CAIRN_ASSIGN_OR_RETURN(bytes, other.read_set(v));
       CAIRN_ASSIGN_OR_RETURN(set, redundancy::decode_set_record(bytes));
+      std::vector<uint64_t> lens;
+      for (const std::string& mb : set.manifests) {
+        CAIRN_ASSIGN_OR_RETURN(mf, decode_manifest(mb.data(), mb.size()));
+        lens.push_back(mf.total_size);
+      }
       HeldStream h;
       h.old_rank = k;
       h.manifest = rec.manifest;
@@ -58,26 +128,21 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
       set_bytes_of[k] = bytes;
       report.insert(report.end(), {static_cast<uint64_t>(k), 1, static_cast<uint64_t>(set.scheme), set.m, set.n});
       report.insert(report.end(), set.ranks.begin(), set.ranks.end());
+      report.insert(report.end(), lens.begin(), lens.end());
       return Status::ok();
     }();
     if (!st.is_ok()) {
-      LOG_WARN("restart: old rank %d of version %llu: %s", k, static_cast<unsigned long long>(v), st.message().c_str());
+      warn(k, st);
       report.insert(report.end(), {static_cast<uint64_t>(k), 0, 0, 0, 0});
     }
   }
-  const double t_verified = now_seconds();
   std::vector<uint64_t> all;
   CAIRN_TRY(allgather_u64(app_comm_, report, &all));
   const double t_reported = now_seconds();
 
-  // The global picture, the same on every rank: which old ranks are good, and the sets.
+  // 2. The global picture, the same on every rank: which old ranks are good, and the sets.
   std::vector<bool> good(static_cast<size_t>(p_old), false);
-  struct OldSet {
-    Redundancy scheme;
-    int m;
-    std::vector<int> members;
-  };
-  std::map<int, OldSet> sets;     // keyed by the set's first member
+  std::map<int, OldSet> sets;  // keyed by the set's first member
   std::vector<int> set_of(static_cast<size_t>(p_old), -1);
   for (size_t i = 0; i < all.size();) {
     int k = static_cast<int>(all[i]);
@@ -85,57 +150,61 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
     int setn = static_cast<int>(all[i + 4]);
     if (ok && k < p_old) {
       good[k] = prot[k];
-      OldSet s{static_cast<Redundancy>(all[i + 2]), static_cast<int>(all[i + 3]), {}};
+      OldSet s{static_cast<Redundancy>(all[i + 2]), static_cast<int>(all[i + 3]), {}, {}};
       for (int j = 0; j < setn; ++j) s.members.push_back(static_cast<int>(all[i + 5 + j]));
+      for (int j = 0; j < setn; ++j) s.lens.push_back(all[i + 5 + setn + j]);
       if (!s.members.empty()) {
         for (int mbr : s.members)
           if (mbr < p_old) set_of[mbr] = s.members.front();
         sets[s.members.front()] = s;
       }
     }
-    i += 5 + static_cast<size_t>(ok ? setn : 0);
+    i += 5 + static_cast<size_t>(ok ? 2 * setn : 0);
   }
-  std::string reason;
-  for (int k = 0; k < p_old && reason.empty(); ++k)
-    if (!good[k] && set_of[k] < 0) reason = "old rank " + std::to_string(k) + " is lost and no survivor of its set reports it";
-  std::vector<int> to_rebuild;  // sets with losses
-  for (auto& [id, s] : sets) {
-    if (!reason.empty()) break;
-    std::vector<bool> lost(s.members.size());
-    bool any = false;
-    for (size_t i = 0; i < s.members.size(); ++i) any |= (lost[i] = !good[static_cast<size_t>(s.members[i])]);
-    if (!any) continue;
-    auto code = redundancy::SetCode::make(s.scheme, static_cast<int>(s.members.size()), s.m);
-    if (!code || !code->recoverable(lost))
-      reason = "set of old ranks " + std::to_string(s.members.front()) + ".. lost more members than " +
-               redundancy_name(s.scheme) + " tolerates";
-    else if (static_cast<int>(s.members.size()) > nranks_)
-      reason = "a set of " + std::to_string(s.members.size()) + " members cannot be rebuilt by " + std::to_string(nranks_) + " ranks";
-    to_rebuild.push_back(id);
-  }
-  if (!reason.empty()) {
+  RebuildLayout lay = layout_rebuild(good, set_of, sets, *host_of_old, nranks_);
+  if (!lay.reason.empty()) {
     held->clear();
-    return Status(Code::ERR_UNRECOVERABLE, reason);
+    return Status(Code::ERR_UNRECOVERABLE, lay.reason);
   }
-  // Hosts of lost members: ranks hosting no other member of the set, spread round-robin.
-  int next = 0;
-  for (int id : to_rebuild) {
-    std::set<int> used;
-    for (int mbr : sets[id].members)
-      if (good[static_cast<size_t>(mbr)]) used.insert((*host_of_old)[mbr]);
-    for (int mbr : sets[id].members) {
-      if (good[static_cast<size_t>(mbr)]) continue;
-      while (used.count(next % nranks_)) ++next;
-      (*host_of_old)[mbr] = next % nranks_;
-      used.insert(next % nranks_);
-      ++next;
+
+  // 3. The survivors are hashed; meanwhile the hosts of lost members fault in their staging memory.
+  std::map<int, restore::SetBuffers> staged;  // lost old rank this rank hosts -> its staging memory
+  for (int id : lay.to_rebuild) {
+    const OldSet& s = sets[id];
+    for (size_t i = 0; i < s.members.size(); ++i)
+      if (!good[static_cast<size_t>(s.members[i])] && lay.host_of_old[s.members[i]] == rank_) staged[s.members[i]];
+  }
+  std::thread stager([&] {  // a failure here leaves the buffer empty: the rebuild maps it again, and says why
+    for (auto& [k, buf] : staged) {
+      const OldSet& s = sets[set_of[k]];
+      const size_t i = static_cast<size_t>(std::find(s.members.begin(), s.members.end(), k) - s.members.begin());
+      (void)restore::staging_buffers(s.lens[i], 0, &buf, /*populate=*/true);
+    }
+  });
+  std::vector<uint64_t> failed;
+  for (const HeldStream& h : *held)
+    if (Status st = verify_stream(h.manifest, h.data, h.manifest.total_size).prefixed(h.map->path()); !st.is_ok()) {
+      warn(h.old_rank, st);
+      failed.push_back(static_cast<uint64_t>(h.old_rank));
+    }
+  stager.join();
+  const double t_verified = now_seconds();
+  std::vector<uint64_t> all_failed;
+  CAIRN_TRY(allgather_u64(app_comm_, failed, &all_failed));
+  if (!all_failed.empty()) {  // rebuilt too: a survivor whose mapping is no longer what we hold
+    for (uint64_t k : all_failed) good[static_cast<size_t>(k)] = false;
+    lay = layout_rebuild(good, set_of, sets, *host_of_old, nranks_);
+    if (!lay.reason.empty()) {
+      held->clear();
+      return Status(Code::ERR_UNRECOVERABLE, lay.reason);
     }
   }
-  // A survivor that failed verification is rebuilt: its mapping is no longer what we hold.
+  *host_of_old = lay.host_of_old;
   std::erase_if(*held, [&](const HeldStream& h) { return !good[static_cast<size_t>(h.old_rank)]; });
 
+  // 4. The rebuild, one set at a time.
   Status local = Status::ok();
-  for (int id : to_rebuild) {
+  for (int id : lay.to_rebuild) {
     const OldSet& s = sets[id];
     int my_member = -1;
     for (size_t i = 0; i < s.members.size(); ++i)
@@ -155,7 +224,11 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
       std::optional<LandingVerifier> landing;
       Status ready = Status::ok();
       if (set.job.i_lost()) {
-        ready = restore::staging_buffers(set.plan.mine.total_size, 0, &buf);
+        auto it = staged.find(k);
+        if (it != staged.end() && it->second.data_file && it->second.data_file->size() >= set.plan.mine.total_size)
+          buf = std::move(it->second);
+        else
+          ready = restore::staging_buffers(set.plan.mine.total_size, 0, &buf);
         if (ready.is_ok()) landing.emplace(set.plan.mine, buf.data);
       } else {
         auto it = std::find_if(held->begin(), held->end(), [&](const HeldStream& x) { return x.old_rank == k; });
@@ -182,10 +255,11 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
   Status all_ok = agree(app_comm_, local);
   if (!all_ok.is_ok()) held->clear();
   else if (rank_ == 0)
-    LOG_INFO("restart: version %llu (%d ranks) rebuilt at L2 for the new layout in %.1f ms on rank 0: the survivors it hosts "
-             "verified %.1f ms, the reports gathered %.1f ms, the lost members rebuilt %.1f ms",
-             static_cast<unsigned long long>(v), p_old, (now_seconds() - t0) * 1e3, (t_verified - t0) * 1e3,
-             (t_reported - t_verified) * 1e3, (t_rebuilt - t_reported) * 1e3);
+    LOG_INFO("restart: version %llu (%d ranks) rebuilt at L2 for the new layout in %.1f ms on rank 0: the reports gathered "
+             "%.1f ms, the survivors it hosts verified (the lost members' staging faulted in meanwhile) %.1f ms, the lost "
+             "members rebuilt %.1f ms",
+             static_cast<unsigned long long>(v), p_old, (now_seconds() - t0) * 1e3, (t_reported - t0) * 1e3,
+             (t_verified - t_reported) * 1e3, (t_rebuilt - t_verified) * 1e3);
   return all_ok;
 }
 

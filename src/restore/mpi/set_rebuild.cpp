@@ -89,8 +89,8 @@ Status survivor_buffers(const std::string& slot_path, const std::string& red_pat
   return Status::ok();
 }
 
-Status staging_buffers(uint64_t total, size_t red_len, SetBuffers* out) {
-  CAIRN_ASSIGN_OR_RETURN(d, MappedFile::anonymous(std::max<uint64_t>(total, 1)));
+Status staging_buffers(uint64_t total, size_t red_len, SetBuffers* out, bool populate) {
+  CAIRN_ASSIGN_OR_RETURN(d, MappedFile::anonymous(std::max<uint64_t>(total, 1), populate));
   out->data_file.emplace(std::move(d));
   out->data = out->data_file->data();
   if (red_len == 0) return Status::ok();

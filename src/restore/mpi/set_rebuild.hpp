@@ -99,7 +99,7 @@ struct SetBuffers {
 Status survivor_buffers(const std::string& slot_path, const std::string& red_path, uint64_t total, size_t red_len,
                         bool populate, SetBuffers* out, const uint8_t* stream = nullptr);
 // A lost member's staging memory: `total` bytes of stream, `red_len` of redundancy data (none when 0: a
-// rebuild of the data only).
-Status staging_buffers(uint64_t total, size_t red_len, SetBuffers* out);
+// rebuild of the data only). populate: the data's pages faulted in now (MappedFile::anonymous).
+Status staging_buffers(uint64_t total, size_t red_len, SetBuffers* out, bool populate = false);
 
 }  // namespace cairn::restore

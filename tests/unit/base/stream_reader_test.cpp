@@ -3,9 +3,11 @@
 // and the L3 reader does the same for every layout (a file per rank, N-to-M files, zstd).
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -326,6 +328,28 @@ TEST(StreamReader, AnonymousStagingIsWritableZeroMemory) {
   auto tiny = MappedFile::anonymous(0);
   ASSERT_TRUE(tiny.is_ok());
   EXPECT_GE(tiny->size(), 1u);
+}
+
+// Populated staging has every page in memory before anything is written to it, and reads as zeros.
+TEST(StreamReader, PopulatedStagingIsResidentBeforeItsFirstWrite) {
+  const uint64_t len = (5 << 20) + 12345;
+  const long page = sysconf(_SC_PAGESIZE);
+  auto resident = [&](MappedFile& f) {
+    std::vector<unsigned char> vec((f.size() + page - 1) / page);
+    EXPECT_EQ(mincore(f.data(), f.size(), vec.data()), 0) << strerror(errno);
+    size_t n = 0;
+    for (unsigned char c : vec) n += c & 1;
+    return std::pair<size_t, size_t>(n, vec.size());
+  };
+  auto lazy = MappedFile::anonymous(len);
+  ASSERT_TRUE(lazy.is_ok());
+  EXPECT_LT(resident(*lazy).first, resident(*lazy).second) << "a lazy mapping should not be faulted in whole";
+  auto full = MappedFile::anonymous(len, /*populate=*/true);
+  ASSERT_TRUE(full.is_ok()) << full.status().message();
+  auto [in, all] = resident(*full);
+  EXPECT_EQ(in, all);
+  for (uint64_t off = 0; off < len; off += 4093) ASSERT_EQ(full->data()[off], 0) << off;
+  EXPECT_EQ(full->data()[len - 1], 0);
 }
 
 // Every L3 layout reads back verified into scattered regions, as read_data reads it whole.
