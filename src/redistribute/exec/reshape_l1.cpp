@@ -21,9 +21,6 @@
 #include "redundancy/set_record.hpp"
 
 namespace cairn {
-namespace {
-
-}  // namespace
 
 int regions_fit(const std::map<std::string, Region>& regions, const Manifest& table, int p_new, int rank,
                 std::vector<ReshapeWant>* wants) {
@@ -63,6 +60,24 @@ void adopt_distributions(std::map<std::string, Region>& regions, const std::vect
   }
 }
 
+Result<int> Reshaper::share_table_and_fit(std::string bytes, int root, Manifest* table, std::vector<ReshapeWant>* wants,
+                                          const std::function<int()>& streams) {
+  wants->clear();
+  unsigned long long len = bytes.size();
+  CAIRN_MPI(MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG_LONG, root, app_comm_));
+  if (len == 0) return 0;  // the general path says what is wrong
+  bytes.resize(len);
+  CAIRN_MPI(MPI_Bcast(bytes.data(), static_cast<int>(len), MPI_CHAR, root, app_comm_));
+  auto m = decode_manifest(bytes.data(), bytes.size());
+  if (!m) return 0;  // the same bytes everywhere: every rank says no
+  *table = std::move(m).value();
+  int fits = regions_fit(regions_, *table, nranks_, rank_, wants);
+  if (fits && streams && streams()) fits = 2;
+  int all = 0;
+  CAIRN_MPI(MPI_Allreduce(&fits, &all, 1, MPI_INT, MPI_MIN, app_comm_));
+  return all;
+}
+
 Status Reshaper::from_l1(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
                                  std::vector<HeldStream>* held, bool* streamed) {
   held->clear();
@@ -84,18 +99,10 @@ Status Reshaper::from_l1(uint64_t v, int p_old, const std::vector<std::vector<ui
         if (rec) bytes = encode_manifest(rec->manifest);
       }
     }
-    unsigned long long len = bytes.size();
-    CAIRN_MPI(MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG_LONG, host_of_old[0], app_comm_));
-    bytes.resize(len);
-    if (len) CAIRN_MPI(MPI_Bcast(bytes.data(), static_cast<int>(len), MPI_CHAR, host_of_old[0], app_comm_));
-    auto m = decode_manifest(bytes.data(), bytes.size());
-    int fits = 0;
-    if (len && m) {
-      table = std::move(m).value();
-      fits = regions_fit(regions_, table, nranks_, rank_, &wants);
-      if (fits && streamable(table, wants, p_old, nranks_, rank_, host_of_old)) fits = 2;
-    }
-    CAIRN_MPI(MPI_Allreduce(&fits, &place, 1, MPI_INT, MPI_MIN, app_comm_));
+    CAIRN_ASSIGN_OR_RETURN(fit, share_table_and_fit(std::move(bytes), host_of_old[0], &table, &wants, [&] {
+                             return streamable(table, wants, p_old, nranks_, rank_, host_of_old);
+                           }));
+    place = fit;
   }
   if (place == 2) {  // the move overlaps the read (reshape_stream.cpp)
     Status st = from_l1_streamed(v, p_old, host_of_old, wants);

@@ -57,25 +57,17 @@ Status Reshaper::from_l3_direct(uint64_t v, int p_old, bool* done) {
   *done = false;
   if (!restart_in_place_) return Status::ok();  // cairn_restart_available: the regions stay untouched
   double t0 = now_seconds();
-  // The version's region table (old rank 0's manifest), read once and shared.
-  std::string table;
+  // The version's region table (old rank 0's manifest), read once and shared. Direct only if every
+  // rank's regions already are what the new layout needs (no resize, nothing the general path would
+  // refuse), decided together: otherwise no region is touched here.
+  std::string bytes;
   if (rank_ == 0) {
     auto m0 = l3::read_manifest(layout_, v, 0);
-    if (m0) table = encode_manifest(*m0);
+    if (m0) bytes = encode_manifest(*m0);
   }
-  unsigned long long tlen = table.size();
-  CAIRN_MPI(MPI_Bcast(&tlen, 1, MPI_UNSIGNED_LONG_LONG, 0, app_comm_));
-  if (tlen == 0) return Status::ok();  // the general path says what is wrong
-  table.resize(tlen);
-  CAIRN_MPI(MPI_Bcast(table.data(), static_cast<int>(tlen), MPI_CHAR, 0, app_comm_));
-  auto m0 = decode_manifest(table.data(), table.size());
-  if (!m0) return Status::ok();
-  // Direct only if every rank's regions already are what the new layout needs (no resize, nothing the
-  // general path would refuse), decided together: otherwise no region is touched here.
-  std::vector<ReshapeWant> wants;
-  int fits = regions_fit(regions_, *m0, nranks_, rank_, &wants);
-  int all_fit = 0;
-  CAIRN_MPI(MPI_Allreduce(&fits, &all_fit, 1, MPI_INT, MPI_MIN, app_comm_));
+  Manifest table;
+  std::vector<ReshapeWant> wants;  // into `table`
+  CAIRN_ASSIGN_OR_RETURN(all_fit, share_table_and_fit(std::move(bytes), 0, &table, &wants));
   if (!all_fit) return Status::ok();
 
   // This rank's pieces, per old rank, as destinations of that old rank's stream.

@@ -17,6 +17,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,13 @@ class Reshaper {
   Status from_l3_direct(uint64_t v, int p_old, bool* done);
   Status from_l2(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders, const std::vector<bool>& prot,
                  std::vector<HeldStream>* held, std::vector<int>* host_of_old);
+
+  // The version's region table, `bytes` as `root` read it (empty there: none), shared with every rank
+  // (*table), and whether every rank's regions already have their new size (*wants: this rank's regions,
+  // pointing into *table): 0 no (or no table), 1 yes, 2 yes and `streams` said so on every rank.
+  // Collective.
+  Result<int> share_table_and_fit(std::string bytes, int root, Manifest* table, std::vector<ReshapeWant>* wants,
+                                  const std::function<int()>& streams = {});
 
   // The current rank hosting each old rank's stream: a rank of the first node that reported it, spread
   // over that node's ranks; -1 where no node did.
