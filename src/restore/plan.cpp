@@ -89,4 +89,57 @@ RestorePlan plan_restore(const RestoreInputs& in) {
   return none;
 }
 
+ReshapeL2Plan plan_reshape_l2(const std::vector<bool>& good, const std::vector<int>& set_of,
+                              const std::map<int, OldSet>& sets, std::vector<int> host_of_old, int nranks) {
+  ReshapeL2Plan out;
+  const int p_old = static_cast<int>(good.size());
+  for (int k = 0; k < p_old && out.reason.empty(); ++k)
+    if (!good[k] && set_of[k] < 0) out.reason = "old rank " + std::to_string(k) + " is lost and no survivor of its set reports it";
+  for (const auto& [id, s] : sets) {
+    if (!out.reason.empty()) break;
+    std::vector<bool> lost(s.members.size());
+    bool any = false;
+    for (size_t i = 0; i < s.members.size() && out.reason.empty(); ++i) {
+      if (s.members[i] < 0 || s.members[i] >= p_old)
+        out.reason = "the set of old ranks " + std::to_string(s.members.front()) + ".. names old rank " +
+                     std::to_string(s.members[i]) + ", and the version has " + std::to_string(p_old);
+      else
+        any |= (lost[i] = !good[static_cast<size_t>(s.members[i])]);
+    }
+    if (!any || !out.reason.empty()) continue;
+    auto code = redundancy::SetCode::make(s.scheme, static_cast<int>(s.members.size()), s.m);
+    if (!code || !code->recoverable(lost))
+      out.reason = "set of old ranks " + std::to_string(s.members.front()) + ".. lost more members than " +
+                   redundancy_name(s.scheme) + " tolerates";
+    else if (static_cast<int>(s.members.size()) > nranks)
+      out.reason = "a set of " + std::to_string(s.members.size()) + " members cannot be rebuilt by " +
+                   std::to_string(nranks) + " ranks";
+    else
+      out.to_rebuild.push_back(id);
+  }
+  if (!out.reason.empty()) {
+    out.to_rebuild.clear();
+    out.host_of_old = std::move(host_of_old);
+    return out;
+  }
+  // Hosts of lost members: ranks hosting no other member of the set, spread round-robin. A set has no
+  // more members than there are ranks (above), so a free rank is always found.
+  int next = 0;
+  for (int id : out.to_rebuild) {
+    const OldSet& s = sets.at(id);
+    std::vector<bool> used(static_cast<size_t>(nranks), false);
+    for (int mbr : s.members)
+      if (good[static_cast<size_t>(mbr)] && host_of_old[mbr] >= 0 && host_of_old[mbr] < nranks) used[host_of_old[mbr]] = true;
+    for (int mbr : s.members) {
+      if (good[static_cast<size_t>(mbr)]) continue;
+      while (used[static_cast<size_t>(next % nranks)]) ++next;
+      host_of_old[mbr] = next % nranks;
+      used[static_cast<size_t>(next % nranks)] = true;
+      ++next;
+    }
+  }
+  out.host_of_old = std::move(host_of_old);
+  return out;
+}
+
 }  // namespace cairn::restore

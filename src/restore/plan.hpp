@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,5 +56,30 @@ struct RestorePlan {
 // rank has it and l2_can_rebuild; else L3 if committed; else the next candidate. Rejected versions are
 // already out of inventory.candidates. Never fails: an empty or hopeless inventory gives level none.
 RestorePlan plan_restore(const RestoreInputs& in);
+
+// A restart on another rank count from L2 (redistribute/exec/reshape_l2.cpp): an old redundancy set as
+// its survivors' set records give it, keyed by its first member.
+struct OldSet {
+  Redundancy scheme = Redundancy::single;
+  int m = 0;
+  std::vector<int> members;    // old ranks, member order
+  std::vector<uint64_t> lens;  // each member's stream length
+};
+
+// Which old sets rebuild lost members, and which current rank hosts each old rank.
+struct ReshapeL2Plan {
+  std::string reason;            // not empty: the version cannot be rebuilt at L2, and why
+  std::vector<int> to_rebuild;   // the sets with losses (their first members), in key order
+  std::vector<int> host_of_old;  // old rank -> current rank hosting it (-1: none)
+};
+
+// good[k]: old rank k survives (its host holds it, verified or about to be); set_of[k]: the first member
+// of the set some survivor reported k in (-1: none did); host_of_old: the survivors' hosts. A lost member
+// is hosted by a rank that hosts no other member of its set, taken round-robin over the nranks current
+// ranks across the sets. The reason names the first failure: an old rank lost that no set reports, a set
+// naming an old rank the version does not have, a set that lost more than its code tolerates, or one
+// larger than the job. The same inputs give the same plan on every rank.
+ReshapeL2Plan plan_reshape_l2(const std::vector<bool>& good, const std::vector<int>& set_of,
+                              const std::map<int, OldSet>& sets, std::vector<int> host_of_old, int nranks);
 
 }  // namespace cairn::restore

@@ -21,65 +21,9 @@
 #include "redundancy/set_code.hpp"
 #include "redundancy/set_record.hpp"
 #include "restore/mpi/set_rebuild.hpp"
+#include "restore/plan.hpp"
 
 namespace cairn {
-
-namespace {
-
-// An old redundancy set as its survivors report it.
-struct OldSet {
-  Redundancy scheme;
-  int m;
-  std::vector<int> members;
-  std::vector<uint64_t> lens;  // each member's stream length
-};
-
-// Who rebuilds what, from which old ranks are good: the same on every rank.
-struct RebuildLayout {
-  std::string reason;            // not empty: the version cannot be rebuilt, and why
-  std::vector<int> to_rebuild;   // the sets with losses (keyed by their first member)
-  std::vector<int> host_of_old;  // old rank -> current rank hosting it
-};
-
-RebuildLayout layout_rebuild(const std::vector<bool>& good, const std::vector<int>& set_of, std::map<int, OldSet>& sets,
-                             std::vector<int> host_of_old, int nranks) {
-  RebuildLayout out;
-  const int p_old = static_cast<int>(good.size());
-  for (int k = 0; k < p_old && out.reason.empty(); ++k)
-    if (!good[k] && set_of[k] < 0) out.reason = "old rank " + std::to_string(k) + " is lost and no survivor of its set reports it";
-  for (auto& [id, s] : sets) {
-    if (!out.reason.empty()) break;
-    std::vector<bool> lost(s.members.size());
-    bool any = false;
-    for (size_t i = 0; i < s.members.size(); ++i) any |= (lost[i] = !good[static_cast<size_t>(s.members[i])]);
-    if (!any) continue;
-    auto code = redundancy::SetCode::make(s.scheme, static_cast<int>(s.members.size()), s.m);
-    if (!code || !code->recoverable(lost))
-      out.reason = "set of old ranks " + std::to_string(s.members.front()) + ".. lost more members than " +
-                   redundancy_name(s.scheme) + " tolerates";
-    else if (static_cast<int>(s.members.size()) > nranks)
-      out.reason = "a set of " + std::to_string(s.members.size()) + " members cannot be rebuilt by " + std::to_string(nranks) + " ranks";
-    out.to_rebuild.push_back(id);
-  }
-  // Hosts of lost members: ranks hosting no other member of the set, spread round-robin.
-  int next = 0;
-  for (int id : out.to_rebuild) {
-    std::set<int> used;
-    for (int mbr : sets[id].members)
-      if (good[static_cast<size_t>(mbr)]) used.insert(host_of_old[mbr]);
-    for (int mbr : sets[id].members) {
-      if (good[static_cast<size_t>(mbr)]) continue;
-      while (used.count(next % nranks)) ++next;
-      host_of_old[mbr] = next % nranks;
-      used.insert(next % nranks);
-      ++next;
-    }
-  }
-  out.host_of_old = std::move(host_of_old);
-  return out;
-}
-
-}  // namespace
 
 // L2 across rank counts. The old ranks whose caches survive are hosted on their nodes (as for L1); every
 // old redundancy set that lost members within its tolerance is rebuilt by its members' hosts -- one
@@ -142,7 +86,7 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
 
   // 2. The global picture, the same on every rank: which old ranks are good, and the sets.
   std::vector<bool> good(static_cast<size_t>(p_old), false);
-  std::map<int, OldSet> sets;  // keyed by the set's first member
+  std::map<int, restore::OldSet> sets;  // keyed by the set's first member
   std::vector<int> set_of(static_cast<size_t>(p_old), -1);
   for (size_t i = 0; i < all.size();) {
     int k = static_cast<int>(all[i]);
@@ -150,7 +94,7 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
     int setn = static_cast<int>(all[i + 4]);
     if (ok && k < p_old) {
       good[k] = prot[k];
-      OldSet s{static_cast<Redundancy>(all[i + 2]), static_cast<int>(all[i + 3]), {}, {}};
+      restore::OldSet s{static_cast<Redundancy>(all[i + 2]), static_cast<int>(all[i + 3]), {}, {}};
       for (int j = 0; j < setn; ++j) s.members.push_back(static_cast<int>(all[i + 5 + j]));
       for (int j = 0; j < setn; ++j) s.lens.push_back(all[i + 5 + setn + j]);
       if (!s.members.empty()) {
@@ -161,7 +105,7 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
     }
     i += 5 + static_cast<size_t>(ok ? 2 * setn : 0);
   }
-  RebuildLayout lay = layout_rebuild(good, set_of, sets, *host_of_old, nranks_);
+  restore::ReshapeL2Plan lay = restore::plan_reshape_l2(good, set_of, sets, *host_of_old, nranks_);
   if (!lay.reason.empty()) {
     held->clear();
     return Status(Code::ERR_UNRECOVERABLE, lay.reason);
@@ -170,13 +114,13 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
   // 3. The survivors are hashed; meanwhile the hosts of lost members fault in their staging memory.
   std::map<int, restore::SetBuffers> staged;  // lost old rank this rank hosts -> its staging memory
   for (int id : lay.to_rebuild) {
-    const OldSet& s = sets[id];
+    const restore::OldSet& s = sets[id];
     for (size_t i = 0; i < s.members.size(); ++i)
       if (!good[static_cast<size_t>(s.members[i])] && lay.host_of_old[s.members[i]] == rank_) staged[s.members[i]];
   }
   std::thread stager([&] {  // a failure here leaves the buffer empty: the rebuild maps it again, and says why
     for (auto& [k, buf] : staged) {
-      const OldSet& s = sets[set_of[k]];
+      const restore::OldSet& s = sets[set_of[k]];
       const size_t i = static_cast<size_t>(std::find(s.members.begin(), s.members.end(), k) - s.members.begin());
       (void)restore::staging_buffers(s.lens[i], 0, &buf, /*populate=*/true);
     }
@@ -193,11 +137,12 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
   CAIRN_TRY(allgather_u64(app_comm_, failed, &all_failed));
   if (!all_failed.empty()) {  // rebuilt too: a survivor whose mapping is no longer what we hold
     for (uint64_t k : all_failed) good[static_cast<size_t>(k)] = false;
-    lay = layout_rebuild(good, set_of, sets, *host_of_old, nranks_);
+    lay = restore::plan_reshape_l2(good, set_of, sets, *host_of_old, nranks_);
     if (!lay.reason.empty()) {
       held->clear();
       return Status(Code::ERR_UNRECOVERABLE, lay.reason);
     }
+    std::erase_if(staged, [&](const auto& e) { return lay.host_of_old[e.first] != rank_; });  // another's now
   }
   *host_of_old = lay.host_of_old;
   std::erase_if(*held, [&](const HeldStream& h) { return !good[static_cast<size_t>(h.old_rank)]; });
@@ -205,7 +150,7 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
   // 4. The rebuild, one set at a time.
   Status local = Status::ok();
   for (int id : lay.to_rebuild) {
-    const OldSet& s = sets[id];
+    const restore::OldSet& s = sets[id];
     int my_member = -1;
     for (size_t i = 0; i < s.members.size(); ++i)
       if ((*host_of_old)[s.members[i]] == rank_) my_member = static_cast<int>(i);

@@ -237,5 +237,90 @@ TEST(RestoreL2Check, MessagesFollowTheCallersText) {
   EXPECT_EQ(st.message(), "; L2 incomplete (rank 5 never finished its redundancy)");
 }
 
+// The restart on another rank count from L2: which sets rebuild, and who hosts the lost members.
+struct OldJob {
+  std::vector<bool> good;
+  std::vector<int> set_of;
+  std::map<int, OldSet> sets;
+};
+
+// p_old ranks in consecutive sets of `size` members of `scheme` (parity m), every rank reported by a survivor.
+OldJob old_job(int p_old, int size, Redundancy scheme, int m, const std::vector<int>& lost) {
+  OldJob j;
+  j.good.assign(static_cast<size_t>(p_old), true);
+  for (int k : lost) j.good[static_cast<size_t>(k)] = false;
+  j.set_of.assign(static_cast<size_t>(p_old), -1);
+  for (int first = 0; first < p_old; first += size) {
+    OldSet s{scheme, m, {}, {}};
+    for (int k = first; k < first + size && k < p_old; ++k) {
+      s.members.push_back(k);
+      s.lens.push_back(1000);
+      j.set_of[static_cast<size_t>(k)] = first;
+    }
+    j.sets[first] = s;
+  }
+  return j;
+}
+
+TEST(ReshapeL2Plan, NothingLostRebuildsNothing) {
+  OldJob j = old_job(4, 2, Redundancy::xor_set, 1, {});
+  ReshapeL2Plan p = plan_reshape_l2(j.good, j.set_of, j.sets, {0, 1, 2, 0}, 3);
+  EXPECT_EQ(p.reason, "");
+  EXPECT_TRUE(p.to_rebuild.empty());
+  EXPECT_EQ(p.host_of_old, (std::vector<int>{0, 1, 2, 0}));
+}
+
+TEST(ReshapeL2Plan, LostMembersGoToRanksHostingNoOtherMemberOfTheirSet) {
+  // 4 old ranks in xor pairs {0,1} {2,3} onto 3 ranks; old 1 and 3 are lost. Survivors: old 0 on rank 0,
+  // old 2 on rank 1. Round-robin over the sets: old 1 skips rank 0 (its set's old 0) and takes 1; old 3
+  // skips nothing at 2.
+  OldJob j = old_job(4, 2, Redundancy::xor_set, 1, {1, 3});
+  ReshapeL2Plan p = plan_reshape_l2(j.good, j.set_of, j.sets, {0, -1, 1, -1}, 3);
+  EXPECT_EQ(p.reason, "");
+  EXPECT_EQ(p.to_rebuild, (std::vector<int>{0, 2}));
+  EXPECT_EQ(p.host_of_old, (std::vector<int>{0, 1, 1, 2}));
+  // The same with rank 1 hosting old 0: old 1 goes to rank 0.
+  p = plan_reshape_l2(j.good, j.set_of, j.sets, {1, -1, 0, -1}, 3);
+  EXPECT_EQ(p.host_of_old[1], 0);
+  EXPECT_NE(p.host_of_old[3], p.host_of_old[2]);
+  // Two ranks: every set fits, each lost member beside its survivor's host.
+  p = plan_reshape_l2(j.good, j.set_of, j.sets, {0, -1, 1, -1}, 2);
+  EXPECT_EQ(p.reason, "");
+  EXPECT_EQ(p.host_of_old, (std::vector<int>{0, 1, 1, 0}));
+}
+
+TEST(ReshapeL2Plan, ASurvivorThatFailedItsCheckIsRebuiltToo) {
+  // rs sets of 4 with m = 2: old 1 lost, then old 2 (its host's check failed) as well: the set rebuilds both.
+  OldJob j = old_job(4, 4, Redundancy::rs, 2, {1});
+  ReshapeL2Plan first = plan_reshape_l2(j.good, j.set_of, j.sets, {0, -1, 1, 2}, 4);
+  EXPECT_EQ(first.reason, "");
+  EXPECT_EQ(first.host_of_old, (std::vector<int>{0, 3, 1, 2}));
+  j.good[2] = false;
+  ReshapeL2Plan again = plan_reshape_l2(j.good, j.set_of, j.sets, {0, -1, 1, 2}, 4);
+  EXPECT_EQ(again.reason, "");
+  EXPECT_EQ(again.to_rebuild, (std::vector<int>{0}));
+  // old 1 and old 2 on the two ranks that host neither survivor (0 and 2 host old 0 and old 3)
+  EXPECT_EQ(again.host_of_old, (std::vector<int>{0, 1, 3, 2}));
+}
+
+TEST(ReshapeL2Plan, EachWayItCannotSaysWhy) {
+  OldJob xor_pair = old_job(4, 2, Redundancy::xor_set, 1, {0, 1});
+  EXPECT_EQ(plan_reshape_l2(xor_pair.good, xor_pair.set_of, xor_pair.sets, {-1, -1, 0, 1}, 3).reason,
+            "set of old ranks 0.. lost more members than xor tolerates");
+  OldJob quad = old_job(4, 4, Redundancy::xor_set, 1, {3});
+  ReshapeL2Plan p = plan_reshape_l2(quad.good, quad.set_of, quad.sets, {0, 1, 2, -1}, 3);
+  EXPECT_EQ(p.reason, "a set of 4 members cannot be rebuilt by 3 ranks");
+  EXPECT_TRUE(p.to_rebuild.empty());
+  OldJob unreported = old_job(4, 2, Redundancy::partner, 1, {2, 3});
+  unreported.sets.erase(2);  // no survivor reported the set {2,3}
+  unreported.set_of[2] = unreported.set_of[3] = -1;
+  EXPECT_EQ(plan_reshape_l2(unreported.good, unreported.set_of, unreported.sets, {0, 1, -1, -1}, 2).reason,
+            "old rank 2 is lost and no survivor of its set reports it");
+  OldJob foreign = old_job(4, 2, Redundancy::xor_set, 1, {1});
+  foreign.sets[0].members = {0, 7};  // a set record naming an old rank the version does not have
+  EXPECT_EQ(plan_reshape_l2(foreign.good, foreign.set_of, foreign.sets, {0, -1, 1, 2}, 3).reason,
+            "the set of old ranks 0.. names old rank 7, and the version has 4");
+}
+
 }  // namespace
 }  // namespace cairn::restore
