@@ -7,7 +7,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <set>
 #include <thread>
 
 #include "base/fsutil.hpp"
@@ -18,7 +17,6 @@
 #include "l3/l3_store.hpp"
 #include "redistribute/exec/reshaper.hpp"
 #include "redistribute/plan.hpp"
-#include "redundancy/set_code.hpp"
 #include "redundancy/set_record.hpp"
 #include "restore/mpi/set_rebuild.hpp"
 #include "restore/plan.hpp"
