@@ -111,17 +111,15 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
 
   // 3. The survivors are hashed; meanwhile the hosts of lost members fault in their staging memory.
   std::map<int, restore::SetBuffers> staged;  // lost old rank this rank hosts -> its staging memory
+  std::vector<std::pair<restore::SetBuffers*, uint64_t>> to_stage;  // and its length
   for (int id : lay.to_rebuild) {
-    const restore::OldSet& s = sets[id];
+    const restore::OldSet& s = sets.at(id);
     for (size_t i = 0; i < s.members.size(); ++i)
-      if (!good[static_cast<size_t>(s.members[i])] && lay.host_of_old[s.members[i]] == rank_) staged[s.members[i]];
+      if (!good[static_cast<size_t>(s.members[i])] && lay.host_of_old[s.members[i]] == rank_)
+        to_stage.push_back({&staged[s.members[i]], s.lens[i]});
   }
   std::thread stager([&] {  // a failure here leaves the buffer empty: the rebuild maps it again, and says why
-    for (auto& [k, buf] : staged) {
-      const restore::OldSet& s = sets[set_of[k]];
-      const size_t i = static_cast<size_t>(std::find(s.members.begin(), s.members.end(), k) - s.members.begin());
-      (void)restore::staging_buffers(s.lens[i], 0, &buf, /*populate=*/true);
-    }
+    for (auto [buf, len] : to_stage) (void)restore::staging_buffers(len, 0, buf, /*populate=*/true);
   });
   std::vector<uint64_t> failed;
   for (const HeldStream& h : *held)
