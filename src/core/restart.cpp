@@ -55,7 +55,7 @@ Status Runtime::apply_restart(const RestartChoice& c) {
       if (c.in_place)
         LOG_INFO("restarted from version %llu at %s, written by %d ranks, %s by %d",
                  static_cast<unsigned long long>(c.version), kLevels[c.level], c.p_old,
-                 c.level == CAIRN_LEVEL_L1 ? "read by the old ranks' hosts and sent on as verified" : "read in place", nranks_);
+                 c.level == CAIRN_LEVEL_L3 ? "read in place" : "read by the old ranks' hosts and sent on as verified", nranks_);
       else
         LOG_INFO("restarted from version %llu at %s, written by %d ranks, redistributed onto %d (moved in %.1f ms on rank 0)",
                  static_cast<unsigned long long>(c.version), kLevels[c.level], c.p_old, nranks_, moved_ms);

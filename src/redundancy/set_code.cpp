@@ -220,6 +220,14 @@ bool SetCode::parity_row_is_copy(int p) const {
   return k == 1 && p >= 0 && p < m_ && encode_matrix_[(k + static_cast<size_t>(p)) * k] == 1;
 }
 
+std::vector<SetCode::CopyAt> SetCode::copies_of(int member, size_t max_len) const {
+  if (scheme_ == Redundancy::partner) return {{mod(member + 1, n_), 0}};
+  std::vector<CopyAt> out;
+  for (int p = 0; p < m_; ++p)  // the one data shard of stripe member - 1 is member's whole data
+    if (parity_row_is_copy(p)) out.push_back({mod(member - 1 - p, n_), static_cast<size_t>(p) * segment_len(max_len)});
+  return out;
+}
+
 Result<SetCode::StripeRecovery> SetCode::plan_recovery(const std::vector<bool>& lost_shards) const {
   int k = this->k();
   StripeRecovery plan;

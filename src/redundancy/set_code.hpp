@@ -77,6 +77,16 @@ class SetCode {
   // one parity, of two members), so that the exchange can land it in place.
   bool parity_row_is_copy(int p) const;
 
+  // Where a byte-identical copy of `member`'s whole data lies in another member's redundancy data (of
+  // redundancy_len(max_len) bytes): partner, member + 1's at offset 0; xor and rs where a stripe has one
+  // data shard (k = 1) and parity row p is a copy of it, member (member - 1 - p)'s at p * segment_len.
+  // Empty where the code keeps no plain copy (a restart must then decode). Members mod n.
+  struct CopyAt {
+    int holder = -1;
+    size_t offset = 0;
+  };
+  std::vector<CopyAt> copies_of(int member, size_t max_len) const;
+
   // How one stripe's lost shards are rebuilt from k surviving ones (ISA-L's decode: invert the
   // k x k submatrix of the surviving rows; a lost parity row is its encode row times that inverse).
   struct StripeRecovery {

@@ -142,4 +142,39 @@ ReshapeL2Plan plan_reshape_l2(const std::vector<bool>& good, const std::vector<i
   return out;
 }
 
+L2CopyPlan plan_l2_copies(const std::vector<bool>& held, const std::vector<bool>& prot, const std::vector<int>& set_of,
+                          const std::map<int, OldSet>& sets) {
+  L2CopyPlan out;
+  const int p_old = static_cast<int>(held.size());
+  out.sources.assign(static_cast<size_t>(p_old), CopySource{});
+  auto qualifies = [&](int h) { return h >= 0 && h < p_old && held[static_cast<size_t>(h)] && prot[static_cast<size_t>(h)]; };
+  for (int k = 0; k < p_old && out.reason.empty(); ++k) {
+    if (held[static_cast<size_t>(k)]) continue;
+    auto it = set_of[static_cast<size_t>(k)] < 0 ? sets.end() : sets.find(set_of[static_cast<size_t>(k)]);
+    if (it == sets.end()) {
+      out.reason = "old rank " + std::to_string(k) + " is lost and no survivor of its set reports it";
+      break;
+    }
+    const OldSet& s = it->second;
+    const auto me = std::find(s.members.begin(), s.members.end(), k);
+    auto code = redundancy::SetCode::make(s.scheme, static_cast<int>(s.members.size()), s.m);
+    if (me == s.members.end() || !code || s.lens.size() != s.members.size()) {
+      out.reason = "the set record of old rank " + std::to_string(k) + " does not describe its set";
+      break;
+    }
+    const uint64_t max_len = *std::max_element(s.lens.begin(), s.lens.end());
+    for (const auto& at : code->copies_of(static_cast<int>(me - s.members.begin()), max_len)) {
+      const int h = s.members[static_cast<size_t>(at.holder)];
+      if (!qualifies(h)) continue;
+      out.sources[static_cast<size_t>(k)] = {h, at.offset};
+      break;
+    }
+    if (out.sources[static_cast<size_t>(k)].holder < 0)
+      out.reason = "no survivor of the set of old rank " + std::to_string(k) + " keeps a copy of its data (" +
+                   redundancy_name(s.scheme) + " of " + std::to_string(s.members.size()) + ": it must be decoded)";
+  }
+  if (!out.reason.empty()) out.sources.assign(static_cast<size_t>(p_old), CopySource{});
+  return out;
+}
+
 }  // namespace cairn::restore

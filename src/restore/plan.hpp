@@ -82,4 +82,21 @@ struct ReshapeL2Plan {
 ReshapeL2Plan plan_reshape_l2(const std::vector<bool>& good, const std::vector<int>& set_of,
                               const std::map<int, OldSet>& sets, std::vector<int> host_of_old, int nranks);
 
+// Where each old rank of a version can be read whole without a decode, for a restart on another rank
+// count from L2: a survivor from its own slot; a lost one from the copy that a survivor of its set keeps
+// in its redundancy data (redundancy::SetCode::copies_of: partner, and xor or rs sets whose parity row is
+// a copy), where that survivor's version was protected, so that its redundancy data is complete.
+struct CopySource {
+  int holder = -1;      // the old rank keeping the copy; -1: the old rank itself (it survives)
+  uint64_t offset = 0;  // of the copy in the holder's redundancy data
+};
+struct L2CopyPlan {
+  std::string reason;               // not empty: some lost old rank has no copy to read (it needs a decode), and why
+  std::vector<CopySource> sources;  // per old rank
+};
+// held[k]: old rank k's slot is hosted; prot[k]: its version was protected at L2; set_of and sets as
+// for plan_reshape_l2. The first copy the code names whose holder qualifies is taken.
+L2CopyPlan plan_l2_copies(const std::vector<bool>& held, const std::vector<bool>& prot, const std::vector<int>& set_of,
+                          const std::map<int, OldSet>& sets);
+
 }  // namespace cairn::restore

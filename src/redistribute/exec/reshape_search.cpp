@@ -204,7 +204,20 @@ Status Reshaper::find(ReshapedVersion* out, std::string* why, uint64_t above, ui
     bool any_holder = std::any_of(holders.begin(), holders.end(), [](auto& h) { return !h.empty(); });
     if (any_holder && !cand.rebuildable_at_l2()) attempt += "L2: no redundancy data (not protected at L2); ";
     if (cand.rebuildable_at_l2()) {
-      Status st = from_l2(v, p_old, holders, prot, &c.held, &c.host_of_old);
+      // Where no lost old rank needs a decode, its copy is streamed as a slot is; else (or where that
+      // fails: a survivor's chunk that does not verify) the sets rebuild their lost members.
+      bool streamed = false;
+      Status st = from_l2_copies(v, p_old, holders, prot, &streamed);
+      if (st.code() == Code::ERR_MPI || st.code() == Code::ERR_INTERNAL) return st;
+      if (st.is_ok() && streamed) {
+        c.level = CAIRN_LEVEL_L2;
+        c.in_place = true;
+        c.host_of_old = hosts(holders);
+        *out = std::move(c);
+        return Status::ok();
+      }
+      if (!st.is_ok()) attempt += "L2 from the sets' copies: " + st.message() + "; ";
+      st = from_l2(v, p_old, holders, prot, &c.held, &c.host_of_old);
       if (st.code() == Code::ERR_MPI) return st;
       if (st.is_ok()) {
         c.level = CAIRN_LEVEL_L2;

@@ -106,7 +106,8 @@ int streamable(const Manifest& table, const std::vector<ReshapeWant>& wants, int
 }
 
 Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>& host_of_old,
-                                          const std::vector<ReshapeWant>& wants) {
+                                  const std::vector<ReshapeWant>& wants, const std::map<int, CopiedStream>& copies,
+                                  const char* level) {
   const size_t nw = wants.size();
   const double t0 = now_seconds();
   // 1. Each host opens the slots of its old ranks and checks them against the table; nothing is read yet.
@@ -115,6 +116,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     Manifest m;
     std::vector<uint64_t> offsets;  // per want: the region's offset in this stream
     std::string path;
+    uint64_t base = 0;  // of the stream in the file (a copy in a redundancy file)
     fs::Fd fd;
     std::optional<MappedFile> map;  // copied out of a mapping where map_to_read says so
   };
@@ -128,11 +130,17 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
       if (host_of_old[static_cast<size_t>(k)] != rank_) continue;
       Hosted h;
       h.k = k;
-      CacheStore other;
-      CAIRN_TRY(other.open(layout_.rank_cache(job_.node, k), job_.cache_versions));
-      CAIRN_ASSIGN_OR_RETURN(rec, other.read_record(v));
-      h.m = std::move(rec.manifest);
-      h.path = other.slot_path(static_cast<int>(rec.slot));
+      if (auto c = copies.find(k); c != copies.end()) {
+        h.m = c->second.manifest;
+        h.path = c->second.path;
+        h.base = c->second.offset;
+      } else {
+        CacheStore other;
+        CAIRN_TRY(other.open(layout_.rank_cache(job_.node, k), job_.cache_versions));
+        CAIRN_ASSIGN_OR_RETURN(rec, other.read_record(v));
+        h.m = std::move(rec.manifest);
+        h.path = other.slot_path(static_cast<int>(rec.slot));
+      }
       CAIRN_TRY(check_chunk_table(h.m).status().prefixed(h.path));
       if (h.m.chunk_size > kMaxChunk)
         return make_error(Code::ERR_NOT_SUPPORTED, "%s: chunks of %u bytes (the streamed restart buffers at most %llu)",
@@ -144,13 +152,13 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
       CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(h.path, O_RDONLY));
       struct stat sb;
       if (fstat(fd.get(), &sb) != 0) return posix_error("fstat", h.path, errno);
-      if (static_cast<uint64_t>(sb.st_size) < h.m.total_size)
-        return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", h.path.c_str());
-      if (map_to_read(static_cast<uint64_t>(sb.st_blksize), fd.get(), h.m.total_size)) {
+      if (static_cast<uint64_t>(sb.st_size) < h.base + h.m.total_size)
+        return make_error(Code::ERR_CORRUPT, "%s: shorter than the version's stream of old rank %d", h.path.c_str(), k);
+      if (map_to_read(static_cast<uint64_t>(sb.st_blksize), fd.get(), h.base + h.m.total_size)) {
         // Not populated: the copy faults the pages in as it goes, so the first unit is sent at once (a
         // populated mapping was measured no faster in all).
         auto mm = MappedFile::open_ro(h.path, /*populate=*/false);
-        if (mm && mm->size() >= h.m.total_size) h.map = std::move(mm).value(), mapped = true;
+        if (mm && mm->size() >= h.base + h.m.total_size) h.map = std::move(mm).value(), mapped = true;
       }
       h.fd = std::move(fd);
       slot_bytes = std::max<uint64_t>(slot_bytes, unit_of(h.m.chunk_size));
@@ -262,7 +270,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
   Status failed = Status::ok();  // the first chunk that did not read or verify; later chunks are not read
   uint64_t sent = 0;
   std::vector<StreamSource> sources;
-  for (auto& h : hosted) sources.push_back(pread_source(h.fd.get(), 0, h.path));
+  for (auto& h : hosted) sources.push_back(pread_source(h.fd.get(), h.base, h.path));
   std::vector<StreamExtent> into;  // where a unit's bytes land: this rank's pieces, the buffer between them
   for (const auto& [j, u] : order) {
     const Hosted& h = hosted[j];
@@ -295,7 +303,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
         }
       }
       const uint64_t chunk = h.m.chunk_size;
-      failed = read_chunks_verified(h.m, into, a / chunk, (b + chunk - 1) / chunk, h.map ? h.map->data() : nullptr,
+      failed = read_chunks_verified(h.m, into, a / chunk, (b + chunk - 1) / chunk, h.map ? h.map->data() + h.base : nullptr,
                                     sources[j]).prefixed(h.path);
     }
     auto q = std::partition_point(outs.begin(), outs.end(), [&](const Out& m) { return m.offset < a; });
@@ -331,13 +339,15 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
   CAIRN_TRY(wait_for(rest, leave_core));
   double all_ms = (now_seconds() - t0) * 1e3;
   if (!failed.is_ok())
-    LOG_WARN("restart: version %llu (%d ranks) at L1: %s", static_cast<ull>(v), p_old, failed.message().c_str());
+    LOG_WARN("restart: version %llu (%d ranks) at %s: %s", static_cast<ull>(v), p_old, level, failed.message().c_str());
   CAIRN_TRY(agree(app_comm_, failed));
   adopt_distributions(regions_, wants);
   if (rank_ == 0)
-    LOG_INFO("restart: version %llu (%d ranks) read at L1 and sent to the new owners as verified, %s: "
-             "%.1f ms reading, %.1f ms in all on rank 0 (%zu old ranks hosted, %.1f MiB sent, %.1f MiB received)",
-             static_cast<ull>(v), p_old, hosted.empty() ? "hosting none" : mapped ? "copied out of a mapping" : "pread", read_ms, all_ms, hosted.size(), static_cast<double>(sent) / (1 << 20),
+    LOG_INFO("restart: version %llu (%d ranks) read at %s and sent to the new owners as verified, %s: "
+             "%.1f ms reading, %.1f ms in all on rank 0 (%zu old ranks hosted, %zu of them from a copy in a set's "
+             "redundancy data, %.1f MiB sent, %.1f MiB received)",
+             static_cast<ull>(v), p_old, level, hosted.empty() ? "hosting none" : mapped ? "copied out of a mapping" : "pread",
+             read_ms, all_ms, hosted.size(), copies.size(), static_cast<double>(sent) / (1 << 20),
              static_cast<double>(received) / (1 << 20));
   return Status::ok();
 }

@@ -18,6 +18,7 @@
 #include <mpi.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,14 @@ struct ReshapedVersion {
   std::vector<int> host_of_old;   // current rank hosting each old rank's stream
   std::vector<HeldStream> held;   // the streams this rank hosts
   bool in_place = false;          // the regions already hold it, verified (nothing left to move)
+};
+
+// A lost old rank's stream, read from the copy a survivor of its set keeps in its redundancy data
+// (restore::plan_l2_copies).
+struct CopiedStream {
+  std::string path;     // the holder's redundancy file
+  uint64_t offset = 0;  // of the copy in it
+  Manifest manifest;    // the lost rank's, from the set record
 };
 
 // A version of another rank count as the nodes' records and the L3 commits list it (no data read).
@@ -87,14 +96,22 @@ class Reshaper {
                  std::vector<HeldStream>* held, bool* streamed);
   // When every rank's regions already have their new size and the plan has few enough pieces
   // (streamable): the hosts read the old slots chunk by chunk and send each verified chunk's pieces to
-  // their new owners while they read on (reshape_stream.cpp).
+  // their new owners while they read on (reshape_stream.cpp). `copies`: old ranks this rank reads from
+  // a copy instead of their slot (from_l2_copies), `level` says so in the log.
   Status from_l1_streamed(uint64_t v, int p_old, const std::vector<int>& host_of_old,
-                          const std::vector<ReshapeWant>& wants);
+                          const std::vector<ReshapeWant>& wants, const std::map<int, CopiedStream>& copies = {},
+                          const char* level = "L1");
   Status from_l3(uint64_t v, int p_old, std::vector<HeldStream>* held);
   // Each rank reads its own pieces straight from the old ranks' files into its regions. *done: it did.
   Status from_l3_direct(uint64_t v, int p_old, bool* done);
   Status from_l2(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders, const std::vector<bool>& prot,
                  std::vector<HeldStream>* held, std::vector<int>* host_of_old);
+  // From L2 where every lost old rank's stream lies whole in a survivor's redundancy data (partner, xor
+  // of two, ...) and the regions have their new size: those copies and the survivors' slots are streamed
+  // as from_l1_streamed streams slots. *streamed false with OK: the version does not qualify (from_l2
+  // then rebuilds). Collective.
+  Status from_l2_copies(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
+                        const std::vector<bool>& prot, bool* streamed);
 
   // The version's region table, `bytes` as `root` read it (empty there: none), shared with every rank
   // (*table), and whether every rank's regions already have their new size (*wants: this rank's regions,

@@ -353,6 +353,30 @@ TEST_F(ReshapeDirect, FromL2LostRanksAreRebuiltForTheNewLayout) {
   }
 }
 
+// From L2 where the lost old rank's data lies whole in a survivor's redundancy data: a partner ring of
+// four restarted on three ranks (old rank 3's node is out of the job; old rank 0 keeps its copy). The
+// sets cannot rebuild there (a set of four members on three ranks), but the copy is read as a slot is
+// and streamed to the new owners, so the restart is at L2, with the right bytes. An xor set of four
+// keeps no copy (its lost member must be decoded): the same restart goes to L3.
+TEST_F(ReshapeDirect, FromL2ACopyInASetNeedsNoRebuild) {
+  setenv("CAIRN_SET_SIZE", "4", 1);
+  struct Case {
+    const char* scheme;
+    int level;
+  };
+  for (Case c : {Case{"partner", CAIRN_LEVEL_L2}, Case{"xor", CAIRN_LEVEL_L3}}) {
+    setenv("CAIRN_REDUNDANCY", c.scheme, 1);
+    write_versions(1, /*keep_caches=*/true);
+    EXPECT_TRUE(everywhere(restarts(3, c.level, 1))) << c.scheme;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) {
+      ASSERT_TRUE(fs::remove_tree(root_ + "/cache").is_ok());
+      ASSERT_TRUE(fs::remove_tree(root_ + "/prefix").is_ok());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
 }  // namespace
 }  // namespace cairn
 

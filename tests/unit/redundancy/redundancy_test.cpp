@@ -202,6 +202,24 @@ TEST(SetCode, ParityRowsThatAreCopies) {
     }
 }
 
+// Which codes keep a plain copy of a member's data, and in whose redundancy data (check_all_patterns
+// checks the bytes for every scheme below).
+TEST(SetCode, CopiesOfAMember) {
+  auto code = [](Redundancy s, int n, int m) { return SetCode::make(s, n, m).value(); };
+  auto holders = [](const std::vector<SetCode::CopyAt>& v) {
+    std::vector<std::pair<int, size_t>> out;
+    for (const auto& c : v) out.push_back({c.holder, c.offset});
+    return out;
+  };
+  using P = std::vector<std::pair<int, size_t>>;
+  EXPECT_EQ(holders(code(Redundancy::partner, 4, 1).copies_of(3, 1000)), (P{{0, 0}}));  // the ring's next
+  EXPECT_EQ(holders(code(Redundancy::xor_set, 2, 1).copies_of(0, 1000)), (P{{1, 0}}));
+  EXPECT_EQ(holders(code(Redundancy::rs, 2, 1).copies_of(1, 1000)), (P{{0, 0}}));
+  EXPECT_EQ(holders(code(Redundancy::rs, 3, 2).copies_of(0, 1000)), (P{{2, 0}}));  // row 1 is no copy
+  EXPECT_TRUE(code(Redundancy::xor_set, 3, 1).copies_of(0, 1000).empty());         // k = 2: a decode
+  EXPECT_TRUE(code(Redundancy::rs, 6, 2).copies_of(5, 1000).empty());
+}
+
 TEST(SetCode, EncodeStripeIsTheRawCodec) {
   std::mt19937 rng(3);
   size_t len = 1000;
@@ -287,6 +305,16 @@ void check_all_patterns(const Scheme& s, const std::vector<size_t>& len, size_t 
       int left = (x + s.n - 1) % s.n;
       ASSERT_TRUE(std::equal(data[left].begin(), data[left].end(), red[x].begin()));
       ASSERT_TRUE(std::all_of(red[x].begin() + len[left], red[x].end(), [](uint8_t b) { return b == 0; }));
+    }
+  // Every copy the code names is the member's data, byte for byte, where it says.
+  for (int x = 0; x < s.n; x++)
+    for (const auto& at : code.copies_of(x, max_len)) {
+      ASSERT_GE(at.holder, 0);
+      ASSERT_LT(at.holder, s.n);
+      ASSERT_NE(at.holder, x);
+      ASSERT_LE(at.offset + len[x], red_len);
+      ASSERT_TRUE(std::equal(data[x].begin(), data[x].end(), red[at.holder].begin() + static_cast<long>(at.offset)))
+          << "member " << x << "'s copy at " << at.holder << "+" << at.offset;
     }
 
   for (unsigned mask = 0; mask < (1u << s.n); mask++) {

@@ -322,5 +322,60 @@ TEST(ReshapeL2Plan, EachWayItCannotSaysWhy) {
             "the set of old ranks 0.. names old rank 7, and the version has 4");
 }
 
+std::vector<std::pair<int, uint64_t>> sources(const L2CopyPlan& p) {
+  std::vector<std::pair<int, uint64_t>> out;
+  for (const auto& c : p.sources) out.push_back({c.holder, c.offset});
+  return out;
+}
+using Sources = std::vector<std::pair<int, uint64_t>>;
+
+TEST(L2CopyPlan, LostRanksReadFromTheCopyASurvivorKeeps) {
+  // xor pairs {0,1} {2,3}, old 1 and 3 lost: each is its pair's parity, a copy in old 0's and old 2's data.
+  OldJob j = old_job(4, 2, Redundancy::xor_set, 1, {1, 3});
+  std::vector<bool> prot(4, true);
+  L2CopyPlan p = plan_l2_copies(j.good, prot, j.set_of, j.sets);
+  EXPECT_EQ(p.reason, "");
+  EXPECT_EQ(sources(p), (Sources{{-1, 0}, {0, 0}, {-1, 0}, {2, 0}}));
+  // A partner ring of four: old 2's copy is old 3's.
+  OldJob ring = old_job(4, 4, Redundancy::partner, 1, {2});
+  p = plan_l2_copies(ring.good, prot, ring.set_of, ring.sets);
+  EXPECT_EQ(sources(p), (Sources{{-1, 0}, {-1, 0}, {3, 0}, {-1, 0}}));
+  // rs of three with two parity rows: row 0 is a copy, kept by the member before.
+  OldJob rs3 = old_job(3, 3, Redundancy::rs, 2, {1});
+  p = plan_l2_copies(rs3.good, std::vector<bool>(3, true), rs3.set_of, rs3.sets);
+  EXPECT_EQ(sources(p), (Sources{{-1, 0}, {0, 0}, {-1, 0}}));
+  // Nothing lost: every old rank from its own slot, protected or not.
+  OldJob whole = old_job(4, 2, Redundancy::xor_set, 1, {});
+  p = plan_l2_copies(whole.good, std::vector<bool>(4, false), whole.set_of, whole.sets);
+  EXPECT_EQ(p.reason, "");
+  EXPECT_EQ(sources(p), (Sources(4, {-1, 0})));
+}
+
+TEST(L2CopyPlan, WhereNoCopyQualifiesItSaysWhy) {
+  std::vector<bool> prot(4, true);
+  // xor of four keeps no copy: its members are decoded.
+  OldJob quad = old_job(4, 4, Redundancy::xor_set, 1, {3});
+  L2CopyPlan p = plan_l2_copies(quad.good, prot, quad.set_of, quad.sets);
+  EXPECT_EQ(p.reason, "no survivor of the set of old rank 3 keeps a copy of its data (xor of 4: it must be decoded)");
+  EXPECT_EQ(sources(p), (Sources(4, {-1, 0})));
+  // The holder's version was not protected: its redundancy data may be incomplete.
+  OldJob pair = old_job(4, 2, Redundancy::partner, 1, {1});
+  prot[0] = false;
+  EXPECT_NE(plan_l2_copies(pair.good, prot, pair.set_of, pair.sets).reason, "");
+  // Both members of a pair lost; a set no survivor reported; a record that does not name the rank.
+  OldJob both = old_job(4, 2, Redundancy::partner, 1, {0, 1});
+  EXPECT_EQ(plan_l2_copies(both.good, std::vector<bool>(4, true), both.set_of, both.sets).reason,
+            "no survivor of the set of old rank 0 keeps a copy of its data (partner of 2: it must be decoded)");
+  OldJob unreported = old_job(4, 2, Redundancy::partner, 1, {2, 3});
+  unreported.sets.erase(2);
+  unreported.set_of[2] = unreported.set_of[3] = -1;
+  EXPECT_EQ(plan_l2_copies(unreported.good, std::vector<bool>(4, true), unreported.set_of, unreported.sets).reason,
+            "old rank 2 is lost and no survivor of its set reports it");
+  OldJob foreign = old_job(4, 2, Redundancy::xor_set, 1, {1});
+  foreign.sets[0].members = {0, 7};
+  EXPECT_EQ(plan_l2_copies(foreign.good, std::vector<bool>(4, true), foreign.set_of, foreign.sets).reason,
+            "the set record of old rank 1 does not describe its set");
+}
+
 }  // namespace
 }  // namespace cairn::restore
