@@ -126,16 +126,34 @@ Status Reshaper::from_l2_copies(uint64_t v, int p_old, const std::vector<std::ve
     if (rank_ == 0) LOG_INFO("restart: version %llu (%d ranks) at L2: %s", static_cast<unsigned long long>(v), p_old, plan.reason.c_str());
     return Status::ok();
   }
-  // Each lost old rank's copy is read by its holder's host.
+  // Each lost old rank's copy is read by a rank of its holder's node, spread over that node's ranks as
+  // hosts() spreads the slots (by old rank), so that a node with several ranks does not leave the copy
+  // to the rank that reads the holder's own slot.
   std::vector<int> source_host = host_of_old;
+  auto on_holders_node = [&](int holder, int k) {
+    std::vector<int> on_node;
+    const std::string& node = node_of_rank_[static_cast<size_t>(host_of_old[static_cast<size_t>(holder)])];
+    for (int q = 0; q < nranks_; ++q)
+      if (node_of_rank_[static_cast<size_t>(q)] == node) on_node.push_back(q);
+    return on_node[static_cast<size_t>(k) % on_node.size()];
+  };
   std::map<int, CopiedStream> copies;
   Status local = Status::ok();
   for (int k = 0; k < p_old; ++k) {
     const restore::CopySource& src = plan.sources[static_cast<size_t>(k)];
     if (src.holder < 0) continue;
-    source_host[static_cast<size_t>(k)] = host_of_old[static_cast<size_t>(src.holder)];
+    source_host[static_cast<size_t>(k)] = on_holders_node(src.holder, k);
     if (source_host[static_cast<size_t>(k)] != rank_) continue;
-    const HostedSet& hs = hosted.at(src.holder);  // reported, so read here
+    auto read = hosted.find(src.holder);  // where the holder's host is another rank of this node: read here too
+    if (read == hosted.end()) {
+      auto hs = read_hosted_set(layout_, job_.node, src.holder, job_.cache_versions, v);
+      if (!hs) {
+        if (local.is_ok()) local = hs.status();
+        continue;
+      }
+      read = hosted.emplace(src.holder, std::move(hs).value()).first;
+    }
+    const HostedSet& hs = read->second;
     const restore::OldSet& s = r.sets.at(r.set_of[static_cast<size_t>(k)]);
     const size_t i = static_cast<size_t>(std::find(s.members.begin(), s.members.end(), k) - s.members.begin());
     auto m = i < hs.set.manifests.size() ? decode_manifest(hs.set.manifests[i].data(), hs.set.manifests[i].size())

@@ -377,6 +377,19 @@ TEST_F(ReshapeDirect, FromL2ACopyInASetNeedsNoRebuild) {
   }
 }
 
+// The copy is read by another rank of its holder's node where the node has several: the new job runs
+// ranks 0 and 1 on node0 and rank 2 on node2, so old rank 1 (xor pair {0,1}, node1 out of the job) is read
+// from old rank 0's redundancy data by rank 1, while rank 0 reads old rank 0's slot; old rank 3 from old
+// rank 2's, on node2.
+TEST_F(ReshapeDirect, FromL2TheCopyIsReadBesideTheHoldersSlot) {
+  setenv("CAIRN_REDUNDANCY", "xor", 1);
+  setenv("CAIRN_SET_SIZE", "2", 1);
+  write_versions(1, /*keep_caches=*/true);
+  setenv("CAIRN_NODE", g_rank <= 1 ? "node0" : ("node" + std::to_string(g_rank)).c_str(), 1);
+  EXPECT_TRUE(everywhere(restarts(3, CAIRN_LEVEL_L2, 1)));
+  setenv("CAIRN_NODE", ("node" + std::to_string(g_rank)).c_str(), 1);
+}
+
 }  // namespace
 }  // namespace cairn
 
