@@ -245,7 +245,10 @@ const std::vector<Knob>& knobs() {
        .description = "Threads per rank that read a version back from the level-1 cache or a rebuilt "
                       "stream into the regions at a restart, each a run of whole chunks, hashed as they "
                       "land. 0: the cores of this host's affinity masks divided by the job's ranks on "
-                      "it, at most 4 (1 where ranks outnumber cores, so no rank takes another's core)."},
+                      "it, at most 4 (1 where ranks outnumber cores, so no rank takes another's core). "
+                      "On another rank count, the ranks that read the old ranks' slots or copies read "
+                      "that many units at once; 0 there divides the cores by the ranks that read only "
+                      "(the others just receive)."},
       {.name = "job", .kind = Kind::string, .member = &Config::job, .default_text = "",
        .rule = Rule::path_component, .default_doc = "derived from prefix",
        .description = "Name of the job in the cache path (cache_dir/cairn-JOB). Empty derives it "

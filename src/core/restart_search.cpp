@@ -407,6 +407,7 @@ ReshapeJob Runtime::reshape_job() const {
   j.layout = layout_;
   j.cache_versions = cfg_.cache_versions;
   j.exchange_chunk = cfg_.exchange_chunk;
+  j.restart_threads = cfg_.restart_threads;
   return j;
 }
 

@@ -69,7 +69,7 @@ Status allgather_u64(MPI_Comm comm, const std::vector<uint64_t>& mine, std::vect
   return Status::ok();
 }
 
-Status host_share(MPI_Comm comm, HostShare* out) {
+Status host_share(MPI_Comm comm, HostShare* out, bool busy) {
   MPI_Comm host = MPI_COMM_NULL;
   CAIRN_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
   int here = 1;
@@ -78,9 +78,12 @@ Status host_share(MPI_Comm comm, HostShare* out) {
   CPU_ZERO(&mine);
   if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_SET(0, &mine);
   int rc = MPI_Allreduce(&mine, &all, static_cast<int>(sizeof mine), MPI_BYTE, MPI_BOR, host);
+  int me = busy ? 1 : 0, busy_here = 0;
+  if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&me, &busy_here, 1, MPI_INT, MPI_SUM, host);
   MPI_Comm_free(&host);
   CAIRN_MPI(rc);
   out->ranks = here;
+  out->busy = busy_here;
   out->cores = std::max(1, CPU_COUNT(&all));
   return Status::ok();
 }

@@ -57,10 +57,14 @@ Status allgather_u64(MPI_Comm comm, const std::vector<uint64_t>& mine, std::vect
 struct HostShare {
   int ranks = 1;
   int cores = 1;
+  int busy = 1;  // ranks of this host that called host_share with busy = true
   bool outnumbered() const { return ranks > cores; }
   // Threads each rank may keep busy without taking a core from another: cores / ranks, in [1, cap].
   int threads_per_rank(int cap) const { return std::clamp(cores / std::max(ranks, 1), 1, std::max(cap, 1)); }
+  // The same where only the busy ranks compute and the others mostly wait: cores / busy, in [1, cap].
+  int threads_per_busy_rank(int cap) const { return std::clamp(cores / std::max(busy, 1), 1, std::max(cap, 1)); }
 };
-Status host_share(MPI_Comm comm, HostShare* out);
+// Collective over comm. busy: this rank has work for threads_per_busy_rank (the others' count only in ranks).
+Status host_share(MPI_Comm comm, HostShare* out, bool busy = true);
 
 }  // namespace cairn

@@ -26,8 +26,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <optional>
+#include <thread>
+#include <tuple>
 
 #include "base/chunk_check.hpp"
 #include "base/stream_reader.hpp"
@@ -84,6 +88,79 @@ Status wait_for(std::vector<MPI_Request>& reqs, bool leave_core) {
     if (n == 0) nanosleep(&pause, nullptr);
   }
 }
+// Runs f(0) .. f(n - 1) on the calling thread and on `helpers` threads of its own (started once, for
+// the whole restart), and returns when every call has returned. No MPI in f.
+class Helpers {
+ public:
+  explicit Helpers(int helpers) {
+    for (int i = 0; i < helpers; ++i) threads_.emplace_back([this] { serve(); });
+  }
+  ~Helpers() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  Helpers(const Helpers&) = delete;
+  Helpers& operator=(const Helpers&) = delete;
+
+  void run(size_t n, const std::function<void(size_t)>& f) {
+    if (threads_.empty() || n <= 1) {
+      for (size_t i = 0; i < n; ++i) f(i);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      f_ = &f, n_ = n, next_ = 0, done_ = 0;
+      ++round_;
+    }
+    wake_.notify_all();
+    work();
+    std::unique_lock<std::mutex> l(mu_);
+    finished_.wait(l, [&] { return done_ == n_; });
+    f_ = nullptr;
+  }
+
+ private:
+  void work() {  // the current round's calls, one at a time, until none is left
+    for (;;) {
+      size_t i = 0;
+      const std::function<void(size_t)>* f = nullptr;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (!f_ || next_ >= n_) return;
+        i = next_++;
+        f = f_;
+      }
+      (*f)(i);
+      std::lock_guard<std::mutex> l(mu_);
+      if (++done_ == n_) finished_.notify_all();
+    }
+  }
+  void serve() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        wake_.wait(l, [&] { return stop_ || round_ != seen; });
+        if (stop_) return;
+        seen = round_;
+      }
+      work();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable wake_, finished_;
+  std::vector<std::thread> threads_;
+  const std::function<void(size_t)>* f_ = nullptr;
+  size_t n_ = 0, next_ = 0, done_ = 0;
+  uint64_t round_ = 0;
+  bool stop_ = false;
+};
+
 }  // namespace
 
 int streamable(const Manifest& table, const std::vector<ReshapeWant>& wants, int p_old, int p_new, int rank,
@@ -194,35 +271,54 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     return make_error(Code::ERR_INTERNAL, "streamed restart: an old rank of version %llu has no host", static_cast<ull>(v));
 
   HostShare share;
-  CAIRN_TRY(host_share(app_comm_, &share));
+  CAIRN_TRY(host_share(app_comm_, &share, /*busy=*/!hosted.empty()));
   const bool leave_core = share.outnumbered();
+  // A host reads this many units at once (one per thread): restart_threads, else the cores of its machine
+  // over the ranks there that host streams (those that host none only receive), at most 4.
+  const int threads = job_.restart_threads > 0 ? job_.restart_threads : share.threads_per_busy_rank(4);
+  const size_t batch = std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(nslots, 1));
 
-  // 3. Post every receive, straight into the regions, per region in (old rank, offset) order.
+  // 3. Post every receive, straight into the regions. Per region and host, in the order the host sends:
+  // by unit of the old stream, then old rank, then offset (a host that holds several old ranks reads
+  // their units side by side).
+  struct In {
+    int host;
+    uint64_t unit;
+    int k;
+    uint64_t at, len;
+    uint8_t* dst;
+  };
   std::vector<MPI_Request> recvs;
   uint64_t received = 0;
+  std::vector<In> ins;
   for (size_t i = 0; i < nw; ++i) {
     const RegionEntry& e = *wants[i].entry;
     CAIRN_ASSIGN_OR_RETURN(plan, redistribute::plan_for_dst(wants[i].dist, p_old, nranks_, rank_));
     uint8_t* base = static_cast<uint8_t*>(regions_.at(e.name).ptr);
+    ins.clear();
     for (const auto& t : plan) {
       int host = host_of_old[static_cast<size_t>(t.src)];
       if (host == rank_) continue;  // read here, straight into the region
       uint64_t off = offsets_of[static_cast<size_t>(t.src)][i] + t.src_offset * e.elem_size;
       uint8_t* dst = base + t.dst_offset * e.elem_size;
-      Status posted = Status::ok();
-      for_each_message(off, t.count * e.elem_size, unit_of(chunk_of[static_cast<size_t>(t.src)]), [&](uint64_t at, uint64_t len) {
-        MPI_Request r = MPI_REQUEST_NULL;
-        if (posted.is_ok())
-          posted = mpi_status(MPI_Irecv(dst + (at - off), static_cast<int>(len), MPI_BYTE, host, kTagBase + static_cast<int>(i),
-                                        app_comm_, &r), "MPI_Irecv", __FILE__, __LINE__);
-        recvs.push_back(r);
-        received += len;
+      const uint64_t unit = unit_of(chunk_of[static_cast<size_t>(t.src)]);
+      for_each_message(off, t.count * e.elem_size, unit, [&](uint64_t at, uint64_t len) {
+        ins.push_back({host, at / unit, t.src, at, len, dst + (at - off)});
       });
-      CAIRN_TRY(posted);
+    }
+    std::stable_sort(ins.begin(), ins.end(), [](const In& x, const In& y) {
+      return std::tie(x.host, x.unit, x.k, x.at) < std::tie(y.host, y.unit, y.k, y.at);
+    });
+    for (const In& m : ins) {
+      MPI_Request r = MPI_REQUEST_NULL;
+      CAIRN_MPI(MPI_Irecv(m.dst, static_cast<int>(m.len), MPI_BYTE, m.host, kTagBase + static_cast<int>(i), app_comm_, &r));
+      recvs.push_back(r);
+      received += m.len;
     }
   }
 
-  // 4. Hosts: read, verify and send, a unit (kUnitBytes of whole chunks) at a time, in stream order.
+  // 4. Hosts: read, verify and send, a unit (kUnitBytes of whole chunks) at a time, in stream order, the
+  // streams of several old ranks side by side (unit 0 of each, then unit 1, ...), `batch` units at once.
   // (Reading the units with pieces for other ranks first was measured slower: the receivers' copies then
   // compete with every read; spreading them evenly among the others, no faster than stream order.)
   struct Out {
@@ -265,64 +361,85 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     }
   }
 
+  std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+
   std::vector<std::vector<MPI_Request>> in_flight(nslots);  // the sends out of each unit's buffer
   size_t next_slot = 0;
   Status failed = Status::ok();  // the first chunk that did not read or verify; later chunks are not read
   uint64_t sent = 0;
   std::vector<StreamSource> sources;
   for (auto& h : hosted) sources.push_back(pread_source(h.fd.get(), h.base, h.path));
-  std::vector<StreamExtent> into;  // where a unit's bytes land: this rank's pieces, the buffer between them
-  for (const auto& [j, u] : order) {
+  // The own pieces of stream j from the first that ends past `at`.
+  auto own_from = [&](size_t j, uint64_t at) {
+    const auto& own = pieces[j].own;
+    return std::partition_point(own.begin(), own.end(), [&](const StreamExtent& x) { return x.offset + x.size <= at; });
+  };
+  // Unit u of stream j into this rank's pieces and the unit buffer `buf` between them, verified.
+  auto read_unit = [&](size_t j, uint64_t u, uint8_t* buf) -> Status {
     const Hosted& h = hosted[j];
-    const auto& [own, outs] = pieces[j];
+    const auto& own = pieces[j].own;
     const uint64_t unit = unit_of(h.m.chunk_size);
     const uint64_t a = u * unit, b = std::min(a + unit, h.m.total_size);
-    size_t s = next_slot++ % nslots;
-    if (!in_flight[s].empty()) {
-      CAIRN_TRY(wait_for(in_flight[s], leave_core));
-      in_flight[s].clear();
+    std::vector<StreamExtent> into;  // where the unit's bytes land
+    auto x = own_from(j, a);
+    for (uint64_t at = a; at < b;) {
+      if (x != own.end() && x->offset <= at) {  // a piece of this rank's
+        const uint64_t end = std::min(b, x->offset + x->size);
+        into.push_back({at, end - at, x->dst + (at - x->offset)});
+        at = end;
+        ++x;
+      } else {  // up to the next one: the buffer
+        const uint64_t end = x != own.end() ? std::min(b, x->offset) : b;
+        into.push_back({at, end - at, buf + (at - a)});
+        at = end;
+      }
     }
-    uint8_t* buf = ring->data() + s * slot_bytes;  // unit byte a lands at buf[0]
-    // The own pieces from the first that ends past `at`.
-    auto own_from = [&](uint64_t at) {
-      return std::partition_point(own.begin(), own.end(), [&](const StreamExtent& x) { return x.offset + x.size <= at; });
-    };
+    const uint64_t chunk = h.m.chunk_size;
+    return read_chunks_verified(h.m, into, a / chunk, (b + chunk - 1) / chunk, h.map ? h.map->data() + h.base : nullptr,
+                                sources[j]).prefixed(h.path);
+  };
+  Helpers helpers(static_cast<int>(batch) - 1);
+  std::vector<size_t> slot_of(batch);
+  std::vector<Status> got(batch, Status::ok());
+  for (size_t first = 0; first < order.size(); first += batch) {
+    const size_t n = std::min(batch, order.size() - first);
+    for (size_t e = 0; e < n; ++e) {
+      const size_t s = slot_of[e] = next_slot++ % nslots;
+      if (!in_flight[s].empty()) {
+        CAIRN_TRY(wait_for(in_flight[s], leave_core));
+        in_flight[s].clear();
+      }
+    }
     if (failed.is_ok()) {
-      into.clear();
-      auto x = own_from(a);
-      for (uint64_t at = a; at < b;) {
-        if (x != own.end() && x->offset <= at) {  // a piece of this rank's
-          const uint64_t end = std::min(b, x->offset + x->size);
-          into.push_back({at, end - at, x->dst + (at - x->offset)});
-          at = end;
-          ++x;
-        } else {  // up to the next one: the buffer
-          const uint64_t end = x != own.end() ? std::min(b, x->offset) : b;
-          into.push_back({at, end - at, buf + (at - a)});
-          at = end;
-        }
-      }
-      const uint64_t chunk = h.m.chunk_size;
-      failed = read_chunks_verified(h.m, into, a / chunk, (b + chunk - 1) / chunk, h.map ? h.map->data() + h.base : nullptr,
-                                    sources[j]).prefixed(h.path);
+      helpers.run(n, [&](size_t e) {
+        got[e] = read_unit(order[first + e].first, order[first + e].second, ring->data() + slot_of[e] * slot_bytes);
+      });
+      for (size_t e = 0; e < n && failed.is_ok(); ++e) failed = got[e];
     }
-    auto q = std::partition_point(outs.begin(), outs.end(), [&](const Out& m) { return m.offset < a; });
-    for (; q != outs.end() && q->offset < b; ++q) {
-      const Out& m = *q;
-      // A piece that also stays here (replicated regions) landed in the region, not in the buffer.
-      const uint8_t* from = buf + (m.offset - a);
-      for (auto x = own_from(m.offset); x != own.end() && x->offset < m.offset + m.size; ++x) {
-        if (x->offset <= m.offset && x->offset + x->size >= m.offset + m.size) {
-          from = x->dst + (m.offset - x->offset);
-          break;
+    for (size_t e = 0; e < n; ++e) {  // the sends, in the order the receivers posted theirs
+      const auto [j, u] = order[first + e];
+      const auto& [own, outs] = pieces[j];
+      const uint64_t unit = unit_of(hosted[j].m.chunk_size);
+      const uint64_t a = u * unit, b = std::min(a + unit, hosted[j].m.total_size);
+      uint8_t* buf = ring->data() + slot_of[e] * slot_bytes;  // unit byte a lands at buf[0]
+      auto q = std::partition_point(outs.begin(), outs.end(), [&](const Out& m) { return m.offset < a; });
+      for (; q != outs.end() && q->offset < b; ++q) {
+        const Out& m = *q;
+        // A piece that also stays here (replicated regions) landed in the region, not in the buffer.
+        const uint8_t* from = buf + (m.offset - a);
+        for (auto x = own_from(j, m.offset); x != own.end() && x->offset < m.offset + m.size; ++x) {
+          if (x->offset <= m.offset && x->offset + x->size >= m.offset + m.size) {
+            from = x->dst + (m.offset - x->offset);
+            break;
+          }
+          uint64_t lo = std::max(x->offset, m.offset), hi = std::min(x->offset + x->size, m.offset + m.size);
+          memcpy(buf + (lo - a), x->dst + (lo - x->offset), hi - lo);
         }
-        uint64_t lo = std::max(x->offset, m.offset), hi = std::min(x->offset + x->size, m.offset + m.size);
-        memcpy(buf + (lo - a), x->dst + (lo - x->offset), hi - lo);
+        MPI_Request r = MPI_REQUEST_NULL;
+        CAIRN_MPI(MPI_Isend(from, static_cast<int>(m.size), MPI_BYTE, m.dst, m.tag, app_comm_, &r));
+        in_flight[slot_of[e]].push_back(r);
+        sent += m.size;
       }
-      MPI_Request r = MPI_REQUEST_NULL;
-      CAIRN_MPI(MPI_Isend(from, static_cast<int>(m.size), MPI_BYTE, m.dst, m.tag, app_comm_, &r));
-      in_flight[s].push_back(r);
-      sent += m.size;
     }
     if (!recvs.empty()) {  // let the pieces coming here move while this host reads on
       int done = 0;

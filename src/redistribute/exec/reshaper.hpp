@@ -35,6 +35,7 @@ struct ReshapeJob {
   Layout layout;
   int cache_versions = 2;
   uint64_t exchange_chunk = 4 << 20;         // L2 exchange unit
+  int restart_threads = 0;                   // threads of a host reading its streams (0: its host's share)
 };
 
 // A version of another rank count that can be restored, as the search found it.

@@ -248,6 +248,32 @@ TEST_F(ReshapeDirect, FromL1HostsKeepTheirOwnPieces) {
     EXPECT_TRUE(everywhere(restarts(3, CAIRN_LEVEL_L1, 1, resize))) << (resize ? "with" : "without") << " a resize";
 }
 
+// The same with restart_threads = 3: new rank 2 hosts old ranks 2 and 3 and reads their units side by
+// side on two threads (the receivers post in that order), pread or out of a mapping; a damaged chunk in
+// one of them still sends every rank to L3.
+TEST_F(ReshapeDirect, FromL1HostsReadTheirStreamsSideBySide) {
+  setenv("CAIRN_NODE", ("node" + std::to_string(g_rank / 2)).c_str(), 1);
+  setenv("CAIRN_RESTART_THREADS", "3", 1);
+  for (bool mapped : {false, true}) {
+    decide_map_to_read_for_tests(mapped);
+    for (uint64_t at : {uint64_t{0}, uint64_t{300000}}) {
+      write_versions(1, /*keep_caches=*/true);
+      if (g_rank == 0 && at) damage_slot("node1", 3, 1, at);
+      MPI_Barrier(MPI_COMM_WORLD);
+      EXPECT_TRUE(everywhere(restarts(3, at ? CAIRN_LEVEL_L3 : CAIRN_LEVEL_L1, 1)))
+          << (mapped ? "mapped" : "pread") << ", damaged at byte " << at;
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (g_rank == 0) {
+        ASSERT_TRUE(fs::remove_tree(root_ + "/cache").is_ok());
+        ASSERT_TRUE(fs::remove_tree(root_ + "/prefix").is_ok());
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+  }
+  decide_map_to_read_for_tests(std::nullopt);
+  unsetenv("CAIRN_RESTART_THREADS");
+}
+
 // Blocks of one element in "c": a piece per element, too many messages to stream, so the hosts read
 // their own pieces into the regions, verify the rest in place and move it in one exchange.
 TEST_F(ReshapeDirect, FromL1ManySmallPiecesTakeOneExchange) {
