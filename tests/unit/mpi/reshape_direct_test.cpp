@@ -148,6 +148,16 @@ class ReshapeDirect : public ::testing::Test {
     MPI_Barrier(MPI_COMM_WORLD);
   }
 
+  // Between the cases of a test: every version gone (caches and prefix), on every rank.
+  void forget_versions() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) {
+      ASSERT_TRUE(fs::remove_tree(root_ + "/cache").is_ok());
+      ASSERT_TRUE(fs::remove_tree(root_ + "/prefix").is_ok());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+
   // Flip a byte of old rank k's data in its L1 slot of version v (simulated node `node`).
   void damage_slot(const std::string& node, int k, uint64_t v, uint64_t at) {
     Config cfg;
@@ -262,12 +272,7 @@ TEST_F(ReshapeDirect, FromL1HostsReadTheirStreamsSideBySide) {
       MPI_Barrier(MPI_COMM_WORLD);
       EXPECT_TRUE(everywhere(restarts(3, at ? CAIRN_LEVEL_L3 : CAIRN_LEVEL_L1, 1)))
           << (mapped ? "mapped" : "pread") << ", damaged at byte " << at;
-      MPI_Barrier(MPI_COMM_WORLD);
-      if (g_rank == 0) {
-        ASSERT_TRUE(fs::remove_tree(root_ + "/cache").is_ok());
-        ASSERT_TRUE(fs::remove_tree(root_ + "/prefix").is_ok());
-      }
-      MPI_Barrier(MPI_COMM_WORLD);
+      forget_versions();
     }
   }
   decide_map_to_read_for_tests(std::nullopt);
@@ -294,12 +299,7 @@ TEST_F(ReshapeDirect, FromL1DamagedChunkFallsBackToL3) {
     if (g_rank == 0) damage_slot("node0", 1, 1, at);
     MPI_Barrier(MPI_COMM_WORLD);
     EXPECT_TRUE(everywhere(restarts(3, CAIRN_LEVEL_L3, 1))) << "damaged at byte " << at;
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (g_rank == 0) {
-      ASSERT_TRUE(fs::remove_tree(root_ + "/cache").is_ok());
-      ASSERT_TRUE(fs::remove_tree(root_ + "/prefix").is_ok());
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    forget_versions();
   }
 }
 
@@ -327,12 +327,7 @@ TEST_F(ReshapeDirect, FromL1AfterRestartAvailable) {
         EXPECT_TRUE(Runtime::destroy().is_ok());
       }
       EXPECT_TRUE(everywhere(ok)) << (mapped ? "mapped" : "pread") << ", damaged at byte " << at;
-      MPI_Barrier(MPI_COMM_WORLD);
-      if (g_rank == 0) {
-        ASSERT_TRUE(fs::remove_tree(root_ + "/cache").is_ok());
-        ASSERT_TRUE(fs::remove_tree(root_ + "/prefix").is_ok());
-      }
-      MPI_Barrier(MPI_COMM_WORLD);
+      forget_versions();
     }
   }
   decide_map_to_read_for_tests(std::nullopt);
@@ -370,12 +365,7 @@ TEST_F(ReshapeDirect, FromL2LostRanksAreRebuiltForTheNewLayout) {
     MPI_Barrier(MPI_COMM_WORLD);
     EXPECT_TRUE(everywhere(restarts(c.ranks, c.level, 1)))
         << "on " << c.ranks << " ranks, node1 " << (c.lose_node1 ? "lost" : "kept") << ", old rank " << c.damaged << " damaged";
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (g_rank == 0) {
-      ASSERT_TRUE(fs::remove_tree(root_ + "/cache").is_ok());
-      ASSERT_TRUE(fs::remove_tree(root_ + "/prefix").is_ok());
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    forget_versions();
   }
 }
 
@@ -394,12 +384,7 @@ TEST_F(ReshapeDirect, FromL2ACopyInASetNeedsNoRebuild) {
     setenv("CAIRN_REDUNDANCY", c.scheme, 1);
     write_versions(1, /*keep_caches=*/true);
     EXPECT_TRUE(everywhere(restarts(3, c.level, 1))) << c.scheme;
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (g_rank == 0) {
-      ASSERT_TRUE(fs::remove_tree(root_ + "/cache").is_ok());
-      ASSERT_TRUE(fs::remove_tree(root_ + "/prefix").is_ok());
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    forget_versions();
   }
 }
 
