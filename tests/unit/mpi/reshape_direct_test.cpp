@@ -159,7 +159,8 @@ class ReshapeDirect : public ::testing::Test {
   }
 
   // Flip a byte of old rank k's data in its L1 slot of version v (simulated node `node`).
-  void damage_slot(const std::string& node, int k, uint64_t v, uint64_t at) {
+  // red: its redundancy data (the copy of another member it keeps) instead.
+  void damage_slot(const std::string& node, int k, uint64_t v, uint64_t at, bool red = false) {
     Config cfg;
     cfg.prefix = root_ + "/prefix";
     cfg.cache_dir = root_ + "/cache";
@@ -169,7 +170,8 @@ class ReshapeDirect : public ::testing::Test {
     ASSERT_TRUE(store.open(l.rank_cache(node, k), cfg.cache_versions).is_ok());
     auto rec = store.read_record(v);
     ASSERT_TRUE(rec.is_ok());
-    test::flip_byte(store.slot_path(static_cast<int>(rec->slot)), at, 0x10);
+    const int slot = static_cast<int>(rec->slot);
+    test::flip_byte(red ? store.red_path(slot) : store.slot_path(slot), at, 0x10);
   }
 
   bool holds(int p, int v) const {
@@ -386,6 +388,19 @@ TEST_F(ReshapeDirect, FromL2ACopyInASetNeedsNoRebuild) {
     EXPECT_TRUE(everywhere(restarts(3, c.level, 1))) << c.scheme;
     forget_versions();
   }
+}
+
+// A damaged copy is never restored: old rank 3's copy in old rank 2's redundancy data (xor pair {2,3};
+// the job runs on nodes 0-2, so node3 is out) has a flipped byte, so the copy fails its check as it
+// streams, the set's rebuild (the same bytes, for a pair) fails as it lands, and the restart comes from
+// L3, with the right bytes.
+TEST_F(ReshapeDirect, FromL2ADamagedCopyGoesToL3) {
+  setenv("CAIRN_REDUNDANCY", "xor", 1);
+  setenv("CAIRN_SET_SIZE", "2", 1);
+  write_versions(1, /*keep_caches=*/true);
+  if (g_rank == 0) damage_slot("node2", 2, 1, 200000, /*red=*/true);
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_TRUE(everywhere(restarts(3, CAIRN_LEVEL_L3, 1)));
 }
 
 // The copy is read by another rank of its holder's node where the node has several: the new job runs
