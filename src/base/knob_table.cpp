@@ -246,9 +246,10 @@ const std::vector<Knob>& knobs() {
                       "stream into the regions at a restart, each a run of whole chunks, hashed as they "
                       "land. 0: the cores of this host's affinity masks divided by the job's ranks on "
                       "it, at most 4 (1 where ranks outnumber cores, so no rank takes another's core). "
-                      "On another rank count, the ranks that read the old ranks' slots or copies read "
-                      "that many units at once; 0 there divides the cores by the ranks that read only "
-                      "(the others just receive)."},
+                      "On another rank count (the streamed path), a rank that reads old ranks' slots or "
+                      "copies reads that many units at once (at most half its ring of unit buffers); 0 "
+                      "there divides the cores by the number of ranks on the host that read (those that "
+                      "only receive are not counted), at most 4 and at most the rank's own cores."},
       {.name = "job", .kind = Kind::string, .member = &Config::job, .default_text = "",
        .rule = Rule::path_component, .default_doc = "derived from prefix",
        .description = "Name of the job in the cache path (cache_dir/cairn-JOB). Empty derives it "

@@ -84,6 +84,7 @@ Status host_share(MPI_Comm comm, HostShare* out, bool busy) {
   CAIRN_MPI(rc);
   out->ranks = here;
   out->busy = busy_here;
+  out->own_cores = std::max(1, CPU_COUNT(&mine));
   out->cores = std::max(1, CPU_COUNT(&all));
   return Status::ok();
 }

@@ -57,7 +57,8 @@ Status allgather_u64(MPI_Comm comm, const std::vector<uint64_t>& mine, std::vect
 struct HostShare {
   int ranks = 1;
   int cores = 1;
-  int busy = 1;  // ranks of this host that called host_share with busy = true
+  int busy = 1;       // ranks of this host that called host_share with busy = true
+  int own_cores = 1;  // the cores of this rank's own affinity mask
   bool outnumbered() const { return ranks > cores; }
   // Threads each rank may keep busy without taking a core from another: cores / ranks, in [1, cap].
   int threads_per_rank(int cap) const { return std::clamp(cores / std::max(ranks, 1), 1, std::max(cap, 1)); }

@@ -163,15 +163,19 @@ L2CopyPlan plan_l2_copies(const std::vector<bool>& held, const std::vector<bool>
       break;
     }
     const uint64_t max_len = *std::max_element(s.lens.begin(), s.lens.end());
-    for (const auto& at : code->copies_of(static_cast<int>(me - s.members.begin()), max_len)) {
+    const auto copies = code->copies_of(static_cast<int>(me - s.members.begin()), max_len);
+    for (const auto& at : copies) {
       const int h = s.members[static_cast<size_t>(at.holder)];
       if (!qualifies(h)) continue;
       out.sources[static_cast<size_t>(k)] = {h, at.offset};
       break;
     }
-    if (out.sources[static_cast<size_t>(k)].holder < 0)
-      out.reason = "no survivor of the set of old rank " + std::to_string(k) + " keeps a copy of its data (" +
+    if (copies.empty())
+      out.reason = "no member of the set of old rank " + std::to_string(k) + " keeps a copy of its data (" +
                    redundancy_name(s.scheme) + " of " + std::to_string(s.members.size()) + ": it must be decoded)";
+    else if (out.sources[static_cast<size_t>(k)].holder < 0)
+      out.reason = "the members that keep a copy of old rank " + std::to_string(k) +
+                   "'s data are lost or their version was not protected";
   }
   if (!out.reason.empty()) out.sources.assign(static_cast<size_t>(p_old), CopySource{});
   return out;

@@ -91,7 +91,7 @@ struct CopySource {
   uint64_t offset = 0;  // of the copy in the holder's redundancy data
 };
 struct L2CopyPlan {
-  std::string reason;               // not empty: some lost old rank has no copy to read (it needs a decode), and why
+  std::string reason;               // not empty: some lost old rank has no copy to read, and why
   std::vector<CopySource> sources;  // per old rank
 };
 // held[k]: old rank k's slot is hosted; prot[k]: its version was protected at L2; set_of and sets as

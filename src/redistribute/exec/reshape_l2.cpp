@@ -1,4 +1,5 @@
-// Reshaping restart from L2: the old redundancy sets rebuild their lost members onto new hosts.
+// Reshaping restart from L2: a lost old rank read from the copy a survivor of its set keeps, or the old
+// redundancy sets rebuild their lost members onto new hosts.
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -105,7 +106,7 @@ SetReports parse_reports(const std::vector<uint64_t>& all, int p_old) {
 // verified against the lost rank's manifest from the set record and sent at once to its new owners. No
 // staging, no rebuild: the lost rank's bytes cross between processes once, as a survivor's do.
 Status Reshaper::from_l2_copies(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
-                                const std::vector<bool>& prot, bool* streamed) {
+                                const std::vector<bool>& prot, bool* streamed, std::vector<int>* read_by) {
   *streamed = false;
   if (!restart_in_place_) return Status::ok();
   const std::vector<int> host_of_old = hosts(holders);
@@ -179,6 +180,7 @@ Status Reshaper::from_l2_copies(uint64_t v, int p_old, const std::vector<std::ve
   if (fit != 2) return Status::ok();  // the general path: rebuild, then move
   CAIRN_TRY(from_l1_streamed(v, p_old, source_host, wants, copies, "L2 (each lost old rank from the copy its set keeps)"));
   *streamed = true;
+  *read_by = std::move(source_host);
   return Status::ok();
 }
 

@@ -207,12 +207,11 @@ Status Reshaper::find(ReshapedVersion* out, std::string* why, uint64_t above, ui
       // Where no lost old rank needs a decode, its copy is streamed as a slot is; else (or where that
       // fails: a survivor's chunk that does not verify) the sets rebuild their lost members.
       bool streamed = false;
-      Status st = from_l2_copies(v, p_old, holders, prot, &streamed);
+      Status st = from_l2_copies(v, p_old, holders, prot, &streamed, &c.host_of_old);
       if (st.code() == Code::ERR_MPI || st.code() == Code::ERR_INTERNAL) return st;
       if (st.is_ok() && streamed) {
         c.level = CAIRN_LEVEL_L2;
         c.in_place = true;
-        c.host_of_old = hosts(holders);
         *out = std::move(c);
         return Status::ok();
       }

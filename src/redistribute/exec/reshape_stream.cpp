@@ -1,6 +1,7 @@
 // The L1 path of a reshaping restart when every rank's regions already have their new size (cairn_restart,
-// whether or not cairn_restart_available came first): the move overlaps the read. The host of each old
-// rank reads that rank's slot a unit at a time (about 2 MiB of whole chunks) -- its own pieces straight
+// whether or not cairn_restart_available came first): the move overlaps the read. The same path reads, at
+// L2, a lost old rank's copy in a survivor's redundancy data (from_l2_copies), as it reads a slot. The
+// host of each old rank reads that rank's slot a unit at a time (about 2 MiB of whole chunks) -- its own pieces straight
 // into its regions, the rest into a small ring of unit buffers -- verifies each chunk while it is in
 // cache, and sends the unit's pieces to their new owners at once, out of a buffer that is still warm.
 // The slot is read as the same-count restart reads one on this machine (map_to_read): out of a mapping,
@@ -12,8 +13,9 @@
 // So every receive is posted, straight into the regions, before the first unit is read, and Open
 // MPI's shared-memory transport copies each message on the receiver's side while the hosts read on.
 // Messages are split at the old stream's unit boundaries (a message per 64 KiB chunk cost each host a
-// rendezvous per 64 KiB) and tagged by region; per (host, region) both sides walk the pieces in (old
-// rank, offset) order, which MPI's ordering then matches.
+// rendezvous per 64 KiB) and tagged by region; per (host, region) both sides walk the pieces in (unit,
+// old rank, offset) order -- a host that holds several old ranks reads their units side by side, several
+// at once on threads of its own -- which MPI's ordering then matches.
 //
 // A chunk that fails to read or verify does not stop the messages: the host sends the rest of what it
 // promised from its buffer without reading on (every receiver is waiting for those bytes), and every
@@ -272,11 +274,16 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
 
   HostShare share;
   CAIRN_TRY(host_share(app_comm_, &share, /*busy=*/!hosted.empty()));
-  const bool leave_core = share.outnumbered();
+  // A rank that hosts nothing only receives: it sleeps between polls, leaving its core to the hosts'
+  // threads (as every rank does where ranks outnumber cores).
+  const bool leave_core = share.outnumbered() || hosted.empty();
   // A host reads this many units at once (one per thread): restart_threads, else the cores of its machine
-  // over the ranks there that host streams (those that host none only receive), at most 4.
-  const int threads = job_.restart_threads > 0 ? job_.restart_threads : share.threads_per_busy_rank(4);
-  const size_t batch = std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(nslots, 1));
+  // over the ranks there that host streams (those that host none only receive), at most 4 and at most
+  // the cores of this rank's own affinity mask; and at most half the ring, so that a batch's reads
+  // overlap the previous batch's sends.
+  const int threads = job_.restart_threads > 0 ? job_.restart_threads
+                                               : std::min(share.threads_per_busy_rank(4), share.own_cores);
+  const size_t batch = std::clamp<size_t>(static_cast<size_t>(threads), 1, std::max<size_t>(nslots / 2, 1));
 
   // 3. Post every receive, straight into the regions. Per region and host, in the order the host sends:
   // by unit of the old stream, then old rank, then offset (a host that holds several old ranks reads
@@ -461,10 +468,10 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
   adopt_distributions(regions_, wants);
   if (rank_ == 0)
     LOG_INFO("restart: version %llu (%d ranks) read at %s and sent to the new owners as verified, %s: "
-             "%.1f ms reading, %.1f ms in all on rank 0 (%zu old ranks hosted, %zu of them from a copy in a set's "
-             "redundancy data, %.1f MiB sent, %.1f MiB received)",
+             "%.1f ms reading (%zu units at a time), %.1f ms in all on rank 0 (%zu old ranks hosted, %zu of them from a "
+             "copy in a set's redundancy data, %.1f MiB sent, %.1f MiB received)",
              static_cast<ull>(v), p_old, level, hosted.empty() ? "hosting none" : mapped ? "copied out of a mapping" : "pread",
-             read_ms, all_ms, hosted.size(), copies.size(), static_cast<double>(sent) / (1 << 20),
+             read_ms, batch, all_ms, hosted.size(), copies.size(), static_cast<double>(sent) / (1 << 20),
              static_cast<double>(received) / (1 << 20));
   return Status::ok();
 }

@@ -1,6 +1,7 @@
 // The executors of a restart on another number of ranks. A version written by p_old ranks is read by
 // "hosts" among the current ranks: from L1 where every old rank's slot survives on some node (a rank of
-// that node reads it, verifies it and hosts it); else from L2, where the old redundancy sets rebuild their
+// that node reads it, verifies it and hosts it); else from L2, where a lost old rank's data is read from
+// the copy a survivor of its set keeps (partner, xor of two, ...) or the old redundancy sets rebuild their
 // lost members onto hosts that hold no other member of the set; else from L3 (old rank k's file is read
 // once, by rank k mod P). The hosts then send each new rank exactly the pieces its distributed regions
 // need (move_regions, also used by live redistribution). Reads are parallel, nothing is read twice, every
@@ -108,11 +109,12 @@ class Reshaper {
   Status from_l2(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders, const std::vector<bool>& prot,
                  std::vector<HeldStream>* held, std::vector<int>* host_of_old);
   // From L2 where every lost old rank's stream lies whole in a survivor's redundancy data (partner, xor
-  // of two, ...) and the regions have their new size: those copies and the survivors' slots are streamed
-  // as from_l1_streamed streams slots. *streamed false with OK: the version does not qualify (from_l2
-  // then rebuilds). Collective.
+  // of two, ...), the regions have their new size and the plan is streamable: those copies and the
+  // survivors' slots are streamed as from_l1_streamed streams slots; *host_of_old: the rank that read
+  // each old rank's slot or copy. *streamed false with OK: the version does not qualify (from_l2 then
+  // rebuilds). Collective.
   Status from_l2_copies(uint64_t v, int p_old, const std::vector<std::vector<uint64_t>>& holders,
-                        const std::vector<bool>& prot, bool* streamed);
+                        const std::vector<bool>& prot, bool* streamed, std::vector<int>* host_of_old);
 
   // The version's region table, `bytes` as `root` read it (empty there: none), shared with every rank
   // (*table), and whether every rank's regions already have their new size (*wants: this rank's regions,

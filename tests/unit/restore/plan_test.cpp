@@ -356,16 +356,17 @@ TEST(L2CopyPlan, WhereNoCopyQualifiesItSaysWhy) {
   // xor of four keeps no copy: its members are decoded.
   OldJob quad = old_job(4, 4, Redundancy::xor_set, 1, {3});
   L2CopyPlan p = plan_l2_copies(quad.good, prot, quad.set_of, quad.sets);
-  EXPECT_EQ(p.reason, "no survivor of the set of old rank 3 keeps a copy of its data (xor of 4: it must be decoded)");
+  EXPECT_EQ(p.reason, "no member of the set of old rank 3 keeps a copy of its data (xor of 4: it must be decoded)");
   EXPECT_EQ(sources(p), (Sources(4, {-1, 0})));
   // The holder's version was not protected: its redundancy data may be incomplete.
   OldJob pair = old_job(4, 2, Redundancy::partner, 1, {1});
   prot[0] = false;
-  EXPECT_NE(plan_l2_copies(pair.good, prot, pair.set_of, pair.sets).reason, "");
+  EXPECT_EQ(plan_l2_copies(pair.good, prot, pair.set_of, pair.sets).reason,
+            "the members that keep a copy of old rank 1's data are lost or their version was not protected");
   // Both members of a pair lost; a set no survivor reported; a record that does not name the rank.
   OldJob both = old_job(4, 2, Redundancy::partner, 1, {0, 1});
   EXPECT_EQ(plan_l2_copies(both.good, std::vector<bool>(4, true), both.set_of, both.sets).reason,
-            "no survivor of the set of old rank 0 keeps a copy of its data (partner of 2: it must be decoded)");
+            "the members that keep a copy of old rank 0's data are lost or their version was not protected");
   OldJob unreported = old_job(4, 2, Redundancy::partner, 1, {2, 3});
   unreported.sets.erase(2);
   unreported.set_of[2] = unreported.set_of[3] = -1;
