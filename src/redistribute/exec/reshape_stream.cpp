@@ -405,7 +405,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     return read_chunks_verified(h.m, into, a / chunk, (b + chunk - 1) / chunk, h.map ? h.map->data() + h.base : nullptr,
                                 sources[j]).prefixed(h.path);
   };
-  Helpers helpers(static_cast<int>(batch) - 1);
+  Helpers helpers(static_cast<int>(std::min(batch, order.size())) - 1);  // none on a rank that reads nothing
   std::vector<size_t> slot_of(batch);
   std::vector<Status> got(batch, Status::ok());
   for (size_t first = 0; first < order.size(); first += batch) {
