@@ -131,19 +131,12 @@ Status Reshaper::from_l2_copies(uint64_t v, int p_old, const std::vector<std::ve
   // hosts() spreads the slots (by old rank), so that a node with several ranks does not leave the copy
   // to the rank that reads the holder's own slot.
   std::vector<int> source_host = host_of_old;
-  auto on_holders_node = [&](int holder, int k) {
-    std::vector<int> on_node;
-    const std::string& node = node_of_rank_[static_cast<size_t>(host_of_old[static_cast<size_t>(holder)])];
-    for (int q = 0; q < nranks_; ++q)
-      if (node_of_rank_[static_cast<size_t>(q)] == node) on_node.push_back(q);
-    return on_node[static_cast<size_t>(k) % on_node.size()];
-  };
   std::map<int, CopiedStream> copies;
   Status local = Status::ok();
   for (int k = 0; k < p_old; ++k) {
     const restore::CopySource& src = plan.sources[static_cast<size_t>(k)];
     if (src.holder < 0) continue;
-    source_host[static_cast<size_t>(k)] = on_holders_node(src.holder, k);
+    source_host[static_cast<size_t>(k)] = spread_on_node(host_of_old[static_cast<size_t>(src.holder)], k);
     if (source_host[static_cast<size_t>(k)] != rank_) continue;
     auto read = hosted.find(src.holder);  // where the holder's host is another rank of this node: read here too
     if (read == hosted.end()) {

@@ -51,15 +51,17 @@ Reshaper::Reshaper(const ReshapeJob& job, RegionTable& regions, bool in_place, c
   MPI_Comm_size(app_comm_, &nranks_);
 }
 
+int Reshaper::spread_on_node(int rank, int k) const {
+  std::vector<int> on_node;  // the current ranks on rank's node, in order
+  for (int r = 0; r < nranks_; ++r)
+    if (node_of_rank_[static_cast<size_t>(r)] == node_of_rank_[static_cast<size_t>(rank)]) on_node.push_back(r);
+  return on_node[static_cast<size_t>(k) % on_node.size()];
+}
+
 std::vector<int> Reshaper::hosts(const std::vector<std::vector<uint64_t>>& holders) const {
   std::vector<int> host(holders.size(), -1);
-  for (size_t k = 0; k < holders.size(); ++k) {
-    if (holders[k].empty()) continue;
-    std::vector<int> on_node;  // the current ranks on the first reporting node, in order
-    for (int r = 0; r < nranks_; ++r)
-      if (node_of_rank_[static_cast<size_t>(r)] == node_of_rank_[static_cast<size_t>(holders[k][0])]) on_node.push_back(r);
-    host[k] = on_node[k % on_node.size()];
-  }
+  for (size_t k = 0; k < holders.size(); ++k)
+    if (!holders[k].empty()) host[k] = spread_on_node(static_cast<int>(holders[k][0]), static_cast<int>(k));
   return host;
 }
 

@@ -126,6 +126,8 @@ class Reshaper {
   // The current rank hosting each old rank's stream: a rank of the first node that reported it, spread
   // over that node's ranks; -1 where no node did.
   std::vector<int> hosts(const std::vector<std::vector<uint64_t>>& holders) const;
+  // The rank of `rank`'s node that reads old rank k's stream there: its ranks taken in turn by k.
+  int spread_on_node(int rank, int k) const;
 
   const ReshapeJob& job_;
   MPI_Comm app_comm_;
