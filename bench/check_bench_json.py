@@ -13,8 +13,10 @@ app_lost is reported (--reps x --rounds of them) and its median and quartiles ar
 targets carry their resampled interval.
 
 With --redistribute in the command line the object is the N -> M report: per level (l1, l2, l3) the
-N -> N and N -> M restart figures and the n_to_m_<level> target. `--measured l1,l3` (before the command)
-names the levels that must have been measured; the others must be null with a reason in `skipped`.
+N -> N and N -> M restart figures and the n_to_m_<level> target, and where the new job holds every old
+rank's node the bare move of the same bytes beside it (from L1, and from L2 where the lost rank's set
+keeps a copy), with the bound it sets and the excuse that follows. `--measured l1,l3` (before the
+command) names the levels that must have been measured; the others must be null with a reason in `skipped`.
 
 With --restart-after-loss the object is the relaunched job's restart after a lost node beside the same with
 every cache intact: every time present and positive, per rank too, the level L2 after the loss and L1
@@ -87,6 +89,30 @@ def check_default(data, out):
     return "%d figures, %d targets, %d stages" % (len(FIGURES), len(TARGETS), len(STAGES))
 
 
+def check_move(data, level, n, m, target, out):
+    """The bare move beside the N -> M restart: measured from L1 whenever the new job holds every old
+    rank's node (M > N), and from L2 where the lost rank's set keeps a copy (two old ranks: an xor pair);
+    its bound, the restart's ratio to it, and the excuse that follows from both."""
+    move = data.get("move_n_to_m_%s_gbps" % level)
+    expected = m > n and (level == "l1" or (level == "l2" and n == 2))
+    if level == "l3" or not expected:
+        if move is not None:
+            fail("%s: a bare move where none is measured: %r" % (level, move), out)
+        return
+    if not positive(move):
+        fail("%s: move_n_to_m_%s_gbps %r, expected a positive number" % (level, level, move), out)
+    ms = data.get("restart_ms", {}).get("move_n_to_m_" + level)
+    if not isinstance(ms, list) or not ms or not all(positive(x) for x in ms):
+        fail("%s: restart_ms.move_n_to_m_%s %r" % (level, level, ms), out)
+    bound, vs_move, excused = target.get("move_bound"), target.get("ratio_vs_move"), target.get("excused_by_move")
+    if not positive(bound) or not positive(vs_move) or target.get("min_ratio_vs_move") != 0.8 or not isinstance(excused, bool):
+        fail("targets.n_to_m_%s: move_bound %r, ratio_vs_move %r, min_ratio_vs_move %r, excused_by_move %r" %
+             (level, bound, vs_move, target.get("min_ratio_vs_move"), excused), out)
+    if excused != (not target["pass"] and bound < 0.7 and vs_move >= 0.8):
+        fail("targets.n_to_m_%s: excused_by_move %r does not follow from pass %r, bound %r, ratio_vs_move %r" %
+             (level, excused, target["pass"], bound, vs_move), out)
+
+
 def check_redistribute(data, measured, out):
     if data.get("mode") != "redistribute":
         fail("mode is %r, expected redistribute" % data.get("mode"), out)
@@ -106,6 +132,7 @@ def check_redistribute(data, measured, out):
             if not positive(same) or not positive(moved):
                 fail("%s: N -> N %r, N -> M %r, expected positive numbers" % (level, same, moved), out)
             check_target(targets, "n_to_m_" + level, out)
+            check_move(data, level, n, m, target, out)
         elif moved is not None or target.get("ratio") is not None:
             fail("%s: expected not measured, got %r" % (level, moved), out)
         elif not any(level in k and isinstance(v, str) and v for k, v in skipped.items()):

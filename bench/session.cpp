@@ -97,9 +97,10 @@ Session::Restart Session::timed_restart(const char* redundancy, int flush_every,
   return r;
 }
 
-std::string newest_slot_file(const Session& s) {
-  std::string dir = s.cache_job() + "/node" + std::to_string(g_rank) + "/" +
-                    cairn::rank_dir_name(static_cast<uint32_t>(g_rank));
+std::string newest_slot_file(const Session& s, int rank) {
+  if (rank < 0) rank = g_rank;
+  std::string dir = s.cache_job() + "/node" + std::to_string(rank) + "/" +
+                    cairn::rank_dir_name(static_cast<uint32_t>(rank));
   auto versions = cairn::recorded_versions(dir);
   if (versions.empty()) die("slot_read: no version recorded in %s", dir.c_str());
   std::string rec_path = dir + "/" + cairn::version_file_name(versions.back(), cairn::VersionFile::record);

@@ -53,9 +53,9 @@ class Session {
   int set_size_ = 2, rs_parity_ = 1;
 };
 
-// The data file of this rank's newest L1 slot in the session's cache (its node is node<rank>): what a
-// restart from L1 reads.
-std::string newest_slot_file(const Session& s);
+// The data file of rank `rank`'s newest L1 slot in the session's cache (its node is node<rank>; -1: this
+// rank): what a restart from L1 reads.
+std::string newest_slot_file(const Session& s, int rank = -1);
 // What reading that file into private memory costs on this machine, two ways (the faster differs between
 // machines and file systems): pread(2) into `dst`, and a populated read-only mapping + memcpy into `dst`;
 // `dst` zeroed before each read. One warm-up, then the median of `reps` reads, each the slowest rank's.

@@ -2,14 +2,22 @@
 // on N ranks, from every level. The parent runs three MPI jobs (parent.cpp), each running one stage here,
 // and prints the report from the stages' files (report_redistribute). docs/performance.md, "Restart on
 // another rank count".
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <sstream>
 
+#include "base/redundancy_scheme.hpp"
 #include "base/xxh.hpp"
+#include "redundancy/set_code.hpp"
 #include "bench.hpp"
 #include "session.hpp"
 
@@ -91,8 +99,10 @@ class RedistributeStage {
     } else if (stage == "reshape") {
       bool all_nodes = m_new >= n_old;  // every old rank's node (node<k>) is a node of this job
       if (o_.wants("l1")) {
-        if (all_nodes) figures["l1"] = timed_field_restarts(redundancy, CAIRN_LEVEL_L1, [] {});
-        else skipped["l1"] = "--to " + std::to_string(m_new) + " < --ranks " + std::to_string(n_old) +
+        if (all_nodes) {
+          figures["l1"] = timed_field_restarts(redundancy, CAIRN_LEVEL_L1, [] {});
+          figures["l1"]["move"] = timed_bare_move(move_sources(CAIRN_LEVEL_L1));
+        } else skipped["l1"] = "--to " + std::to_string(m_new) + " < --ranks " + std::to_string(n_old) +
                              ": the caches of old ranks " + std::to_string(m_new) + ".." + std::to_string(n_old - 1) +
                              " are on nodes outside the new job";
       }
@@ -103,7 +113,12 @@ class RedistributeStage {
         if (n_old < 2) skipped["l2"] = "one rank is one failure group: no L2";
         else if (!one_lost) skipped["l2"] = "more than one old rank lost (--to < --ranks - 1): beyond xor";
         else if (sets.back() > m_new) skipped["l2"] = "the set of the lost rank has more members than the new job has ranks";
-        else figures["l2"] = timed_field_restarts(redundancy, CAIRN_LEVEL_L2, all_nodes ? std::function<void()>(lose_node) : [] {});
+        else {
+          figures["l2"] = timed_field_restarts(redundancy, CAIRN_LEVEL_L2, all_nodes ? std::function<void()>(lose_node) : [] {});
+          // The bound where the lost rank's data lies whole in a survivor's redundancy data.
+          auto sources = all_nodes ? move_sources(CAIRN_LEVEL_L2) : std::vector<MoveSource>{};
+          if (!sources.empty()) figures["l2"]["move"] = timed_bare_move(sources);
+        }
       }
       if (o_.wants("l3")) figures["l3"] = timed_field_restarts(redundancy, CAIRN_LEVEL_L3, lose_all);
     } else if (stage == "same_l3") {
@@ -157,6 +172,107 @@ class RedistributeStage {
     j["ms"] = json::array();
     for (double t : times) j["ms"].push_back(round3(t * 1e3));
     j["log"] = lines;
+    return j;
+  }
+
+  // Where the bare move reads old rank k's bytes: new rank `reader` (on the node of the file) maps `path`
+  // from `offset`.
+  struct MoveSource {
+    int reader = -1;
+    std::string path;
+    uint64_t offset = 0;
+  };
+
+  // The sources of the N -> M restart at `level` (M >= N, every old rank's node in the job): from L1 each
+  // old rank's newest slot, read on its node; from L2 the same, except the lost old rank N - 1, whose
+  // copy lies in a survivor's redundancy data (SetCode::copies_of: partner, an xor pair, rs of two) and is
+  // read on the holder's node, as the reshaper reads it. Empty (no bound) where the lost rank's set keeps
+  // no plain copy: its restart decodes. The sets are the bench's consecutive ranks (set_sizes).
+  std::vector<MoveSource> move_sources(int level) {
+    const int n_old = o_.ranks;
+    std::vector<MoveSource> out(n_old);
+    const int whole = level == CAIRN_LEVEL_L1 ? n_old : n_old - 1;  // old ranks read from their own slot
+    for (int k = 0; k < whole; ++k) out[k] = {k, newest_slot_file(session_, k), 0};
+    if (whole == n_old) return out;
+    const auto sets = set_sizes(n_old, set_size_);
+    const int members = sets.back(), first = n_old - members;
+    auto code = redundancy::SetCode::make(Redundancy::xor_set, members, 1);
+    if (!code) die("--redistribute: an xor set of %d: %s", members, code.status().message().c_str());
+    const auto copies = code.value().copies_of(members - 1, o_.size);
+    if (copies.empty()) return {};
+    const int holder = first + copies.front().holder;
+    std::string red = newest_slot_file(session_, holder);
+    red.replace(red.size() - 5, 5, ".red");  // slot-<i>.data -> slot-<i>.red: the version's redundancy data
+    out[n_old - 1] = {holder, red, copies.front().offset};
+    return out;
+  }
+
+  // The machine's bound on the N -> M restart, in the same job: the same bytes moved from the same files
+  // to the same owners over the same MPI, and nothing else. Each source's reader maps it (read-only,
+  // populated) and sends each new rank its BLOCK piece with MPI_Isend, straight from the mapping into the
+  // field: no record, no plan, no verification, no helper threads. After one untimed move, `reps` timed
+  // ones (slowest rank, the mappings included), each checked to hold the right bytes.
+  json timed_bare_move(const std::vector<MoveSource>& sources) {
+    const int n_old = o_.ranks, m = g_nranks;
+    const uint64_t per_old = o_.size / 8, global = static_cast<uint64_t>(n_old) * per_old;
+    const uint64_t q = global / static_cast<uint64_t>(m), r = global % static_cast<uint64_t>(m);
+    auto start_of = [&](uint64_t j) { return j * q + std::min(j, r); };
+    auto count_of = [&](uint64_t j) { return q + (j < r ? 1 : 0); };
+    auto overlap = [&](int k, int j, uint64_t* lo, uint64_t* hi) {
+      const uint64_t a = static_cast<uint64_t>(k) * per_old, js = start_of(static_cast<uint64_t>(j));
+      *lo = std::max(a, js);
+      *hi = std::min(a + per_old, js + count_of(static_cast<uint64_t>(j)));
+      if (*hi > *lo && *hi - *lo > static_cast<uint64_t>(INT_MAX))
+        die("--redistribute: %llu elements do not fit an MPI count", static_cast<unsigned long long>(*hi - *lo));
+      return *hi > *lo;
+    };
+    const uint64_t my_start = start_of(static_cast<uint64_t>(g_rank));
+    const long page = sysconf(_SC_PAGESIZE);
+    std::vector<double> times;
+    for (int i = 0; i < 1 + o_.reps; ++i) {
+      memset(field_, 0, count_ * 8);
+      barrier();
+      const double t0 = now();
+      std::vector<std::pair<void*, size_t>> maps;
+      std::vector<MPI_Request> reqs;
+      uint64_t lo = 0, hi = 0;
+      for (int k = 0; k < n_old; ++k)
+        if (overlap(k, g_rank, &lo, &hi)) {
+          reqs.emplace_back();
+          CHECK_MPI(MPI_Irecv(field_ + (lo - my_start) * 8, static_cast<int>(hi - lo), MPI_UINT64_T, sources[k].reader, k,
+                              MPI_COMM_WORLD, &reqs.back()));
+        }
+      for (int k = 0; k < n_old; ++k) {
+        if (sources[k].reader != g_rank) continue;
+        const uint64_t at = sources[k].offset - sources[k].offset % static_cast<uint64_t>(page);
+        const size_t len = per_old * 8 + (sources[k].offset - at);
+        int fd = ::open(sources[k].path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) die("open %s: %s", sources[k].path.c_str(), strerror(errno));
+        void* map = mmap(nullptr, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(at));
+        close(fd);
+        if (map == MAP_FAILED) die("mmap %s: %s", sources[k].path.c_str(), strerror(errno));
+        maps.emplace_back(map, len);
+        const auto* bytes = static_cast<const uint8_t*>(map) + (sources[k].offset - at);
+        for (int j = 0; j < m; ++j)
+          if (overlap(k, j, &lo, &hi)) {
+            reqs.emplace_back();
+            CHECK_MPI(MPI_Isend(bytes + (lo - static_cast<uint64_t>(k) * per_old) * 8, static_cast<int>(hi - lo), MPI_UINT64_T, j, k,
+                                MPI_COMM_WORLD, &reqs.back()));
+          }
+      }
+      CHECK_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+      for (auto& [map, len] : maps) munmap(map, len);
+      const double t = max_over_ranks(now() - t0);
+      int ok = XXH3_64bits(field_, count_ * 8) == expect_hash_ ? 1 : 0, all = 0;
+      CHECK_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+      if (!all) die("the bare move of the old ranks' bytes to %d ranks delivered different bytes (rank %d: %s)", m, g_rank, ok ? "right" : "wrong");
+      if (i) times.push_back(t);
+    }
+    json j;
+    j["gbps"] = gbps(global_bytes_, median(times));
+    j["seconds"] = median(times);
+    j["ms"] = json::array();
+    for (double t : times) j["ms"].push_back(round3(t * 1e3));
     return j;
   }
 
@@ -222,6 +338,23 @@ int report_redistribute(const Options& o, const std::string& dir, const std::str
       t["ratio"] = nullptr;
       t["pass"] = nullptr;
     }
+    // The bare move of the same bytes to the same owners over the same MPI (timed_bare_move), where it
+    // was measured: its ratio to N -> N is the best the N -> M restart could reach on this machine
+    // (`move_bound`), and the restart beside it (`ratio_vs_move`). The target is excused by that bound
+    // (`excused_by_move`) only where the move itself stays under the target and the restart reaches 0.8
+    // of the move, as the L1 restart is held to 0.8 of the slot's bare read; `pass` stays the plain ratio.
+    const json* move = moved && moved->contains("move") ? &(*moved)["move"] : nullptr;
+    std::string key_move = std::string("move_n_to_m_") + level + "_gbps";
+    out[key_move] = move ? (*move)["gbps"] : json(nullptr);
+    if (move && same && moved && (*move)["seconds"].get<double>() > 0 && (*same)["seconds"].get<double>() > 0 &&
+        (*moved)["seconds"].get<double>() > 0) {
+      const double bound = (*same)["seconds"].get<double>() / (*move)["seconds"].get<double>();
+      const double vs_move = (*move)["seconds"].get<double>() / (*moved)["seconds"].get<double>();
+      t["move_bound"] = round3(bound);
+      t["ratio_vs_move"] = round3(vs_move);
+      t["min_ratio_vs_move"] = 0.8;
+      t["excused_by_move"] = !t["pass"].get<bool>() && bound < 0.7 && vs_move >= 0.8;
+    }
     targets[std::string("n_to_m_") + level] = t;
     for (const char* stage : {"write", "reshape", "same_l3"})
       if (stage_out.contains(stage) && stage_out[stage]["skipped"].contains(level))
@@ -247,6 +380,7 @@ int report_redistribute(const Options& o, const std::string& dir, const std::str
     const json* moved = figure("reshape", level);
     if (same) ms[std::string("n_to_n_") + level] = (*same)["ms"];
     if (moved) ms[std::string("n_to_m_") + level] = (*moved)["ms"];
+    if (moved && moved->contains("move")) ms[std::string("move_n_to_m_") + level] = (*moved)["move"]["ms"];
   }
   out["restart_ms"] = ms;
   out["restart_log"] = logs;
@@ -277,7 +411,7 @@ int report_redistribute(const Options& o, const std::string& dir, const std::str
            run["date"].get<std::string>().c_str(), run["cpu"].get<std::string>().c_str(), sysconf(_SC_NPROCESSORS_ONLN), o.ranks, o.to,
            static_cast<double>(global / static_cast<uint64_t>(o.ranks)) / (1 << 20), o.reps);
     printf("load average %.2f at start, %.2f at end; GB/s of the global state (1e9 B/s)\n\n", load_start, loadavg_1m());
-    printf("  %-6s %14s %14s %8s\n", "level", "N -> N", "N -> M", "ratio");
+    printf("  %-6s %14s %14s %14s  %-22s %s\n", "level", "N -> N", "N -> M", "bare move", "ratio", "vs the move (bound)");
     for (const char* level : {"l1", "l2", "l3"}) {
       auto cell = [](const json& v) {
         char b[32];
@@ -289,10 +423,16 @@ int report_redistribute(const Options& o, const std::string& dir, const std::str
       char r[48] = "-";
       if (t["ratio"].is_number())
         snprintf(r, sizeof r, "%.3f >= 0.70 %s", t["ratio"].get<double>(), t["pass"].get<bool>() ? "PASS" : "MISS");
-      printf("  %-6s %14s %14s  %s\n", level, cell(out[std::string("restart_n_to_n_") + level + "_gbps"]).c_str(),
-             cell(out[std::string("restart_n_to_m_") + level + "_gbps"]).c_str(), r);
+      char b[64] = "-";
+      if (t.contains("ratio_vs_move") && t["ratio_vs_move"].is_number())
+        snprintf(b, sizeof b, "%.3f >= 0.80 (%.3f)%s", t["ratio_vs_move"].get<double>(), t["move_bound"].get<double>(),
+                 t["excused_by_move"].get<bool>() ? " EXCUSED" : "");
+      printf("  %-6s %14s %14s %14s  %-22s %s\n", level, cell(out[std::string("restart_n_to_n_") + level + "_gbps"]).c_str(),
+             cell(out[std::string("restart_n_to_m_") + level + "_gbps"]).c_str(), cell(out[std::string("move_n_to_m_") + level + "_gbps"]).c_str(), r, b);
     }
-    printf("  the %d-rank job had %s (%ld cores online); the 0.7 target holds where it had one\n", o.to,
+    printf("  the %d-rank job had %s (%ld cores online); bare move: the same bytes from the same files to the same\n"
+           "  owners over the same MPI, nothing else (bound: its ratio to N -> N); a miss is excused where the bound\n"
+           "  is under 0.7 and the restart reaches 0.8 of the move\n", o.to,
            core_per_rank ? "a core per rank" : "fewer cores than ranks", cores);
     for (auto& [k, v] : skipped.items()) printf("  skipped %s: %s\n", k.c_str(), v.get<std::string>().c_str());
   }
