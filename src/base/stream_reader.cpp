@@ -135,15 +135,23 @@ PieceOp source_piece(const StreamSource& source) {
 
 // read_verified_in_memory's way: whole chunks inside one destination hashed as they are copied, in one
 // pass (xxh3_copy); the others (a chunk across two destinations, the short last one) piece by piece.
+// A destination that is the stream's own bytes is verified where it lies: hashed, not copied.
 RunOp memory_run(const uint8_t* stream, bool streaming, uint64_t chunk) {
   return [stream, streaming, chunk](uint64_t off, uint64_t count, uint8_t* dst, uint64_t* digests) {
+    if (dst == stream + off) {
+      xxh3_hash(stream + off, chunk, static_cast<size_t>(count), digests);
+      return;
+    }
     xxh3_copy(dst, stream + off, chunk, static_cast<size_t>(count), digests, streaming);
     if (streaming) streaming_fence();
   };
 }
 PieceOp memory_piece(const uint8_t* stream, bool streaming) {
   return [stream, streaming](uint64_t off, uint64_t n, uint8_t* dst, ChunkCheck& check) {
-    hash_then_copy(dst, stream + off, n, streaming, [&check](const uint8_t* p, uint64_t k) { check.add(p, k); });
+    if (dst == stream + off)
+      check.add(dst, n);
+    else
+      hash_then_copy(dst, stream + off, n, streaming, [&check](const uint8_t* p, uint64_t k) { check.add(p, k); });
     return Status::ok();
   };
 }

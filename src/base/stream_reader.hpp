@@ -47,9 +47,10 @@ Status read_verified(const Manifest& m, const std::vector<StreamExtent>& extents
 // (base/xxh3_copy.hpp); the others (a chunk across two destinations, a short last chunk) every kMemoryStep
 // bytes hashed where they lie and then copied on from the CPU cache (docs/performance.md has both
 // measured). A stream of kStreamingCopyFrom bytes or more is copied with stores that bypass the cache
-// (base/copy_streaming.hpp), a smaller one stays in cache for the application. The stream must not
-// change while it is read (nothing writes a slot during a restart). Same errors and threads as
-// read_verified.
+// (base/copy_streaming.hpp), a smaller one stays in cache for the application. An extent whose dst is
+// the stream's own bytes (stream + offset) is verified where it lies: hashed, not copied (a reader that
+// sends those bytes on from there). The stream must not change while it is read (nothing writes a slot
+// during a restart). Same errors and threads as read_verified.
 constexpr uint64_t kMemoryPiece = 64 * 1024;
 constexpr uint64_t kMemoryStep = 4 * 1024;
 constexpr uint64_t kStreamingCopyFrom = 16ull << 20;

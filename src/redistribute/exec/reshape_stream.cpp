@@ -2,11 +2,15 @@
 // whether or not cairn_restart_available came first): the move overlaps the read. The same path reads, at
 // L2, a lost old rank's copy in a survivor's redundancy data (from_l2_copies), as it reads a slot. The
 // host of each old rank reads that rank's slot a unit at a time (about 2 MiB of whole chunks) -- its own pieces straight
-// into its regions, the rest into a small ring of unit buffers -- verifies each chunk while it is in
-// cache, and sends the unit's pieces to their new owners at once, out of a buffer that is still warm.
+// into its regions, the rest into a small ring of unit buffers (read with pread) or left where they lie
+// (mapped) -- verifies each chunk while it is in cache, and sends the unit's pieces to their new owners
+// at once.
 // The slot is read as the same-count restart reads one on this machine (map_to_read): out of a mapping,
-// each run of whole chunks copied and hashed in one pass (xxh3_copy), or with pread, piece by piece,
-// each piece hashed where it landed. Nothing waits for a whole slot to be read.
+// or with pread, piece by piece, each piece hashed where it landed. Out of a mapping, the host's own
+// pieces are copied and hashed in one pass (xxh3_copy), and the pieces for other ranks are hashed where
+// they lie in the mapping and sent from there (no copy into the ring: the receiver's copy is the only
+// one, as in a bare move of the same bytes; nothing writes a slot during a restart). Nothing waits for a
+// whole slot to be read.
 //
 // The receivers know every message in advance: each rank computes the same plans from the version's
 // region table, plus each old stream's chunk size and region offsets, which the hosts share first.
@@ -18,8 +22,8 @@
 // at once on threads of its own -- which MPI's ordering then matches.
 //
 // A chunk that fails to read or verify does not stop the messages: the host sends the rest of what it
-// promised from its buffer without reading on (every receiver is waiting for those bytes), and every
-// rank then agrees on the failure, so no rank restarts from them.
+// promised from its buffer or the mapping without reading on (every receiver is waiting for those
+// bytes), and every rank then agrees on the failure, so no rank restarts from them.
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -370,7 +374,9 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
 
   std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
 
+  const double setup_ms = (now_seconds() - t0) * 1e3;  // opened, described, receives posted
   std::vector<std::vector<MPI_Request>> in_flight(nslots);  // the sends out of each unit's buffer
+  std::vector<MPI_Request> from_map;                        // the sends out of mapped streams
   size_t next_slot = 0;
   Status failed = Status::ok();  // the first chunk that did not read or verify; later chunks are not read
   uint64_t sent = 0;
@@ -395,9 +401,10 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
         into.push_back({at, end - at, x->dst + (at - x->offset)});
         at = end;
         ++x;
-      } else {  // up to the next one: the buffer
+      } else {  // up to the next one: the buffer, or where it lies in a mapped stream
         const uint64_t end = x != own.end() ? std::min(b, x->offset) : b;
-        into.push_back({at, end - at, buf + (at - a)});
+        // (The mapping's bytes are only read: an extent at the stream's own bytes is hashed in place.)
+        into.push_back({at, end - at, h.map ? const_cast<uint8_t*>(h.map->data()) + h.base + at : buf + (at - a)});
         at = end;
       }
     }
@@ -429,12 +436,16 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
       const uint64_t unit = unit_of(hosted[j].m.chunk_size);
       const uint64_t a = u * unit, b = std::min(a + unit, hosted[j].m.total_size);
       uint8_t* buf = ring->data() + slot_of[e] * slot_bytes;  // unit byte a lands at buf[0]
+      const uint8_t* in_map = hosted[j].map ? hosted[j].map->data() + hosted[j].base : nullptr;
+      // Sends out of the mapping hold no buffer: they are waited for at the end.
+      auto& reqs = in_map ? from_map : in_flight[slot_of[e]];
       auto q = std::partition_point(outs.begin(), outs.end(), [&](const Out& m) { return m.offset < a; });
       for (; q != outs.end() && q->offset < b; ++q) {
         const Out& m = *q;
-        // A piece that also stays here (replicated regions) landed in the region, not in the buffer.
-        const uint8_t* from = buf + (m.offset - a);
-        for (auto x = own_from(j, m.offset); x != own.end() && x->offset < m.offset + m.size; ++x) {
+        // A mapped stream's bytes were verified where they lie and go from there. Elsewhere a piece that
+        // also stays here (replicated regions) landed in the region, not in the buffer.
+        const uint8_t* from = in_map ? in_map + m.offset : buf + (m.offset - a);
+        for (auto x = own_from(j, m.offset); !in_map && x != own.end() && x->offset < m.offset + m.size; ++x) {
           if (x->offset <= m.offset && x->offset + x->size >= m.offset + m.size) {
             from = x->dst + (m.offset - x->offset);
             break;
@@ -444,7 +455,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
         }
         MPI_Request r = MPI_REQUEST_NULL;
         CAIRN_MPI(MPI_Isend(from, static_cast<int>(m.size), MPI_BYTE, m.dst, m.tag, app_comm_, &r));
-        in_flight[slot_of[e]].push_back(r);
+        reqs.push_back(r);
         sent += m.size;
       }
     }
@@ -458,6 +469,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
   // barrier keeps a rank that is through from spinning in the agreement below while others still read.
   std::vector<MPI_Request> rest = std::move(recvs);
   for (auto& reqs : in_flight) rest.insert(rest.end(), reqs.begin(), reqs.end());
+  rest.insert(rest.end(), from_map.begin(), from_map.end());
   rest.push_back(MPI_REQUEST_NULL);
   CAIRN_MPI(MPI_Ibarrier(app_comm_, &rest.back()));
   CAIRN_TRY(wait_for(rest, leave_core));
@@ -466,11 +478,15 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     LOG_WARN("restart: version %llu (%d ranks) at %s: %s", static_cast<ull>(v), p_old, level, failed.message().c_str());
   CAIRN_TRY(agree(app_comm_, failed));
   adopt_distributions(regions_, wants);
+  LOG_DEBUG("restart: this rank's part of the streamed restart at %s: set-up %.1f ms, %.1f ms reading, %.1f ms in all "
+            "(%zu old ranks hosted, %.1f MiB sent, %.1f MiB received)",
+            level, setup_ms, read_ms, all_ms, hosted.size(), static_cast<double>(sent) / (1 << 20),
+            static_cast<double>(received) / (1 << 20));
   if (rank_ == 0)
     LOG_INFO("restart: version %llu (%d ranks) read at %s and sent to the new owners as verified, %s: "
              "%.1f ms reading (%zu units at a time), %.1f ms in all on rank 0 (%zu old ranks hosted, %zu of them from a "
              "copy in a set's redundancy data, %.1f MiB sent, %.1f MiB received)",
-             static_cast<ull>(v), p_old, level, hosted.empty() ? "hosting none" : mapped ? "copied out of a mapping" : "pread",
+             static_cast<ull>(v), p_old, level, hosted.empty() ? "hosting none" : mapped ? "verified in a mapping and sent from it" : "pread",
              read_ms, batch, all_ms, hosted.size(), copies.size(), static_cast<double>(sent) / (1 << 20),
              static_cast<double>(received) / (1 << 20));
   return Status::ok();

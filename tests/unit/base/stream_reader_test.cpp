@@ -202,6 +202,55 @@ TEST(StreamReader, InMemoryStreamsLandBitExactAtAnyAlignment) {
   }
 }
 
+// A destination that is the stream's own bytes is verified where it lies, never written: the stream sits
+// in a read-only mapping (a write would fault), beside regions that are copied, with extent boundaries
+// inside chunks (hashed piece by piece) and runs of whole chunks (hashed four at a time); whole and in
+// parts (read_chunks_verified, as the reshaping hosts read a unit at a time). Damage inside the in-place
+// extent is caught and named as anywhere else.
+TEST(StreamReader, InPlaceExtentsAreVerifiedWithoutAWrite) {
+  const uint64_t total = 9 * 65536 + 4321;
+  std::string data = random_bytes(static_cast<size_t>(total), 21);
+  Manifest m = manifest_of(data, 1u << 16, {70001, 400000, total - 470001});
+  auto read_only = [&](const std::string& bytes) {
+    void* p = mmap(nullptr, bytes.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    memcpy(p, bytes.data(), bytes.size());
+    EXPECT_EQ(mprotect(p, bytes.size(), PROT_READ), 0);
+    return static_cast<uint8_t*>(p);
+  };
+  uint8_t* stream = read_only(data);
+  std::string first(70001, '\0'), last(static_cast<size_t>(total - 470001), '\0');
+  std::vector<StreamExtent> extents{{0, 70001, reinterpret_cast<uint8_t*>(first.data())},
+                                    {70001, 400000, stream + 70001},
+                                    {470001, total - 470001, reinterpret_cast<uint8_t*>(last.data())}};
+  for (int threads : {1, 3}) {
+    first.assign(first.size(), '\0');
+    last.assign(last.size(), '\0');
+    Status st = read_verified_in_memory(m, extents, stream, threads);
+    ASSERT_TRUE(st.is_ok()) << threads << " threads: " << st.message();
+    EXPECT_EQ(first, data.substr(0, 70001));
+    EXPECT_EQ(last, data.substr(470001));
+  }
+  // Chunks 1..7 alone: the in-place extent and the chunks that straddle its ends.
+  std::vector<StreamExtent> part{{65536, 70001 - 65536, reinterpret_cast<uint8_t*>(first.data()) + 65536},
+                                 {70001, 400000, stream + 70001},
+                                 {470001, 8 * 65536 - 470001, reinterpret_cast<uint8_t*>(last.data())}};
+  Status st = read_chunks_verified(m, part, 1, 8, stream, nullptr);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(munmap(stream, data.size()), 0);
+  for (uint64_t at : {uint64_t{70001 + 5}, uint64_t{3 * 65536 + 100}}) {  // a straddling chunk (1), a whole one (3)
+    std::string bad = data;
+    bad[static_cast<size_t>(at)] ^= 0x40;
+    uint8_t* damaged = read_only(bad);
+    std::vector<StreamExtent> at_bad = extents;
+    at_bad[1].dst = damaged + 70001;
+    st = read_verified_in_memory(m, at_bad, damaged, 1);
+    EXPECT_EQ(st.code(), Code::ERR_CORRUPT) << at;
+    EXPECT_NE(st.message().find("chunk " + std::to_string(at / 65536) + " "), std::string::npos) << st.message();
+    EXPECT_EQ(munmap(damaged, bad.size()), 0);
+  }
+}
+
 TEST(StreamReader, StreamingCopyCopiesEveryLengthAndAlignment) {
   std::string src = random_bytes(4096, 9);
   for (size_t s_off : {0, 1, 7, 16}) {
