@@ -89,12 +89,27 @@ def check_default(data, out):
     return "%d figures, %d targets, %d stages" % (len(FIGURES), len(TARGETS), len(STAGES))
 
 
+def set_sizes(nranks, set_size):
+    """The bench's sets of consecutive ranks (bench_common.cpp's set_sizes): a last set of one joins the one before."""
+    sets, left = [], nranks
+    while left > 0:
+        sets.append(min(left, set_size))
+        left -= set_size
+    if len(sets) >= 2 and sets[-1] < 2:
+        sets[-2] += sets.pop()
+    return sets
+
+
 def check_move(data, level, n, m, target, out):
     """The bare move beside the N -> M restart: measured from L1 whenever the new job holds every old
-    rank's node (M > N), and from L2 where the lost rank's set keeps a copy (two old ranks: an xor pair);
-    its bound, the restart's ratio to it, and the excuse that follows from both."""
+    rank's node (M > N), and from L2 where the lost rank's set keeps a copy (its last set, which holds the
+    lost old rank N - 1, is an xor pair); its bound, the restart's ratio to it, and the excuse that follows
+    from both."""
     move = data.get("move_n_to_m_%s_gbps" % level)
-    expected = m > n and (level == "l1" or (level == "l2" and n == 2))
+    set_size = data.get("run", {}).get("set_size")
+    if not isinstance(set_size, int) or set_size < 2:
+        fail("run.set_size %r" % set_size, out)
+    expected = m > n and (level == "l1" or (level == "l2" and n >= 2 and set_sizes(n, set_size)[-1] == 2))
     if level == "l3" or not expected:
         if move is not None:
             fail("%s: a bare move where none is measured: %r" % (level, move), out)

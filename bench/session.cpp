@@ -97,7 +97,7 @@ Session::Restart Session::timed_restart(const char* redundancy, int flush_every,
   return r;
 }
 
-std::string newest_slot_file(const Session& s, int rank) {
+std::string newest_slot_file(const Session& s, int rank, cairn::SlotFile which) {
   if (rank < 0) rank = g_rank;
   std::string dir = s.cache_job() + "/node" + std::to_string(rank) + "/" +
                     cairn::rank_dir_name(static_cast<uint32_t>(rank));
@@ -108,7 +108,7 @@ std::string newest_slot_file(const Session& s, int rank) {
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto rec = cairn::decode_l1_record(bytes);
   if (!rec) die("slot_read: %s: %s", rec_path.c_str(), rec.status().message().c_str());
-  return dir + "/" + cairn::slot_file_name(rec.value().slot, cairn::SlotFile::data);
+  return dir + "/" + cairn::slot_file_name(rec.value().slot, which);
 }
 
 SlotRead timed_slot_read(const std::string& path, uint8_t* dst, uint64_t size, int reps) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "cache/cache_store.hpp"
 
 namespace cairn::bench {
 
@@ -54,8 +55,8 @@ class Session {
 };
 
 // The data file of rank `rank`'s newest L1 slot in the session's cache (its node is node<rank>; -1: this
-// rank): what a restart from L1 reads.
-std::string newest_slot_file(const Session& s, int rank = -1);
+// rank): what a restart from L1 reads; with SlotFile::red, the same slot's redundancy file.
+std::string newest_slot_file(const Session& s, int rank = -1, cairn::SlotFile which = cairn::SlotFile::data);
 // What reading that file into private memory costs on this machine, two ways (the faster differs between
 // machines and file systems): pread(2) into `dst`, and a populated read-only mapping + memcpy into `dst`;
 // `dst` zeroed before each read. One warm-up, then the median of `reps` reads, each the slowest rank's.

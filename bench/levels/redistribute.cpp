@@ -183,7 +183,7 @@ class RedistributeStage {
     uint64_t offset = 0;
   };
 
-  // The sources of the N -> M restart at `level` (M >= N, every old rank's node in the job): from L1 each
+  // The sources of the N -> M restart at `level` (M > N, every old rank's node in the job): from L1 each
   // old rank's newest slot, read on its node; from L2 the same, except the lost old rank N - 1, whose
   // copy lies in a survivor's redundancy data (SetCode::copies_of: partner, an xor pair, rs of two) and is
   // read on the holder's node, as the reshaper reads it. Empty (no bound) where the lost rank's set keeps
@@ -201,9 +201,7 @@ class RedistributeStage {
     const auto copies = code.value().copies_of(members - 1, o_.size);
     if (copies.empty()) return {};
     const int holder = first + copies.front().holder;
-    std::string red = newest_slot_file(session_, holder);
-    red.replace(red.size() - 5, 5, ".red");  // slot-<i>.data -> slot-<i>.red: the version's redundancy data
-    out[n_old - 1] = {holder, red, copies.front().offset};
+    out[n_old - 1] = {holder, newest_slot_file(session_, holder, SlotFile::red), copies.front().offset};
     return out;
   }
 
@@ -348,10 +346,11 @@ int report_redistribute(const Options& o, const std::string& dir, const std::str
     out[key_move] = move ? (*move)["gbps"] : json(nullptr);
     if (move && same && moved && (*move)["seconds"].get<double>() > 0 && (*same)["seconds"].get<double>() > 0 &&
         (*moved)["seconds"].get<double>() > 0) {
-      const double bound = (*same)["seconds"].get<double>() / (*move)["seconds"].get<double>();
-      const double vs_move = (*move)["seconds"].get<double>() / (*moved)["seconds"].get<double>();
-      t["move_bound"] = round3(bound);
-      t["ratio_vs_move"] = round3(vs_move);
+      // Rounded first, so that the excuse follows from the figures as reported.
+      const double bound = round3((*same)["seconds"].get<double>() / (*move)["seconds"].get<double>());
+      const double vs_move = round3((*move)["seconds"].get<double>() / (*moved)["seconds"].get<double>());
+      t["move_bound"] = bound;
+      t["ratio_vs_move"] = vs_move;
       t["min_ratio_vs_move"] = 0.8;
       t["excused_by_move"] = !t["pass"].get<bool>() && bound < 0.7 && vs_move >= 0.8;
     }

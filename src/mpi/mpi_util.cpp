@@ -80,8 +80,19 @@ Status host_share(MPI_Comm comm, HostShare* out, bool busy) {
   int rc = MPI_Allreduce(&mine, &all, static_cast<int>(sizeof mine), MPI_BYTE, MPI_BOR, host);
   int me = busy ? 1 : 0, busy_here = 0;
   if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&me, &busy_here, 1, MPI_INT, MPI_SUM, host);
+  // Which ranks of comm share this host: the host communicator's ranks, translated.
+  std::vector<int> local(static_cast<size_t>(here)), global(static_cast<size_t>(here), MPI_UNDEFINED);
+  for (int i = 0; i < here; ++i) local[static_cast<size_t>(i)] = i;
+  MPI_Group host_group = MPI_GROUP_NULL, comm_group = MPI_GROUP_NULL;
+  if (rc == MPI_SUCCESS) rc = MPI_Comm_group(host, &host_group);
+  if (rc == MPI_SUCCESS) rc = MPI_Comm_group(comm, &comm_group);
+  if (rc == MPI_SUCCESS) rc = MPI_Group_translate_ranks(host_group, here, local.data(), comm_group, global.data());
+  if (host_group != MPI_GROUP_NULL) MPI_Group_free(&host_group);
+  if (comm_group != MPI_GROUP_NULL) MPI_Group_free(&comm_group);
   MPI_Comm_free(&host);
   CAIRN_MPI(rc);
+  std::sort(global.begin(), global.end());
+  out->here = std::move(global);
   out->ranks = here;
   out->busy = busy_here;
   out->own_cores = std::max(1, CPU_COUNT(&mine));

@@ -59,7 +59,9 @@ struct HostShare {
   int cores = 1;
   int busy = 1;       // ranks of this host that called host_share with busy = true
   int own_cores = 1;  // the cores of this rank's own affinity mask
+  std::vector<int> here;  // the ranks of comm on this host, ascending
   bool outnumbered() const { return ranks > cores; }
+  bool on_this_host(int rank) const { return std::binary_search(here.begin(), here.end(), rank); }
   // Threads each rank may keep busy without taking a core from another: cores / ranks, in [1, cap].
   int threads_per_rank(int cap) const { return std::clamp(cores / std::max(ranks, 1), 1, std::max(cap, 1)); }
   // The same where only the busy ranks compute and the others mostly wait: cores / busy, in [1, cap].

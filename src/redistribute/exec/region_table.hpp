@@ -83,4 +83,9 @@ void adopt_distributions(RegionTable& regions, const std::vector<ReshapeWant>& w
 int streamable(const Manifest& table, const std::vector<ReshapeWant>& wants, int p_old, int p_new, int rank,
                const std::vector<int>& host_of_old);
 
+// For tests, whose ranks all share one host: true makes the streamed path treat every other rank as on
+// another host, so that a mapped stream's pieces for them go through the ring (as pieces that leave a
+// host do); false goes back to the host's real neighbours.
+void treat_other_ranks_as_remote_for_tests(bool remote);
+
 }  // namespace cairn

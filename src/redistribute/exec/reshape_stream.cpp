@@ -2,15 +2,15 @@
 // whether or not cairn_restart_available came first): the move overlaps the read. The same path reads, at
 // L2, a lost old rank's copy in a survivor's redundancy data (from_l2_copies), as it reads a slot. The
 // host of each old rank reads that rank's slot a unit at a time (about 2 MiB of whole chunks) -- its own pieces straight
-// into its regions, the rest into a small ring of unit buffers (read with pread) or left where they lie
-// (mapped) -- verifies each chunk while it is in cache, and sends the unit's pieces to their new owners
-// at once.
+// into its regions, the rest into a small ring of unit buffers or, mapped for ranks of this host, left
+// where they lie -- verifies each chunk while it is in cache, and sends the unit's pieces to their new
+// owners at once.
 // The slot is read as the same-count restart reads one on this machine (map_to_read): out of a mapping,
 // or with pread, piece by piece, each piece hashed where it landed. Out of a mapping, the host's own
-// pieces are copied and hashed in one pass (xxh3_copy), and the pieces for other ranks are hashed where
-// they lie in the mapping and sent from there (no copy into the ring: the receiver's copy is the only
-// one, as in a bare move of the same bytes; nothing writes a slot during a restart). Nothing waits for a
-// whole slot to be read.
+// pieces are copied and hashed in one pass (xxh3_copy); where all the other pieces of a stream go to ranks
+// of this host, they are hashed where they lie in the mapping and sent from there (no copy into the ring:
+// the receiver's copy is the only one, as in a bare move of the same bytes; nothing writes a slot during
+// a restart), else copied into the ring as they are hashed. Nothing waits for a whole slot to be read.
 //
 // The receivers know every message in advance: each rank computes the same plans from the version's
 // region table, plus each old stream's chunk size and region offsets, which the hosts share first.
@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <condition_variable>
@@ -60,6 +61,7 @@ constexpr uint64_t kRingBytes = uint64_t{32} << 20;    // unit buffers per host,
 constexpr uint64_t kMaxChunk = uint64_t{64} << 20;     // larger chunks: the general path
 constexpr uint64_t kMaxMessages = uint64_t{1} << 16;   // more (small block_cyclic blocks): the general path
 constexpr uint64_t kUnitBytes = uint64_t{2} << 20;     // what a host reads, verifies and sends at a time
+std::atomic<bool> g_others_remote{false};              // treat_other_ranks_as_remote_for_tests
 
 // The step of a stream of chunks of `chunk` bytes: whole chunks, about kUnitBytes (one chunk where
 // chunks are larger).
@@ -168,6 +170,8 @@ class Helpers {
 };
 
 }  // namespace
+
+void treat_other_ranks_as_remote_for_tests(bool remote) { g_others_remote = remote; }
 
 int streamable(const Manifest& table, const std::vector<ReshapeWant>& wants, int p_old, int p_new, int rank,
                const std::vector<int>& host_of_old) {
@@ -373,6 +377,18 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
   }
 
   std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  // A mapped stream whose pieces all go to ranks of this host is verified where it lies and sent from the
+  // mapping (the host's shared-memory transport reads it). Pieces that leave the host go through the ring:
+  // a network may register a send buffer for writing, which a read-only mapping refuses.
+  std::vector<bool> in_place(hosted.size(), false);
+  size_t in_place_n = 0;
+  for (size_t j = 0; j < hosted.size(); ++j) {
+    const auto& outs = pieces[j].outs;
+    in_place[j] = hosted[j].map && std::all_of(outs.begin(), outs.end(), [&](const Out& m) {
+                    return share.on_this_host(m.dst) && !g_others_remote.load(std::memory_order_relaxed);
+                  });
+    in_place_n += in_place[j] ? 1 : 0;
+  }
 
   const double setup_ms = (now_seconds() - t0) * 1e3;  // opened, described, receives posted
   std::vector<std::vector<MPI_Request>> in_flight(nslots);  // the sends out of each unit's buffer
@@ -404,7 +420,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
       } else {  // up to the next one: the buffer, or where it lies in a mapped stream
         const uint64_t end = x != own.end() ? std::min(b, x->offset) : b;
         // (The mapping's bytes are only read: an extent at the stream's own bytes is hashed in place.)
-        into.push_back({at, end - at, h.map ? const_cast<uint8_t*>(h.map->data()) + h.base + at : buf + (at - a)});
+        into.push_back({at, end - at, in_place[j] ? const_cast<uint8_t*>(h.map->data()) + h.base + at : buf + (at - a)});
         at = end;
       }
     }
@@ -436,7 +452,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
       const uint64_t unit = unit_of(hosted[j].m.chunk_size);
       const uint64_t a = u * unit, b = std::min(a + unit, hosted[j].m.total_size);
       uint8_t* buf = ring->data() + slot_of[e] * slot_bytes;  // unit byte a lands at buf[0]
-      const uint8_t* in_map = hosted[j].map ? hosted[j].map->data() + hosted[j].base : nullptr;
+      const uint8_t* in_map = in_place[j] ? hosted[j].map->data() + hosted[j].base : nullptr;
       // Sends out of the mapping hold no buffer: they are waited for at the end.
       auto& reqs = in_map ? from_map : in_flight[slot_of[e]];
       auto q = std::partition_point(outs.begin(), outs.end(), [&](const Out& m) { return m.offset < a; });
@@ -459,10 +475,9 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
         sent += m.size;
       }
     }
-    if (!recvs.empty()) {  // let the pieces coming here move while this host reads on
-      int done = 0;
-      CAIRN_MPI(MPI_Testall(static_cast<int>(recvs.size()), recvs.data(), &done, MPI_STATUSES_IGNORE));
-    }
+    int done = 0;  // let the pieces coming here, and those sent from a mapping, move while this host reads on
+    if (!recvs.empty()) CAIRN_MPI(MPI_Testall(static_cast<int>(recvs.size()), recvs.data(), &done, MPI_STATUSES_IGNORE));
+    if (!from_map.empty()) CAIRN_MPI(MPI_Testall(static_cast<int>(from_map.size()), from_map.data(), &done, MPI_STATUSES_IGNORE));
   }
   double read_ms = (now_seconds() - t0) * 1e3;
   // The rest of the wait: this rank has nothing more to read, the hosts may still be reading. The
@@ -486,7 +501,10 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     LOG_INFO("restart: version %llu (%d ranks) read at %s and sent to the new owners as verified, %s: "
              "%.1f ms reading (%zu units at a time), %.1f ms in all on rank 0 (%zu old ranks hosted, %zu of them from a "
              "copy in a set's redundancy data, %.1f MiB sent, %.1f MiB received)",
-             static_cast<ull>(v), p_old, level, hosted.empty() ? "hosting none" : mapped ? "verified in a mapping and sent from it" : "pread",
+             static_cast<ull>(v), p_old, level, hosted.empty()                  ? "hosting none"
+             : in_place_n == hosted.size() ? "verified in a mapping and sent from it"
+             : mapped                      ? "copied out of a mapping (pieces leave this host)"
+                                           : "pread",
              read_ms, batch, all_ms, hosted.size(), copies.size(), static_cast<double>(sent) / (1 << 20),
              static_cast<double>(received) / (1 << 20));
   return Status::ok();

@@ -235,8 +235,14 @@ TEST(StreamReader, InPlaceExtentsAreVerifiedWithoutAWrite) {
   std::vector<StreamExtent> part{{65536, 70001 - 65536, reinterpret_cast<uint8_t*>(first.data()) + 65536},
                                  {70001, 400000, stream + 70001},
                                  {470001, 8 * 65536 - 470001, reinterpret_cast<uint8_t*>(last.data())}};
+  first.assign(first.size(), '\0');
+  last.assign(last.size(), '\0');
   Status st = read_chunks_verified(m, part, 1, 8, stream, nullptr);
   EXPECT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(first.substr(65536), data.substr(65536, 70001 - 65536));
+  EXPECT_EQ(first.substr(0, 65536), std::string(65536, '\0'));  // chunk 0 not read
+  EXPECT_EQ(last.substr(0, 8 * 65536 - 470001), data.substr(470001, 8 * 65536 - 470001));
+  EXPECT_EQ(last.substr(8 * 65536 - 470001), std::string(last.size() - (8 * 65536 - 470001), '\0'));
   EXPECT_EQ(munmap(stream, data.size()), 0);
   for (uint64_t at : {uint64_t{70001 + 5}, uint64_t{3 * 65536 + 100}}) {  // a straddling chunk (1), a whole one (3)
     std::string bad = data;

@@ -26,7 +26,9 @@
 #include "base/stream_reader.hpp"
 #include "core/runtime.hpp"
 #include "l3/l3_store.hpp"
+#include "mpi/mpi_util.hpp"
 #include "mpi_test_main.hpp"
+#include "redistribute/exec/region_table.hpp"
 #include "scratch_job.hpp"
 #include "../damage.hpp"
 
@@ -261,24 +263,52 @@ TEST_F(ReshapeDirect, FromL1HostsKeepTheirOwnPieces) {
 }
 
 // The same with restart_threads = 3: new rank 2 hosts old ranks 2 and 3 and reads their units side by
-// side on two threads (the receivers post in that order), pread or out of a mapping; a damaged chunk in
-// one of them still sends every rank to L3.
+// side on two threads (the receivers post in that order), with pread, out of a mapping with the pieces
+// for others sent from it (every rank on this host), or out of a mapping into the ring (the others
+// treated as on other hosts); a damaged chunk in one of them still sends every rank to L3.
 TEST_F(ReshapeDirect, FromL1HostsReadTheirStreamsSideBySide) {
   setenv("CAIRN_NODE", ("node" + std::to_string(g_rank / 2)).c_str(), 1);
   setenv("CAIRN_RESTART_THREADS", "3", 1);
-  for (bool mapped : {false, true}) {
-    decide_map_to_read_for_tests(mapped);
+  const char* way[] = {"pread", "mapped, sent from the mapping", "mapped, sent through the ring"};
+  for (int w : {0, 1, 2}) {
+    decide_map_to_read_for_tests(w > 0);
+    treat_other_ranks_as_remote_for_tests(w == 2);
     for (uint64_t at : {uint64_t{0}, uint64_t{300000}}) {
       write_versions(1, /*keep_caches=*/true);
       if (g_rank == 0 && at) damage_slot("node1", 3, 1, at);
       MPI_Barrier(MPI_COMM_WORLD);
-      EXPECT_TRUE(everywhere(restarts(3, at ? CAIRN_LEVEL_L3 : CAIRN_LEVEL_L1, 1)))
-          << (mapped ? "mapped" : "pread") << ", damaged at byte " << at;
+      EXPECT_TRUE(everywhere(restarts(3, at ? CAIRN_LEVEL_L3 : CAIRN_LEVEL_L1, 1))) << way[w] << ", damaged at byte " << at;
       forget_versions();
     }
   }
+  treat_other_ranks_as_remote_for_tests(false);
   decide_map_to_read_for_tests(std::nullopt);
   unsetenv("CAIRN_RESTART_THREADS");
+}
+
+// The ranks that share this host, as the streamed path asks: all four here, and in a communicator of
+// two of them, those two in its own numbering.
+TEST(HostShare, NamesTheRanksOfThisHost) {
+  HostShare share;
+  ASSERT_TRUE(host_share(MPI_COMM_WORLD, &share).is_ok());
+  std::vector<int> all(static_cast<size_t>(g_size));
+  for (int r = 0; r < g_size; ++r) all[static_cast<size_t>(r)] = r;
+  EXPECT_EQ(share.here, all);
+  EXPECT_EQ(share.ranks, g_size);
+  EXPECT_TRUE(share.on_this_host(g_rank));
+  EXPECT_FALSE(share.on_this_host(g_size));
+  EXPECT_FALSE(share.on_this_host(-1));
+  MPI_Comm half = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &half), MPI_SUCCESS);
+  HostShare in_half;
+  ASSERT_TRUE(host_share(half, &in_half, /*busy=*/g_rank < 2).is_ok());
+  int n = 0;
+  MPI_Comm_size(half, &n);
+  std::vector<int> mine(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) mine[static_cast<size_t>(r)] = r;
+  EXPECT_EQ(in_half.here, mine);
+  EXPECT_EQ(in_half.busy, 1);  // of ranks {0, 2} or {1, 3}, only rank 0 or rank 1 said busy
+  MPI_Comm_free(&half);
 }
 
 // Blocks of one element in "c": a piece per element, too many messages to stream, so the hosts read
