@@ -94,7 +94,9 @@ void define(CLI::App& app, CommandLine& c) {
   auto add_mode = [&](const char* flag, bool& on, const char* what) { app.add_flag(flag, on, what)->group("Modes"); };
   add_mode("--redistribute", c.redistribute,
            "restart a block-distributed version written by --ranks N ranks on --to M ranks, beside the same "
-           "version restarted on N ranks, from L1, L2 and L3 (three MPI jobs)");
+           "version restarted on N ranks, from L1, L2 and L3 (three MPI jobs), and beside the bare move of the "
+           "same bytes to the same owners over the same MPI (the bound of N -> M from L1, and from L2 where the "
+           "lost rank's set keeps a copy)");
   add_mode("--snapshot", c.snapshot,
            "what a checkpoint costs the application with snapshot = copy, = cow and = auto (L1 only), beside memcpy: "
            "the blocking and app_lost_ms, the extra time of a loop writing all or a tenth of the state until the "

@@ -156,22 +156,34 @@ class RedistributeStage {
     for (int i = 0; i < o_.reps; ++i) {
       auto restart = session_.timed_restart(redundancy, 1, want_level, lose, [this] { memset(field_, 0, count_ * 8); },
                                             protect_);
-      int ok = XXH3_64bits(field_, count_ * 8) == expect_hash_ ? 1 : 0, all = 0;
-      CHECK_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-      if (!all) die("restart on %d ranks from L%d restored different bytes (rank %d: %s)", g_nranks, want_level, g_rank,
-                    ok ? "right" : "wrong");
+      char what[64];
+      snprintf(what, sizeof what, "restart on %d ranks from L%d", g_nranks, want_level);
+      check_field(what);
       times.push_back(restart.seconds);
       lines.clear();
       std::istringstream in(restart.log);
       for (std::string line; std::getline(in, line);)
         if (line.find("restart") != std::string::npos) lines += line + "\n";
     }
+    json j = timing(times);
+    j["log"] = lines;
+    return j;
+  }
+
+  // Every rank's piece of the field hashes to what it should hold, or the run stops naming `what`.
+  void check_field(const char* what) {
+    int ok = XXH3_64bits(field_, count_ * 8) == expect_hash_ ? 1 : 0, all = 0;
+    CHECK_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (!all) die("%s delivered different bytes (rank %d: %s)", what, g_rank, ok ? "right" : "wrong");
+  }
+
+  // A figure from its repetitions (seconds, slowest rank): global GB/s and seconds of the median, each ms.
+  json timing(const std::vector<double>& times) const {
     json j;
     j["gbps"] = gbps(global_bytes_, median(times));
     j["seconds"] = median(times);
     j["ms"] = json::array();
     for (double t : times) j["ms"].push_back(round3(t * 1e3));
-    j["log"] = lines;
     return j;
   }
 
@@ -261,17 +273,10 @@ class RedistributeStage {
       CHECK_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
       for (auto& [map, len] : maps) munmap(map, len);
       const double t = max_over_ranks(now() - t0);
-      int ok = XXH3_64bits(field_, count_ * 8) == expect_hash_ ? 1 : 0, all = 0;
-      CHECK_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-      if (!all) die("the bare move of the old ranks' bytes to %d ranks delivered different bytes (rank %d: %s)", m, g_rank, ok ? "right" : "wrong");
+      check_field("the bare move of the old ranks' bytes");
       if (i) times.push_back(t);
     }
-    json j;
-    j["gbps"] = gbps(global_bytes_, median(times));
-    j["seconds"] = median(times);
-    j["ms"] = json::array();
-    for (double t : times) j["ms"].push_back(round3(t * 1e3));
-    return j;
+    return timing(times);
   }
 
   const Options& o_;
