@@ -3,7 +3,9 @@
 
 Asserts behaviour, not speed: exit status 0, stdout is exactly one JSON object, every figure is present
 and a positive number, every target has a ratio and a pass/fail, the library's own timings (read from
-the job history) are in `stages`, and the run's work and cache directories are gone afterwards.
+the job history) are in `stages`, rank 0's first checkpoints are split into the copy and the rest
+(`targets.l1_checkpoint_first.rank0_split`, one of each per warm-up checkpoint), and the run's work and
+cache directories are gone afterwards.
 
 With --snapshot in the command line the object is the copy-against-copy-on-write report: per size in
 --size, memcpy, the blocking and completion times of both snapshot modes, the writing loop's slowdowns,
@@ -81,6 +83,17 @@ def check_default(data, out):
             fail("targets.%s: copy_exchange_bound / ratio_vs_copy_exchange missing: %r" % (t, targets[t]), out)
     if not positive(data.get("ratios", {}).get("restart_l3_vs_raw_read")):
         fail("ratios.restart_l3_vs_raw_read is %r" % data.get("ratios"), out)
+    split = targets["l1_checkpoint_first"].get("rank0_split")
+    cache_versions = data.get("run", {}).get("cache_versions")
+    if not isinstance(split, dict) or not isinstance(cache_versions, int):
+        fail("targets.l1_checkpoint_first.rank0_split %r (run.cache_versions %r)" % (split, cache_versions), out)
+    for key in ("copy_ms", "after_copy_ms"):
+        if not isinstance(split.get(key), list) or len(split[key]) != cache_versions or \
+                not all(isinstance(x, (int, float)) and x >= 0 for x in split[key]):
+            fail("rank0_split.%s %r: one time per warm-up checkpoint (%d)" % (key, split.get(key), cache_versions), out)
+    if not all(positive(x) for x in split["copy_ms"]) or not positive(split.get("later_copy_ms")) or \
+            not isinstance(split.get("later_after_copy_ms"), (int, float)) or split["later_after_copy_ms"] < 0:
+        fail("rank0_split: copies must be positive, the rest not negative: %r" % split, out)
     stages = data.get("stages", {})
     for stage, keys in STAGES.items():
         for key in keys + ["blocking_ms", "until_wait_ms"]:

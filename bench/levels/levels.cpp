@@ -86,6 +86,7 @@ class LevelBench {
   // cairn_checkpoint and the time from its start until cairn_wait returns, both the slowest rank's.
   struct CkptTimes {
     std::vector<double> blocking, until_wait;
+    std::vector<double> own_blocking;  // this rank's own, every checkpoint (warm-up included)
     double first_blocking = 0;       // the very first checkpoint's
     double slowest_warm_blocking = 0;  // the slowest of the warm-up's (each the first into its slot)
   };
@@ -105,6 +106,7 @@ class LevelBench {
       CHECK_CAIRN(cairn_wait());
       double t2 = now();
       if (settle) settle();
+      t.own_blocking.push_back(t1 - t0);
       double blocking = max_over_ranks(t1 - t0), until_wait = max_over_ranks(t2 - t0);
       if (i == 0) t.first_blocking = blocking;
       if (i < warm) t.slowest_warm_blocking = std::max(t.slowest_warm_blocking, blocking);
@@ -292,6 +294,32 @@ class LevelBench {
     f_.l1_first_s = t.slowest_warm_blocking;
     f_.extra["l1_compute_between_s"] = round3(compute_s);
     f_.stages["l1"] = stages_of(t);
+    f_.l1_first_split = first_checkpoints_split(t);
+  }
+
+  // Rank 0's checkpoints split into the copy (the library's copy_s, from the history) and the rest of
+  // cairn_checkpoint (choosing and lending the slot, the hand-over to the background threads, and any
+  // time the rank's core went to them before the call returned): the warm-up's one by one, the later
+  // ones' medians. Says whether a first checkpoint that misses its target lost the time in the copy or
+  // after it. Null where the history does not have one copy per checkpoint.
+  json first_checkpoints_split(const CkptTimes& t) {
+    const std::vector<double> copy = history_stage_times(session_, 1).copy;  // ms, version 1 on
+    if (g_rank != 0 || copy.size() != t.own_blocking.size() || copy.size() <= static_cast<size_t>(f_.cache_versions))
+      return nullptr;
+    json first_copy = json::array(), first_rest = json::array();
+    std::vector<double> later_copy, later_rest;
+    for (size_t i = 0; i < copy.size(); ++i) {
+      const double rest = std::max(0.0, t.own_blocking[i] * 1e3 - copy[i]);
+      if (i < static_cast<size_t>(f_.cache_versions)) {
+        first_copy.push_back(round3(copy[i]));
+        first_rest.push_back(round3(rest));
+      } else {
+        later_copy.push_back(copy[i]);
+        later_rest.push_back(rest);
+      }
+    }
+    return {{"copy_ms", first_copy}, {"after_copy_ms", first_rest}, {"later_copy_ms", round3(median(later_copy))},
+            {"later_after_copy_ms", round3(median(later_rest))}};
   }
 
   // mpi_exchange_gbps: the limit of L2 on this MPI: every rank sends its state to the next rank and

@@ -150,6 +150,7 @@ void report_levels(const Options& o, const JobInfo& job, const LevelFigures& f) 
   // preparation (populating) does not make that write cheap: without a target, for the analysis.
   targets["l1_checkpoint_first"]["ratio_vs_slot_first_write"] =
       f.l1_first_s > 0 && f.slot_first_write_s > 0 ? round3(f.slot_first_write_s / f.l1_first_s) : json(nullptr);
+  targets["l1_checkpoint_first"]["rank0_split"] = f.l1_first_split;
   targets["restart_l1"]["ratio_vs_memcpy"] =
       f.restart_l1_s > 0 && f.memcpy_s > 0 ? round3(f.memcpy_s / f.restart_l1_s) : json(nullptr);
   out["targets"] = targets;
