@@ -297,11 +297,13 @@ class LevelBench {
     f_.l1_first_split = first_checkpoints_split(t);
   }
 
-  // Rank 0's checkpoints split into the copy (the library's copy_s, from the history) and the rest of
-  // cairn_checkpoint (choosing and lending the slot, the hand-over to the background threads, and any
-  // time the rank's core went to them before the call returned): the warm-up's one by one, the later
-  // ones' medians. Says whether a first checkpoint that misses its target lost the time in the copy or
-  // after it. Null where the history does not have one copy per checkpoint.
+  // Rank 0's checkpoints split into the copy (the library's copy_s, from the history: from mapping the
+  // slot, a wait for its preparation included, to the end of the snapshot) and the rest of its
+  // cairn_checkpoint (describing the version, choosing, lending and releasing the slot, the hand-over,
+  // and any time the core went to other threads or processes): the warm-up's one by one, the later
+  // ones' medians. Says it for rank 0; the target's first checkpoint is the slowest rank's. Null on the
+  // other ranks, and where the history does not have one copy per checkpoint or a copy longer than its
+  // checkpoint (the two clocks differ by more than 0.05 ms: the pairing is wrong).
   json first_checkpoints_split(const CkptTimes& t) {
     const std::vector<double> copy = history_stage_times(session_, 1).copy;  // ms, version 1 on
     if (g_rank != 0 || copy.size() != t.own_blocking.size() || copy.size() <= static_cast<size_t>(f_.cache_versions))
@@ -309,7 +311,8 @@ class LevelBench {
     json first_copy = json::array(), first_rest = json::array();
     std::vector<double> later_copy, later_rest;
     for (size_t i = 0; i < copy.size(); ++i) {
-      const double rest = std::max(0.0, t.own_blocking[i] * 1e3 - copy[i]);
+      const double rest = t.own_blocking[i] * 1e3 - copy[i];
+      if (rest < -0.05) return nullptr;
       if (i < static_cast<size_t>(f_.cache_versions)) {
         first_copy.push_back(round3(copy[i]));
         first_rest.push_back(round3(rest));
