@@ -479,6 +479,8 @@ def interrupted_runs(args, cmd, env, work):
     halt-seconds     CAIRN_END_TIME 8 s ahead and `cairn halt --seconds 4`: checkpoint and exit between
                      end-4 and end
     halt-immediate   `cairn halt --immediate` right after a checkpoint: the job exits without another
+                     (run with --sleep-ms 60 too: the halt must land before the next checkpoint, and
+                     starting `cairn halt` on a loaded machine took over 0.2 s)
     Every halt-* mode removes the halt with `cairn halt --unset` before the second run, which must
     restart from the first run's newest version and give the failure-free result.
     """
