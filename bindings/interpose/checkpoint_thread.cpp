@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdarg>
@@ -373,6 +374,14 @@ void CheckpointThread::take(uint64_t step) {
       continue;
     }
     index.push_back(std::move(e));
+  }
+  // Rank 0 judged the step written with at least this many files here; fewer now means the code removed
+  // some of them before the step was held (a take that came late): such a version would restart nothing.
+  const auto contents = std::count_if(index.begin(), index.end(), [](const IndexEntry& e) { return e.name != "-"; });
+  if (valid && contents < s_.files_per_rank) {
+    warn("step %llu: %ld of its %d file(s) here are left to take (the code removed the others since); the "
+         "version is not taken", static_cast<unsigned long long>(step), static_cast<long>(contents), s_.files_per_rank);
+    valid = false;
   }
   std::string bytes = encode_index(index);
   int fd = cairn_route_file(kIndexName, routed, sizeof routed) == CAIRN_SUCCESS

@@ -123,6 +123,22 @@ void Vfs::forget(std::shared_ptr<Entry> e) {  // by value: the map may hold the 
   if (e->writers > 0) e->orphan = true;  // its writing generation goes at the last close
 }
 
+void Vfs::note_gone(const Entry& e) {
+  if (e.committed.empty()) return;
+  struct stat st;
+  bool sized = false;
+  // Only for steps older than the newest the code has begun: a removal made before the code began the next
+  // step belongs to its checkpoint routine (write the new, remove the old), which a restart does not repeat.
+  const uint64_t newest = steps_.empty() ? 0 : steps_.rbegin()->first;
+  for (auto it = steps_.upper_bound(e.step); it != steps_.end() && it->first < newest; ++it) {
+    if (it->second.committed == 0 || std::find(taken_.begin(), taken_.end(), it->first) != taken_.end()) continue;
+    if (!sized && real::stat(e.committed.c_str(), &st) != 0) return;
+    sized = true;
+    gone_[it->first].push_back(
+        Held{e.path, "", e.step, static_cast<uint32_t>(e.mode), static_cast<uint64_t>(st.st_size)});
+  }
+}
+
 StepState& Vfs::begin_step(uint64_t step) {
   auto [it, fresh] = steps_.try_emplace(step);
   if (fresh && it != steps_.begin()) {
@@ -271,6 +287,7 @@ std::optional<int> Vfs::unlink(const char* path) {
       if (dropped_.erase(abs) == 0) return std::nullopt;
       return 0;  // dropped as an old step's file a moment ago: the code's removal of it succeeds
     }
+    note_gone(*it->second);
     forget(it->second);
   }
   if (on_change_) on_change_();
@@ -289,6 +306,7 @@ std::optional<int> Vfs::rename(const char* from, const char* to) {
     std::shared_ptr<Entry> moved;
     if (fe != entries_.end()) {
       moved = fe->second;
+      note_gone(*moved);  // its path goes
       if (!tm) {  // out of the pattern: the content becomes a real file there
         if (copy_into(current(*moved), paths::absolute(to)) != 0) return -1;
         forget(moved);
@@ -314,7 +332,10 @@ std::optional<int> Vfs::rename(const char* from, const char* to) {
       moved->mode = real::stat(gen.c_str(), &st) == 0 ? st.st_mode & 07777 : 0644;
     }
     if (moved) {
-      if (auto te = entries_.find(at); te != entries_.end()) forget(te->second);
+      if (auto te = entries_.find(at); te != entries_.end()) {
+        note_gone(*te->second);
+        forget(te->second);
+      }
       if (!moved->path.empty()) {  // leaves its old place (and step)
         entries_.erase(moved->path);
         StepState& s = steps_[moved->step];
@@ -389,6 +410,11 @@ std::vector<Held> Vfs::hold_step(uint64_t step, const std::string& dir) {
     if (e->step < step && !e->committed.empty() && real::stat(e->committed.c_str(), &st) == 0)
       out.push_back(Held{path, "", e->step, static_cast<uint32_t>(e->mode), static_cast<uint64_t>(st.st_size)});
   }
+  if (auto g = gone_.find(step); g != gone_.end()) {
+    std::set<std::string> listed;
+    for (auto h = g->second.rbegin(); h != g->second.rend(); ++h)  // a path's newest removal: its last form
+      if (!entries_.count(h->path) && listed.insert(h->path).second) out.push_back(*h);
+  }
   return out;
 }
 
@@ -426,6 +452,7 @@ void Vfs::after_take(uint64_t taken, int keep) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (std::find(taken_.begin(), taken_.end(), taken) == taken_.end()) taken_.push_back(taken);
+    gone_.erase(gone_.begin(), gone_.upper_bound(taken));
     // The steps the code sees: those taken and those with committed files (a step passed over for a newer
     // one, or not settled yet, is still the code's to read or remove).
     std::set<uint64_t> newest(taken_.begin(), taken_.end());

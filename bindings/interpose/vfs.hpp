@@ -85,7 +85,9 @@ class Vfs {
   // For the checkpoint thread.
   std::map<uint64_t, StepState> steps();
   // Hard links to the committed content of every file of `step`, made in `dir` (names f0, f1, ...),
-  // then the committed files of older steps as ghosts.
+  // then the committed files of older steps as ghosts: those there now, and those the code removed or
+  // renamed away once it had begun a newer step (a step held late: the version lists what the code had when
+  // it ended the step's checkpoint, its own removals of older files included).
   std::vector<Held> hold_step(uint64_t step, const std::string& dir);
   // Files of a restored version: `source` is linked (or copied) in as the committed content; without a
   // source the file is a ghost of `size` bytes (stat and unlink work, reading it is EIO).
@@ -117,6 +119,7 @@ class Vfs {
   std::optional<Match> ours(const char* path, std::string* abs) const;
   void drop_backing(const std::string& path);
   void forget(std::shared_ptr<Entry> e);  // remove from the namespace (callers hold mu_)
+  void note_gone(const Entry& e);          // before the code's own removal of e (callers hold mu_)
   StepState& begin_step(uint64_t step);    // steps_[step], shaped after the step before it when new
   int copy_into(const std::string& from, const std::string& to);
 
@@ -135,6 +138,9 @@ class Vfs {
   // Paths dropped by after_take that the code has not removed yet: its own unlink of one succeeds (the code
   // removing its old step at the same moment must not see ENOENT).
   std::set<std::string> dropped_;
+  // Older files the code removed after it had begun a step newer than S (S not taken yet, with committed
+  // files), by S: S's version lists them as ghosts. Dropped when S, or a newer step, is taken.
+  std::map<uint64_t, std::vector<Held>> gone_;
 };
 
 Vfs& vfs();

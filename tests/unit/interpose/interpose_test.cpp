@@ -312,6 +312,55 @@ TEST_F(InterposeVfs, AStepPassedOverIsNotPruned) {
   EXPECT_FALSE(v_.unlink(path("s30.r0").c_str()));
 }
 
+// A version taken late: the code wrote step 30 and removed step 10 before step 20 was held. The version of
+// step 20 still lists step 10's file (a ghost), as the code had it when step 20 was written, so that a restart
+// from it leaves the code's later removal of step 10 to succeed.
+TEST_F(InterposeVfs, ALateHoldListsTheFilesTheCodeRemovedSince) {
+  ASSERT_EQ(write_file("s10.r0", "ten"), 0);
+  v_.after_take(10, 2);
+  ASSERT_EQ(write_file("s20.r0", "twenty"), 0);
+  ASSERT_EQ(write_file("s30.r0", "thirty"), 0);
+  EXPECT_EQ(*v_.unlink(path("s10.r0").c_str()), 0);
+  auto held = v_.hold_step(20, root_ + "/take");
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].path, path("s20.r0"));
+  EXPECT_FALSE(held[0].link.empty());
+  EXPECT_EQ(held[1].path, path("s10.r0"));
+  EXPECT_TRUE(held[1].link.empty());
+  EXPECT_EQ(held[1].size, 3u);
+  v_.after_take(20, 2);
+  // Step 30's version does not list step 10: the code removed it in step 30's own routine (after writing
+  // step 30, before it began step 40), which a restart from step 30 does not repeat. It lists step 20, which
+  // the code removed once it had begun step 40.
+  ASSERT_EQ(write_file("s40.r0", "forty"), 0);
+  EXPECT_EQ(*v_.unlink(path("s20.r0").c_str()), 0);
+  held = v_.hold_step(30, root_ + "/take");
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].path, path("s30.r0"));
+  EXPECT_EQ(held[1].path, path("s20.r0"));
+  EXPECT_TRUE(held[1].link.empty());
+  // Step 40's routine removed step 20: its own version does not list it.
+  v_.after_take(30, 2);
+  held = v_.hold_step(40, root_ + "/take");
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].path, path("s40.r0"));
+  EXPECT_EQ(held[1].path, path("s30.r0"));
+  // The version restored in a new view: the code's removal of step 10 at step 30 succeeds.
+  Vfs again;
+  std::string e;
+  auto p = Pattern::parse("ckpt/s%d.r%r", root_ + "/run", &e);
+  ASSERT_TRUE(p) << e;
+  ASSERT_EQ(mkdir((root_ + "/scratch2").c_str(), 0700), 0);
+  again.start(root_ + "/scratch2", *p, false, [] {});
+  std::ofstream(root_ + "/take/src20") << "twenty";
+  ASSERT_EQ(again.restore(path("s20.r0"), 20, 0644, root_ + "/take/src20"), 0);
+  ASSERT_EQ(again.restore(path("s10.r0"), 10, 0644, "", 3), 0);
+  auto rc = again.unlink(path("s10.r0").c_str());
+  ASSERT_TRUE(rc);
+  EXPECT_EQ(*rc, 0);
+  again.stop();
+}
+
 TEST_F(InterposeVfs, HoldRestoreGhostsAndPruning) {
   ASSERT_EQ(write_file("s10.r0", "ten"), 0);
   v_.after_take(10, 2);
