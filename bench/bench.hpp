@@ -151,6 +151,7 @@ int run_parent(const Options& o, int argc, char** argv);
 int run_levels(const Options& o, const JobInfo& job);        // levels/levels.cpp: the default figures
 int run_redistribute(const Options& o, const JobInfo& job);  // levels/redistribute.cpp: one N -> M stage
 int run_snapshot(const Options& o, const JobInfo& job);      // levels/snapshot_bench.cpp: copy against cow
+void print_snapshot_table(const json& out);                 // levels/snapshot_report.cpp: its table
 int run_restart_after_loss(const Options& o, const JobInfo& job);  // levels/restart_after_loss.cpp: one job
 // The parent side of --redistribute: the report from the stages' files.
 int report_redistribute(const Options& o, const std::string& dir, const std::string& cache_job, double load_start,
