@@ -233,7 +233,10 @@ Status encode_partner(StepWindow& window, const Geometry& g, const std::vector<s
     const bool in = changed_in(changed, lens, left, off, len), out = changed_in(changed, lens, g.me, off, len);
     if (!in && !out) ++report->skipped;
     if (in) CAIRN_TRY(window.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagEncode));
-    if (out) CAIRN_TRY(window.send(slot, at(my_data, off), have(lens[g.me], off, len), right, kTagEncode));
+    const size_t bytes = have(lens[g.me], off, len);
+    report->full += bytes;
+    if (out) report->sent += bytes;
+    if (out) CAIRN_TRY(window.send(slot, at(my_data, off), bytes, right, kTagEncode));
     return Status::ok();
   };
   report->steps += g.pieces;
@@ -269,10 +272,13 @@ Status encode_coded(StepWindow& window, const SetCode& code, const Geometry& g,
       CAIRN_TRY(window.recv(slot, to, have(lens[y], pos, len), len, y, kTagEncode));
     }
     for (int j = 0; j < g.k; j++) {
+      size_t pos = static_cast<size_t>(j) * g.seg + off;
+      const size_t bytes = have(lens[g.me], pos, len);
+      report->full += bytes;
       if (!touched(mod(g.me - 1 - j, g.n), off, len)) continue;  // its holder skips this parity piece
       int holder = code.shard_owner(mod(g.me - 1 - j, g.n), g.k + p);
-      size_t pos = static_cast<size_t>(j) * g.seg + off;
-      CAIRN_TRY(window.send(slot, at(my_data, pos), have(lens[g.me], pos, len), holder, kTagEncode));
+      report->sent += bytes;
+      CAIRN_TRY(window.send(slot, at(my_data, pos), bytes, holder, kTagEncode));
     }
     return Status::ok();
   };

@@ -47,9 +47,11 @@ struct ChangedChunks {
   // hold a changed chunk.
   bool any(int x, size_t lens_x, size_t pos, size_t len) const;
 };
-// What an encode moved: its pipeline steps, and those skipped because nothing they carry changed.
+// What an encode moved: its pipeline steps, and those skipped because nothing they carry changed; the
+// bytes this member sent, and those a full encode would have had it send (the same without `changed`).
 struct EncodeReport {
   size_t steps = 0, skipped = 0;
+  uint64_t sent = 0, full = 0;
 };
 
 // Collective over set_comm (size == code.n()). my_data: this member's snapshot (my_len bytes);

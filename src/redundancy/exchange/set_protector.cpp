@@ -1,6 +1,7 @@
 #include "redundancy/exchange/set_protector.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "mpi/mpi_util.hpp"
 #include "redundancy/exchange/set_exchange.hpp"
@@ -36,7 +37,7 @@ Status SetProtector::exchange(const pipeline::Version& v, const Status& landed) 
     EncodeReport report;
     Status st = encode_set(comm_, *code_, v.data, v.manifest.total_size, lens, red->data(), exchange_chunk_,
                                        only ? &changed : nullptr, &report);
-    steps_ = report.steps, skipped_ = report.skipped;
+    steps_ = report.steps, skipped_ = report.skipped, sent_ = report.sent, full_ = report.full;
     return st;
   }();
   return exchange_status_.code() == Code::ERR_MPI ? exchange_status_ : Status::ok();
@@ -88,7 +89,10 @@ Result<bool> SetProtector::changes_only(const pipeline::Version& v, const std::v
 
 std::string SetProtector::exchange_note() const {
   if (skipped_ == 0 || steps_ == 0) return "";
-  return ", changes only: " + std::to_string(steps_ - skipped_) + " of " + std::to_string(steps_) + " steps";
+  char sent[96];
+  snprintf(sent, sizeof sent, ", %.2f of %.2f MiB sent", static_cast<double>(sent_) / (1 << 20),
+           static_cast<double>(full_) / (1 << 20));
+  return ", changes only: " + std::to_string(steps_ - skipped_) + " of " + std::to_string(steps_) + " steps" + sent;
 }
 
 Status SetProtector::protect(const pipeline::Version& v, uint64_t* redundancy_bytes) {

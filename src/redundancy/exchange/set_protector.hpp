@@ -41,6 +41,7 @@ class SetProtector final : public pipeline::Protector {
   Status exchange_status_;
   uint64_t red_bytes_ = 0;
   size_t steps_ = 0, skipped_ = 0;  // the last exchange's pipeline steps, and those left out
+  uint64_t sent_ = 0, full_ = 0;    // and the bytes this member sent, against those of a full exchange
   // Only what changed since the version this slot held, when the whole set may (changes_only()).
   Result<bool> changes_only(const pipeline::Version& v, const std::vector<size_t>& lens, ChangedChunks* changed);
 };

@@ -207,11 +207,25 @@ void run_changed_case(Redundancy scheme, int m, const std::vector<size_t>& lens,
   EXPECT_TRUE(everywhere(comm, st.is_ok() && red == expect[me])) << "the encode of the changes differs from a full one";
   EXPECT_GT(report.steps, 0u);
   EXPECT_TRUE(everywhere(comm, report.skipped > 0)) << "nothing was skipped: " << report.steps << " steps";
+  // The bytes: a full encode sends every byte of this member's data once per parity row (partner: once),
+  // the changes-only one less, in total over the set.
+  EncodeReport whole;
+  std::vector<uint8_t> red_full(red.size());
+  ASSERT_TRUE(encode_set(comm, code, data.data(), data.size(), lens, red_full.data(), chunk, nullptr, &whole).is_ok());
+  const uint64_t rows = scheme == Redundancy::partner ? 1 : static_cast<uint64_t>(code.m());
+  EXPECT_EQ(whole.sent, lens[me] * rows);
+  EXPECT_EQ(whole.full, whole.sent);
+  EXPECT_EQ(report.full, whole.full);
+  EXPECT_LE(report.sent, report.full);
+  uint64_t sums[2] = {report.sent, report.full}, all[2] = {0, 0};
+  MPI_Allreduce(sums, all, 2, MPI_UINT64_T, MPI_SUM, comm);
+  EXPECT_LT(all[0], all[1]) << "the set sent as much as a full encode";
   // Nothing changed: no step moves, the redundancy data stays.
   for (auto& c : changed.chunks) std::fill(c.begin(), c.end(), 0);
   std::vector<uint8_t> before = red;
   ASSERT_TRUE(encode_set(comm, code, data.data(), data.size(), lens, red.data(), chunk, &changed, &report).is_ok());
-  EXPECT_TRUE(everywhere(comm, red == before && report.skipped == report.steps));
+  EXPECT_TRUE(everywhere(comm, red == before && report.skipped == report.steps && report.sent == 0));
+  EXPECT_EQ(report.full, whole.full);
 }
 
 TEST(SetExchange, OnlyTheChangedChunksAreEncodedAgain) {
