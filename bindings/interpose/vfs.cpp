@@ -127,11 +127,15 @@ void Vfs::note_gone(const Entry& e) {
   if (e.committed.empty()) return;
   struct stat st;
   bool sized = false;
-  // Only for steps older than the newest the code has begun: a removal made before the code began the next
-  // step belongs to its checkpoint routine (write the new, remove the old), which a restart does not repeat.
-  const uint64_t newest = steps_.empty() ? 0 : steps_.rbegin()->first;
-  for (auto it = steps_.upper_bound(e.step); it != steps_.end() && it->first < newest; ++it) {
-    if (it->second.committed == 0 || std::find(taken_.begin(), taken_.end(), it->first) != taken_.end()) continue;
+  // For every newer step not taken yet that is written on this rank (files committed, none open): a code
+  // restarted from it may remove the file again. A removal that belonged to that step's own routine (write
+  // the new, then remove the old) is listed too; it is never repeated, and the ghost goes at the next take
+  // (after_take keeps the newest steps only). Listing too little would fail the code's removal after a
+  // restart; listing that one more costs a ghost until then.
+  for (auto it = steps_.upper_bound(e.step); it != steps_.end(); ++it) {
+    if (it->second.committed == 0 || it->second.writers > 0 ||
+        std::find(taken_.begin(), taken_.end(), it->first) != taken_.end())
+      continue;
     if (!sized && real::stat(e.committed.c_str(), &st) != 0) return;
     sized = true;
     gone_[it->first].push_back(

@@ -86,8 +86,8 @@ class Vfs {
   std::map<uint64_t, StepState> steps();
   // Hard links to the committed content of every file of `step`, made in `dir` (names f0, f1, ...),
   // then the committed files of older steps as ghosts: those there now, and those the code removed or
-  // renamed away once it had begun a newer step (a step held late: the version lists what the code had when
-  // it ended the step's checkpoint, its own removals of older files included).
+  // renamed away after it had written `step` (a step held late: the version lists what the code had when it
+  // had written the step; a removal in the step's own routine, after the write, is listed as well).
   std::vector<Held> hold_step(uint64_t step, const std::string& dir);
   // Files of a restored version: `source` is linked (or copied) in as the committed content; without a
   // source the file is a ghost of `size` bytes (stat and unlink work, reading it is EIO).
@@ -138,8 +138,8 @@ class Vfs {
   // Paths dropped by after_take that the code has not removed yet: its own unlink of one succeeds (the code
   // removing its old step at the same moment must not see ENOENT).
   std::set<std::string> dropped_;
-  // Older files the code removed after it had begun a step newer than S (S not taken yet, with committed
-  // files), by S: S's version lists them as ghosts. Dropped when S, or a newer step, is taken.
+  // Older files the code removed while a newer step S, not taken yet, was written on this rank (committed
+  // files, no writer open), by S: S's version lists them as ghosts. Dropped when S, or a newer one, is taken.
   std::map<uint64_t, std::vector<Held>> gone_;
 };
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <random>
+#include <set>
 #include <string>
 
 #include "pattern.hpp"
@@ -313,8 +314,8 @@ TEST_F(InterposeVfs, AStepPassedOverIsNotPruned) {
 }
 
 // A version taken late: the code wrote step 30 and removed step 10 before step 20 was held. The version of
-// step 20 still lists step 10's file (a ghost), as the code had it when step 20 was written, so that a restart
-// from it leaves the code's later removal of step 10 to succeed.
+// step 20 still lists step 10's file (a ghost), as the code had it when it had written step 20, so that a
+// restart from it leaves the code's later removal of step 10 to succeed.
 TEST_F(InterposeVfs, ALateHoldListsTheFilesTheCodeRemovedSince) {
   ASSERT_EQ(write_file("s10.r0", "ten"), 0);
   v_.after_take(10, 2);
@@ -329,23 +330,33 @@ TEST_F(InterposeVfs, ALateHoldListsTheFilesTheCodeRemovedSince) {
   EXPECT_TRUE(held[1].link.empty());
   EXPECT_EQ(held[1].size, 3u);
   v_.after_take(20, 2);
-  // Step 30's version does not list step 10: the code removed it in step 30's own routine (after writing
-  // step 30, before it began step 40), which a restart from step 30 does not repeat. It lists step 20, which
-  // the code removed once it had begun step 40.
+  // Step 30's version lists step 10 too (removed after step 30 was written: the rank cannot tell a removal
+  // of step 30's own routine from one of the next step's) and step 20, removed once step 40 was written.
   ASSERT_EQ(write_file("s40.r0", "forty"), 0);
   EXPECT_EQ(*v_.unlink(path("s20.r0").c_str()), 0);
   held = v_.hold_step(30, root_ + "/take");
-  ASSERT_EQ(held.size(), 2u);
+  ASSERT_EQ(held.size(), 3u);
   EXPECT_EQ(held[0].path, path("s30.r0"));
-  EXPECT_EQ(held[1].path, path("s20.r0"));
-  EXPECT_TRUE(held[1].link.empty());
-  // Step 40's routine removed step 20: its own version does not list it.
+  std::set<std::string> ghosts{held[1].path, held[2].path};
+  EXPECT_EQ(ghosts, (std::set<std::string>{path("s10.r0"), path("s20.r0")}));
   v_.after_take(30, 2);
+  // A code that removes its old step before it writes the new one: step 40's removal of step 20 above came
+  // after step 40 was written; here step 50's removal of step 30 comes before step 50 is begun, and step
+  // 40's version, held after that, lists step 30.
+  EXPECT_EQ(*v_.unlink(path("s30.r0").c_str()), 0);
+  ASSERT_EQ(write_file("s50.r0", "fifty"), 0);
   held = v_.hold_step(40, root_ + "/take");
-  ASSERT_EQ(held.size(), 2u);
-  EXPECT_EQ(held[0].path, path("s40.r0"));
-  EXPECT_EQ(held[1].path, path("s30.r0"));
-  // The version restored in a new view: the code's removal of step 10 at step 30 succeeds.
+  std::set<std::string> paths;
+  for (const auto& h : held) paths.insert(h.path);
+  EXPECT_TRUE(paths.count(path("s30.r0"))) << "step 30, removed after step 40 was written, is not listed";
+  // Taken: the next hold lists only what is there (step 40 is the newest older step with content).
+  v_.after_take(40, 2);
+  ASSERT_EQ(write_file("s60.r0", "sixty"), 0);
+  held = v_.hold_step(60, root_ + "/take");
+  paths.clear();
+  for (const auto& h : held) paths.insert(h.path);
+  EXPECT_EQ(paths, (std::set<std::string>{path("s60.r0"), path("s50.r0"), path("s40.r0")}));
+  // The version of step 20 restored in a new view: the code's removal of step 10 at step 30 succeeds.
   Vfs again;
   std::string e;
   auto p = Pattern::parse("ckpt/s%d.r%r", root_ + "/run", &e);
