@@ -240,8 +240,10 @@ def check_snapshot(data, nsizes, reps, rounds, out):
         # A full version protects the whole state.
         if s["cow_protected_full_10pct_pct"] < 99:
             fail("cow_protected_full_10pct_pct is %r: the full versions did not protect the state" % s["cow_protected_full_10pct_pct"], out)
-        if not isinstance(s.get("targets", {}).get("app_lost_incremental_10pct", {}).get("against_copy_ratio"), (int, float)):
-            fail("targets.app_lost_incremental_10pct.against_copy_ratio missing", out)
+        inc = s.get("targets", {}).get("app_lost_incremental_10pct", {})
+        for key in ("against_copy_ratio", "two_thread_copy_ratio"):  # null where the denominator was not above zero
+            if key not in inc or not (inc[key] is None or isinstance(inc[key], (int, float))):
+                fail("targets.app_lost_incremental_10pct.%s is %r" % (key, inc.get(key)), out)
         for t in ("app_lost_auto_10pct", "app_lost_auto_all", "app_lost_incremental_10pct"):
             interval = s.get("targets", {}).get(t, {}).get("interval_95")
             if not isinstance(interval, list) or len(interval) != 2 or not interval[0] <= interval[1]:

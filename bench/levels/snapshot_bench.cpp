@@ -373,7 +373,8 @@ class SnapshotBench {
     }
     // Beside it: the same loss against copy's, and the machine's own figure, the tenth's bytes copied by
     // two threads (two_thread_copy_10pct_ms) against the full versions' loss.
-    t["app_lost_incremental_10pct"]["against_copy_ratio"] = round3(cow10.app_lost_ms / copy10.app_lost_ms);
+    t["app_lost_incremental_10pct"]["against_copy_ratio"] =
+        copy10.app_lost_ms > 0 ? json(round3(cow10.app_lost_ms / copy10.app_lost_ms)) : json(nullptr);
     t["app_lost_incremental_10pct"]["two_thread_copy_ratio"] =
         full10.app_lost_ms > 0 ? json(round3(two_copy_ms / full10.app_lost_ms)) : json(nullptr);
     // How far those ratios move with the repetitions drawn: what tells a miss from the machine's noise.

@@ -70,7 +70,7 @@ void print_snapshot_table(const json& out) {
     for (const auto& [name, t] : s["targets"].items()) {
       if (t["ratio"].is_null()) {
         printf("  target %-22s %-55s %s (%s)\n", name.c_str(), t["what"].get<std::string>().c_str(), "no ratio",
-               t["why"].get<std::string>().c_str());
+               t.value("why", std::string("not measured")).c_str());
         continue;
       }
       printf("  target %-22s %-55s %6.3f <= %-5.2f %s", name.c_str(), t["what"].get<std::string>().c_str(),
@@ -78,9 +78,10 @@ void print_snapshot_table(const json& out) {
       if (t.contains("other_core_ratio"))
         printf("   (the same bytes copied and hashed by another thread alone: %.3f)", t["other_core_ratio"].get<double>());
       if (t.contains("against_copy_ratio")) {
-        char two[32] = "-";
-        if (!t["two_thread_copy_ratio"].is_null()) snprintf(two, sizeof two, "%.3f", t["two_thread_copy_ratio"].get<double>());
-        printf("   (against copy: %.3f; the tenth copied by two threads alone: %s)", t["against_copy_ratio"].get<double>(), two);
+        char two[32] = "-", copy[32] = "-";
+        if (t["two_thread_copy_ratio"].is_number()) snprintf(two, sizeof two, "%.3f", t["two_thread_copy_ratio"].get<double>());
+        if (t["against_copy_ratio"].is_number()) snprintf(copy, sizeof copy, "%.3f", t["against_copy_ratio"].get<double>());
+        printf("   (against copy: %s; the tenth copied by two threads alone: %s)", copy, two);
       }
       if (t.contains("interval_95"))
         printf("   (95 %% of resamplings: %.3f-%.3f)", t["interval_95"][0].get<double>(), t["interval_95"][1].get<double>());

@@ -12,6 +12,7 @@ namespace cairn::redundancy {
 Status SetProtector::exchange(const pipeline::Version& v, const Status& landed) {
   exchanged_ = v.number;
   red_bytes_ = 0;
+  steps_ = skipped_ = 0, sent_ = full_ = 0;  // no note of an earlier version's exchange
   exchange_status_ = [&]() -> Status {
     const size_t n = members_.size();
     // Every member's length: the manifests (with the hashes, not ready yet) follow in protect().
