@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
@@ -66,6 +67,12 @@ std::string find_program(const std::string& given, const std::string& name, cons
 
 double now();  // seconds, steady clock
 double median(std::vector<double> v);
+// The q-quantile of v (linear between neighbours); 0 when empty.
+double quantile(std::vector<double> v, double q);
+// The 2.5 % and 97.5 % quantiles of median(a*) / median(b*) over 2000 resamplings (a fixed seed), drawing
+// whole sessions of `per_session` repetitions with replacement, then repetitions within each: how far the
+// ratio of two medians moves with the luck of the draw ({0, 0} with fewer than two of either).
+std::pair<double, double> ratio_interval(const std::vector<double>& a, const std::vector<double>& b, size_t per_session);
 // GB/s (1e9 bytes per second), rounded to 3 decimals; null when not measured.
 json gbps(uint64_t bytes, double seconds);
 json round3(double x);

@@ -94,6 +94,44 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The q-quantile of v (linear between neighbours); 0 when empty.
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(at);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (at - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+// How far the ratio of two medians could move by the luck of which sessions and repetitions were drawn:
+// the 2.5 % and 97.5 % quantiles of median(a*) / median(b*) over 2000 resamplings (a fixed seed) of
+// each. The repetitions come in sessions of `per_session`, and two sessions of the same code differ by
+// more than two repetitions of one, so whole sessions are drawn (with replacement), then repetitions
+// within each drawn session. Where a and b are two measurements of the same code (auto that took copy,
+// against copy), it is the interval the ratio falls in by the machine's noise alone.
+std::pair<double, double> ratio_interval(const std::vector<double>& a, const std::vector<double>& b, size_t per_session) {
+  if (a.size() < 2 || b.size() < 2 || per_session == 0) return {0, 0};
+  uint64_t x = 0x2545f4914f6cdd1dull;
+  auto next = [&x] { return splitmix64(&x); };
+  auto resampled_median = [&](const std::vector<double>& v) {
+    const size_t sessions = (v.size() + per_session - 1) / per_session;
+    std::vector<double> r;
+    r.reserve(v.size());
+    for (size_t k = 0; k < sessions; ++k) {
+      const size_t first = (next() % sessions) * per_session, n = std::min(per_session, v.size() - first);
+      for (size_t i = 0; i < n; ++i) r.push_back(v[first + next() % n]);
+    }
+    return median(std::move(r));
+  };
+  std::vector<double> ratios;
+  for (int i = 0; i < 2000; ++i) {
+    const double den = resampled_median(b);
+    if (den > 0) ratios.push_back(resampled_median(a) / den);
+  }
+  return {quantile(ratios, 0.025), quantile(ratios, 0.975)};
+}
+
 json gbps(uint64_t bytes, double seconds) {
   if (!(seconds > 0)) return nullptr;
   return std::round(static_cast<double>(bytes) / seconds / 1e9 * 1000.0) / 1000.0;
