@@ -129,8 +129,8 @@ void Vfs::note_gone(const Entry& e) {
   bool sized = false;
   // For every newer step not taken yet that is written on this rank (files committed, none open): a code
   // restarted from it may remove the file again. A removal that belonged to that step's own routine (write
-  // the new, then remove the old) is listed too; it is never repeated, and the ghost goes at the next take
-  // (after_take keeps the newest steps only). Listing too little would fail the code's removal after a
+  // the new, then remove the old) is listed too; it is never repeated, and the ghost goes when after_take
+  // finds it older than the `keep` newest steps. Listing too little would fail the code's removal after a
   // restart; listing that one more costs a ghost until then.
   for (auto it = steps_.upper_bound(e.step); it != steps_.end(); ++it) {
     if (it->second.committed == 0 || it->second.writers > 0 ||
