@@ -534,6 +534,29 @@ class SnapshotBench {
     return out;
   }
 
+  static uint64_t ranges_bytes(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+    uint64_t bytes = 0;
+    for (const auto& [lo, hi] : ranges) bytes += hi - lo;
+    return bytes;
+  }
+
+  // The bytes of `ranges` of the state into `slot`, one range after another, through process_vm_readv in
+  // 2 MiB pieces, as the copier reads them; with `every` > 1 only the pieces i (counted over all ranges)
+  // with i % every == first, each at its own place in the slot, so that `every` threads share one copy.
+  static void read_ranges(uint8_t* slot, uint8_t* state, const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                          size_t every = 1, size_t first = 0) {
+    uint64_t at = 0;
+    size_t i = 0;
+    for (const auto& [lo, hi] : ranges)
+      for (uint64_t off = lo; off < hi; off += kBlock, ++i) {
+        const uint64_t n = std::min(kBlock, hi - off);
+        iovec local{slot + at, n}, remote{state + off, n};
+        if (i % every == first && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(n))
+          die("process_vm_readv: %s", strerror(errno));
+        at += n;
+      }
+  }
+
   // Per repetition: a window of the writer without, with, and again without a helper thread that, from
   // the window's start, copies the bytes of version_ranges() into a slot-like mapping through
   // process_vm_readv in 2 MiB pieces and hashes them (xxh3, 1 MiB at a time), then stops. The helper
@@ -545,8 +568,7 @@ class SnapshotBench {
     tenth_ = pick_tenth(size);
     passes = std::max(passes, 2);  // the cow sessions' window
     const auto ranges = version_ranges(writer, state, size);
-    uint64_t bytes = 0;
-    for (const auto& [lo, hi] : ranges) bytes += hi - lo;
+    const uint64_t bytes = ranges_bytes(ranges);
     c.bytes = bytes;
     uint8_t* slot = map_slot_like(o_.cache_dir + "/cairn-" + o_.child_job + ".other.r" + std::to_string(g_rank), bytes);
     // One piece of work per go; the helper sleeps in between (a spinning helper would take the core).
@@ -562,15 +584,8 @@ class SnapshotBench {
           if (quit) return;
         }
         double t0 = now();
-        uint64_t at = 0, h = 0;
-        for (const auto& [lo, hi] : ranges)
-          for (uint64_t off = lo; off < hi; off += kBlock) {
-            const uint64_t n = std::min(kBlock, hi - off);
-            iovec local{slot + at, n}, remote{state + off, n};
-            if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(n))
-              die("process_vm_readv: %s", strerror(errno));
-            at += n;
-          }
+        uint64_t h = 0;
+        read_ranges(slot, state, ranges);
         for (uint64_t off = 0; off < bytes; off += 1 << 20) h ^= XXH3_64bits(slot + off, std::min<uint64_t>(1 << 20, bytes - off));
         clobber(&h);
         std::lock_guard<std::mutex> lock(mu);
@@ -614,29 +629,15 @@ class SnapshotBench {
   // this order. Median of --reps after one untimed copy, the slowest rank's.
   double two_thread_copy_ms(uint8_t* state, uint64_t size) {
     tenth_ = pick_tenth(size);
-    std::vector<std::pair<uint64_t, uint64_t>> pieces;  // [offset in the state, length), in slot order
-    uint64_t bytes = 0;
-    for (const auto& [lo, hi] : version_ranges(Writer::tenth, state, size))
-      for (uint64_t off = lo; off < hi; off += kBlock) {
-        pieces.push_back({off, std::min(kBlock, hi - off)});
-        bytes += pieces.back().second;
-      }
+    const auto ranges = version_ranges(Writer::tenth, state, size);
+    const uint64_t bytes = ranges_bytes(ranges);
     uint8_t* slot = map_slot_like(o_.cache_dir + "/cairn-" + o_.child_job + ".two.r" + std::to_string(g_rank), bytes);
-    auto copy = [&](size_t first) {
-      uint64_t at = 0;
-      for (size_t i = 0; i < pieces.size(); at += pieces[i].second, ++i) {
-        if (i % 2 != first) continue;
-        iovec local{slot + at, pieces[i].second}, remote{state + pieces[i].first, pieces[i].second};
-        if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(pieces[i].second))
-          die("process_vm_readv: %s", strerror(errno));
-      }
-    };
     std::vector<double> ms;
     for (int i = 0; i < 1 + o_.reps; ++i) {
       barrier();
       const double t0 = now();
-      std::thread other(copy, 1);
-      copy(0);
+      std::thread other([&] { read_ranges(slot, state, ranges, 2, 1); });
+      read_ranges(slot, state, ranges, 2, 0);
       other.join();
       const double t = max_over_ranks(now() - t0);
       if (i) ms.push_back(t * 1e3);
