@@ -236,7 +236,8 @@ void Writer::restart_rejected(uint64_t v, int level) {
   emit(w.finish());
 }
 
-void Writer::l1(uint64_t v, int64_t start_ns, double copy_s, double seal_s, uint64_t bytes, uint64_t rank_bytes) {
+void Writer::l1(uint64_t v, int64_t start_ns, double copy_s, double seal_s, uint64_t bytes, uint64_t rank_bytes,
+                uint64_t copied) {
   std::lock_guard<std::mutex> lock(mu_);
   if (fd_ < 0) return;
   remember_bytes(v, bytes);
@@ -248,16 +249,19 @@ void Writer::l1(uint64_t v, int64_t start_ns, double copy_s, double seal_s, uint
       .real("seal_s", seal_s)
       .u64("bytes", bytes)
       .u64("rank_bytes", rank_bytes);
+  if (copied != kUnknownBytes) w.u64("copied_bytes", copied);
   emit(w.finish());
 }
 
-void Writer::l2(uint64_t v, int64_t start_ns, uint64_t redundancy_bytes, const std::string& scheme) {
+void Writer::l2(uint64_t v, int64_t start_ns, uint64_t redundancy_bytes, const std::string& scheme, uint64_t sent,
+                uint64_t full_sent) {
   std::lock_guard<std::mutex> lock(mu_);
   if (fd_ < 0) return;
   LineWriter w = line_of("l2", launch_);
   w.u64("version", v).i64("start_ns", start_ns).i64("end_ns", now_ns());
   if (uint64_t b = bytes_of(v)) w.u64("bytes", b);
   w.u64("redundancy_bytes", redundancy_bytes).str("scheme", scheme);
+  if (full_sent > 0) w.u64("sent_bytes", sent).u64("full_sent_bytes", full_sent);
   emit(w.finish());
 }
 

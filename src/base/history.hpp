@@ -77,10 +77,16 @@ class Writer {
   void restart(uint64_t v, int level, int64_t start_ns);
   void restart_rejected(uint64_t v, int level);
   // Version v complete at L1 on every rank: the copy began at start_ns (rank 0's manifest), took
-  // copy_s, sealing seal_s; bytes over every rank, rank 0's bytes.
-  void l1(uint64_t v, int64_t start_ns, double copy_s, double seal_s, uint64_t bytes, uint64_t rank_bytes);
-  // Version v protected everywhere; the encode stage began at start_ns; redundancy bytes over every rank.
-  void l2(uint64_t v, int64_t start_ns, uint64_t redundancy_bytes, const std::string& scheme);
+  // copy_s, sealing seal_s; bytes over every rank, rank 0's bytes, and `copied`, over every rank, the
+  // bytes copied into the slots (fewer when an incremental snapshot left unchanged ones in place; left
+  // out of the line when kUnknownBytes).
+  void l1(uint64_t v, int64_t start_ns, double copy_s, double seal_s, uint64_t bytes, uint64_t rank_bytes,
+          uint64_t copied = kUnknownBytes);
+  // Version v protected everywhere; the encode stage began at start_ns; redundancy bytes over every rank;
+  // `sent`, over every rank, the bytes the set exchanges sent, and `full_sent` those full exchanges would
+  // have sent (fewer sent when only the changes moved; both left out of the line when full_sent is 0).
+  void l2(uint64_t v, int64_t start_ns, uint64_t redundancy_bytes, const std::string& scheme, uint64_t sent = 0,
+          uint64_t full_sent = 0);
   // Rank 0 begins writing version v to L3 (at_finalize: from cairn_finalize).
   void l3_began(uint64_t v, bool at_finalize);
   // Version v committed in L3; rank 0 wrote for write_s. `via` names who moved the bytes: the flusher

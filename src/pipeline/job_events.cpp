@@ -17,16 +17,17 @@ void JobEvents::sealed(const Version& v) {
     state_->set("version", std::to_string(v.number));
 }
 
-void JobEvents::local(const Version& v, uint64_t all_bytes) {
+void JobEvents::local(const Version& v, uint64_t all_bytes, uint64_t all_copied) {
   if (!writer()) return;
   // The history line first: a reader that sees the level in the state file finds the line too.
-  state_->history().l1(v.number, v.manifest.created_unix_ns, v.t_copy, v.t_seal, all_bytes, v.manifest.total_size);
+  state_->history().l1(v.number, v.manifest.created_unix_ns, v.t_copy, v.t_seal, all_bytes, v.manifest.total_size,
+                       all_copied);
   state_->set("l1", std::to_string(v.number));
 }
 
-void JobEvents::protected_l2(const Version& v, double start_s, uint64_t all_redundancy_bytes, const char* scheme) {
+void JobEvents::protected_l2(const Version& v, double start_s, const L2Bytes& all, const char* scheme) {
   if (!writer()) return;
-  state_->history().l2(v.number, static_cast<int64_t>(start_s * 1e9), all_redundancy_bytes, scheme);
+  state_->history().l2(v.number, static_cast<int64_t>(start_s * 1e9), all.redundancy, scheme, all.sent, all.full);
   state_->set("l2", std::to_string(v.number));
 }
 

@@ -18,8 +18,8 @@ class JobEvents final : public EventSink {
   JobEvents(JobState* state, int rank, std::string prefix) : state_(state), rank_(rank), prefix_(std::move(prefix)) {}
 
   void sealed(const Version& v) override;
-  void local(const Version& v, uint64_t all_bytes) override;
-  void protected_l2(const Version& v, double start_s, uint64_t all_redundancy_bytes, const char* scheme) override;
+  void local(const Version& v, uint64_t all_bytes, uint64_t all_copied) override;
+  void protected_l2(const Version& v, double start_s, const L2Bytes& all, const char* scheme) override;
   void flush_began(uint64_t v, bool at_finalize) override;
   void flushed(const Version& v, const char* via) override;
   void failed(uint64_t v, int level, const std::string& why) override;

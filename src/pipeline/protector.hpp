@@ -40,6 +40,12 @@ class Protector {
   virtual Status protect(const Version& v, uint64_t* redundancy_bytes) = 0;
   // For the version's summary line: what the last exchange left out, if anything ("" when it encoded all).
   virtual std::string exchange_note() const { return ""; }
+  // The bytes this rank sent in the last exchange, and those a full exchange would have had it send (an
+  // exchange of the changes only sends fewer); both 0 where the protector does not count them.
+  struct Sent {
+    uint64_t sent = 0, full = 0;
+  };
+  virtual Sent sent_bytes() const { return {}; }
 };
 
 }  // namespace cairn::pipeline

@@ -154,8 +154,11 @@ Status Pipeline::exchange(Version& v) {
 Status Pipeline::agree_local(Version& v) {
   Status all = team_->agree(v.local_status);
   if (all.code() == Code::ERR_MPI) return all;
-  uint64_t all_bytes = 0;  // over every rank, for the history
-  CAIRN_TRY(team_->sum_at_root(v.manifest.total_size, &all_bytes));
+  // Over every rank, for the history: the version's bytes, and those copied into the slots.
+  const uint64_t copied = v.manifest.total_size - std::min(v.snapshot.unchanged_bytes, v.manifest.total_size);
+  const uint64_t mine[2] = {v.manifest.total_size, copied};
+  uint64_t all_bytes[2] = {0, 0};
+  CAIRN_TRY(team_->sum_at_root(mine, all_bytes, 2));
   v.local_ok = all.is_ok();
   if (!v.local_ok) {
     // A version that is not whole everywhere must not count anywhere: remove this rank's record.
@@ -168,7 +171,7 @@ Status Pipeline::agree_local(Version& v) {
     std::lock_guard<std::mutex> lock(mu_);
     marks_.local = v.number;
   }
-  events_->local(v, all_bytes);
+  events_->local(v, all_bytes[0], all_bytes[1]);
   return Status::ok();
 }
 
@@ -180,8 +183,10 @@ Status Pipeline::protect(Version& v) {
   if (local.code() == Code::ERR_MPI) return local;
   Status all = team_->agree(local);
   if (all.code() == Code::ERR_MPI) return all;
-  uint64_t all_red_bytes = 0;
-  CAIRN_TRY(team_->sum_at_root(red_bytes, &all_red_bytes));
+  const Protector::Sent sent = protector_->sent_bytes();
+  const uint64_t mine[3] = {red_bytes, sent.sent, sent.full};
+  uint64_t all_bytes[3] = {0, 0, 0};
+  CAIRN_TRY(team_->sum_at_root(mine, all_bytes, 3));
   v.protected_ok = all.is_ok();
   v.t_l2 = now_seconds() - t0;
   if (!v.protected_ok) {
@@ -202,7 +207,7 @@ Status Pipeline::protect(Version& v) {
     std::lock_guard<std::mutex> lock(mu_);
     marks_.protected_l2 = v.number;
   }
-  events_->protected_l2(v, t0, all_red_bytes, protector_->scheme());
+  events_->protected_l2(v, t0, EventSink::L2Bytes{all_bytes[0], all_bytes[1], all_bytes[2]}, protector_->scheme());
   return Status::ok();
 }
 
@@ -213,10 +218,10 @@ Status Pipeline::agree_flushed(Version& v) {
   // What went into L3 files over every rank (an incremental version writes only its changed chunks),
   // for the history and the summary; unknown if any rank's flusher did not say.
   const bool known = v.l3_written != Version::kUnknownBytes;
-  uint64_t written_all = 0, unknown = 0;
-  CAIRN_TRY(team_->sum_at_root(known ? v.l3_written : 0, &written_all));
-  CAIRN_TRY(team_->sum_at_root(known ? 0 : 1, &unknown));
-  v.l3_written_all = unknown ? Version::kUnknownBytes : written_all;
+  const uint64_t mine[2] = {known ? v.l3_written : 0, known ? 0u : 1u};  // the bytes, and the ranks that did not say
+  uint64_t all_written[2] = {0, 0};
+  CAIRN_TRY(team_->sum_at_root(mine, all_written, 2));
+  v.l3_written_all = all_written[1] ? Version::kUnknownBytes : all_written[0];
   int committed = 0;
   if (all.is_ok() && team_->rank() == 0) {
     Status c = l3::commit(cfg_.layout, v.number, static_cast<uint32_t>(team_->size()), v.manifest.label);

@@ -1,5 +1,7 @@
 #include "pipeline/mpi/team_mpi.hpp"
 
+#include <algorithm>
+
 #include "mpi/mpi_util.hpp"
 
 namespace cairn::pipeline {
@@ -11,10 +13,10 @@ MpiTeam::MpiTeam(MPI_Comm comm) : comm_(comm) {
 
 Status MpiTeam::agree(const Status& mine) { return cairn::agree(comm_, mine); }
 
-Status MpiTeam::sum_at_root(uint64_t mine, uint64_t* sum) {
-  unsigned long long in = mine, out = 0;
-  CAIRN_MPI(MPI_Reduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, comm_));
-  *sum = rank_ == 0 ? out : 0;
+Status MpiTeam::sum_at_root(const uint64_t* mine, uint64_t* sum, int n) {
+  static_assert(sizeof(unsigned long long) == sizeof(uint64_t), "MPI_UNSIGNED_LONG_LONG holds a uint64_t");
+  CAIRN_MPI(MPI_Reduce(mine, sum, n, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, comm_));
+  if (rank_ != 0) std::fill(sum, sum + n, 0);
   return Status::ok();
 }
 

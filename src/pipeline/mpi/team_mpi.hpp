@@ -13,7 +13,8 @@ class MpiTeam final : public Team {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Status agree(const Status& mine) override;
-  Status sum_at_root(uint64_t mine, uint64_t* sum) override;
+  using Team::sum_at_root;
+  Status sum_at_root(const uint64_t* mine, uint64_t* sum, int n) override;
   Status broadcast_flag(int* flag) override;
 
  private:

@@ -28,6 +28,7 @@ class SetProtector final : public pipeline::Protector {
   // The members' manifests (with their hashes) gathered into the set record, written to the cache.
   Status protect(const pipeline::Version& v, uint64_t* redundancy_bytes) override;
   std::string exchange_note() const override;
+  Sent sent_bytes() const override { return {sent_, full_}; }
 
  private:
   MPI_Comm comm_;

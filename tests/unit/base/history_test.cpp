@@ -215,7 +215,8 @@ TEST_F(HistoryFiles, WriterAppendsOneLinePerEventAndOthersWriteNothing) {
     w.l1(1, t0, 0.001, 0.002, 4000, 1000);
     w.l2(1, t0, 4000, "xor");
     w.l3_began(2, false);
-    w.l1(2, t0, 0.001, 0.002, 8000, 2000);
+    w.l1(2, t0, 0.001, 0.002, 8000, 2000, 800);  // incremental: 800 bytes copied, the rest left in the slots
+    w.l2(2, t0, 8000, "xor", 1200, 6000);        // and only the changes sent
     w.l3(2, 0.5, 2000, "embedded", 3000, 700);  // incremental: fewer bytes written than the stream's
     w.l3(1, 0.25, 1000, "service");
     w.failed(3, 2, "rank 1: no space");
@@ -231,12 +232,12 @@ TEST_F(HistoryFiles, WriterAppendsOneLinePerEventAndOthersWriteNothing) {
     w2.restart_rejected(2, 3);
   }
   auto lines = decoded_lines(path);
-  ASSERT_EQ(lines.size(), 11u);
-  const char* events[] = {"start", "l1", "l2", "l1", "l3", "l3", "fail", "discard", "end", "restart", "restart_rejected"};
+  ASSERT_EQ(lines.size(), 12u);
+  const char* events[] = {"start", "l1", "l2", "l1", "l2", "l3", "l3", "fail", "discard", "end", "restart", "restart_rejected"};
   for (size_t i = 0; i < lines.size(); ++i) {
     EXPECT_EQ(lines[i]["v"], 1) << i;
     EXPECT_EQ(lines[i]["ev"], events[i]) << i;
-    EXPECT_EQ(lines[i]["launch"], i < 9 ? first_launch : lines[9]["launch"].get<std::string>()) << i;
+    EXPECT_EQ(lines[i]["launch"], i < 10 ? first_launch : lines[10]["launch"].get<std::string>()) << i;
     EXPECT_GE(lines[i]["t"].get<int64_t>(), t0) << i;
   }
   const auto& start = lines[0];
@@ -249,7 +250,13 @@ TEST_F(HistoryFiles, WriterAppendsOneLinePerEventAndOthersWriteNothing) {
   EXPECT_EQ(lines[1]["copy_s"], 0.001);
   EXPECT_EQ(lines[2]["bytes"], 4000);  // from the l1 line of the same version
   EXPECT_EQ(lines[2]["scheme"], "xor");
-  const auto& l3 = lines[4];
+  EXPECT_FALSE(lines[1].contains("copied_bytes"));  // not said: left out
+  EXPECT_FALSE(lines[2].contains("sent_bytes"));
+  EXPECT_FALSE(lines[2].contains("full_sent_bytes"));
+  EXPECT_EQ(lines[3]["copied_bytes"], 800);
+  EXPECT_EQ(lines[4]["sent_bytes"], 1200);
+  EXPECT_EQ(lines[4]["full_sent_bytes"], 6000);
+  const auto& l3 = lines[5];
   EXPECT_EQ(l3["version"], 2);
   EXPECT_EQ(l3["bytes"], 8000);
   EXPECT_EQ(l3["rank_bytes"], 2000);
@@ -259,14 +266,14 @@ TEST_F(HistoryFiles, WriterAppendsOneLinePerEventAndOthersWriteNothing) {
   EXPECT_GE(l3["end_ns"].get<int64_t>(), l3["start_ns"].get<int64_t>());
   EXPECT_EQ(l3["l3_bytes_written"], 3000);
   EXPECT_EQ(l3["rank_l3_bytes_written"], 700);
-  EXPECT_EQ(lines[5]["via"], "service");
-  EXPECT_FALSE(lines[5].contains("l3_bytes_written"));  // the flusher did not say: left out
-  EXPECT_FALSE(lines[5].contains("rank_l3_bytes_written"));
-  EXPECT_EQ(lines[6]["level"], "L2");
-  EXPECT_EQ(lines[6]["error"], "rank 1: no space");
-  EXPECT_EQ(lines[7]["version"], 4);
-  EXPECT_EQ(lines[8]["status"], "ok");
-  const auto& restart = lines[9];
+  EXPECT_EQ(lines[6]["via"], "service");
+  EXPECT_FALSE(lines[6].contains("l3_bytes_written"));  // the flusher did not say: left out
+  EXPECT_FALSE(lines[6].contains("rank_l3_bytes_written"));
+  EXPECT_EQ(lines[7]["level"], "L2");
+  EXPECT_EQ(lines[7]["error"], "rank 1: no space");
+  EXPECT_EQ(lines[8]["version"], 4);
+  EXPECT_EQ(lines[9]["status"], "ok");
+  const auto& restart = lines[10];
   EXPECT_EQ(restart["version"], 2);
   EXPECT_EQ(restart["level"], "L3");
   EXPECT_EQ(restart["bytes"], 8000);  // written by the first launch, found in the file

@@ -49,8 +49,9 @@ class PlayedTeam : public Team {
     Status theirs = others(call);
     return theirs.is_ok() ? theirs : theirs.prefixed("rank 1");
   }
-  Status sum_at_root(uint64_t mine, uint64_t* sum) override {
-    *sum = mine * static_cast<uint64_t>(size_);
+  using Team::sum_at_root;
+  Status sum_at_root(const uint64_t* mine, uint64_t* sum, int n) override {
+    for (int i = 0; i < n; ++i) sum[i] = mine[i] * static_cast<uint64_t>(size_);
     return Status::ok();
   }
   Status broadcast_flag(int*) override { return Status::ok(); }
@@ -76,10 +77,10 @@ class RecordingProtector : public Protector {
 class RecordingEvents : public EventSink {
  public:
   void sealed(const Version& v) override { add("sealed " + std::to_string(v.number)); }
-  void local(const Version& v, uint64_t all_bytes) override {
+  void local(const Version& v, uint64_t all_bytes, uint64_t) override {
     add("local " + std::to_string(v.number) + " bytes " + std::to_string(all_bytes));
   }
-  void protected_l2(const Version& v, double, uint64_t, const char* scheme) override {
+  void protected_l2(const Version& v, double, const L2Bytes&, const char* scheme) override {
     add("protected " + std::to_string(v.number) + " " + scheme);
   }
   void flush_began(uint64_t v, bool at_finalize) override {

@@ -270,7 +270,8 @@ TEST_F(HistoryReadBack, WhatTheWriterWroteReadsBackAsOneCampaign) {
     w.l1(1, t0, 0.001, 0.002, 4000, 1000);
     w.l2(1, t0, 4000, "xor");
     w.l3_began(2, false);
-    w.l1(2, t0, 0.001, 0.002, 8000, 2000);
+    w.l1(2, t0, 0.001, 0.002, 8000, 2000, 900);
+    w.l2(2, t0, 8000, "xor", 1500, 6000);
     w.l3(2, 0.5, 2000, "embedded", 3000, 700);
     w.failed(3, 2, "rank 1: no space");
     w.discarded(4, "valid=0");
@@ -287,7 +288,7 @@ TEST_F(HistoryReadBack, WhatTheWriterWroteReadsBackAsOneCampaign) {
   ASSERT_TRUE(h.is_ok());
   ASSERT_TRUE(h->exists);
   EXPECT_TRUE(h->parsed.warnings.empty());
-  ASSERT_EQ(h->parsed.lines.size(), 10u);
+  ASSERT_EQ(h->parsed.lines.size(), 11u);
   Summary s = summarize(h->parsed.lines);
   ASSERT_EQ(s.launches.size(), 2u);
   EXPECT_TRUE(s.launches[0].finalized);
@@ -304,6 +305,12 @@ TEST_F(HistoryReadBack, WhatTheWriterWroteReadsBackAsOneCampaign) {
   EXPECT_GE(l3.end_ns, l3.start_ns);
   EXPECT_FALSE(l3.at_finalize);
   EXPECT_EQ(s.versions.at(1).level[1].redundancy_bytes, 4000u);
+  // An incremental version's bytes at L1 and L2; an older line without them: unknown, not 0.
+  EXPECT_EQ(s.versions.at(2).level[0].copied_bytes, 900u);
+  EXPECT_EQ(s.versions.at(2).level[1].sent_bytes, 1500u);
+  EXPECT_EQ(s.versions.at(2).level[1].full_sent_bytes, 6000u);
+  EXPECT_EQ(s.versions.at(1).level[0].copied_bytes, LevelRecord::kUnknown);
+  EXPECT_EQ(s.versions.at(1).level[1].full_sent_bytes, LevelRecord::kUnknown);
   ASSERT_EQ(s.failures.size(), 2u);
   EXPECT_EQ(s.failures[0].level, 2);
   EXPECT_EQ(s.failures[1].version, 4u);

@@ -68,6 +68,11 @@ void Summarizer::add(const Line& l) {
     r.bytes = l.u64("bytes");
     r.rank_bytes = l.u64("rank_bytes");
     r.redundancy_bytes = l.u64("redundancy_bytes");
+    if (l.has("copied_bytes")) r.copied_bytes = l.u64("copied_bytes");
+    if (l.has("sent_bytes") && l.has("full_sent_bytes")) {
+      r.sent_bytes = l.u64("sent_bytes");
+      r.full_sent_bytes = l.u64("full_sent_bytes");
+    }
     r.l3_bytes_written = l.u64("l3_bytes_written");
     r.at_finalize = l.flag("at_finalize");
     r.via = l.str("via");

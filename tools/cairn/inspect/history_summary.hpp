@@ -23,6 +23,11 @@ struct LevelRecord {
   uint64_t bytes = 0;                // snapshot bytes over every rank (0: unknown)
   uint64_t rank_bytes = 0;           // rank 0's snapshot bytes (L1, L3)
   uint64_t redundancy_bytes = 0;     // L2: redundancy data written over every rank
+  // L1: bytes copied into the slots over every rank (an incremental snapshot copies fewer); L2: bytes the
+  // set exchanges sent, and those full exchanges would have sent. kUnknown: the line did not say.
+  static constexpr uint64_t kUnknown = ~0ull;
+  uint64_t copied_bytes = kUnknown;
+  uint64_t sent_bytes = kUnknown, full_sent_bytes = kUnknown;
   uint64_t l3_bytes_written = 0;     // L3: bytes put into L3 files over every rank (an incremental
                                      // version's changed chunks, compressed chunks); 0: unknown
   bool at_finalize = false;          // L3: written by cairn_finalize (flush_on_finalize)

@@ -51,6 +51,11 @@ nlohmann::json level_json(const history::LevelRecord& r) {
                       {"launch", r.launch + 1}};
   if (r.rank_bytes) j["rank_bytes"] = r.rank_bytes;
   if (r.redundancy_bytes) j["redundancy_bytes"] = r.redundancy_bytes;
+  if (r.copied_bytes != history::LevelRecord::kUnknown) j["copied_bytes"] = r.copied_bytes;
+  if (r.full_sent_bytes != history::LevelRecord::kUnknown) {
+    j["sent_bytes"] = r.sent_bytes;
+    j["full_sent_bytes"] = r.full_sent_bytes;
+  }
   if (r.l3_bytes_written) j["l3_bytes_written"] = r.l3_bytes_written;
   if (r.at_finalize) j["at_finalize"] = true;
   return j;
