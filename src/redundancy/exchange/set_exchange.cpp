@@ -218,25 +218,30 @@ Status agree(MPI_Comm comm, const char* op, const SetCode& code, const std::vect
 
 // --- encode ----------------------------------------------------------------------------------------
 
-// Whether bytes [pos, pos + len) of member x changed (always, without `changed`).
-bool changed_in(const ChangedChunks* changed, const std::vector<size_t>& lens, int x, size_t pos, size_t len) {
-  return changed == nullptr || changed->any(x, lens[static_cast<size_t>(x)], pos, len);
+// The span of bytes [pos, pos + len) of member x that changed, relative to pos (all of it without
+// `changed`; empty when nothing in it changed).
+std::pair<size_t, size_t> changed_span(const ChangedChunks* changed, const std::vector<size_t>& lens, int x, size_t pos,
+                                       size_t len) {
+  if (changed == nullptr) return {0, len};
+  return changed->span(x, lens[static_cast<size_t>(x)], pos, len);
 }
 
 // Member x keeps a copy of member x-1: send my pieces right, receive the left one into my_red. With
-// `changed`, only the pieces that changed travel (the receiver knows which).
+// `changed`, only the span of a piece that changed chunks cover travels (the receiver knows which).
 Status encode_partner(StepWindow& window, const Geometry& g, const std::vector<size_t>& lens,
                       const uint8_t* my_data, uint8_t* my_red, const ChangedChunks* changed, EncodeReport* report) {
   int left = mod(g.me - 1, g.n), right = mod(g.me + 1, g.n);
   auto post = [&](size_t s, int slot) -> Status {
     size_t off = s * g.piece, len = std::min(g.piece, g.seg - off);
-    const bool in = changed_in(changed, lens, left, off, len), out = changed_in(changed, lens, g.me, off, len);
-    if (!in && !out) ++report->skipped;
-    if (in) CAIRN_TRY(window.recv(slot, my_red + off, have(lens[left], off, len), len, left, kTagEncode));
-    const size_t bytes = have(lens[g.me], off, len);
-    report->full += bytes;
-    if (out) report->sent += bytes;
-    if (out) CAIRN_TRY(window.send(slot, at(my_data, off), bytes, right, kTagEncode));
+    const auto in = changed_span(changed, lens, left, off, len), out = changed_span(changed, lens, g.me, off, len);
+    if (in.first == in.second && out.first == out.second) ++report->skipped;
+    if (in.first < in.second)
+      CAIRN_TRY(window.recv(slot, my_red + off + in.first, have(lens[left], off + in.first, in.second - in.first),
+                            in.second - in.first, left, kTagEncode));
+    report->full += have(lens[g.me], off, len);
+    const size_t bytes = have(lens[g.me], off + out.first, out.second - out.first);
+    report->sent += bytes;
+    if (out.first < out.second) CAIRN_TRY(window.send(slot, at(my_data, off + out.first), bytes, right, kTagEncode));
     return Status::ok();
   };
   report->steps += g.pieces;
@@ -245,50 +250,62 @@ Status encode_partner(StepWindow& window, const Geometry& g, const std::vector<s
 
 // Step (piece i, row p): I hold parity row p of stripe me+p and receive its k data pieces; my
 // segment j is data shard j of stripe me-1-j and goes to that stripe's row-p holder.
-// With `changed`: a parity piece (stripe, offset) is recomputed only when one of its k data pieces
-// changed; every member decides that alike for the pieces it sends and receives.
+// With `changed`: a parity piece (stripe, offset) is recomputed only where one of its k data pieces
+// changed: over the span its changed chunks cover together (widened to 64 bytes for the codec), the rest
+// of the piece is the previous encode's; every member computes that span alike for the pieces it sends
+// and receives.
 Status encode_coded(StepWindow& window, const SetCode& code, const Geometry& g,
                     const std::vector<size_t>& lens, const uint8_t* my_data, uint8_t* my_red,
                     const ChangedChunks* changed, EncodeReport* report) {
   Scratch bufs = scratch(static_cast<size_t>(g.depth) * g.k * g.piece);
   auto piece_buf = [&](int slot, int j) { return bufs.get() + (static_cast<size_t>(slot) * g.k + j) * g.piece; };
   std::vector<const uint8_t*> src(g.k);
-  auto touched = [&](int stripe, size_t off, size_t len) {
-    if (changed == nullptr) return true;
-    for (int j = 0; j < g.k; j++)
-      if (changed_in(changed, lens, code.shard_owner(stripe, j), static_cast<size_t>(j) * g.seg + off, len)) return true;
-    return false;
+  // The span of the piece at off of `stripe` to encode: [first, second), empty when none of its k data
+  // pieces changed.
+  auto touched = [&](int stripe, size_t off, size_t len) -> std::pair<size_t, size_t> {
+    if (changed == nullptr) return {0, len};
+    size_t first = len, second = 0;
+    for (int j = 0; j < g.k; j++) {
+      const auto s = changed_span(changed, lens, code.shard_owner(stripe, j), static_cast<size_t>(j) * g.seg + off, len);
+      if (s.first < s.second) first = std::min(first, s.first), second = std::max(second, s.second);
+    }
+    if (first >= second) return {0, 0};
+    return {first / 64 * 64, std::min(len, round_up(second, 64))};
   };
   auto post = [&](size_t s, int slot) -> Status {
     int p = static_cast<int>(s % g.m);
     size_t off = (s / g.m) * g.piece, len = std::min(g.piece, g.seg - off);
-    int stripe = mod(g.me + p, g.n);
-    if (!touched(stripe, off, len)) ++report->skipped;
-    for (int j = 0; j < g.k && touched(stripe, off, len); j++) {
-      int y = code.shard_owner(stripe, j);
+    const auto mine = touched(mod(g.me + p, g.n), off, len);
+    const size_t lo = mine.first, n = mine.second - mine.first;
+    if (n == 0) ++report->skipped;
+    for (int j = 0; j < g.k && n > 0; j++) {
+      int y = code.shard_owner(mod(g.me + p, g.n), j);
       size_t pos = static_cast<size_t>(j) * g.seg + off;
       // A parity row that is a copy of its one source lands in place, as partner's copy does.
       uint8_t* to = code.parity_row_is_copy(p) ? my_red + static_cast<size_t>(p) * g.seg + off : piece_buf(slot, j);
-      CAIRN_TRY(window.recv(slot, to, have(lens[y], pos, len), len, y, kTagEncode));
+      CAIRN_TRY(window.recv(slot, to + lo, have(lens[y], pos + lo, n), n, y, kTagEncode));
     }
     for (int j = 0; j < g.k; j++) {
       size_t pos = static_cast<size_t>(j) * g.seg + off;
-      const size_t bytes = have(lens[g.me], pos, len);
-      report->full += bytes;
-      if (!touched(mod(g.me - 1 - j, g.n), off, len)) continue;  // its holder skips this parity piece
+      report->full += have(lens[g.me], pos, len);
+      const auto theirs = touched(mod(g.me - 1 - j, g.n), off, len);  // as its holder computes it
+      const size_t bytes = have(lens[g.me], pos + theirs.first, theirs.second - theirs.first);
+      if (theirs.first == theirs.second) continue;  // its holder skips this parity piece
       int holder = code.shard_owner(mod(g.me - 1 - j, g.n), g.k + p);
       report->sent += bytes;
-      CAIRN_TRY(window.send(slot, at(my_data, pos), bytes, holder, kTagEncode));
+      CAIRN_TRY(window.send(slot, at(my_data, pos + theirs.first), bytes, holder, kTagEncode));
     }
     return Status::ok();
   };
   auto finish = [&](size_t s, int slot) -> Status {
     int p = static_cast<int>(s % g.m);
     size_t off = (s / g.m) * g.piece, len = std::min(g.piece, g.seg - off);
-    if (!touched(mod(g.me + p, g.n), off, len)) return Status::ok();  // my_red keeps it
-    if (code.parity_row_is_copy(p)) return Status::ok();               // landed in place
-    for (int j = 0; j < g.k; j++) src[j] = piece_buf(slot, j);
-    code.encode_parity_row(p, len, src.data(), my_red + static_cast<size_t>(p) * g.seg + off);
+    const auto mine = touched(mod(g.me + p, g.n), off, len);
+    if (mine.first == mine.second) return Status::ok();  // my_red keeps it
+    if (code.parity_row_is_copy(p)) return Status::ok();  // landed in place
+    for (int j = 0; j < g.k; j++) src[j] = piece_buf(slot, j) + mine.first;
+    code.encode_parity_row(p, mine.second - mine.first, src.data(),
+                           my_red + static_cast<size_t>(p) * g.seg + off + mine.first);
     return Status::ok();
   };
   report->steps += g.pieces * g.m;
@@ -434,14 +451,17 @@ Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
 
 }  // namespace
 
-bool ChangedChunks::any(int x, size_t lens_x, size_t pos, size_t len) const {
-  if (len == 0 || pos >= lens_x) return false;  // padding: zero before and now
-  if (chunk_size == 0 || static_cast<size_t>(x) >= chunks.size()) return true;
+std::pair<size_t, size_t> ChangedChunks::span(int x, size_t lens_x, size_t pos, size_t len) const {
+  if (len == 0 || pos >= lens_x) return {0, 0};  // padding: zero before and now
+  const size_t end = std::min(pos + len, lens_x);
+  if (chunk_size == 0 || static_cast<size_t>(x) >= chunks.size()) return {0, end - pos};
   const std::vector<uint8_t>& c = chunks[static_cast<size_t>(x)];
-  const size_t last = std::min(pos + len, lens_x) - 1;
-  for (size_t i = pos / chunk_size; i <= last / chunk_size; ++i)
-    if (i >= c.size() || c[i]) return true;
-  return false;
+  auto is_changed = [&](size_t i) { return i >= c.size() || c[i] != 0; };
+  size_t first = pos / chunk_size, last = (end - 1) / chunk_size;
+  while (first <= last && !is_changed(first)) ++first;
+  if (first > last) return {0, 0};
+  while (!is_changed(last)) --last;
+  return {std::max(first * chunk_size, pos) - pos, std::min((last + 1) * chunk_size, end) - pos};
 }
 
 Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data, size_t my_len,

@@ -43,12 +43,18 @@ inline constexpr int kSetTagCount = 8;
 struct ChangedChunks {
   uint32_t chunk_size = 0;
   std::vector<std::vector<uint8_t>> chunks;  // per member
-  // Whether bytes [pos, pos + len) of member x's data (of lens_x bytes; beyond it: padding, unchanged)
-  // hold a changed chunk.
-  bool any(int x, size_t lens_x, size_t pos, size_t len) const;
+  // The part of bytes [pos, pos + len) of member x's data (of lens_x bytes; beyond it: padding,
+  // unchanged) that its changed chunks cover, from the first changed byte to the last, relative to pos:
+  // [first, second), empty (first == second) when none changed.
+  std::pair<size_t, size_t> span(int x, size_t lens_x, size_t pos, size_t len) const;
+  bool any(int x, size_t lens_x, size_t pos, size_t len) const {
+    const auto s = span(x, lens_x, pos, len);
+    return s.first < s.second;
+  }
 };
 // What an encode moved: its pipeline steps, and those skipped because nothing they carry changed; the
-// bytes this member sent, and those a full encode would have had it send (the same without `changed`).
+// bytes this member sent, and those a full encode would have had it send (the same without `changed`;
+// with it, a step moves only the span of its piece that changed chunks cover).
 struct EncodeReport {
   size_t steps = 0, skipped = 0;
   uint64_t sent = 0, full = 0;
