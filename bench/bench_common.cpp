@@ -24,7 +24,7 @@
 
 namespace cairn::bench {
 
-const std::vector<std::string> kPhases = {"l1", "l2", "l3", "restart", "codec"};
+const std::vector<std::string> kPhases = {"l1", "l2", "l3", "restart", "codec", "incremental"};
 
 // One size syntax everywhere: base/units.hpp, as the knobs and the tools read sizes.
 bool parse_size(const std::string& text, uint64_t* out) {

@@ -4,8 +4,9 @@
 Asserts behaviour, not speed: exit status 0, stdout is exactly one JSON object, every figure is present
 and a positive number, every target has a ratio and a pass/fail, the library's own timings (read from
 the job history) are in `stages`, rank 0's first checkpoints are split into the copy and the rest
-(`targets.l1_checkpoint_first.rank0_split`, one of each per warm-up checkpoint), and the run's work and
-cache directories are gone afterwards.
+(`targets.l1_checkpoint_first.rank0_split`, one of each per warm-up checkpoint), an incremental version's
+bytes at every level follow from the share of the state rewritten (`incremental_version`, the job's own
+counts), and the run's work and cache directories are gone afterwards.
 
 With --snapshot in the command line the object is the copy-against-copy-on-write report: per size in
 --size, memcpy, the blocking and completion times of both snapshot modes, the writing loop's slowdowns,
@@ -99,7 +100,37 @@ def check_default(data, out):
         for key in keys + ["blocking_ms", "until_wait_ms"]:
             if not positive(stages.get(stage, {}).get(key)):
                 fail("stages.%s.%s is %r, expected a positive number" % (stage, key, stages.get(stage, {}).get(key)), out)
-    return "%d figures, %d targets, %d stages" % (len(FIGURES), len(TARGETS), len(STAGES))
+    check_incremental_version(data, out)
+    return "%d figures, %d targets, %d stages, incremental version bytes" % (len(FIGURES), len(TARGETS), len(STAGES))
+
+
+def check_incremental_version(data, out):
+    """The phase "incremental": per scheme, the bytes of the full version and of the incremental ones at
+    each level (the job's own counts, over every rank), ratios that follow from them, and the target. The
+    state's rewritten share is known, and L1 (the changed chunks copied), L2 partner (only the changed
+    chunks sent) and L3 (only the changed chunks written) move exactly that share of a full version."""
+    iv = data.get("incremental_version")
+    if not isinstance(iv, dict) or not positive(iv.get("changed_fraction")):
+        fail("incremental_version missing or without changed_fraction: %r" % iv, out)
+    share = iv["changed_fraction"]
+    for scheme in ("partner", "xor"):
+        m = iv.get(scheme, {})
+        full, inc = m.get("full", {}), m.get("incremental", {})
+        keys = ("l1_copied_bytes", "l2_sent_bytes", "l3_written_bytes")
+        if not all(positive(full.get(k)) for k in keys) or not all(positive(inc.get(k)) for k in keys):
+            fail("incremental_version.%s: the bytes of every level must be known and positive: %r" % (scheme, m), out)
+        if not positive(m.get("versions")):
+            fail("incremental_version.%s.versions %r" % (scheme, m.get("versions")), out)
+        ratio = sum(inc[k] for k in keys) / sum(full[k] for k in keys)
+        if abs(ratio - m.get("ratio", -1)) > 0.002:
+            fail("incremental_version.%s.ratio %r does not follow from its bytes (%.4f)" % (scheme, m.get("ratio"), ratio), out)
+        levels = ("l1_ratio", "l3_ratio") + (("l2_ratio",) if scheme == "partner" else ())
+        for k in levels:
+            if abs(m.get(k, -1) - share) > 0.01:
+                fail("incremental_version.%s.%s %r: expected the rewritten share %r" % (scheme, k, m.get(k), share), out)
+        t = data.get("targets", {}).get("incremental_version_bytes_" + scheme, {})
+        if t.get("max_ratio") != 0.15 or t.get("ratio") != m["ratio"] or t.get("pass") != (m["ratio"] <= 0.15):
+            fail("targets.incremental_version_bytes_%s %r does not agree with %r" % (scheme, t, m["ratio"]), out)
 
 
 def set_sizes(nranks, set_size):

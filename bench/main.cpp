@@ -154,7 +154,8 @@ void define(CLI::App& app, CommandLine& c) {
   app.add_flag("--json", c.json, "print one JSON object instead of a table");
   app.add_flag("-v,--verbose", c.verbose, "show the launch command, the library's info log, the daemons' log on failure");
 
-  app.add_option("--only", c.only, "levels: a comma-separated subset of l1,l2,l3,restart,codec (memcpy always runs)")
+  app.add_option("--only", c.only, "levels: a comma-separated subset of l1,l2,l3,restart,codec,incremental (memcpy always runs; "
+                 "incremental: an incremental version's bytes at every level against a full one's, over every rank)")
       ->group("Levels and --redistribute")->type_name("LIST");
   app.add_option("--to", c.to, "--redistribute: ranks of the N -> M restart (default N + 1)")
       ->check(CLI::Range(1, 4096))->group("Levels and --redistribute")->type_name("M");
@@ -455,7 +456,7 @@ int main(int argc, char** argv) {
     for (std::string w; std::getline(ss, w, ',');) {
       if (w.empty()) continue;
       if (std::find(kPhases.begin(), kPhases.end(), w) == kPhases.end()) {
-        fprintf(stderr, "cairn-bench: --only: unknown phase '%s' (expected l1, l2, l3, restart, codec)\n", w.c_str());
+        fprintf(stderr, "cairn-bench: --only: unknown phase '%s' (expected l1, l2, l3, restart, codec, incremental)\n", w.c_str());
         return 2;
       }
       o.only.insert(w);
@@ -481,7 +482,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "cairn-bench: --to goes with --redistribute\n");
     return 2;
   }
-  if (o.ranks < 2 && !o.only_text.empty() && o.wants("l2") && !o.redistribute) {  // asked for explicitly
+  if (o.ranks < 2 && !o.only_text.empty() && (o.wants("l2") || o.wants("incremental")) && !o.redistribute) {
+    // asked for explicitly
     fprintf(stderr, "cairn-bench: L2 needs two failure groups: use --ranks 2 or more\n");
     return 2;
   }

@@ -17,6 +17,7 @@
 #include "base/layout.hpp"
 #include "base/units.hpp"
 #include "base/xxh.hpp"
+#include "levels/incremental_job.hpp"
 #include "redundancy/set_code.hpp"
 #include "session.hpp"
 
@@ -56,6 +57,10 @@ class LevelBench {
       bench_raw_write();
       bench_l3();
     }
+    if (o_.wants("incremental") && g_nranks >= 2)
+      f_.extra["incremental_version"] = measure_incremental_job(
+          session_, state_, size_, f_.cache_versions, o_.reps,
+          [this] { CHECK_CAIRN(cairn_protect("state", state_, size_, CAIRN_BYTE)); });
     if (o_.wants("restart")) {
       if (!o_.wants("l3")) bench_raw_write();  // raw_read_gbps: the reference of restart_l3_gbps
       bench_restart_l1();

@@ -1,0 +1,145 @@
+// The "incremental" phase of the levels (incremental_job.hpp). The figures are the library's own: the
+// history's l1 copied_bytes, l2 sent_bytes and full_sent_bytes, l3 l3_bytes_written, each summed over
+// every rank by the job (docs/format.md, "The job history"); the bench only rewrites the state and reads
+// them back.
+#include "levels/incremental_job.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/history_line.hpp"
+
+namespace cairn::bench {
+namespace {
+
+constexpr uint64_t kBlock = 2ull << 20;  // the application writes its state in blocks of this
+constexpr int kEveryTenth = 10;
+
+// A version's bytes at each level over every rank, from the history (-1: the line did not say).
+struct VersionBytes {
+  double l1_bytes = -1, l1_copied = -1, l2_sent = -1, l2_full = -1, l3_written = -1;
+  bool whole() const { return l1_copied >= 0 && l2_sent >= 0 && l2_full > 0 && l3_written >= 0; }
+  double moved() const { return l1_copied + l2_sent + l3_written; }
+};
+
+std::map<uint64_t, VersionBytes> history_bytes(const Session& s) {
+  std::map<uint64_t, VersionBytes> out;
+  std::ifstream in(s.prefix() + "/.cairn/history");
+  for (std::string text; std::getline(in, text);) {
+    auto line = cairn::history::decode_line(text);
+    if (!line) continue;
+    const nlohmann::json& j = *line;
+    auto number = [&](const char* key) {
+      auto it = j.find(key);
+      return it != j.end() && it->is_number() ? it->get<double>() : -1.0;
+    };
+    const double v = number("version");
+    if (v < 1) continue;
+    VersionBytes& b = out[static_cast<uint64_t>(v)];
+    const std::string ev = j.value("ev", "");
+    if (ev == "l1") {
+      b.l1_bytes = number("bytes");
+      b.l1_copied = number("copied_bytes");
+    } else if (ev == "l2") {
+      b.l2_sent = number("sent_bytes");
+      b.l2_full = number("full_sent_bytes");
+    } else if (ev == "l3") {
+      b.l3_written = number("l3_bytes_written");
+    }
+  }
+  return out;
+}
+
+// Every tenth block of the state rewritten: a word of each of its pages changed, so that every chunk of
+// it differs from the version before.
+void rewrite_tenth(uint8_t* state, uint64_t size) {
+  for (uint64_t b = 0; b * kBlock < size; b += kEveryTenth)
+    for (uint64_t off = b * kBlock; off < std::min(size, (b + 1) * kBlock); off += 4096)
+      ++*reinterpret_cast<uint64_t*>(state + off);
+}
+
+// Sets name=value for the lifetime of the object, then puts back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = getenv(name)) had_ = true, old_ = old;
+    if (setenv(name, value, 1) != 0) die("setenv %s: %s", name, strerror(errno));
+  }
+  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+json measure_scheme(Session& s, const char* scheme, uint8_t* state, uint64_t size, int cache_versions, int reps,
+                    const std::function<void()>& protect) {
+  s.clean_levels();
+  {
+    ScopedEnv incremental("CAIRN_L1_INCREMENTAL", "on"), full_every("CAIRN_FULL_EVERY", "1000");
+    s.open(scheme, 1, protect);
+    // Version 1 full; one more per slot to warm up (each the first into its slot is copied whole); then
+    // the measured ones, each against the version its slot holds.
+    for (int i = 0; i < 1 + cache_versions + reps; ++i) {
+      if (i > 0) rewrite_tenth(state, size);
+      CHECK_CAIRN(cairn_checkpoint());
+      CHECK_CAIRN(cairn_wait());
+    }
+    s.close();
+  }
+  json j;
+  if (g_rank != 0) return j;
+  const auto bytes = history_bytes(s);
+  auto full = bytes.find(1);
+  if (full == bytes.end() || !full->second.whole()) {
+    j["skipped"] = "the job history has no bytes of version 1 at every level";
+    return j;
+  }
+  std::vector<double> l1, l2, l3, moved;
+  for (const auto& [v, b] : bytes) {
+    if (v <= static_cast<uint64_t>(1 + cache_versions)) continue;
+    if (!b.whole()) {
+      j["skipped"] = "the job history has no bytes of version " + std::to_string(v) + " at every level";
+      return j;
+    }
+    l1.push_back(b.l1_copied), l2.push_back(b.l2_sent), l3.push_back(b.l3_written), moved.push_back(b.moved());
+  }
+  if (moved.empty()) {
+    j["skipped"] = "no incremental version in the job history";
+    return j;
+  }
+  const VersionBytes& f = full->second;
+  auto ratio = [](double a, double b) { return b > 0 ? round3(a / b) : json(nullptr); };
+  j["versions"] = moved.size();
+  j["full"] = {{"l1_copied_bytes", f.l1_copied}, {"l2_sent_bytes", f.l2_sent}, {"l3_written_bytes", f.l3_written}};
+  j["incremental"] = {{"l1_copied_bytes", median(l1)}, {"l2_sent_bytes", median(l2)}, {"l3_written_bytes", median(l3)}};
+  j["l1_ratio"] = ratio(median(l1), f.l1_copied);
+  j["l2_ratio"] = ratio(median(l2), f.l2_sent);
+  j["l3_ratio"] = ratio(median(l3), f.l3_written);
+  j["ratio"] = ratio(median(moved), f.moved());
+  return j;
+}
+
+}  // namespace
+
+json measure_incremental_job(Session& s, uint8_t* state, uint64_t size, int cache_versions, int reps,
+                             const std::function<void()>& protect) {
+  json j;
+  uint64_t changed = 0;
+  for (uint64_t b = 0; b * kBlock < size; b += kEveryTenth) changed += std::min(size, (b + 1) * kBlock) - b * kBlock;
+  j["changed_fraction"] = round3(static_cast<double>(changed) / static_cast<double>(size));
+  for (const char* scheme : {"partner", "xor"})
+    j[scheme] = measure_scheme(s, scheme, state, size, cache_versions, reps, protect);
+  return j;
+}
+
+}  // namespace cairn::bench
