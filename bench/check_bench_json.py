@@ -128,6 +128,13 @@ def check_incremental_version(data, out):
         for k in levels:
             if abs(m.get(k, -1) - share) > 0.01:
                 fail("incremental_version.%s.%s %r: expected the rewritten share %r" % (scheme, k, m.get(k), share), out)
+        if scheme == "partner":  # the restarts of the newest version from each level, beside a full version's
+            r = m.get("restart", {})
+            for level in LEVELS:
+                a, b = r.get("incremental_ms", {}).get(level), r.get("full_ms", {}).get(level)
+                if not positive(a) or not positive(b):
+                    fail("incremental_version.partner.restart %s: %r, %r" % (level, a, b), out)
+                check_target(data.get("targets", {}), "restart_incremental_" + level, out)
         t = data.get("targets", {}).get("incremental_version_bytes_" + scheme, {})
         if t.get("max_ratio") != 0.15 or t.get("ratio") != m["ratio"] or t.get("pass") != (m["ratio"] <= 0.15):
             fail("targets.incremental_version_bytes_%s %r does not agree with %r" % (scheme, t, m["ratio"]), out)

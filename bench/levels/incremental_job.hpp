@@ -16,7 +16,9 @@ namespace cairn::bench {
 // bytes, protected by `protect`). The first version is full at every level; the versions after the
 // warm-up (one per slot) are incremental at every level. Per scheme, on rank 0: the bytes copied into L1,
 // sent by L2 and written to L3 over every rank, for the full version and the incremental ones (median),
-// and their ratio; null with a reason where the history does not say. Collective.
+// and their ratio; null with a reason where the history does not say. With partner also the newest
+// version's restart from L1, L2 (a node lost) and L3 (every cache lost), against the same restarts of a
+// session whose versions are all full (`restart`: the times in ms and the speed ratios). Collective.
 json measure_incremental_job(Session& s, uint8_t* state, uint64_t size, int cache_versions, int reps,
                              const std::function<void()>& protect);
 

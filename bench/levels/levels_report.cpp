@@ -163,6 +163,14 @@ void report_levels(const Options& o, const JobInfo& job, const LevelFigures& f) 
       t["pass"] = t["ratio"].is_number() ? json(t["ratio"].get<double>() <= 0.15) : json(nullptr);
       targets[std::string("incremental_version_bytes_") + scheme] = t;
     }
+  // Its restart from each level against a full version's, taken and restarted the same way (partner).
+  if (f.extra.contains("incremental_version") && f.extra["incremental_version"]["partner"].contains("restart")) {
+    const json& r = f.extra["incremental_version"]["partner"]["restart"];
+    for (const char* level : {"l1", "l2", "l3"})
+      targets[std::string("restart_incremental_") + level] =
+          target((std::string("restart of an incremental version, ") + level + " / full").c_str(),
+                 r["incremental_ms"][level].get<double>(), r["full_ms"][level].get<double>(), 0.8);
+  }
   targets["restart_l1"]["ratio_vs_memcpy"] =
       f.restart_l1_s > 0 && f.memcpy_s > 0 ? round3(f.memcpy_s / f.restart_l1_s) : json(nullptr);
   out["targets"] = targets;
