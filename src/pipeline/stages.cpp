@@ -154,8 +154,9 @@ Status Pipeline::exchange(Version& v) {
 Status Pipeline::agree_local(Version& v) {
   Status all = team_->agree(v.local_status);
   if (all.code() == Code::ERR_MPI) return all;
-  // Over every rank, for the history: the version's bytes, and those copied into the slots.
-  const uint64_t copied = v.manifest.total_size - std::min(v.snapshot.unchanged_bytes, v.manifest.total_size);
+  // Over every rank, for the history: the version's bytes, and those the snapshot copied into the slots
+  // (a version with files copies its memory regions only; an incremental one leaves unchanged chunks).
+  const uint64_t copied = v.snapshot.bytes - std::min(v.snapshot.unchanged_bytes, v.snapshot.bytes);
   const uint64_t mine[2] = {v.manifest.total_size, copied};
   uint64_t all_bytes[2] = {0, 0};
   CAIRN_TRY(team_->sum_at_root(mine, all_bytes, 2));

@@ -89,7 +89,7 @@ Result<bool> SetProtector::changes_only(const pipeline::Version& v, const std::v
 }
 
 std::string SetProtector::exchange_note() const {
-  if (skipped_ == 0 || steps_ == 0) return "";
+  if (steps_ == 0 || (skipped_ == 0 && sent_ >= full_)) return "";  // a full exchange
   char sent[96];
   snprintf(sent, sizeof sent, ", %.2f of %.2f MiB sent", static_cast<double>(sent_) / (1 << 20),
            static_cast<double>(full_) / (1 << 20));

@@ -209,7 +209,9 @@ void run_changed_case(Redundancy scheme, int m, const std::vector<size_t>& lens,
   EXPECT_GT(report.steps, 0u);
   // Pieces no larger than a chunk: some steps hold no changed chunk. Larger ones may all hold one; then
   // only their spans save (the bytes, below).
-  if (chunk <= cs) EXPECT_TRUE(everywhere(comm, report.skipped > 0)) << "nothing was skipped: " << report.steps << " steps";
+  if (chunk <= cs) {
+    EXPECT_TRUE(everywhere(comm, report.skipped > 0)) << "nothing was skipped: " << report.steps << " steps";
+  }
   // The bytes: a full encode sends every byte of this member's data once per parity row (partner: once),
   // the changes-only one less, in total over the set.
   EncodeReport whole;
@@ -252,6 +254,44 @@ TEST(SetExchange, OnlyTheChangedChunksAreEncodedAgain) {
       }
 }
 
+// One chunk of one member changed, inside pieces four times its size: each parity row's holder gets the
+// span of that chunk from each of the stripe's k members (64-byte bounds, and a chunk that straddles two
+// pieces splits in two), not their whole pieces; the parity is byte for byte a full encode's.
+TEST(SetExchange, ACodedStepMovesOnlyTheChangedSpan) {
+  ASSERT_EQ(size_of(MPI_COMM_WORLD), 4);
+  const int me = rank_in(MPI_COMM_WORLD);
+  const size_t len = 65536, piece = 16384;
+  const uint32_t cs = 4096;
+  for (auto [scheme, m] : std::vector<std::pair<Redundancy, int>>{{Redundancy::xor_set, 1}, {Redundancy::rs, 2}}) {
+    const SetCode code = SetCode::make(scheme, 4, m).value();
+    const std::vector<size_t> lens(4, len);
+    std::vector<uint8_t> data = snapshot(me, len, 7 + m), red(code.redundancy_len(len), 0);
+    ASSERT_TRUE(encode_set(MPI_COMM_WORLD, code, data.data(), len, lens, red.data(), piece).is_ok());
+    ChangedChunks changed;
+    changed.chunk_size = cs;
+    changed.chunks.assign(4, std::vector<uint8_t>(len / cs, 0));
+    changed.chunks[2][5] = 1;
+    if (me == 2)
+      for (size_t b = 5 * cs; b < 6 * cs; ++b) data[b] ^= 0x3C;
+    EncodeReport report;
+    ASSERT_TRUE(encode_set(MPI_COMM_WORLD, code, data.data(), len, lens, red.data(), piece, &changed, &report).is_ok());
+    auto all_data = gather(MPI_COMM_WORLD, data, lens);
+    std::vector<std::vector<uint8_t>> expect(4, std::vector<uint8_t>(red.size()));
+    std::vector<const uint8_t*> dp(4);
+    std::vector<uint8_t*> rp(4);
+    for (int x = 0; x < 4; x++) dp[x] = all_data[x].data(), rp[x] = expect[x].data();
+    code.encode_all(dp, lens, len, rp);
+    EXPECT_TRUE(everywhere(MPI_COMM_WORLD, red == expect[me])) << "scheme " << static_cast<int>(scheme);
+    uint64_t sent = report.sent, all = 0;
+    MPI_Allreduce(&sent, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    const uint64_t k = static_cast<uint64_t>(code.k()), rows = static_cast<uint64_t>(m);
+    // At least the changed chunk itself per parity row (the other sources' bytes of the span may lie in
+    // the padding past a member's length, which is not sent).
+    EXPECT_GE(all, rows * cs) << "scheme " << static_cast<int>(scheme);
+    EXPECT_LE(all, rows * k * (cs + 4 * 64)) << "scheme " << static_cast<int>(scheme) << ": more than the span moved";
+  }
+}
+
 TEST(SetExchange, TwoMemberSets) {
   MPI_Comm pair;
   int world_rank = rank_in(MPI_COMM_WORLD);
@@ -265,9 +305,11 @@ TEST(SetExchange, TwoMemberSets) {
     run_case(pair, {Redundancy::xor_set, 1, lens, chunk}, seed);
     run_case(pair, {Redundancy::rs, 1, lens, chunk}, seed);
   }
-  // xor and rs with one parity over two members copy their one source: it lands in place, changes only too.
+  // xor and rs with one parity over two members copy their one source: it lands in place, changes only too,
+  // also a span inside a piece (pieces of 16 KiB, chunks of 1000 bytes).
   for (Redundancy scheme : {Redundancy::xor_set, Redundancy::rs})
-    run_changed_case(scheme, 1, {65536 + 4096 * static_cast<size_t>(world_rank / 2), 40000}, 1000, 4096, seed, pair);
+    for (auto [chunk, cs] : std::vector<std::pair<size_t, uint32_t>>{{1000, 4096}, {16384, 1000}})
+      run_changed_case(scheme, 1, {65536 + 4096 * static_cast<size_t>(world_rank / 2), 40000}, chunk, cs, seed, pair);
   MPI_Comm_free(&pair);
 }
 

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -68,20 +69,28 @@ class RecordingProtector : public Protector {
   Status protect(const Version& v, uint64_t* redundancy_bytes) override {
     protected_.push_back(v.number);
     *redundancy_bytes = v.manifest.total_size;
+    last_total_ = v.manifest.total_size;
     return fail_next ? make_error(Code::ERR_IO, "set exchange failed here") : Status::ok();
   }
+  // As if the exchange had sent a tenth of what a full one would have.
+  Sent sent_bytes() const override { return {last_total_ / 10, last_total_}; }
   bool fail_next = false;
+  uint64_t last_total_ = 0;
   std::vector<uint64_t> protected_;
 };
 
 class RecordingEvents : public EventSink {
  public:
   void sealed(const Version& v) override { add("sealed " + std::to_string(v.number)); }
-  void local(const Version& v, uint64_t all_bytes, uint64_t) override {
+  void local(const Version& v, uint64_t all_bytes, uint64_t all_copied) override {
     add("local " + std::to_string(v.number) + " bytes " + std::to_string(all_bytes));
+    std::lock_guard<std::mutex> lock(mu_);
+    copied[v.number] = all_copied;
   }
-  void protected_l2(const Version& v, double, const L2Bytes&, const char* scheme) override {
+  void protected_l2(const Version& v, double, const L2Bytes& all, const char* scheme) override {
     add("protected " + std::to_string(v.number) + " " + scheme);
+    std::lock_guard<std::mutex> lock(mu_);
+    l2[v.number] = all;
   }
   void flush_began(uint64_t v, bool at_finalize) override {
     add("flush_began " + std::to_string(v) + (at_finalize ? " at finalize" : ""));
@@ -102,6 +111,10 @@ class RecordingEvents : public EventSink {
   }
   std::mutex mu_;
   std::vector<std::string> seen_;
+
+ public:
+  std::map<uint64_t, uint64_t> copied;  // per version: the bytes copied into the slots, over every rank
+  std::map<uint64_t, L2Bytes> l2;       // per version: what L2 held and sent, over every rank
 };
 
 // One rank's job: a region of bytes, its cache, a prefix, the pipeline.
@@ -274,6 +287,14 @@ TEST(Pipeline, IncrementalCopiesLeaveEveryVersionWholeInItsSlot) {
     const uint64_t eight = 7 * 1024 + 784;  // eight chunks, the last of them 784 bytes
     for (size_t i = 0; i < unchanged.size(); ++i)
       EXPECT_EQ(unchanged[i], mode == L1Incremental::on && i >= 2 ? eight : 0u) << "version " << i + 1;
+    // The events carry the bytes copied and those L2 sent, summed over the team (two ranks played alike).
+    for (uint64_t v = 1; v <= 5; ++v) {
+      EXPECT_EQ(job.events.copied.at(v), 2 * (job.data.size() - unchanged[v - 1])) << "version " << v;
+      const EventSink::L2Bytes& l2 = job.events.l2.at(v);
+      EXPECT_EQ(l2.redundancy, 2 * job.data.size());
+      EXPECT_EQ(l2.sent, 2 * (job.data.size() / 10));
+      EXPECT_EQ(l2.full, 2 * job.data.size());
+    }
   }
 }
 
