@@ -113,7 +113,7 @@ def check_incremental_version(data, out):
     if not isinstance(iv, dict) or not positive(iv.get("changed_fraction")):
         fail("incremental_version missing or without changed_fraction: %r" % iv, out)
     share = iv["changed_fraction"]
-    for scheme in ("partner", "xor"):
+    for scheme in ("partner", "xor", "rs"):
         m = iv.get(scheme, {})
         full, inc = m.get("full", {}), m.get("incremental", {})
         keys = ("l1_copied_bytes", "l2_sent_bytes", "l3_written_bytes")

@@ -84,15 +84,15 @@ class ScopedEnv {
 
 // The newest version restarted from each level, `reps` times: from L1 (every cache intact), from L2 (the
 // last rank's node lost: partner rebuilds it from rank 0's copy) and from L3 (every cache lost, the
-// prefix's files out of the page cache). The slowest rank's cairn_restart_available + cairn_restart, the
-// median per level; the state must come back as `hash`.
-json timed_restarts(Session& s, const char* scheme, uint8_t* state, uint64_t size, int reps, uint64_t hash,
-                    const std::function<void()>& protect) {
+// prefix's files out of the page cache). The slowest rank's cairn_restart_available + cairn_restart per
+// level, in ms; the state must come back as `hash`.
+using LevelTimes = std::map<std::string, std::vector<double>>;
+void timed_restarts(Session& s, const char* scheme, uint8_t* state, uint64_t size, int reps, uint64_t hash,
+                    const std::function<void()>& protect, LevelTimes* out) {
   static const char* kName[] = {"", "l1", "l2", "l3"};
-  json j;
   for (int level : {CAIRN_LEVEL_L1, CAIRN_LEVEL_L2, CAIRN_LEVEL_L3}) {
-    std::vector<double> t;
-    for (int i = 0; i < reps; ++i) {
+    std::vector<double>& t = (*out)[kName[level]];
+    for (int i = 0; i < 1 + reps; ++i) {  // the first one untimed: a session's first restarts ran slower
       auto r = s.timed_restart(scheme, 1, level, [&] {
         std::error_code ec;
         if (level == CAIRN_LEVEL_L2) stdfs::remove_all(s.cache_job() + "/node" + std::to_string(g_nranks - 1), ec);
@@ -100,11 +100,9 @@ json timed_restarts(Session& s, const char* scheme, uint8_t* state, uint64_t siz
         if (ec) die("cannot remove the lost cache: %s", ec.message().c_str());
       }, [&] { memset(state, 0, size); }, protect);
       if (XXH3_64bits(state, size) != hash) die("the restart from L%d restored different bytes", level);
-      t.push_back(r.seconds);
+      if (i > 0) t.push_back(r.seconds * 1e3);
     }
-    j[kName[level]] = round3(median(t) * 1e3);
   }
-  return j;
 }
 
 // One session: version 1, one more per slot to warm up (each the first into its slot is copied whole),
@@ -113,9 +111,8 @@ json timed_restarts(Session& s, const char* scheme, uint8_t* state, uint64_t siz
 // full at every level. With `restarts`, the newest version is then restarted from each level.
 struct Run {
   std::map<uint64_t, VersionBytes> bytes;  // rank 0
-  json restart_ms;
 };
-Run run_session(Session& s, const char* scheme, bool incremental, bool restarts, uint8_t* state, uint64_t size,
+Run run_session(Session& s, const char* scheme, bool incremental, LevelTimes* restarts, uint8_t* state, uint64_t size,
                 int cache_versions, int reps, const std::function<void()>& protect) {
   s.clean_levels();
   ScopedEnv l1("CAIRN_L1_INCREMENTAL", incremental ? "on" : "off"), l3("CAIRN_FULL_EVERY", incremental ? "1000" : "0");
@@ -128,25 +125,32 @@ Run run_session(Session& s, const char* scheme, bool incremental, bool restarts,
   s.close();
   Run r;
   if (g_rank == 0) r.bytes = history_bytes(s);
-  if (restarts) r.restart_ms = timed_restarts(s, scheme, state, size, reps, XXH3_64bits(state, size), protect);
+  if (restarts) timed_restarts(s, scheme, state, size, reps, XXH3_64bits(state, size), protect, restarts);
   return r;
 }
 
 json measure_scheme(Session& s, const char* scheme, uint8_t* state, uint64_t size, int cache_versions, int reps,
                     const std::function<void()>& protect, bool restarts) {
-  const Run inc = run_session(s, scheme, true, restarts, state, size, cache_versions, reps, protect);
-  json j;
+  // The restarts: sessions of full and of incremental versions in the order full, incremental,
+  // incremental, full, so that a drift over the run (a session's restarts ran faster the later it came,
+  // by up to a third at 256 MiB here) weighs on both kinds alike; the medians over both sessions of each.
+  LevelTimes inc_ms, full_ms;
+  if (restarts) run_session(s, scheme, false, &full_ms, state, size, cache_versions, reps, protect);
+  const Run inc = run_session(s, scheme, true, restarts ? &inc_ms : nullptr, state, size, cache_versions, reps, protect);
   if (restarts) {
-    // The same restarts of a version full at every level, taken the same way.
-    const Run full = run_session(s, scheme, false, true, state, size, cache_versions, reps, protect);
-    if (g_rank == 0) {
-      json r = {{"incremental_ms", inc.restart_ms}, {"full_ms", full.restart_ms}};
-      for (const char* level : {"l1", "l2", "l3"}) {
-        const double a = inc.restart_ms[level].get<double>(), b = full.restart_ms[level].get<double>();
-        r[std::string(level) + "_speed_ratio"] = a > 0 ? round3(b / a) : json(nullptr);  // incremental's speed / full's
-      }
-      j["restart"] = r;
+    run_session(s, scheme, true, &inc_ms, state, size, cache_versions, reps, protect);
+    run_session(s, scheme, false, &full_ms, state, size, cache_versions, reps, protect);
+  }
+  json j;
+  if (restarts && g_rank == 0) {
+    json r = {{"incremental_ms", json::object()}, {"full_ms", json::object()}};
+    for (const char* level : {"l1", "l2", "l3"}) {
+      const double a = median(inc_ms[level]), b = median(full_ms[level]);
+      r["incremental_ms"][level] = round3(a);
+      r["full_ms"][level] = round3(b);
+      r[std::string(level) + "_speed_ratio"] = a > 0 ? round3(b / a) : json(nullptr);  // incremental's speed / full's
     }
+    j["restart"] = r;
   }
   if (g_rank != 0) return j;
   const auto& bytes = inc.bytes;
@@ -188,7 +192,7 @@ json measure_incremental_job(Session& s, uint8_t* state, uint64_t size, int cach
   uint64_t changed = 0;
   for (uint64_t b = 0; b * kBlock < size; b += kEveryTenth) changed += std::min(size, (b + 1) * kBlock) - b * kBlock;
   j["changed_fraction"] = round3(static_cast<double>(changed) / static_cast<double>(size));
-  for (const char* scheme : {"partner", "xor"})  // the restarts once, with partner
+  for (const char* scheme : {"partner", "xor", "rs"})  // the restarts once, with partner
     j[scheme] = measure_scheme(s, scheme, state, size, cache_versions, reps, protect, strcmp(scheme, "partner") == 0);
   return j;
 }

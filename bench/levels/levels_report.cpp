@@ -156,7 +156,7 @@ void report_levels(const Options& o, const JobInfo& job, const LevelFigures& f) 
   // An incremental version's L1 + L2 + L3 bytes over every rank against the full version's (bench phase
   // "incremental"), per scheme; absent where the phase did not run.
   if (f.extra.contains("incremental_version"))
-    for (const char* scheme : {"partner", "xor"}) {
+    for (const char* scheme : {"partner", "xor", "rs"}) {
       const json& m = f.extra["incremental_version"][scheme];
       json t = {{"what", std::string("incremental version bytes (") + scheme + ")"}, {"max_ratio", 0.15}};
       t["ratio"] = m.contains("ratio") ? m["ratio"] : json(nullptr);
