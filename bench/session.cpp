@@ -144,34 +144,42 @@ SlotRead timed_slot_read(const std::string& path, uint8_t* dst, uint64_t size, i
   return r;
 }
 
-StageTimes history_stage_times(const Session& s, uint64_t first_version) {
-  StageTimes t;
-  if (g_rank != 0) return t;
+double history_number(const nlohmann::json& line, const char* key) {
+  auto it = line.find(key);
+  return it != line.end() && it->is_number() ? it->get<double>() : -1.0;
+}
+
+std::vector<HistoryLine> history_version_lines(const Session& s, uint64_t first_version) {
+  std::vector<HistoryLine> out;
+  if (g_rank != 0) return out;
   std::ifstream in(s.prefix() + "/.cairn/history");
   for (std::string text; std::getline(in, text);) {
     auto line = cairn::history::decode_line(text);
     if (!line) continue;  // a torn line: not a figure
-    const nlohmann::json& j = *line;
-    auto number = [&](const char* key, double* out) {
-      auto it = j.find(key);
-      if (it == j.end() || !it->is_number()) return false;
-      *out = it->get<double>();
-      return true;
-    };
-    double v = 0, a = 0, b = 0;
-    if (j.at("v").get<uint64_t>() > static_cast<uint64_t>(cairn::history::kFormat) || !number("version", &v) ||
+    const double v = history_number(*line, "version");
+    if (line->at("v").get<uint64_t>() > static_cast<uint64_t>(cairn::history::kFormat) || v < 1 ||
         v < static_cast<double>(first_version))
       continue;
+    out.push_back({static_cast<uint64_t>(v), std::move(*line)});
+  }
+  return out;
+}
+
+StageTimes history_stage_times(const Session& s, uint64_t first_version) {
+  StageTimes t;
+  for (const HistoryLine& h : history_version_lines(s, first_version)) {
+    const nlohmann::json& j = h.line;
+    double a = 0;
     const std::string ev = j.value("ev", "");
     if (ev == "l1") {
-      if (number("copy_s", &a)) t.copy.push_back(a * 1e3);
-      if (number("seal_s", &a)) t.seal.push_back(a * 1e3);
+      if ((a = history_number(j, "copy_s")) >= 0) t.copy.push_back(a * 1e3);
+      if ((a = history_number(j, "seal_s")) >= 0) t.seal.push_back(a * 1e3);
     } else if (ev == "l2") {
       auto start = j.find("start_ns"), end = j.find("end_ns");  // integers: nanoseconds exactly
       if (start != j.end() && end != j.end() && start->is_number_integer() && end->is_number_integer())
         t.l2.push_back(static_cast<double>(end->get<int64_t>() - start->get<int64_t>()) / 1e6);
     } else if (ev == "l3") {
-      if (number("write_s", &b)) t.l3.push_back(b * 1e3);
+      if ((a = history_number(j, "write_s")) >= 0) t.l3.push_back(a * 1e3);
     }
   }
   return t;

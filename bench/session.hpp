@@ -69,6 +69,16 @@ struct SlotRead {
 };
 SlotRead timed_slot_read(const std::string& path, uint8_t* dst, uint64_t size, int reps);
 
+// The session's job history (rank 0, after close()): the lines of a format this build reads that name a
+// version >= first_version (torn lines left out), in file order, with that version. Empty without one.
+struct HistoryLine {
+  uint64_t version = 0;
+  nlohmann::json line;
+};
+std::vector<HistoryLine> history_version_lines(const Session& s, uint64_t first_version);
+// A number of a history line; -1 when the line has none under `key`.
+double history_number(const nlohmann::json& line, const char* key);
+
 // The library's own timings (ms) of each version, from the history: copy and seal from the l1 event
 // (copy_s, seal_s), l2 from the l2 event (end_ns - start_ns: the encode began .. protected on every
 // rank), l3 from the l3 event (write_s: rank 0's write).

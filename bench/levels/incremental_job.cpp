@@ -8,12 +8,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "base/history_line.hpp"
 #include "base/xxh.hpp"
 
 namespace cairn::bench {
@@ -24,34 +22,23 @@ constexpr int kEveryTenth = 10;
 
 // A version's bytes at each level over every rank, from the history (-1: the line did not say).
 struct VersionBytes {
-  double l1_bytes = -1, l1_copied = -1, l2_sent = -1, l2_full = -1, l3_written = -1;
+  double l1_copied = -1, l2_sent = -1, l2_full = -1, l3_written = -1;
   bool whole() const { return l1_copied >= 0 && l2_sent >= 0 && l2_full > 0 && l3_written >= 0; }
   double moved() const { return l1_copied + l2_sent + l3_written; }
 };
 
 std::map<uint64_t, VersionBytes> history_bytes(const Session& s) {
   std::map<uint64_t, VersionBytes> out;
-  std::ifstream in(s.prefix() + "/.cairn/history");
-  for (std::string text; std::getline(in, text);) {
-    auto line = cairn::history::decode_line(text);
-    if (!line) continue;
-    const nlohmann::json& j = *line;
-    auto number = [&](const char* key) {
-      auto it = j.find(key);
-      return it != j.end() && it->is_number() ? it->get<double>() : -1.0;
-    };
-    const double v = number("version");
-    if (v < 1) continue;
-    VersionBytes& b = out[static_cast<uint64_t>(v)];
-    const std::string ev = j.value("ev", "");
+  for (const HistoryLine& h : history_version_lines(s, 1)) {
+    VersionBytes& b = out[h.version];
+    const std::string ev = h.line.value("ev", "");
     if (ev == "l1") {
-      b.l1_bytes = number("bytes");
-      b.l1_copied = number("copied_bytes");
+      b.l1_copied = history_number(h.line, "copied_bytes");
     } else if (ev == "l2") {
-      b.l2_sent = number("sent_bytes");
-      b.l2_full = number("full_sent_bytes");
+      b.l2_sent = history_number(h.line, "sent_bytes");
+      b.l2_full = history_number(h.line, "full_sent_bytes");
     } else if (ev == "l3") {
-      b.l3_written = number("l3_bytes_written");
+      b.l3_written = history_number(h.line, "l3_bytes_written");
     }
   }
   return out;
