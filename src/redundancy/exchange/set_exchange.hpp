@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "redundancy/set_code.hpp"
@@ -47,10 +48,6 @@ struct ChangedChunks {
   // unchanged) that its changed chunks cover, from the first changed byte to the last, relative to pos:
   // [first, second), empty (first == second) when none changed.
   std::pair<size_t, size_t> span(int x, size_t lens_x, size_t pos, size_t len) const;
-  bool any(int x, size_t lens_x, size_t pos, size_t len) const {
-    const auto s = span(x, lens_x, pos, len);
-    return s.first < s.second;
-  }
 };
 // What an encode moved: its pipeline steps, and those skipped because nothing they carry changed; the
 // bytes this member sent, and those a full encode would have had it send (the same without `changed`;
