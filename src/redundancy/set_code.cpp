@@ -215,6 +215,28 @@ void SetCode::encode_parity_row(int p, size_t len, const uint8_t* const* data, u
   combine(&encode_matrix_[(k + p) * k], reference_ ? nullptr : &gftbls_[32 * k * p], len, data, out);
 }
 
+void SetCode::update_parity_row(int p, int j, size_t len, const uint8_t* delta, uint8_t* out) const {
+  const size_t k = static_cast<size_t>(this->k());
+  if (scheme_ == Redundancy::xor_set) {
+    const uint8_t* src[2] = {out, delta};
+    if (reference_) return gf_ref::xor_gen(len, 2, src, out);
+    return xor_fast(len, 2, src, out);
+  }
+  if (reference_) {
+    const uint8_t c = encode_matrix_[(k + static_cast<size_t>(p)) * k + static_cast<size_t>(j)];
+    for (size_t i = 0; i < len; ++i) out[i] ^= gf_ref::mul(c, delta[i]);
+    return;
+  }
+  // ISA-L's update: one source's tables within the row's (32 bytes per source).
+  auto* tables = const_cast<uint8_t*>(&gftbls_[32 * k * static_cast<size_t>(p)]);
+  for (size_t off = 0; off < len; off += kMaxKernelLen) {
+    const size_t piece = std::min(kMaxKernelLen, len - off);
+    uint8_t* o = out + off;
+    ec_encode_data_update(static_cast<int>(piece), static_cast<int>(k), 1, j, tables,
+                          const_cast<uint8_t*>(delta) + off, &o);
+  }
+}
+
 bool SetCode::parity_row_is_copy(int p) const {
   const size_t k = static_cast<size_t>(this->k());
   return k == 1 && p >= 0 && p < m_ && encode_matrix_[(k + static_cast<size_t>(p)) * k] == 1;

@@ -73,6 +73,11 @@ class SetCode {
   void encode_stripe(size_t len, const uint8_t* const* data, uint8_t* const* parity) const;
   // Parity row p (0..m-1) only: what one parity holder computes in the MPI exchange. xor/rs.
   void encode_parity_row(int p, size_t len, const uint8_t* const* data, uint8_t* out) const;
+  // out ^= (row p's coefficient of data shard j) * delta, over len bytes: parity row p brought up to date
+  // where data shard j changed by delta (its new bytes XOR its old ones). The code is linear, so the
+  // parity of the new data is the old parity plus every changed shard's delta times its coefficient.
+  // xor/rs; out and delta must not overlap.
+  void update_parity_row(int p, int j, size_t len, const uint8_t* delta, uint8_t* out) const;
   // Whether parity row p is a copy of the one data shard (k = 1 and its coefficient 1: xor, and rs with
   // one parity, of two members), so that the exchange can land it in place.
   bool parity_row_is_copy(int p) const;
