@@ -44,6 +44,19 @@ size_t have(size_t len, size_t off, size_t piece) { return len > off ? std::min(
 template <class T>
 T* at(T* base, size_t off) { return base == nullptr ? nullptr : base + off; }
 
+// out = a XOR b over n bytes, 8 at a time (the compiler vectorises it).
+void xor_of(uint8_t* out, const uint8_t* a, const uint8_t* b, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a + i, 8);
+    std::memcpy(&y, b + i, 8);
+    x ^= y;
+    std::memcpy(out + i, &x, 8);
+  }
+  for (; i < n; ++i) out[i] = a[i] ^ b[i];
+}
+
 struct FreeDeleter {
   void operator()(uint8_t* p) const { std::free(p); }
 };
@@ -312,6 +325,88 @@ Status encode_coded(StepWindow& window, const SetCode& code, const Geometry& g,
   return window.run(g.pieces * g.m, post, finish);
 }
 
+// The delta update (DeltaBase): step (piece i, row p) as encode_coded's, but member y sends, for the
+// parity piece of a stripe where it is data shard j, (its bytes XOR B's) over the span of its chunks
+// changed since B (widened to 64 bytes); the holder copies B's parity over the piece's region (where any
+// source changed since my_red's encode or since B) and adds each delta times its coefficient.
+Status encode_delta(StepWindow& window, const SetCode& code, const Geometry& g, const std::vector<size_t>& lens,
+                    const uint8_t* my_data, uint8_t* my_red, const ChangedChunks* changed, const DeltaBase& base,
+                    EncodeReport* report) {
+  Scratch in = scratch(static_cast<size_t>(g.depth) * g.k * g.piece);
+  Scratch out = scratch(static_cast<size_t>(g.depth) * g.k * g.piece);
+  auto buf = [&](const Scratch& b, int slot, int j) { return b.get() + (static_cast<size_t>(slot) * g.k + j) * g.piece; };
+  auto widen = [](std::pair<size_t, size_t> s, size_t len) -> std::pair<size_t, size_t> {
+    if (s.first >= s.second) return {0, 0};
+    return {s.first / 64 * 64, std::min(len, round_up(s.second, 64))};
+  };
+  // Source j of `stripe`: the span of its delta in the piece at off.
+  auto delta_span = [&](int stripe, int j, size_t off, size_t len) {
+    return widen(base.since.span(code.shard_owner(stripe, j), lens[static_cast<size_t>(code.shard_owner(stripe, j))],
+                                 static_cast<size_t>(j) * g.seg + off, len),
+                 len);
+  };
+  // The region of the piece at off of `stripe` its holder writes: where any source changed since B or
+  // since my_red's encode (everywhere without `changed`); empty when none did.
+  auto region = [&](int stripe, size_t off, size_t len) -> std::pair<size_t, size_t> {
+    if (changed == nullptr) return {0, len};
+    size_t first = len, second = 0;
+    for (int j = 0; j < g.k; j++) {
+      const int y = code.shard_owner(stripe, j);
+      const size_t pos = static_cast<size_t>(j) * g.seg + off;
+      for (const auto& s : {changed->span(y, lens[static_cast<size_t>(y)], pos, len),
+                            base.since.span(y, lens[static_cast<size_t>(y)], pos, len)})
+        if (s.first < s.second) first = std::min(first, s.first), second = std::max(second, s.second);
+    }
+    return widen({first, second}, len);
+  };
+  auto post = [&](size_t s, int slot) -> Status {
+    const int p = static_cast<int>(s % g.m);
+    const size_t off = (s / g.m) * g.piece, len = std::min(g.piece, g.seg - off);
+    const int mine = mod(g.me + p, g.n);
+    const auto r = region(mine, off, len);
+    if (r.first == r.second) ++report->skipped;
+    for (int j = 0; j < g.k && r.first < r.second; j++) {
+      const auto d = delta_span(mine, j, off, len);
+      if (d.first == d.second) continue;
+      const int y = code.shard_owner(mine, j);
+      const size_t pos = static_cast<size_t>(j) * g.seg + off;
+      CAIRN_TRY(window.recv(slot, buf(in, slot, j) + d.first, have(lens[y], pos + d.first, d.second - d.first),
+                            d.second - d.first, y, kTagEncode));
+    }
+    for (int j = 0; j < g.k; j++) {
+      const size_t pos = static_cast<size_t>(j) * g.seg + off;
+      report->full += have(lens[g.me], pos, len);
+      const int stripe = mod(g.me - 1 - j, g.n);
+      const auto r_theirs = region(stripe, off, len);  // as its holder computes them
+      const auto d = delta_span(stripe, j, off, len);
+      const size_t bytes = have(lens[g.me], pos + d.first, d.second - d.first);
+      if (r_theirs.first == r_theirs.second || bytes == 0) continue;
+      uint8_t* delta = buf(out, slot, j);
+      xor_of(delta, my_data + pos + d.first, base.data + pos + d.first, bytes);  // whatever the code
+      report->sent += bytes;
+      CAIRN_TRY(window.send(slot, delta, bytes, code.shard_owner(stripe, g.k + p), kTagEncode));
+    }
+    return Status::ok();
+  };
+  auto finish = [&](size_t s, int slot) -> Status {
+    const int p = static_cast<int>(s % g.m);
+    const size_t off = (s / g.m) * g.piece, len = std::min(g.piece, g.seg - off);
+    const int mine = mod(g.me + p, g.n);
+    const auto r = region(mine, off, len);
+    if (r.first == r.second) return Status::ok();  // my_red keeps it
+    const size_t at_row = static_cast<size_t>(p) * g.seg + off;
+    std::memcpy(my_red + at_row + r.first, base.red + at_row + r.first, r.second - r.first);
+    for (int j = 0; j < g.k; j++) {
+      const auto d = delta_span(mine, j, off, len);
+      if (d.first < d.second)
+        code.update_parity_row(p, j, d.second - d.first, buf(in, slot, j) + d.first, my_red + at_row + d.first);
+    }
+    return Status::ok();
+  };
+  report->steps += g.pieces * g.m;
+  return window.run(g.pieces * g.m, post, finish);
+}
+
 // --- rebuild ---------------------------------------------------------------------------------------
 
 // A lost x gets its data back from x+1's copy and its copy (of x-1's data) from x-1.
@@ -466,36 +561,43 @@ std::pair<size_t, size_t> ChangedChunks::span(int x, size_t lens_x, size_t pos, 
 
 Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data, size_t my_len,
                   const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk, const ChangedChunks* changed,
-                  EncodeReport* report) {
+                  EncodeReport* report, const DeltaBase* base) {
   const char* op = "L2 encode";
   EncodeReport ignored;
   if (report == nullptr) report = &ignored;
   *report = {};
   ErrorsReturnScope errors;
   CAIRN_TRY(errors.enter(set_comm, op));
+  const bool delta = base != nullptr && code.scheme() != Redundancy::partner && code.k() > 1;
   auto check = [&](int me, size_t red_len) -> std::string {
     if (lens[me] != my_len)
       return "my_len " + std::to_string(my_len) + " differs from lens[" + std::to_string(me) + "] " +
              std::to_string(lens[me]);
     if (my_len > 0 && my_data == nullptr) return "my_data is null";
     if (red_len > 0 && my_red == nullptr) return "my_red is null";
+    if (delta && my_len > 0 && base->data == nullptr) return "the delta base has no data";
+    if (delta && red_len > 0 && base->red == nullptr) return "the delta base has no redundancy data";
     return "";
   };
   // Every member must skip the same steps: the changed chunks are part of what they agree on.
-  uint64_t fp = 0;
-  if (changed != nullptr) {
-    fp = fnv1a(0x9e3779b97f4a7c15ull, changed->chunk_size);
-    for (const auto& c : changed->chunks) {
-      fp = fnv1a(fp, c.size());
-      for (size_t i = 0; i < c.size(); ++i)
-        if (c[i]) fp = fnv1a(fp, i);
+  auto mix = [](uint64_t fp, const ChangedChunks& c) {
+    fp = fnv1a(fp, c.chunk_size);
+    for (const auto& x : c.chunks) {
+      fp = fnv1a(fp, x.size());
+      for (size_t i = 0; i < x.size(); ++i)
+        if (x[i]) fp = fnv1a(fp, i);
     }
-  }
+    return fp;
+  };
+  uint64_t fp = 0;
+  if (changed != nullptr) fp = mix(0x9e3779b97f4a7c15ull, *changed);
+  if (delta) fp = mix(fnv1a(fp, 0xde17a), base->since);
   Geometry g;
   CAIRN_TRY(agree(set_comm, op, code, lens, nullptr, chunk, check, &g, fp));
   if (g.seg == 0) return Status::ok();
   StepWindow window(set_comm, op, g.depth);
   if (code.scheme() == Redundancy::partner) return encode_partner(window, g, lens, my_data, my_red, changed, report);
+  if (delta) return encode_delta(window, code, g, lens, my_data, my_red, changed, *base, report);
   return encode_coded(window, code, g, lens, my_data, my_red, changed, report);
 }
 

@@ -57,6 +57,19 @@ struct EncodeReport {
   uint64_t sent = 0, full = 0;
 };
 
+// A delta update of xor and rs parity (k > 1; ignored for partner and for sets of two, which move each
+// member's changes alone already): the set protected an earlier version B, whose bytes and redundancy
+// data are still on every member (another L1 slot), and the parity is brought from B's to this version's
+// with the changes since B alone. Each member sends (its bytes XOR B's) over the span of its chunks that
+// differ from B's; each holder writes B's parity plus every delta times its coefficient into my_red,
+// reading B's redundancy data, never writing it. So each member sends its own change, where a
+// recomputed parity piece needs all k sources over the union of their spans (k times the change).
+struct DeltaBase {
+  const uint8_t* data = nullptr;  // B's bytes of this member (my_len bytes: B has this version's lengths)
+  const uint8_t* red = nullptr;   // B's redundancy data of this member (redundancy_len(max_len) bytes)
+  ChangedChunks since;            // per member, the chunks that differ from B's (more is correct, and slower)
+};
+
 // Collective over set_comm (size == code.n()). my_data: this member's snapshot (my_len bytes);
 // lens: every member's length (same on all members); my_red: code.redundancy_len(max_len) bytes,
 // written. max_len = max(lens).
@@ -66,9 +79,14 @@ struct EncodeReport {
 // part of my_red as it is, which is already the redundancy of those bytes. Both codes are per piece, so
 // the result is byte for byte the full encode's. The caller makes sure my_red held that encode in full
 // (a version protected at L2), and that a failure half-way never counts: my_red is then a mix.
+// base (optional, the same kind on every member): a delta update from B (DeltaBase). A parity piece is
+// then written where any of its sources changed since my_red's encode (all of it without `changed`) or
+// since B: B's parity there, plus the deltas. The result is byte for byte the full encode's too. Extra
+// memory: the deltas being sent, one piece per source and step in flight.
 Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data, size_t my_len,
                   const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk,
-                  const ChangedChunks* changed = nullptr, EncodeReport* report = nullptr);
+                  const ChangedChunks* changed = nullptr, EncodeReport* report = nullptr,
+                  const DeltaBase* base = nullptr);
 
 // What a rebuild restores of the lost members: everything, or their data only (a restart that needs
 // the data now and their redundancy data later; the same on every member).

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "redundancy/set_code.hpp"
@@ -290,6 +291,126 @@ TEST(SetExchange, ACodedStepMovesOnlyTheChangedSpan) {
     EXPECT_GE(all, rows * cs) << "scheme " << static_cast<int>(scheme);
     EXPECT_LE(all, rows * k * (cs + 4 * 64)) << "scheme " << static_cast<int>(scheme) << ": more than the span moved";
   }
+}
+
+// A delta update: my_red holds the parity of an older version H, another buffer that of B (H with chunks A
+// changed), and this version is B with chunks C changed. The parity brought up from B's with the deltas
+// over C equals a full encode, byte for byte, whether my_red held H's (told what changed since: A and C)
+// or nothing; B's bytes and parity are only read; and each member sends its own change once per parity
+// row, not the k sources' union. A superset of C (chunks listed that did not change) costs bytes only.
+void run_delta_case(Redundancy scheme, int m, const std::vector<size_t>& lens, size_t chunk, uint32_t cs, bool held,
+                    bool superset, unsigned seed) {
+  const int n = size_of(MPI_COMM_WORLD), me = rank_in(MPI_COMM_WORLD);
+  const SetCode code = SetCode::make(scheme, n, m).value();
+  const size_t max_len = *std::max_element(lens.begin(), lens.end());
+  auto chunks_of = [&](int x) { return (lens[x] + cs - 1) / cs; };
+  // Member x's chunk `i` of set A is x, of set C x + 1 (where it has them).
+  auto pick = [&](size_t offset) {
+    ChangedChunks c;
+    c.chunk_size = cs;
+    for (int x = 0; x < n; ++x) {
+      std::vector<uint8_t> bits(chunks_of(x), 0);
+      if (x + offset < bits.size()) bits[x + offset] = 1;
+      c.chunks.push_back(bits);
+    }
+    return c;
+  };
+  auto change = [&](std::vector<uint8_t>& d, const ChangedChunks& c, uint8_t mask) {
+    for (size_t i = 0; i < c.chunks[me].size(); ++i)
+      if (c.chunks[me][i])
+        for (size_t b = i * cs; b < std::min<size_t>((i + 1) * cs, d.size()); b += 3) d[b] ^= mask;
+  };
+  const ChangedChunks a = pick(0), c = pick(1);
+  std::vector<uint8_t> data_h = snapshot(me, lens[me], seed), red(code.redundancy_len(max_len), 0xCD);
+  if (held) ASSERT_TRUE(encode_set(MPI_COMM_WORLD, code, data_h.data(), data_h.size(), lens, red.data(), chunk).is_ok());
+  std::vector<uint8_t> data_b = data_h, red_b(red.size());
+  change(data_b, a, 0x5A);
+  ASSERT_TRUE(encode_set(MPI_COMM_WORLD, code, data_b.data(), data_b.size(), lens, red_b.data(), chunk).is_ok());
+  std::vector<uint8_t> data = data_b;
+  change(data, c, 0xC3);
+  const std::vector<uint8_t> keep_b = data_b, keep_red_b = red_b;
+
+  ChangedChunks since_h = a;
+  for (int x = 0; x < n; ++x)
+    for (size_t i = 0; i < since_h.chunks[x].size(); ++i) since_h.chunks[x][i] |= c.chunks[x][i];
+  DeltaBase base;
+  base.data = data_b.data();
+  base.red = red_b.data();
+  base.since = c;
+  if (superset)  // every member's first chunk listed too: unchanged since B unless it is in C
+    for (auto& bits : base.since.chunks)
+      if (!bits.empty()) bits[0] = 1;
+  EncodeReport report;
+  Status st = encode_set(MPI_COMM_WORLD, code, data.data(), data.size(), lens, red.data(), chunk,
+                         held ? &since_h : nullptr, &report, &base);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  auto all_data = gather(MPI_COMM_WORLD, data, lens);
+  std::vector<std::vector<uint8_t>> expect(n, std::vector<uint8_t>(red.size()));
+  std::vector<const uint8_t*> dp(n);
+  std::vector<uint8_t*> rp(n);
+  for (int x = 0; x < n; x++) dp[x] = all_data[x].data(), rp[x] = expect[x].data();
+  code.encode_all(dp, lens, max_len, rp);
+  EXPECT_TRUE(everywhere(MPI_COMM_WORLD, st.is_ok() && red == expect[me])) << "the delta update differs from a full encode";
+  EXPECT_TRUE(everywhere(MPI_COMM_WORLD, data_b == keep_b && red_b == keep_red_b)) << "the base was written";
+  // What a member sends: each byte of its span since B once per parity row. Chunks on 64-byte bounds
+  // with one changed chunk per member: exactly that chunk's bytes (a superset adds the span between).
+  uint64_t mine = 0;
+  for (size_t i = 0; i < base.since.chunks[me].size(); ++i)
+    if (base.since.chunks[me][i]) mine += std::min<size_t>((i + 1) * cs, lens[me]) - i * cs;
+  const uint64_t rows = static_cast<uint64_t>(code.m());
+  if (cs % 64 == 0 && !superset) EXPECT_EQ(report.sent, rows * mine);
+  // Off 64-byte bounds, each span widened by at most 64 bytes at either end.
+  if (cs % 64 != 0 && !superset) EXPECT_LE(report.sent, rows * (mine + 2 * 64 * (max_len / chunk + 2)));
+  EXPECT_TRUE(everywhere(MPI_COMM_WORLD, report.sent < report.full || lens[me] == 0));
+}
+
+TEST(SetExchange, ADeltaUpdateSendsEachMembersOwnChange) {
+  ASSERT_EQ(size_of(MPI_COMM_WORLD), 4);
+  unsigned seed = 300;
+  for (auto [scheme, m] : std::vector<std::pair<Redundancy, int>>{{Redundancy::xor_set, 1}, {Redundancy::rs, 2}, {Redundancy::rs, 1}})
+    for (const auto& lens : std::vector<std::vector<size_t>>{{65536, 65536, 65536, 65536}, {70000, 0, 40000, 65536}})
+      for (auto [chunk, cs] : std::vector<std::pair<size_t, uint32_t>>{{4096, 4096}, {1000, 4096}, {16384, 4096}, {16384, 1000}})
+        for (bool held : {true, false})
+          for (bool superset : {false, true}) {
+            SCOPED_TRACE(std::to_string(static_cast<int>(scheme)) + " m=" + std::to_string(m) + " lens[0]=" +
+                         std::to_string(lens[0]) + " chunk=" + std::to_string(chunk) + " cs=" + std::to_string(cs) +
+                         " held=" + std::to_string(held) + " superset=" + std::to_string(superset));
+            run_delta_case(scheme, m, lens, chunk, cs, held, superset, seed++);
+          }
+}
+
+// Partner, and xor and rs where a stripe has one source (sets of two), move each member's change alone
+// already: a base is ignored there, and the result is the plain changes-only encode's.
+TEST(SetExchange, ADeltaBaseIsIgnoredWhereEachChangeMovesAlone) {
+  MPI_Comm pair;
+  const int world_rank = rank_in(MPI_COMM_WORLD);
+  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, world_rank / 2, world_rank, &pair), MPI_SUCCESS);
+  const size_t len = 32768;
+  for (auto [scheme, comm, n] : std::vector<std::tuple<Redundancy, MPI_Comm, int>>{
+           {Redundancy::partner, MPI_COMM_WORLD, 4}, {Redundancy::xor_set, pair, 2}}) {
+    const int r = rank_in(comm);
+    const SetCode code = SetCode::make(scheme, n, 1).value();
+    const std::vector<size_t> lens(static_cast<size_t>(n), len);
+    std::vector<uint8_t> data = snapshot(r, len, 41), red(code.redundancy_len(len), 0);
+    ASSERT_TRUE(encode_set(comm, code, data.data(), len, lens, red.data(), 4096).is_ok());
+    ChangedChunks changed;
+    changed.chunk_size = 4096;
+    changed.chunks.assign(static_cast<size_t>(n), std::vector<uint8_t>(len / 4096, 0));
+    changed.chunks[0][3] = 1;
+    if (r == 0) data[3 * 4096 + 5] ^= 1;
+    DeltaBase base;  // no bytes: never read
+    base.since = changed;
+    EncodeReport report;
+    ASSERT_TRUE(encode_set(comm, code, data.data(), len, lens, red.data(), 4096, &changed, &report, &base).is_ok());
+    auto all_data = gather(comm, data, lens);
+    std::vector<std::vector<uint8_t>> expect(static_cast<size_t>(n), std::vector<uint8_t>(red.size()));
+    std::vector<const uint8_t*> dp(static_cast<size_t>(n));
+    std::vector<uint8_t*> rp(static_cast<size_t>(n));
+    for (int x = 0; x < n; x++) dp[x] = all_data[x].data(), rp[x] = expect[x].data();
+    code.encode_all(dp, lens, len, rp);
+    EXPECT_TRUE(everywhere(comm, red == expect[static_cast<size_t>(r)])) << "scheme " << static_cast<int>(scheme);
+  }
+  MPI_Comm_free(&pair);
 }
 
 TEST(SetExchange, TwoMemberSets) {
