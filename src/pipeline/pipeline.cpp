@@ -208,8 +208,36 @@ Pipeline::Sealed Pipeline::held(int slot, const Manifest& next) {
   return s;
 }
 
+Pipeline::Sealed Pipeline::delta_base(int slot, const Manifest& next) {
+  Sealed best;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t s = 0; s < sealed_.size(); ++s) {
+      const Sealed& c = sealed_[s];
+      if (static_cast<int>(s) == slot || c.version == 0 || c.version >= next.version || c.version <= best.version) continue;
+      if (c.chunk_size != next.chunk_size || c.total_size != next.total_size) continue;
+      best = c;
+      best.slot = static_cast<int>(s);
+    }
+  }
+  if (best.version == 0 || !cache_->is_protected(best.version)) return {};
+  return best;
+}
+
+void Pipeline::read_base(const Version& v, int delta) {
+  if (v.base_slot < 0) return;
+  std::lock_guard<std::mutex> lock(base_mu_);
+  if (base_readers_.size() <= static_cast<size_t>(v.base_slot)) base_readers_.resize(static_cast<size_t>(v.base_slot) + 1);
+  base_readers_[static_cast<size_t>(v.base_slot)] += delta;
+}
+
+bool Pipeline::base_read(int slot) {
+  std::lock_guard<std::mutex> lock(base_mu_);
+  return static_cast<size_t>(slot) < base_readers_.size() && base_readers_[static_cast<size_t>(slot)] > 0;
+}
+
 void Pipeline::prepare_slots(uint64_t size, uint64_t red_size) {
-  cache_->prepare(size, red_size, [this](int s) { return lender_.is_lent(s); });
+  cache_->prepare(size, red_size, [this](int s) { return lender_.is_lent(s) || base_read(s); });
 }
 
 Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotRegion>& regions,
@@ -239,6 +267,13 @@ Status Pipeline::take(Manifest manifest, bool flush, const std::vector<SnapshotR
       v->held_protected = h.version != 0 && cache_->is_protected(h.version);
       v->held_hashes = std::move(h.hashes);
       v->held_generation = h.generation;
+      if (protector_) {
+        Sealed b = delta_base(slot, manifest);
+        v->base_version = b.version;
+        v->base_slot = b.version != 0 ? b.slot : -1;
+        v->base_hashes = std::move(b.hashes);
+        read_base(*v, +1);
+      }
     }
     CAIRN_TRY(cache_->release_slot(slot));
     double t0 = t_dropped = now_seconds();
@@ -295,6 +330,7 @@ void Pipeline::leave(Version& v) {
     v.done = true;
     queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [&](auto& q) { return q.get() == &v; }), queue_.end());
   }
+  read_base(v, -1);
   lender_.give_back(v.slot);
   cv_.notify_all();
 }

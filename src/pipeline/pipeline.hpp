@@ -160,9 +160,19 @@ class Pipeline {
     uint32_t chunk_size = 0;
     std::vector<uint64_t> hashes;
     uint64_t generation = 0;  // the snapshotter's snapshot that wrote it (SnapshotReport::generation)
+    int slot = -1;            // set by delta_base
   };
   std::vector<Sealed> sealed_;  // by slot; mu_
   Sealed held(int slot, const Manifest& next);
+  // The delta base for a version going into `slot` (Version::base_version): a copy of what was sealed into
+  // another slot, or none.
+  Sealed delta_base(int slot, const Manifest& next);
+  // Slots read as a delta base by versions in flight (counts by slot), which their preparation leaves
+  // alone: growing one would move the mapping that the exchange reads.
+  std::mutex base_mu_;
+  std::vector<int> base_readers_;
+  void read_base(const Version& v, int delta);
+  bool base_read(int slot);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -49,6 +49,13 @@ struct Version {
   uint64_t held_version = 0;     // the version those hashes are of (0: unknown)
   uint64_t held_generation = 0;  // the snapshotter's snapshot that wrote it (0: unknown)
   bool held_protected = false;   // it was protected at L2: the slot's redundancy data is its, whole
+  // The delta base: the newest version sealed by this process into another slot, protected at L2 and
+  // chunked alike, whose bytes and redundancy data the L2 exchange may bring the parity up from
+  // (redundancy/exchange/set_exchange.hpp, DeltaBase); 0: none. Its slot is not prepared while this
+  // version is in flight (it is read).
+  uint64_t base_version = 0;
+  int base_slot = -1;
+  std::vector<uint64_t> base_hashes;
   double unchanged = -1;    // share of the chunks the seal found as the slot held them (-1: unknown)
   double t_seal = 0, t_l2 = 0, t_l3 = 0;
   double l2_start = 0;      // when its L2 began: the exchange (seconds since the epoch)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "mpi/mpi_util.hpp"
 #include "redundancy/exchange/set_exchange.hpp"
@@ -12,7 +13,7 @@ namespace cairn::redundancy {
 Status SetProtector::exchange(const pipeline::Version& v, const Status& landed) {
   exchanged_ = v.number;
   red_bytes_ = 0;
-  steps_ = skipped_ = 0, sent_ = full_ = 0;  // no note of an earlier version's exchange
+  steps_ = skipped_ = 0, sent_ = full_ = 0, delta_from_ = 0;  // no note of an earlier version's exchange
   exchange_status_ = [&]() -> Status {
     const size_t n = members_.size();
     // Every member's length: the manifests (with the hashes, not ready yet) follow in protect().
@@ -34,58 +35,133 @@ Status SetProtector::exchange(const pipeline::Version& v, const Status& landed) 
     CAIRN_TRY(agree(comm_, ready));
     red_bytes_ = red_len;
     ChangedChunks changed;
-    CAIRN_ASSIGN_OR_RETURN(only, changes_only(v, lens, &changed));
+    DeltaBase base;
+    CAIRN_ASSIGN_OR_RETURN(how, plan(v, lens, red_len, &changed, &base));
+    delta_from_ = how.delta ? v.base_version : 0;
     EncodeReport report;
     Status st = encode_set(comm_, *code_, v.data, v.manifest.total_size, lens, red->data(), exchange_chunk_,
-                                       only ? &changed : nullptr, &report);
+                           how.only ? &changed : nullptr, &report, how.delta ? &base : nullptr);
     steps_ = report.steps, skipped_ = report.skipped, sent_ = report.sent, full_ = report.full;
     return st;
   }();
   return exchange_status_.code() == Code::ERR_MPI ? exchange_status_ : Status::ok();
 }
 
-// The encode may move only what changed when, on every member: the slot held the same version, protected
-// at L2 (so the slot's redundancy data is that version's, whole), and this version's snapshot knows its
-// changed chunks before the seal: an incremental copy reported every chunk's hash, or copy-on-write's
-// write tracking the chunks written since. Then each member's changed chunks are gathered. A failure half-way leaves the redundancy data
-// a mix, but of this version's own slot only: the version does not count, and the newest protected one
-// lies in another slot with its own (docs/architecture.md).
-Result<bool> SetProtector::changes_only(const pipeline::Version& v, const std::vector<size_t>& lens,
-                                        ChangedChunks* changed) {
-  // Which chunks changed: the snapshot's hashes of every chunk against the held ones (an incremental
-  // copy), or the chunks written since the held version (copy-on-write's write tracking).
+namespace {
+
+// Per member, its number of chunks, and where they start in the gathered bits.
+void chunk_counts(const std::vector<size_t>& lens, uint64_t cs, std::vector<int>* counts, std::vector<int>* displs,
+                  int* total) {
+  const size_t n = lens.size();
+  counts->assign(n, 0), displs->assign(n, 0), *total = 0;
+  for (size_t x = 0; x < n; ++x) {
+    (*counts)[x] = static_cast<int>((lens[x] + cs - 1) / cs);
+    (*displs)[x] = *total;
+    *total += (*counts)[x];
+  }
+}
+
+// Every member's changed chunks (this member's `bits`) into *out.
+Status gather_changed(MPI_Comm comm, const std::vector<size_t>& lens, uint64_t cs, std::vector<uint8_t> bits,
+                      ChangedChunks* out) {
+  std::vector<int> counts, displs;
+  int total = 0;
+  chunk_counts(lens, cs, &counts, &displs, &total);
+  std::vector<uint8_t> gathered(static_cast<size_t>(total) + 1);
+  CAIRN_MPI(MPI_Allgatherv(bits.data(), static_cast<int>(bits.size()), MPI_BYTE, gathered.data(), counts.data(),
+                           displs.data(), MPI_BYTE, comm));
+  out->chunk_size = static_cast<uint32_t>(cs);
+  out->chunks.clear();
+  for (size_t x = 0; x < lens.size(); ++x)
+    out->chunks.emplace_back(gathered.begin() + displs[x], gathered.begin() + displs[x] + counts[x]);
+  return Status::ok();
+}
+
+}  // namespace
+
+// Which chunks changed is known before the seal when this version's snapshot reported every chunk's hash
+// (an incremental copy), or copy-on-write's write tracking the chunks written since the slot's version.
+//
+// The encode may move only what changed since the slot's version when, on every member, the slot held
+// the same version, protected at L2 (so the slot's redundancy data is that version's, whole).
+//
+// A delta update (xor and rs with k > 1) needs, on every member, the same delta base B (Version::
+// base_version): still recorded in its slot and protected, with this version's lengths, and the chunks
+// changed since B known: the hashes against B's, or, with write tracking, the chunks written since the
+// slot's version plus those where that version and B differ, a superset which the bytes of the two
+// slots then make exact.
+//
+// Either way a failure half-way leaves the redundancy data a mix, but of this version's own slot only: the
+// version does not count, and the newest protected one (B, when there is one) lies in another slot with
+// its own, which the update only reads (docs/architecture.md).
+Result<SetProtector::Plan> SetProtector::plan(const pipeline::Version& v, const std::vector<size_t>& lens,
+                                             uint64_t red_len, ChangedChunks* changed, DeltaBase* base) {
   const auto& now = v.snapshot.chunk_hashes;
   const auto& written = v.snapshot.chunk_changed;
-  const bool hashed = !now.empty() && now.size() == v.held_hashes.size() && v.snapshot.chunk_known.size() == now.size() &&
-                      std::all_of(v.snapshot.chunk_known.begin(), v.snapshot.chunk_known.end(), [](uint8_t k) { return k; });
-  const bool tracked = !written.empty() && written.size() == v.held_hashes.size();
-  const bool known = hashed || tracked;
-  const uint64_t mine[2] = {known && v.held_protected ? v.held_version : 0, v.manifest.chunk_size};
+  const auto& held = v.held_hashes;
+  const bool all_hashed = !now.empty() && v.snapshot.chunk_known.size() == now.size() &&
+                          std::all_of(v.snapshot.chunk_known.begin(), v.snapshot.chunk_known.end(), [](uint8_t k) { return k; });
+  const bool tracked = !written.empty() && written.size() == held.size();
+  auto differ = [](const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+    std::vector<uint8_t> bits(a.size());
+    for (size_t i = 0; i < a.size(); ++i) bits[i] = a[i] != b[i];
+    return bits;
+  };
+  std::vector<uint8_t> held_bits, base_bits;
+  bool held_known = true;
+  if (all_hashed && now.size() == held.size()) held_bits = differ(now, held);
+  else if (tracked) held_bits = written;
+  else held_known = false;
+
+  bool base_known = false;
+  const MappedFile *base_data = nullptr, *base_red = nullptr;
+  const auto& bh = v.base_hashes;
+  if (code_->scheme() != Redundancy::partner && code_->k() > 1 && v.base_version != 0 && !bh.empty()) {
+    if (all_hashed && now.size() == bh.size()) {
+      base_bits = differ(now, bh), base_known = true;
+    } else if (tracked && bh.size() == held.size()) {
+      base_bits = differ(held, bh), base_known = true;
+      for (size_t i = 0; i < written.size(); ++i) base_bits[i] |= written[i];
+    }
+    const bool superset = base_known && !(all_hashed && now.size() == bh.size());
+    // Still B's bytes and parity: its record names the slot, it is protected, and it has these lengths.
+    auto rec = cache_->read_record(v.base_version);
+    base_known = base_known && rec.is_ok() && static_cast<int>(rec->slot) == v.base_slot &&
+                 rec->manifest.total_size == v.manifest.total_size && cache_->is_protected(v.base_version);
+    if (base_known) {
+      auto d = cache_->slot(v.base_slot, v.manifest.total_size);
+      auto r = cache_->red(v.base_slot, std::max<uint64_t>(red_len, 1));
+      base_known = d.is_ok() && r.is_ok();
+      if (base_known) base_data = *d, base_red = *r;
+    }
+    // A superset is made exact by comparing the chunks with B's, both on this node: reading them here
+    // costs less than sending the deltas of chunks written since the slot's version but not since B.
+    if (base_known && superset) {
+      const uint64_t cs = v.manifest.chunk_size, total = v.manifest.total_size;
+      for (size_t i = 0; i < base_bits.size(); ++i)
+        if (base_bits[i] && i * cs < total)
+          base_bits[i] = std::memcmp(v.data + i * cs, base_data->data() + i * cs, std::min<uint64_t>(cs, total - i * cs)) != 0;
+    }
+  }
+  const uint64_t mine[3] = {held_known && v.held_protected ? v.held_version : 0, v.manifest.chunk_size,
+                            base_known ? v.base_version : 0};
   const size_t n = members_.size();
-  std::vector<uint64_t> all(2 * n);
-  CAIRN_MPI(MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm_));
-  for (size_t x = 0; x < n; ++x)
-    if (all[2 * x] == 0 || all[2 * x] != all[0] || all[2 * x + 1] != all[1] || all[1] == 0) return false;
-  const uint64_t cs = all[1];
-  std::vector<int> counts(n), displs(n);
-  int total = 0;
+  std::vector<uint64_t> all(3 * n);
+  CAIRN_MPI(MPI_Allgather(mine, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, comm_));
+  Plan p{all[1] != 0, all[1] != 0};
   for (size_t x = 0; x < n; ++x) {
-    counts[x] = static_cast<int>((lens[x] + cs - 1) / cs);
-    displs[x] = total;
-    total += counts[x];
+    const uint64_t* a = &all[3 * x];
+    if (a[1] != all[1]) p.only = p.delta = false;
+    if (a[0] == 0 || a[0] != all[0]) p.only = false;
+    if (a[2] == 0 || a[2] != all[2]) p.delta = false;
   }
-  std::vector<uint8_t> bits = written, gathered(static_cast<size_t>(total) + 1);
-  if (hashed) {
-    bits.resize(now.size());
-    for (size_t i = 0; i < now.size(); ++i) bits[i] = now[i] != v.held_hashes[i];
+  if (p.only) CAIRN_TRY(gather_changed(comm_, lens, all[1], held_bits, changed));
+  if (p.delta) {
+    CAIRN_TRY(gather_changed(comm_, lens, all[1], base_bits, &base->since));
+    base->data = base_data->data();
+    base->red = base_red->data();
   }
-  CAIRN_MPI(MPI_Allgatherv(bits.data(), static_cast<int>(bits.size()), MPI_BYTE, gathered.data(), counts.data(),
-                           displs.data(), MPI_BYTE, comm_));
-  changed->chunk_size = static_cast<uint32_t>(cs);
-  changed->chunks.clear();
-  for (size_t x = 0; x < n; ++x)
-    changed->chunks.emplace_back(gathered.begin() + displs[x], gathered.begin() + displs[x] + counts[x]);
-  return true;
+  return p;
 }
 
 std::string SetProtector::exchange_note() const {
@@ -93,7 +169,8 @@ std::string SetProtector::exchange_note() const {
   char sent[96];
   snprintf(sent, sizeof sent, ", %.2f of %.2f MiB sent", static_cast<double>(sent_) / (1 << 20),
            static_cast<double>(full_) / (1 << 20));
-  return ", changes only: " + std::to_string(steps_ - skipped_) + " of " + std::to_string(steps_) + " steps" + sent;
+  const std::string from = delta_from_ ? ", parity from version " + std::to_string(delta_from_) + "'s and the deltas" : "";
+  return ", changes only: " + std::to_string(steps_ - skipped_) + " of " + std::to_string(steps_) + " steps" + sent + from;
 }
 
 Status SetProtector::protect(const pipeline::Version& v, uint64_t* redundancy_bytes) {

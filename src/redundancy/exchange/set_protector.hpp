@@ -43,8 +43,14 @@ class SetProtector final : public pipeline::Protector {
   uint64_t red_bytes_ = 0;
   size_t steps_ = 0, skipped_ = 0;  // the last exchange's pipeline steps, and those left out
   uint64_t sent_ = 0, full_ = 0;    // and the bytes this member sent, against those of a full exchange
-  // Only what changed since the version this slot held, when the whole set may (changes_only()).
-  Result<bool> changes_only(const pipeline::Version& v, const std::vector<size_t>& lens, ChangedChunks* changed);
+  uint64_t delta_from_ = 0;         // the version whose parity the last exchange updated (0: none)
+  // How the whole set may encode (plan()): only what changed since the version this slot held (its
+  // redundancy data is that version's), and a delta update from v's delta base.
+  struct Plan {
+    bool only = false, delta = false;
+  };
+  Result<Plan> plan(const pipeline::Version& v, const std::vector<size_t>& lens, uint64_t red_len,
+                    ChangedChunks* changed, DeltaBase* base);
 };
 
 }  // namespace cairn::redundancy
