@@ -209,19 +209,27 @@ Pipeline::Sealed Pipeline::held(int slot, const Manifest& next) {
 }
 
 Pipeline::Sealed Pipeline::delta_base(int slot, const Manifest& next) {
-  Sealed best;
+  // The candidates, newest first; the protected marker is a file, read outside the lock.
+  std::vector<std::pair<uint64_t, int>> candidates;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t s = 0; s < sealed_.size(); ++s) {
       const Sealed& c = sealed_[s];
-      if (static_cast<int>(s) == slot || c.version == 0 || c.version >= next.version || c.version <= best.version) continue;
+      if (static_cast<int>(s) == slot || c.version == 0 || c.version >= next.version) continue;
       if (c.chunk_size != next.chunk_size || c.total_size != next.total_size) continue;
-      best = c;
-      best.slot = static_cast<int>(s);
+      candidates.emplace_back(c.version, static_cast<int>(s));
     }
   }
-  if (best.version == 0 || !cache_->is_protected(best.version)) return {};
-  return best;
+  std::sort(candidates.rbegin(), candidates.rend());
+  for (const auto& [version, s] : candidates) {
+    if (!cache_->is_protected(version)) continue;  // l2_every > 1, or its L2 failed: an older one may do
+    std::lock_guard<std::mutex> lock(mu_);
+    Sealed best = sealed_[static_cast<size_t>(s)];
+    if (best.version != version) return {};
+    best.slot = s;
+    return best;
+  }
+  return {};
 }
 
 void Pipeline::read_base(const Version& v, int delta) {

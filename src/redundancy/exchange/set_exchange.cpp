@@ -241,13 +241,32 @@ std::pair<size_t, size_t> changed_span(const ChangedChunks* changed, const std::
 
 // Member x keeps a copy of member x-1: send my pieces right, receive the left one into my_red. With
 // `changed`, only the span of a piece that changed chunks cover travels (the receiver knows which).
+// With `base` (partner's delta update): the copy is brought up from B's copy instead: the holder copies B's
+// over the region where x-1 changed since B or since my_red's encode (all of it without `changed`), then
+// receives x-1's bytes over the span changed since B alone.
 Status encode_partner(StepWindow& window, const Geometry& g, const std::vector<size_t>& lens,
-                      const uint8_t* my_data, uint8_t* my_red, const ChangedChunks* changed, EncodeReport* report) {
+                      const uint8_t* my_data, uint8_t* my_red, const ChangedChunks* changed, const DeltaBase* base,
+                      EncodeReport* report) {
   int left = mod(g.me - 1, g.n), right = mod(g.me + 1, g.n);
+  // What travels of member x's piece: the span changed since B, or since my_red's encode.
+  auto moves = [&](int x, size_t off, size_t len) {
+    return base ? base->since.span(x, lens[static_cast<size_t>(x)], off, len) : changed_span(changed, lens, x, off, len);
+  };
   auto post = [&](size_t s, int slot) -> Status {
     size_t off = s * g.piece, len = std::min(g.piece, g.seg - off);
-    const auto in = changed_span(changed, lens, left, off, len), out = changed_span(changed, lens, g.me, off, len);
-    if (in.first == in.second && out.first == out.second) ++report->skipped;
+    const auto in = moves(left, off, len), out = moves(g.me, off, len);
+    std::pair<size_t, size_t> region = {0, 0};  // of my_red, from B's copy
+    if (base != nullptr) {
+      region = changed_span(changed, lens, left, off, len);
+      if (changed != nullptr && in.first < in.second)
+        region = region.first < region.second
+                     ? std::make_pair(std::min(region.first, in.first), std::max(region.second, in.second))
+                     : in;
+    }
+    if (in.first == in.second && out.first == out.second && region.first == region.second) ++report->skipped;
+    // Before the receive is posted: the bytes that arrive overwrite part of the region.
+    if (region.first < region.second)
+      std::memcpy(my_red + off + region.first, base->red + off + region.first, region.second - region.first);
     if (in.first < in.second)
       CAIRN_TRY(window.recv(slot, my_red + off + in.first, have(lens[left], off + in.first, in.second - in.first),
                             in.second - in.first, left, kTagEncode));
@@ -568,14 +587,15 @@ Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data
   *report = {};
   ErrorsReturnScope errors;
   CAIRN_TRY(errors.enter(set_comm, op));
-  const bool delta = base != nullptr && code.scheme() != Redundancy::partner && code.k() > 1;
+  const bool delta = base != nullptr && (code.scheme() == Redundancy::partner || code.k() > 1);
   auto check = [&](int me, size_t red_len) -> std::string {
     if (lens[me] != my_len)
       return "my_len " + std::to_string(my_len) + " differs from lens[" + std::to_string(me) + "] " +
              std::to_string(lens[me]);
     if (my_len > 0 && my_data == nullptr) return "my_data is null";
     if (red_len > 0 && my_red == nullptr) return "my_red is null";
-    if (delta && my_len > 0 && base->data == nullptr) return "the delta base has no data";
+    if (delta && code.scheme() != Redundancy::partner && my_len > 0 && base->data == nullptr)
+      return "the delta base has no data";
     if (delta && red_len > 0 && base->red == nullptr) return "the delta base has no redundancy data";
     return "";
   };
@@ -596,7 +616,8 @@ Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data
   CAIRN_TRY(agree(set_comm, op, code, lens, nullptr, chunk, check, &g, fp));
   if (g.seg == 0) return Status::ok();
   StepWindow window(set_comm, op, g.depth);
-  if (code.scheme() == Redundancy::partner) return encode_partner(window, g, lens, my_data, my_red, changed, report);
+  if (code.scheme() == Redundancy::partner)
+    return encode_partner(window, g, lens, my_data, my_red, changed, delta ? base : nullptr, report);
   if (delta) return encode_delta(window, code, g, lens, my_data, my_red, changed, *base, report);
   return encode_coded(window, code, g, lens, my_data, my_red, changed, report);
 }

@@ -26,7 +26,8 @@ inline constexpr int kSetTagCount = 8;
 // - chunk: pipeline unit in bytes (> 0; rounded up to a multiple of 64, at most 1 GiB); the same on
 //   every member. Steps in flight: as many as their pieces fit 32 MiB, 2 to 8 (a partner step moves one
 //   piece, an xor or rs step combines k). Extra memory per member: xor/rs encode and a lost member's
-//   rebuild hold the steps' pieces, at most max(32 MiB, 2 * k * chunk), plus one chunk for a lost
+//   rebuild hold the steps' pieces, at most max(32 MiB, 2 * k * chunk) (twice that for a delta update:
+//   the deltas being sent), plus one chunk for a lost
 //   member; a lost member that places its data (partner too) holds one piece per step; nothing more for
 //   partner or for rebuild survivors.
 // - Inputs are checked together first (one small allreduce): a bad or inconsistent argument on any
@@ -57,13 +58,19 @@ struct EncodeReport {
   uint64_t sent = 0, full = 0;
 };
 
-// A delta update of xor and rs parity (k > 1; ignored for partner and for sets of two, which move each
-// member's changes alone already): the set protected an earlier version B, whose bytes and redundancy
-// data are still on every member (another L1 slot), and the parity is brought from B's to this version's
-// with the changes since B alone. Each member sends (its bytes XOR B's) over the span of its chunks that
-// differ from B's; each holder writes B's parity plus every delta times its coefficient into my_red,
-// reading B's redundancy data, never writing it. So each member sends its own change, where a
-// recomputed parity piece needs all k sources over the union of their spans (k times the change).
+// A delta update: the set protected an earlier version B, whose bytes and redundancy data are still on
+// every member (another L1 slot), and the redundancy data is brought from B's to this version's with the
+// changes since B alone, reading B's, never writing it.
+// - xor and rs (k > 1): each member sends (its bytes XOR B's) over the span of its chunks that differ
+//   from B's; each holder writes B's parity plus every delta times its coefficient into my_red. So each
+//   member sends its own change, where a recomputed parity piece needs all k sources over the union of
+//   their spans (k times the change).
+// - partner: the holder copies B's copy where its neighbour changed since B or since my_red's encode,
+//   and receives the neighbour's bytes changed since B: fewer than those changed since my_red's version
+//   where the state changes in different places from one version to the next (a chunk changed in B and
+//   changed back since is sent too).
+// - xor and rs with one data member per stripe (k = 1: sets of two, rs with n - 1 parity rows) move each
+//   member's change alone already: ignored.
 struct DeltaBase {
   const uint8_t* data = nullptr;  // B's bytes of this member (my_len bytes: B has this version's lengths)
   const uint8_t* red = nullptr;   // B's redundancy data of this member (redundancy_len(max_len) bytes)

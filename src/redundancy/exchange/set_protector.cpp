@@ -85,7 +85,7 @@ Status gather_changed(MPI_Comm comm, const std::vector<size_t>& lens, uint64_t c
 // The encode may move only what changed since the slot's version when, on every member, the slot held
 // the same version, protected at L2 (so the slot's redundancy data is that version's, whole).
 //
-// A delta update (xor and rs with k > 1) needs, on every member, the same delta base B (Version::
+// A delta update (partner, and xor and rs with k > 1) needs, on every member, the same delta base B (Version::
 // base_version): still recorded in its slot and protected, with this version's lengths, and the chunks
 // changed since B known: the hashes against B's, or, with write tracking, the chunks written since the
 // slot's version plus those where that version and B differ, a superset which the bytes of the two
@@ -116,7 +116,8 @@ Result<SetProtector::Plan> SetProtector::plan(const pipeline::Version& v, const 
   bool base_known = false;
   const MappedFile *base_data = nullptr, *base_red = nullptr;
   const auto& bh = v.base_hashes;
-  if (code_->scheme() != Redundancy::partner && code_->k() > 1 && v.base_version != 0 && !bh.empty()) {
+  const bool by_delta = code_->scheme() == Redundancy::partner || code_->k() > 1;  // DeltaBase
+  if (by_delta && v.base_version != 0 && !bh.empty()) {
     if (all_hashed && now.size() == bh.size()) {
       base_bits = differ(now, bh), base_known = true;
     } else if (tracked && bh.size() == held.size()) {
@@ -169,7 +170,10 @@ std::string SetProtector::exchange_note() const {
   char sent[96];
   snprintf(sent, sizeof sent, ", %.2f of %.2f MiB sent", static_cast<double>(sent_) / (1 << 20),
            static_cast<double>(full_) / (1 << 20));
-  const std::string from = delta_from_ ? ", parity from version " + std::to_string(delta_from_) + "'s and the deltas" : "";
+  const std::string b = std::to_string(delta_from_);
+  const std::string from = delta_from_ == 0 ? ""
+                           : code_->scheme() == Redundancy::partner ? ", from version " + b + "'s copy and the changes since it"
+                                                                    : ", parity from version " + b + "'s and the deltas";
   return ", changes only: " + std::to_string(steps_ - skipped_) + " of " + std::to_string(steps_) + " steps" + sent + from;
 }
 
