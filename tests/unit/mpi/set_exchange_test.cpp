@@ -60,6 +60,19 @@ std::vector<std::vector<uint8_t>> gather(MPI_Comm comm, const std::vector<uint8_
   return out;
 }
 
+// This member's redundancy data from a full encode of every member's `data`, in one address space.
+std::vector<uint8_t> full_encode(MPI_Comm comm, const SetCode& code, const std::vector<uint8_t>& data,
+                                 const std::vector<size_t>& lens) {
+  const size_t n = lens.size(), max_len = *std::max_element(lens.begin(), lens.end());
+  auto all_data = gather(comm, data, lens);
+  std::vector<std::vector<uint8_t>> expect(n, std::vector<uint8_t>(code.redundancy_len(max_len)));
+  std::vector<const uint8_t*> dp(n);
+  std::vector<uint8_t*> rp(n);
+  for (size_t x = 0; x < n; x++) dp[x] = all_data[x].data(), rp[x] = expect[x].data();
+  code.encode_all(dp, lens, max_len, rp);
+  return expect[static_cast<size_t>(rank_in(comm))];
+}
+
 struct Case {
   Redundancy scheme;
   int m;
@@ -200,13 +213,8 @@ void run_changed_case(Redundancy scheme, int m, const std::vector<size_t>& lens,
   EncodeReport report;
   Status st = encode_set(comm, code, data.data(), data.size(), lens, red.data(), chunk, &changed, &report);
   EXPECT_TRUE(st.is_ok()) << st.message();
-  auto all_data = gather(comm, data, lens);
-  std::vector<std::vector<uint8_t>> expect(n, std::vector<uint8_t>(red.size()));
-  std::vector<const uint8_t*> dp(n);
-  std::vector<uint8_t*> rp(n);
-  for (int x = 0; x < n; x++) dp[x] = all_data[x].data(), rp[x] = expect[x].data();
-  code.encode_all(dp, lens, max_len, rp);
-  EXPECT_TRUE(everywhere(comm, st.is_ok() && red == expect[me])) << "the encode of the changes differs from a full one";
+  const std::vector<uint8_t> expect = full_encode(comm, code, data, lens);
+  EXPECT_TRUE(everywhere(comm, st.is_ok() && red == expect)) << "the encode of the changes differs from a full one";
   EXPECT_GT(report.steps, 0u);
   // Pieces no larger than a chunk: some steps hold no changed chunk. Larger ones may all hold one; then
   // only their spans save (the bytes, below).
@@ -276,13 +284,8 @@ TEST(SetExchange, ACodedStepMovesOnlyTheChangedSpan) {
       for (size_t b = 5 * cs; b < 6 * cs; ++b) data[b] ^= 0x3C;
     EncodeReport report;
     ASSERT_TRUE(encode_set(MPI_COMM_WORLD, code, data.data(), len, lens, red.data(), piece, &changed, &report).is_ok());
-    auto all_data = gather(MPI_COMM_WORLD, data, lens);
-    std::vector<std::vector<uint8_t>> expect(4, std::vector<uint8_t>(red.size()));
-    std::vector<const uint8_t*> dp(4);
-    std::vector<uint8_t*> rp(4);
-    for (int x = 0; x < 4; x++) dp[x] = all_data[x].data(), rp[x] = expect[x].data();
-    code.encode_all(dp, lens, len, rp);
-    EXPECT_TRUE(everywhere(MPI_COMM_WORLD, red == expect[me])) << "scheme " << static_cast<int>(scheme);
+    const std::vector<uint8_t> expect = full_encode(MPI_COMM_WORLD, code, data, lens);
+    EXPECT_TRUE(everywhere(MPI_COMM_WORLD, red == expect)) << "scheme " << static_cast<int>(scheme);
     uint64_t sent = report.sent, all = 0;
     MPI_Allreduce(&sent, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     const uint64_t k = static_cast<uint64_t>(code.k()), rows = static_cast<uint64_t>(m);
@@ -323,7 +326,9 @@ void run_delta_case(Redundancy scheme, int m, const std::vector<size_t>& lens, s
   };
   const ChangedChunks a = pick(0), c = pick(1);
   std::vector<uint8_t> data_h = snapshot(me, lens[me], seed), red(code.redundancy_len(max_len), 0xCD);
-  if (held) ASSERT_TRUE(encode_set(MPI_COMM_WORLD, code, data_h.data(), data_h.size(), lens, red.data(), chunk).is_ok());
+  if (held) {
+    ASSERT_TRUE(encode_set(MPI_COMM_WORLD, code, data_h.data(), data_h.size(), lens, red.data(), chunk).is_ok());
+  }
   std::vector<uint8_t> data_b = data_h, red_b(red.size());
   change(data_b, a, 0x5A);
   ASSERT_TRUE(encode_set(MPI_COMM_WORLD, code, data_b.data(), data_b.size(), lens, red_b.data(), chunk).is_ok());
@@ -345,13 +350,8 @@ void run_delta_case(Redundancy scheme, int m, const std::vector<size_t>& lens, s
   Status st = encode_set(MPI_COMM_WORLD, code, data.data(), data.size(), lens, red.data(), chunk,
                          held ? &since_h : nullptr, &report, &base);
   EXPECT_TRUE(st.is_ok()) << st.message();
-  auto all_data = gather(MPI_COMM_WORLD, data, lens);
-  std::vector<std::vector<uint8_t>> expect(n, std::vector<uint8_t>(red.size()));
-  std::vector<const uint8_t*> dp(n);
-  std::vector<uint8_t*> rp(n);
-  for (int x = 0; x < n; x++) dp[x] = all_data[x].data(), rp[x] = expect[x].data();
-  code.encode_all(dp, lens, max_len, rp);
-  EXPECT_TRUE(everywhere(MPI_COMM_WORLD, st.is_ok() && red == expect[me])) << "the delta update differs from a full encode";
+  const std::vector<uint8_t> expect = full_encode(MPI_COMM_WORLD, code, data, lens);
+  EXPECT_TRUE(everywhere(MPI_COMM_WORLD, st.is_ok() && red == expect)) << "the delta update differs from a full encode";
   EXPECT_TRUE(everywhere(MPI_COMM_WORLD, data_b == keep_b && red_b == keep_red_b)) << "the base was written";
   // What a member sends: each byte of its span since B once per parity row. Chunks on 64-byte bounds
   // with one changed chunk per member: exactly that chunk's bytes (a superset adds the span between).
@@ -359,9 +359,13 @@ void run_delta_case(Redundancy scheme, int m, const std::vector<size_t>& lens, s
   for (size_t i = 0; i < base.since.chunks[me].size(); ++i)
     if (base.since.chunks[me][i]) mine += std::min<size_t>((i + 1) * cs, lens[me]) - i * cs;
   const uint64_t rows = static_cast<uint64_t>(code.m());
-  if ((cs % 64 == 0 || scheme == Redundancy::partner) && !superset) EXPECT_EQ(report.sent, rows * mine);
+  if ((cs % 64 == 0 || scheme == Redundancy::partner) && !superset) {
+    EXPECT_EQ(report.sent, rows * mine);
+  }
   // Off 64-byte bounds, each span widened by at most 64 bytes at either end.
-  if (cs % 64 != 0 && !superset) EXPECT_LE(report.sent, rows * (mine + 2 * 64 * (max_len / chunk + 2)));
+  if (cs % 64 != 0 && !superset) {
+    EXPECT_LE(report.sent, rows * (mine + 2 * 64 * (max_len / chunk + 2)));
+  }
   EXPECT_TRUE(everywhere(MPI_COMM_WORLD, report.sent < report.full || lens[me] == 0));
 }
 
@@ -404,13 +408,8 @@ TEST(SetExchange, ADeltaBaseIsIgnoredWhereEachChangeMovesAlone) {
     base.since = changed;
     EncodeReport report;
     ASSERT_TRUE(encode_set(comm, code, data.data(), len, lens, red.data(), 4096, &changed, &report, &base).is_ok());
-    auto all_data = gather(comm, data, lens);
-    std::vector<std::vector<uint8_t>> expect(static_cast<size_t>(n), std::vector<uint8_t>(red.size()));
-    std::vector<const uint8_t*> dp(static_cast<size_t>(n));
-    std::vector<uint8_t*> rp(static_cast<size_t>(n));
-    for (int x = 0; x < n; x++) dp[x] = all_data[x].data(), rp[x] = expect[x].data();
-    code.encode_all(dp, lens, len, rp);
-    EXPECT_TRUE(everywhere(comm, red == expect[static_cast<size_t>(r)])) << "scheme " << static_cast<int>(scheme);
+    const std::vector<uint8_t> expect = full_encode(comm, code, data, lens);
+    EXPECT_TRUE(everywhere(comm, red == expect)) << "scheme " << static_cast<int>(scheme);
   }
   MPI_Comm_free(&pair);
 }
