@@ -364,6 +364,9 @@ Status with_chunk_record(const Layout& l, const Manifest& m, const std::string& 
     uint64_t end = 0;  // the furthest byte a run needs
   };
   std::map<uint64_t, Holder> files;
+  auto run_bytes = [&](const ChunkRun& run) {
+    return std::min<uint64_t>(m.total_size, (run.first + run.count) * m.chunk_size) - run.first * m.chunk_size;
+  };
   for (const ChunkRun& run : r.runs) {
     auto it = files.find(run.holder);
     if (it == files.end()) {
@@ -376,8 +379,7 @@ Status with_chunk_record(const Layout& l, const Manifest& m, const std::string& 
       h.fd = std::move(fd).value();
       it = files.emplace(run.holder, std::move(h)).first;
     }
-    const uint64_t bytes = std::min<uint64_t>(m.total_size, (run.first + run.count) * m.chunk_size) - run.first * m.chunk_size;
-    it->second.end = std::max(it->second.end, run.offset + bytes);
+    it->second.end = std::max(it->second.end, run.offset + run_bytes(run));
   }
   for (const auto& [holder, h] : files) {
     off_t end = lseek(h.fd.get(), 0, SEEK_END);
@@ -389,6 +391,8 @@ Status with_chunk_record(const Layout& l, const Manifest& m, const std::string& 
                             : ("version " + std::to_string(r.version) + "'s chunks in it end at byte " +
                                std::to_string(h.end)).c_str());
   }
+  // The read-ahead the full path gets (with_source).
+  for (const auto& [holder, h] : files) (void)posix_fadvise(h.fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   auto source = [&](uint64_t off, uint64_t len, uint8_t* dst) -> Status {
     const uint64_t c = off / m.chunk_size;
     ChunkPlace p = place_of(r, c);
