@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <new>
 #include <string>
@@ -239,6 +240,27 @@ std::pair<size_t, size_t> changed_span(const ChangedChunks* changed, const std::
   return changed->span(x, lens[static_cast<size_t>(x)], pos, len);
 }
 
+// A span widened to 64-byte bounds within a piece of len bytes (the codec's unit), empty stays empty.
+std::pair<size_t, size_t> widen(std::pair<size_t, size_t> s, size_t len) {
+  if (s.first >= s.second) return {0, 0};
+  return {s.first / 64 * 64, std::min(len, round_up(s.second, 64))};
+}
+
+// The span of the piece at off of `stripe` where any of its k data sources changed by any of `lists`,
+// widened to 64 bytes; empty when none did.
+std::pair<size_t, size_t> stripe_span(const SetCode& code, const Geometry& g, const std::vector<size_t>& lens, int stripe,
+                                      size_t off, size_t len, std::initializer_list<const ChangedChunks*> lists) {
+  size_t first = len, second = 0;
+  for (int j = 0; j < g.k; j++) {
+    const int y = code.shard_owner(stripe, j);
+    for (const ChangedChunks* c : lists) {
+      const auto s = c->span(y, lens[static_cast<size_t>(y)], static_cast<size_t>(j) * g.seg + off, len);
+      if (s.first < s.second) first = std::min(first, s.first), second = std::max(second, s.second);
+    }
+  }
+  return widen({first, second}, len);
+}
+
 // Member x keeps a copy of member x-1: send my pieces right, receive the left one into my_red. With
 // `changed`, only the span of a piece that changed chunks cover travels (the receiver knows which).
 // With `base` (partner's delta update): the copy is brought up from B's copy instead: the holder copies B's
@@ -294,15 +316,8 @@ Status encode_coded(StepWindow& window, const SetCode& code, const Geometry& g,
   std::vector<const uint8_t*> src(g.k);
   // The span of the piece at off of `stripe` to encode: [first, second), empty when none of its k data
   // pieces changed.
-  auto touched = [&](int stripe, size_t off, size_t len) -> std::pair<size_t, size_t> {
-    if (changed == nullptr) return {0, len};
-    size_t first = len, second = 0;
-    for (int j = 0; j < g.k; j++) {
-      const auto s = changed_span(changed, lens, code.shard_owner(stripe, j), static_cast<size_t>(j) * g.seg + off, len);
-      if (s.first < s.second) first = std::min(first, s.first), second = std::max(second, s.second);
-    }
-    if (first >= second) return {0, 0};
-    return {first / 64 * 64, std::min(len, round_up(second, 64))};
+  auto touched = [&](int stripe, size_t off, size_t len) {
+    return changed == nullptr ? std::make_pair(size_t{0}, len) : stripe_span(code, g, lens, stripe, off, len, {changed});
   };
   auto post = [&](size_t s, int slot) -> Status {
     int p = static_cast<int>(s % g.m);
@@ -354,10 +369,6 @@ Status encode_delta(StepWindow& window, const SetCode& code, const Geometry& g, 
   Scratch in = scratch(static_cast<size_t>(g.depth) * g.k * g.piece);
   Scratch out = scratch(static_cast<size_t>(g.depth) * g.k * g.piece);
   auto buf = [&](const Scratch& b, int slot, int j) { return b.get() + (static_cast<size_t>(slot) * g.k + j) * g.piece; };
-  auto widen = [](std::pair<size_t, size_t> s, size_t len) -> std::pair<size_t, size_t> {
-    if (s.first >= s.second) return {0, 0};
-    return {s.first / 64 * 64, std::min(len, round_up(s.second, 64))};
-  };
   // Source j of `stripe`: the span of its delta in the piece at off.
   auto delta_span = [&](int stripe, int j, size_t off, size_t len) {
     return widen(base.since.span(code.shard_owner(stripe, j), lens[static_cast<size_t>(code.shard_owner(stripe, j))],
@@ -366,17 +377,9 @@ Status encode_delta(StepWindow& window, const SetCode& code, const Geometry& g, 
   };
   // The region of the piece at off of `stripe` its holder writes: where any source changed since B or
   // since my_red's encode (everywhere without `changed`); empty when none did.
-  auto region = [&](int stripe, size_t off, size_t len) -> std::pair<size_t, size_t> {
-    if (changed == nullptr) return {0, len};
-    size_t first = len, second = 0;
-    for (int j = 0; j < g.k; j++) {
-      const int y = code.shard_owner(stripe, j);
-      const size_t pos = static_cast<size_t>(j) * g.seg + off;
-      for (const auto& s : {changed->span(y, lens[static_cast<size_t>(y)], pos, len),
-                            base.since.span(y, lens[static_cast<size_t>(y)], pos, len)})
-        if (s.first < s.second) first = std::min(first, s.first), second = std::max(second, s.second);
-    }
-    return widen({first, second}, len);
+  auto region = [&](int stripe, size_t off, size_t len) {
+    return changed == nullptr ? std::make_pair(size_t{0}, len)
+                              : stripe_span(code, g, lens, stripe, off, len, {changed, &base.since});
   };
   auto post = [&](size_t s, int slot) -> Status {
     const int p = static_cast<int>(s % g.m);
