@@ -49,30 +49,24 @@ Status SetProtector::exchange(const pipeline::Version& v, const Status& landed) 
 
 namespace {
 
-// Per member, its number of chunks, and where they start in the gathered bits.
-void chunk_counts(const std::vector<size_t>& lens, uint64_t cs, std::vector<int>* counts, std::vector<int>* displs,
-                  int* total) {
-  const size_t n = lens.size();
-  counts->assign(n, 0), displs->assign(n, 0), *total = 0;
-  for (size_t x = 0; x < n; ++x) {
-    (*counts)[x] = static_cast<int>((lens[x] + cs - 1) / cs);
-    (*displs)[x] = *total;
-    *total += (*counts)[x];
-  }
-}
-
 // Every member's changed chunks (this member's `bits`) into *out.
 Status gather_changed(MPI_Comm comm, const std::vector<size_t>& lens, uint64_t cs, std::vector<uint8_t> bits,
                       ChangedChunks* out) {
-  std::vector<int> counts, displs;
+  // Per member, its number of chunks, and where they start in the gathered bits.
+  const size_t n = lens.size();
+  std::vector<int> counts(n), displs(n);
   int total = 0;
-  chunk_counts(lens, cs, &counts, &displs, &total);
+  for (size_t x = 0; x < n; ++x) {
+    counts[x] = static_cast<int>((lens[x] + cs - 1) / cs);
+    displs[x] = total;
+    total += counts[x];
+  }
   std::vector<uint8_t> gathered(static_cast<size_t>(total) + 1);
   CAIRN_MPI(MPI_Allgatherv(bits.data(), static_cast<int>(bits.size()), MPI_BYTE, gathered.data(), counts.data(),
                            displs.data(), MPI_BYTE, comm));
   out->chunk_size = static_cast<uint32_t>(cs);
   out->chunks.clear();
-  for (size_t x = 0; x < lens.size(); ++x)
+  for (size_t x = 0; x < n; ++x)
     out->chunks.emplace_back(gathered.begin() + displs[x], gathered.begin() + displs[x] + counts[x]);
   return Status::ok();
 }
