@@ -116,6 +116,7 @@ class CowSnapshotter final : public Snapshotter {
   void copy_all();
   void copy_block(uint64_t addr, bool handler, uint64_t* copied);
   void gather_huge_pages();
+  void regather_after_tracking();
   void serve_waiting_writers();
   // fault handler
   void handler_loop();

@@ -198,6 +198,43 @@ TEST(CowTracking, WrittenBlocksAreGatheredIntoHugePagesPastProtectedOnes) {
   munmap(raw, (kBlocks + 1) * kHuge);
 }
 
+// A write to a tracked block above its first page un-protects it from that page up, which splits its
+// huge page into 4 KiB pages, and nothing gathers it while the tracking goes on. When the snapshotter
+// ends (the session's end), the tracked memory is gathered back into huge pages: the application's
+// memory as it was, not 4 KiB pages for the rest of the process.
+TEST(CowTracking, TheEndOfTrackingGathersTheBlocksItSplitBackIntoHugePages) {
+  SKIP_WITHOUT_COW();
+  constexpr uint64_t kHuge = 2 << 20, kBlocks = 6, kLen = kBlocks * kHuge;
+  void* raw = mmap(nullptr, kLen + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(raw, MAP_FAILED);
+  auto* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1));
+  madvise(p, kLen, MADV_HUGEPAGE);
+  memset(p, 7, kLen);
+  bool huge = cow::thp_allowed();
+  for (uint64_t k = 0; huge && k < kBlocks; ++k) huge = madvise(p + k * kHuge, kHuge, 25 /* MADV_COLLAPSE */) == 0;
+  if (!huge || anon_huge_bytes(p, kLen) < kLen) {
+    munmap(raw, kLen + kHuge);
+    GTEST_SKIP() << "no transparent huge pages or MADV_COLLAPSE here";
+  }
+  const std::vector<SnapshotRegion> regions{{"state", p, kLen, 0}};
+  std::vector<uint8_t> a;
+  {
+    auto s = tracking_cow(kHuge, true);
+    take(*s, regions, kLen, a, 0);
+    for (uint64_t k = 0; k < kBlocks; k += 2) p[k * kHuge + kHuge / 2] ^= 1;  // every other block, half-way up
+    const uint64_t split = anon_huge_bytes(p, kLen);
+    if (split == kLen) {
+      s.reset();
+      munmap(raw, kLen + kHuge);
+      GTEST_SKIP() << "this kernel un-protected part of a huge page without splitting it";
+    }
+    EXPECT_LE(split, kLen - kBlocks / 2 * kHuge) << "the written blocks were not split";
+  }
+  EXPECT_EQ(anon_huge_bytes(p, kLen), kLen) << "the blocks the tracking split are still in 4 KiB pages";
+  for (uint64_t k = 0; k < kBlocks; ++k) EXPECT_EQ(p[k * kHuge + kHuge / 2], k % 2 == 0 ? 6 : 7);
+  munmap(raw, kLen + kHuge);
+}
+
 // With huge pages a write un-protects its whole 2 MiB block, and every chunk with a byte in that block
 // counts as changed. A region that is not aligned to the blocks has chunks that straddle two of them: such
 // a chunk is copied only in the block that was written; its part in the other stays in the slot.
