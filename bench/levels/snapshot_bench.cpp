@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "levels/copy_bound.hpp"
 #include "xxhash.h"
 #include "session.hpp"
 
@@ -248,6 +249,10 @@ class SnapshotBench {
                     auto10 = summarize(samples[1][2], Writer::tenth),
                     full10 = summarize(samples[1][3], Writer::tenth);
     const double two_copy_ms = two_thread_copy_ms(state, size);
+    std::vector<std::pair<uint64_t, uint64_t>> written;  // the tenth's blocks, exactly: what its writer rewrites
+    for (uint64_t b : tenth_) written.push_back({b * kBlock, std::min(size, (b + 1) * kBlock)});
+    const CopyBound bound = measure_copy_bound(state, written, cpus_here(), o_.reps,
+                                               o_.cache_dir + "/cairn-" + o_.child_job + ".bound.r" + std::to_string(g_rank));
     free(state);
 
     json j;
@@ -339,6 +344,8 @@ class SnapshotBench {
         copy10.app_lost_ms > 0 ? json(round3(cow10.app_lost_ms / copy10.app_lost_ms)) : json(nullptr);
     t["app_lost_incremental_10pct"]["two_thread_copy_ratio"] =
         full10.app_lost_ms > 0 ? json(round3(two_copy_ms / full10.app_lost_ms)) : json(nullptr);
+    // The machine's bound: the tenth's bytes copied as fast as this rank can, inside its first pass (copy_bound.hpp).
+    add_copy_bound(t["app_lost_incremental_10pct"], bound, cow10.pass_ms, cow10.app_lost_ms, full10.app_lost_ms);
     // How far those ratios move with the repetitions drawn: what tells a miss from the machine's noise.
     for (const auto& [key, a, b] : {std::tuple<const char*, const ModeTimes*, const ModeTimes*>{"app_lost_auto_10pct", &auto10, &copy10},
                                     {"app_lost_auto_all", &auto_all, &copy},
