@@ -491,7 +491,8 @@ def interrupted_runs(args, cmd, env, work):
     mode = args.interrupt
     first_env = dict(env)
     if mode == "end-time":
-        first_env["CAIRN_END_TIME"] = str(int(time.time()) + 4)
+        end_time = int(time.time()) + 4
+        first_env["CAIRN_END_TIME"] = str(end_time)
         first_env["CAIRN_HALT_SECONDS"] = "1"
     elif mode == "halt-before":
         first_env["CAIRN_HALT_SECONDS"] = "2"
@@ -582,6 +583,10 @@ def interrupted_runs(args, cmd, env, work):
         fail(f"exited at iteration {iteration}, not right after one of the job's own checkpoints")
     if mode == "halt-before" and not expect["before"] - 2 <= exit_time < expect["before"]:
         fail(f"exited at {exit_time:.3f}, outside [before - 2, before) = [{expect['before'] - 2}, {expect['before']})")
+    # Not before the end time less CAIRN_HALT_SECONDS (on a loaded machine the last checkpoint may end
+    # after the end time itself).
+    if mode == "end-time" and exit_time < end_time - 1:
+        fail(f"exited at {exit_time:.3f}, before end - 1 = {end_time - 1}")
     if mode == "halt-seconds" and not end_time - 4 <= exit_time < end_time:
         fail(f"exited at {exit_time:.3f}, outside [end - 4, end) = [{end_time - 4}, {end_time})")
     if mode in ("halt-before", "halt-seconds"):
