@@ -56,7 +56,7 @@ CowSnapshotter::~CowSnapshotter() {
   if (stop_fd_ >= 0 && write(stop_fd_, &one, sizeof one) != sizeof one) LOG_ERROR("cow snapshotter: cannot stop its fault handler");
   if (handler_.joinable()) handler_.join();
   if (stop_fd_ >= 0) close(stop_fd_);
-  if (tracked && huge_pages_) regather_after_tracking();
+  if (tracked && huge_pages_ && !track_broken_) regather_after_tracking();
 }
 
 // The tracked memory, the application's alone again, gathered back into transparent huge pages where
@@ -64,17 +64,24 @@ CowSnapshotter::~CowSnapshotter() {
 // up, which splits its huge page, and a block left write-protected cannot be gathered while tracking.
 // Left so, the state would stay in 4 KiB pages for the rest of the process: a restart into it in the
 // same process ran at half the speed of one into huge pages on this guest (performance.md, "An
-// incremental version's bytes over every rank"). Blocks still huge cost a call each; the first EINVAL (memory
-// marked MADV_NOHUGEPAGE, or a kernel before 6.1) ends the range.
+// incremental version's bytes over every rank"). Not after an unmap or a discard reached a tracked
+// range (the caller skips it): the addresses may be another mapping's now, and gathering would fill
+// the discarded holes. One call per range: the kernel goes on past a block it cannot gather, and a
+// block already huge costs little.
 void CowSnapshotter::regather_after_tracking() {
   constexpr uint64_t kHuge = 2 << 20;
   const double t0 = now();
-  uint64_t blocks = 0;
-  for (const Tracked& t : tracked_)
-    for (uint64_t a = (t.start + kHuge - 1) & ~(kHuge - 1); a + kHuge <= t.end; a += kHuge, ++blocks)
-      if (madvise(reinterpret_cast<void*>(a), kHuge, kMadvCollapse) != 0 && errno == EINVAL) break;
-  LOG_DEBUG("cow snapshotter: the tracked memory gathered into huge pages again (%llu blocks of 2 MiB asked) in %.1f ms",
-            static_cast<unsigned long long>(blocks), (now() - t0) * 1e3);
+  uint64_t bytes = 0;
+  for (const Tracked& t : tracked_) {
+    const uint64_t a = (t.start + kHuge - 1) & ~(kHuge - 1), b = t.end & ~(kHuge - 1);
+    if (b <= a) continue;
+    if (madvise(reinterpret_cast<void*>(a), b - a, kMadvCollapse) != 0)
+      LOG_DEBUG("cow snapshotter: gathering %llu MiB at %#llx into huge pages again: %s",
+                static_cast<unsigned long long>((b - a) >> 20), static_cast<unsigned long long>(a), strerror(errno));
+    bytes += b - a;
+  }
+  LOG_DEBUG("cow snapshotter: the tracked memory gathered into huge pages again (%llu MiB asked) in %.1f ms",
+            static_cast<unsigned long long>(bytes >> 20), (now() - t0) * 1e3);
 }
 
 Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t* slot) {
