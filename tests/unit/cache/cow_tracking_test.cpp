@@ -233,10 +233,11 @@ TEST(CowTracking, TheEndOfTrackingGathersTheBlocksItSplitBackIntoHugePages) {
   if (anon_huge_bytes(p, kLen) < kLen) {
     // Not gathered: a failure of the snapshotter's, unless the kernel cannot gather them now either
     // (memory too fragmented or short on this machine at this moment).
-    const bool can = madvise(p, kLen, 25 /* MADV_COLLAPSE */) == 0 && anon_huge_bytes(p, kLen) == kLen;
-    if (!can) {
+    const int rc = madvise(p, kLen, 25 /* MADV_COLLAPSE */);
+    const int err = errno;
+    if (rc != 0 || anon_huge_bytes(p, kLen) < kLen) {
       munmap(raw, kLen + kHuge);
-      GTEST_SKIP() << "the kernel cannot gather this memory into huge pages now (" << strerror(errno) << ")";
+      GTEST_SKIP() << "the kernel cannot gather this memory into huge pages now (" << (rc ? strerror(err) : "fewer huge pages") << ")";
     }
     ADD_FAILURE() << "the blocks the tracking split were left in 4 KiB pages (a later MADV_COLLAPSE gathered them)";
   }
