@@ -104,6 +104,7 @@ extern int g_rank, g_nranks;
 struct JobInfo {
   bool thread_multiple = false;    // MPI_THREAD_MULTIPLE granted
   std::vector<int> cpus_per_rank;  // CPUs each rank may run on (rank 0 only)
+  int cpus = 0;                    // CPUs this rank may run on (0: not known)
 };
 
 // stderr of a cairn session goes to a file (the library's log, kept out of the bench's output);

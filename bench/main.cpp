@@ -48,9 +48,9 @@ int run_child(const Options& o, int argc, char** argv) {
   JobInfo job;
   job.thread_multiple = provided == MPI_THREAD_MULTIPLE;
   cpu_set_t set;
-  int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  job.cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
   job.cpus_per_rank.resize(static_cast<size_t>(g_nranks));
-  CHECK_MPI(MPI_Gather(&ncpu, 1, MPI_INT, job.cpus_per_rank.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+  CHECK_MPI(MPI_Gather(&job.cpus, 1, MPI_INT, job.cpus_per_rank.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
   int rc = o.snapshot             ? run_snapshot(o, job)
            : o.redistribute       ? run_redistribute(o, job)
            : o.restart_after_loss ? run_restart_after_loss(o, job)

@@ -1,6 +1,5 @@
 #include "levels/copy_bound.hpp"
 
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -15,10 +14,28 @@ namespace {
 
 constexpr uint64_t kPiece = 2ull << 20;
 
-// Thread `first` of `every`: the pieces i (counted over all ranges) with i % every == first, each to its
-// own place in the slot.
-void copy_share(uint8_t* slot, uint8_t* state, const std::vector<std::pair<uint64_t, uint64_t>>& ranges, bool readv,
-                size_t every, size_t first) {
+double timed_copies(uint8_t* slot, uint8_t* state, const std::vector<std::pair<uint64_t, uint64_t>>& ranges, bool readv,
+                    int threads, int reps) {
+  std::vector<double> ms;
+  for (int r = 0; r < 1 + reps; ++r) {
+    barrier();
+    const double t0 = now();
+    std::vector<std::thread> others;
+    for (int t = 1; t < threads; ++t)
+      others.emplace_back([&, t] { copy_ranges(slot, state, ranges, readv, static_cast<size_t>(threads), static_cast<size_t>(t)); });
+    copy_ranges(slot, state, ranges, readv, static_cast<size_t>(threads), 0);
+    for (auto& t : others) t.join();
+    const double s = max_over_ranks(now() - t0);
+    clobber(slot);
+    if (r > 0) ms.push_back(s * 1e3);
+  }
+  return *std::min_element(ms.begin(), ms.end());
+}
+
+}  // namespace
+
+void copy_ranges(uint8_t* slot, uint8_t* state, const std::vector<std::pair<uint64_t, uint64_t>>& ranges, bool readv,
+                 size_t every, size_t first) {
   uint64_t at = 0;
   size_t i = 0;
   for (const auto& [lo, hi] : ranges)
@@ -37,26 +54,6 @@ void copy_share(uint8_t* slot, uint8_t* state, const std::vector<std::pair<uint6
     }
 }
 
-double timed_copies(uint8_t* slot, uint8_t* state, const std::vector<std::pair<uint64_t, uint64_t>>& ranges, bool readv,
-                    int threads, int reps) {
-  std::vector<double> ms;
-  for (int r = 0; r < 1 + reps; ++r) {
-    barrier();
-    const double t0 = now();
-    std::vector<std::thread> others;
-    for (int t = 1; t < threads; ++t)
-      others.emplace_back([&, t] { copy_share(slot, state, ranges, readv, static_cast<size_t>(threads), static_cast<size_t>(t)); });
-    copy_share(slot, state, ranges, readv, static_cast<size_t>(threads), 0);
-    for (auto& t : others) t.join();
-    const double s = max_over_ranks(now() - t0);
-    clobber(slot);
-    if (r > 0) ms.push_back(s * 1e3);
-  }
-  return *std::min_element(ms.begin(), ms.end());
-}
-
-}  // namespace
-
 CopyBound measure_copy_bound(uint8_t* state, const std::vector<std::pair<uint64_t, uint64_t>>& ranges, int threads,
                              int reps, const std::string& slot_path) {
   CopyBound b;
@@ -69,12 +66,6 @@ CopyBound measure_copy_bound(uint8_t* state, const std::vector<std::pair<uint64_
   b.method = b.memcpy_ms <= b.readv_ms ? "memcpy" : "process_vm_readv";
   b.ms = std::min(b.memcpy_ms, b.readv_ms);
   return b;
-}
-
-int cpus_here() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  return sched_getaffinity(0, sizeof set, &set) == 0 ? std::max(1, CPU_COUNT(&set)) : 1;
 }
 
 void add_copy_bound(json& t, const CopyBound& b, double loss_ms) {

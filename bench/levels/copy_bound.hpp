@@ -15,6 +15,13 @@
 
 namespace cairn::bench {
 
+// The bytes of `ranges` of `state` into `slot`, one range after another, in 2 MiB pieces, by memcpy or
+// (`readv`) through process_vm_readv as cairn's copier reads them; with `every` > 1 only the pieces i
+// (counted over all ranges) with i % every == first, each at its own place in the slot, so that `every`
+// threads share one copy.
+void copy_ranges(uint8_t* slot, uint8_t* state, const std::vector<std::pair<uint64_t, uint64_t>>& ranges, bool readv,
+                 size_t every = 1, size_t first = 0);
+
 struct CopyBound {
   double ms = 0;           // the faster method's fastest repetition, the slowest rank's
   uint64_t bytes = 0;      // the bytes of the ranges
@@ -29,9 +36,6 @@ struct CopyBound {
 // job's ranks.
 CopyBound measure_copy_bound(uint8_t* state, const std::vector<std::pair<uint64_t, uint64_t>>& ranges, int threads,
                              int reps, const std::string& slot_path);
-
-// The CPUs this thread may run on (at least 1).
-int cpus_here();
 
 // Beside a target whose loss is `loss_ms` (`t`): `copy_bound_ms`, its parts (`copy_bound`), and
 // `copy_share_of_loss` (copy_bound_ms ÷ loss_ms; null where the loss is not above zero).

@@ -251,7 +251,7 @@ class SnapshotBench {
     const double two_copy_ms = two_thread_copy_ms(state, size);
     std::vector<std::pair<uint64_t, uint64_t>> written;  // the tenth's blocks, exactly: what its writer rewrites
     for (uint64_t b : tenth_) written.push_back({b * kBlock, std::min(size, (b + 1) * kBlock)});
-    const CopyBound bound = measure_copy_bound(state, written, cpus_here(), o_.reps,
+    const CopyBound bound = measure_copy_bound(state, written, std::max(1, job_.cpus), o_.reps,
                                                o_.cache_dir + "/cairn-" + o_.child_job + ".bound.r" + std::to_string(g_rank));
     free(state);
 
@@ -547,23 +547,6 @@ class SnapshotBench {
     return bytes;
   }
 
-  // The bytes of `ranges` of the state into `slot`, one range after another, through process_vm_readv in
-  // 2 MiB pieces, as the copier reads them; with `every` > 1 only the pieces i (counted over all ranges)
-  // with i % every == first, each at its own place in the slot, so that `every` threads share one copy.
-  static void read_ranges(uint8_t* slot, uint8_t* state, const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
-                          size_t every = 1, size_t first = 0) {
-    uint64_t at = 0;
-    size_t i = 0;
-    for (const auto& [lo, hi] : ranges)
-      for (uint64_t off = lo; off < hi; off += kBlock, ++i) {
-        const uint64_t n = std::min(kBlock, hi - off);
-        iovec local{slot + at, n}, remote{state + off, n};
-        if (i % every == first && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(n))
-          die("process_vm_readv: %s", strerror(errno));
-        at += n;
-      }
-  }
-
   // Per repetition: a window of the writer without, with, and again without a helper thread that, from
   // the window's start, copies the bytes of version_ranges() into a slot-like mapping through
   // process_vm_readv in 2 MiB pieces and hashes them (xxh3, 1 MiB at a time), then stops. The helper
@@ -592,7 +575,7 @@ class SnapshotBench {
         }
         double t0 = now();
         uint64_t h = 0;
-        read_ranges(slot, state, ranges);
+        copy_ranges(slot, state, ranges, true);
         for (uint64_t off = 0; off < bytes; off += 1 << 20) h ^= XXH3_64bits(slot + off, std::min<uint64_t>(1 << 20, bytes - off));
         clobber(&h);
         std::lock_guard<std::mutex> lock(mu);
@@ -643,8 +626,8 @@ class SnapshotBench {
     for (int i = 0; i < 1 + o_.reps; ++i) {
       barrier();
       const double t0 = now();
-      std::thread other([&] { read_ranges(slot, state, ranges, 2, 1); });
-      read_ranges(slot, state, ranges, 2, 0);
+      std::thread other([&] { copy_ranges(slot, state, ranges, true, 2, 1); });
+      copy_ranges(slot, state, ranges, true, 2, 0);
       other.join();
       const double t = max_over_ranks(now() - t0);
       if (i) ms.push_back(t * 1e3);
