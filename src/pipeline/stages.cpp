@@ -265,17 +265,19 @@ void Pipeline::log_summary(const Version& v) const {
   if (v.flush)
     snprintf(l3, sizeof l3, "L3 %.1f ms (%.2f GB/s, %s%s)%s", v.t_l3 * 1e3, bw(v.t_l3),
              v.via.empty() ? flusher()->name() : v.via.c_str(), written, v.flushed_ok ? "" : " FAILED");
-  char cow[288] = "", unprot[96] = "", late[64] = "";
+  char cow[352] = "", unprot[96] = "", ahead[64] = "", late[64] = "";
   if (v.snapshot.unprotect_faults > 0)
     snprintf(unprot, sizeof unprot, ", first writes un-protected: %llu in %.1f ms",
              static_cast<unsigned long long>(v.snapshot.unprotect_faults), v.snapshot.unprotect_wait_seconds * 1e3);
+  if (v.snapshot.unprotected_ahead > 0)
+    snprintf(ahead, sizeof ahead, ", blocks un-protected ahead: %llu", static_cast<unsigned long long>(v.snapshot.unprotected_ahead));
   if (v.snapshot.late_faults > 0)
     snprintf(late, sizeof late, ", served by the copier: %llu", static_cast<unsigned long long>(v.snapshot.late_faults));
   if (v.snapshot.protected_bytes > 0 || v.snapshot.generation > 0)
-    snprintf(cow, sizeof cow, " (cow: %.0f%% write-protected, complete in %.1f ms, %llu writes waited %.1f ms%s%s)",
+    snprintf(cow, sizeof cow, " (cow: %.0f%% write-protected, complete in %.1f ms, %llu writes waited %.1f ms%s%s%s)",
              100.0 * static_cast<double>(v.snapshot.protected_bytes) / static_cast<double>(std::max<uint64_t>(v.snapshot.bytes, 1)),
              v.snapshot.copy_seconds * 1e3, static_cast<unsigned long long>(v.snapshot.faults),
-             v.snapshot.fault_wait_seconds * 1e3, unprot, late);
+             v.snapshot.fault_wait_seconds * 1e3, unprot, ahead, late);
   char incr[96] = "";
   if (v.snapshot.unchanged_bytes > 0)
     snprintf(incr, sizeof incr, " (incremental: %.0f%% unchanged, left in place)",

@@ -193,7 +193,9 @@ void CowSnapshotter::gather_huge_pages() {
 // Chunk by chunk (copy_chunk-aligned addresses), in order, from where the fault handler last pointed
 // it; the pages the handler claimed are its own. Ends when every page is done.
 void CowSnapshotter::copy_all() {
-  // First the blocks written before the copier last time, then everything in order.
+  // First the blocks to un-protect ahead of the writer, then those written before the copier last
+  // time, then everything in order.
+  copy_ahead();
   for (uint64_t a : hot_) {
     if (done_pages_.load(std::memory_order_acquire) >= total_pages_) return;
     uint64_t copied = 0;
@@ -220,6 +222,70 @@ void CowSnapshotter::copy_all() {
     claimed_since_wrap += copy_pages(t, cursor, p1, false);
     cursor = p1;
   }
+}
+
+// Tracking writes, the blocks written between each of the last snapshots (ahead_): each copied, then
+// un-protected and noted written before the application writes it again, so that its next write waits
+// for nothing. One block at a time: a writer close behind meets each block as soon as it can.
+void CowSnapshotter::copy_ahead() {
+  for (const Ahead& h : ahead_) {
+    uint64_t copied = 0;
+    copy_block(h.a, false, &copied);
+    std::lock_guard<std::mutex> hl(handler_mu_);
+    unprotect_ahead(h);
+    finish_releases();  // the writers woken, and any fault an un-protection's drain read meanwhile
+  }
+}
+
+// Where ahead_ block h is to be un-protected: f(x, y) for each piece, where the last generation's
+// writes un-protected it (with huge pages one piece, from the first page they reached up, as a write
+// does; else the written chunks' pages). Nothing when a write has reached it in this generation (its
+// fault un-protected it). The caller holds handler_mu_.
+template <class F>
+void CowSnapshotter::ahead_pieces(const Ahead& h, F f) const {
+  if (tracker_.block_noted(h.t, h.a, gen_)) return;
+  uint64_t first = h.b;
+  tracker_.noted_runs(h.t, h.a, h.b, gen_ - 1, page_, [&](uint64_t x, uint64_t y) {
+    if (huge_pages_)
+      first = std::min(first, x);
+    else
+      f(x, y);
+  });
+  if (huge_pages_ && first < h.b) f(first, h.b);
+}
+
+bool CowSnapshotter::pages_done(size_t t, uint64_t x, uint64_t y) const {
+  const Tracked& tr = tracked_[t];
+  for (uint64_t p = tr.first_page + (x - tr.start) / page_; p < tr.first_page + (y - tr.start) / page_; ++p)
+    if (pages_[p].load(std::memory_order_acquire) != kDone) return false;
+  return true;
+}
+
+// Ahead_ block h, if copied: un-protected and noted written (ahead_pieces), unless a thread is still
+// copying some of it (a write there is served as ever). The caller holds handler_mu_.
+void CowSnapshotter::unprotect_ahead(const Ahead& h) {
+  if (!tracking_.load(std::memory_order_relaxed) || gen_ < 2) return;
+  bool any = false;
+  ahead_pieces(h, [&](uint64_t x, uint64_t y) {
+    if (!pages_done(h.t, x, y)) return;
+    tracker_.note_ahead(h.t, x, y, gen_);
+    unprotect_from_handler(x, y - x, tracked_[h.t].region);
+    any = true;
+  });
+  if (any) ahead_blocks_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The fault handler, a writer served at `addr` of tracked_[t]: the next block of ahead_ above it --
+// where that writer, sweeping its part of the state, goes next -- copied if still pending, and
+// un-protected ahead, so that the writer waits there for nothing (the caller holds handler_mu_).
+void CowSnapshotter::copy_next_ahead(size_t t, uint64_t addr) {
+  auto it = std::upper_bound(ahead_.begin(), ahead_.end(), std::make_pair(t, addr),
+                             [](const std::pair<size_t, uint64_t>& k, const Ahead& h) { return k < std::make_pair(h.t, h.a); });
+  if (it == ahead_.end()) return;
+  uint64_t copied = 0;
+  copy_block(it->a, true, &copied);
+  fault_bytes_.fetch_add(copied, std::memory_order_relaxed);
+  unprotect_ahead(*it);
 }
 
 // What is still pending of the fault_block at `addr`, if a tracked range holds it (tracked_ is stable
@@ -353,13 +419,13 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
   }
   fault_bytes_.fetch_add(copied, std::memory_order_relaxed);
   if (was_done) unprotect_faults_.fetch_add(1, std::memory_order_relaxed);
-  if (released || release_if_copied(writer)) return;
+  if (!released) released = release_if_copied(writer);
   // The copier is copying some of the pages: it lets the writer go after its run (finish_releases).
-  if (releases_n_ < kReleases) {
+  if (!released && releases_n_ < kReleases)
     releases_[releases_n_++] = writer;
-    return;
-  }
-  while (!release_if_copied(writer)) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  else
+    while (!released && !(released = release_if_copied(writer))) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  if (!ahead_.empty()) copy_next_ahead(t, addr);
 }
 
 // Lets the writer go if its pages are all done: its range noted, then un-protected (the caller holds

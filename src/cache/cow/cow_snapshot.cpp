@@ -159,6 +159,10 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
     }
     tracking_ = track;
     if (go_on && previous.size() == n) changed = tracker_.changed_since(previous_gen, G);
+    ahead_.clear();
+    ahead_blocks_ = 0;
+    if (go_on)
+      tracker_.blocks_to_unprotect_ahead(G, opt_.unprotect_ahead, [&](size_t r, uint64_t a, uint64_t b) { ahead_.push_back({r, a, b}); });
     if (!changed.empty()) {
       uint64_t done = 0;
       for (uint64_t c = 0; c < n; ++c) {
@@ -268,6 +272,7 @@ Status CowSnapshotter::complete() {
   report_.fault_bytes = fault_bytes_.load();
   report_.fault_wait_seconds = static_cast<double>(fault_wait_ns_.load()) * 1e-9;
   report_.late_faults = late_faults_.exchange(0);
+  report_.unprotected_ahead = ahead_blocks_.load();
   auto how = static_cast<Failure>(failure_.load());
   if (how == Failure::none) return Status::ok();
   {

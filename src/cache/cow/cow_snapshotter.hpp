@@ -114,6 +114,7 @@ class CowSnapshotter final : public Snapshotter {
   // copier
   void copier_loop();
   void copy_all();
+  void copy_ahead();
   void copy_block(uint64_t addr, bool handler, uint64_t* copied);
   void gather_huge_pages();
   void regather_after_tracking();
@@ -130,6 +131,12 @@ class CowSnapshotter final : public Snapshotter {
   void note_unmapped(uint64_t start, uint64_t end, Failure how);
   // write tracking
   void unprotect_from_handler(uint64_t start, uint64_t len, size_t region);
+  struct Ahead;
+  template <class F>
+  void ahead_pieces(const Ahead& h, F f) const;
+  bool pages_done(size_t t, uint64_t x, uint64_t y) const;
+  void unprotect_ahead(const Ahead& h);
+  void copy_next_ahead(size_t t, uint64_t addr);
   void stop_tracking();
   // begin()
   void log_fallbacks(const std::vector<SnapshotFallback>& fallbacks);
@@ -179,6 +186,16 @@ class CowSnapshotter final : public Snapshotter {
   uint64_t written_[kHotBlocks];
   size_t written_count_ = 0;
   std::vector<uint64_t> hot_;  // capacity kHotBlocks, reserved in start()
+
+  // Tracking, the blocks this snapshot un-protects as soon as they are copied (CowOptions::
+  // unprotect_ahead; WriteTracker::blocks_to_unprotect_ahead): [a, b) of tracked_[t], in order. Written
+  // by begin() under handler_mu_, before the copy is asked for; the copier goes through them first.
+  struct Ahead {
+    size_t t;
+    uint64_t a, b;
+  };
+  std::vector<Ahead> ahead_;
+  std::atomic<uint64_t> ahead_blocks_{0};  // un-protected ahead in this snapshot
 
   // Tracking, the writers whose pages the copier was copying when their faults were served: each goes
   // once pages [q0, q1) are done, with [u0, u1) noted and un-protected (finish_releases, by whichever

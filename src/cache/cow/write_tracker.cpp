@@ -18,6 +18,9 @@ void WriteTracker::start(std::vector<Watched> ranges, uint32_t chunk_size, uint6
   for (const auto& w : ranges_)
     first_block_.push_back(first_block_.back() + (block ? (w.end - (w.start & ~(block - 1)) + block - 1) / block : 0));
   block_written_.assign(first_block_.back(), 0);
+  block_before_.assign(first_block_.back(), 0);
+  ahead_gen_.assign(first_block_.back(), 0);
+  ahead_run_.assign(first_block_.back(), 0);
   if (!on_) return;
   const uint64_t n = (len + chunk_size - 1) / chunk_size;
   written_.assign(n, 0);
@@ -36,10 +39,27 @@ void WriteTracker::note(size_t r, uint64_t a, uint64_t b, uint64_t generation) {
   const Watched& w = ranges_[r];
   const uint64_t s0 = w.stream_off + (a - w.start), s1 = w.stream_off + (b - w.start);
   for (uint64_t c = s0 / chunk_size_; c <= (s1 - 1) / chunk_size_ && c < written_.size(); ++c) written_[c] = generation;
+  note_blocks(r, a, b, generation, false);
+}
+
+void WriteTracker::note_ahead(size_t r, uint64_t a, uint64_t b, uint64_t generation) {
+  if (!on_ || r >= ranges_.size() || b <= a) return;
+  note(r, a, b, generation);
+  note_blocks(r, a, b, generation, true);
+}
+
+void WriteTracker::note_blocks(size_t r, uint64_t a, uint64_t b, uint64_t generation, bool ahead) {
   if (block_ == 0) return;
-  const uint64_t base = w.start & ~(block_ - 1);
-  for (uint64_t i = first_block_[r] + (a - base) / block_; i <= first_block_[r] + (b - 1 - base) / block_ && i < first_block_[r + 1]; ++i)
+  const uint64_t base = ranges_[r].start & ~(block_ - 1);
+  for (uint64_t i = first_block_[r] + (a - base) / block_; i <= first_block_[r] + (b - 1 - base) / block_ && i < first_block_[r + 1]; ++i) {
+    if (ahead) {
+      if (ahead_gen_[i] != generation) ahead_run_[i] = ahead_gen_[i] + 1 == generation ? ahead_run_[i] + 1 : 1;
+      ahead_gen_[i] = generation;
+      continue;
+    }
+    if (block_written_[i] != generation) block_before_[i] = block_written_[i];
     block_written_[i] = generation;
+  }
 }
 
 void WriteTracker::chunk_span(size_t r, uint64_t addr, uint64_t page, uint64_t* u0, uint64_t* u1) const {

@@ -71,6 +71,54 @@ class WriteTracker {
   // The pages of ranges()[r] that hold bytes of the chunk `addr` lies in: [*u0, *u1), page aligned.
   void chunk_span(size_t r, uint64_t addr, uint64_t page, uint64_t* u0, uint64_t* u1) const;
 
+  // Un-protecting ahead (CowOptions::unprotect_ahead): f(r, a, b) for each block ([a, b): its addresses
+  // within ranges()[r]) noted in each of the two generations before `generation` -- one the application
+  // writes between every two snapshots, which snapshot `generation` may un-protect as soon as it has
+  // copied it, noting it written (note_ahead) instead of waiting for the write -- except one un-protected
+  // ahead in each of the last `streak` generations: its writes are seen again in this one, so that a
+  // block the application has left is copied at most `streak` more times. Nothing for a streak of 0.
+  template <class F>
+  void blocks_to_unprotect_ahead(uint64_t generation, uint32_t streak, F f) const {
+    if (!on_ || block_ == 0 || streak == 0 || generation < 3) return;
+    for (size_t r = 0; r < ranges_.size(); ++r) {
+      const Watched& w = ranges_[r];
+      const uint64_t base = w.start & ~(block_ - 1);
+      for (uint64_t i = first_block_[r]; i < first_block_[r + 1]; ++i) {
+        if (block_written_[i] != generation - 1 || block_before_[i] != generation - 2) continue;
+        if (ahead_gen_[i] == generation - 1 && ahead_run_[i] >= streak) continue;
+        const uint64_t a = base + (i - first_block_[r]) * block_;
+        f(r, a > w.start ? a : w.start, a + block_ < w.end ? a + block_ : w.end);
+      }
+    }
+  }
+  // A block un-protected ahead: [a, b) of ranges()[r] noted in `generation` as by note(), and counted
+  // in the block's streak of generations un-protected ahead.
+  void note_ahead(size_t r, uint64_t a, uint64_t b, uint64_t generation);
+  // f(p0, p1) for the runs of pages [p0, p1) (addresses, page aligned) of [a, b) within ranges()[r] that
+  // hold a byte of a chunk noted in `generation` or later, in order.
+  template <class F>
+  void noted_runs(size_t r, uint64_t a, uint64_t b, uint64_t generation, uint64_t page, F f) const {
+    if (!on_ || r >= ranges_.size() || b <= a) return;
+    const Watched& w = ranges_[r];
+    uint64_t run0 = 0, run1 = 0;  // the run so far (run1 == 0: none)
+    for (uint64_t x = a; x < b;) {
+      const uint64_t c = (w.stream_off + (x - w.start)) / chunk_size_;
+      const uint64_t ce = w.start + ((c + 1) * chunk_size_ - w.stream_off), e = ce < b ? ce : b;
+      if (c < written_.size() && written_[c] >= generation) {
+        const uint64_t p0 = x & ~(page - 1), p1 = (e + page - 1) & ~(page - 1);
+        if (run1 != 0 && p0 <= run1) {
+          run1 = p1;
+        } else {
+          if (run1 != 0) f(run0, run1);
+          run0 = p0;
+          run1 = p1;
+        }
+      }
+      x = e;
+    }
+    if (run1 != 0) f(run0, run1);
+  }
+
   // For a slot holding snapshot `held`, taken now as snapshot `now`: 1 for each chunk that may differ
   // (written since, or not wholly inside the ranges: those are copied in begin() every time). Empty when
   // the tracking cannot say (off, `held` before it started or not before `now`).
@@ -129,6 +177,11 @@ class WriteTracker {
   // block its start lies in): the last generation a write to it was noted in (0: none).
   uint64_t block_ = 0;
   std::vector<uint64_t> first_block_, block_written_;
+  // Per block: the generation it was noted in before block_written_'s (0: none), and the last one it was
+  // un-protected ahead in with how many generations in a row up to it.
+  std::vector<uint64_t> block_before_, ahead_gen_;
+  std::vector<uint32_t> ahead_run_;
+  void note_blocks(size_t r, uint64_t a, uint64_t b, uint64_t generation, bool ahead);
 };
 
 }  // namespace cairn::cow

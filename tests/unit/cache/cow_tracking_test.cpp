@@ -45,10 +45,13 @@ struct Mem {
   std::vector<uint8_t> bytes() const { return std::vector<uint8_t>(p, p + size); }
 };
 
-std::unique_ptr<Snapshotter> tracking_cow(uint64_t fault_block = kChunk, bool huge_pages = false) {
+std::unique_ptr<Snapshotter> tracking_cow(uint64_t fault_block = kChunk, bool huge_pages = false, uint32_t unprotect_ahead = 0) {
   CowOptions o;
   o.fault_block = fault_block;
   o.huge_pages = huge_pages;  // with huge pages, writes un-protect whole fault blocks
+  // Most tests here count the writes that wait for an un-protection: none is un-protected ahead of them
+  // unless a test asks for it.
+  o.unprotect_ahead = unprotect_ahead;
   auto s = make_cow_snapshotter(o);
   EXPECT_TRUE(s.is_ok()) << s.status().message();
   return s.is_ok() ? std::move(s).value() : nullptr;
@@ -370,6 +373,131 @@ TEST_P(CowTrackingBlocks, WritesFromManyThreadsAndTheKernelAreAllSeen) {
 }
 
 INSTANTIATE_TEST_SUITE_P(HugePages, CowTrackingBlocks, ::testing::Bool());
+
+// A block the application writes between every two snapshots is un-protected by the copier as soon as
+// it is copied (CowOptions::unprotect_ahead), noted written before the write: the write waits for
+// nothing. After `unprotect_ahead` snapshots in a row its writes are seen again, so that a block the
+// application has left stops being copied; every slot holds the bytes of its begin() all along.
+TEST(CowTracking, ABlockWrittenBetweenEverySnapshotIsUnprotectedAheadUntilTheWriterLeavesIt) {
+  SKIP_WITHOUT_COW();
+  auto s = tracking_cow(kChunk, false, 2);
+  Mem m(16 * kChunk);
+  const std::vector<SnapshotRegion> regions{{"state", m.p, m.size, 0}};
+  std::vector<uint8_t> a;
+  uint64_t held = 0;
+  auto next = [&](bool write9) {
+    m.p[4 * kChunk + 10] ^= 1;
+    if (write9) m.p[9 * kChunk + 99] ^= 1;
+    const auto want = m.bytes();
+    SnapshotReport r = take(*s, regions, m.size, a, held);
+    EXPECT_TRUE(a == want) << "generation " << r.generation;
+    held = r.generation;
+    return r;
+  };
+  SnapshotReport r1 = take(*s, regions, m.size, a, 0);
+  held = r1.generation;
+  SnapshotReport r2 = next(true);  // chunks 4 and 9 written in generation 1
+  EXPECT_EQ(r2.unprotect_faults, 2u);
+  EXPECT_EQ(r2.unprotected_ahead, 0u);  // written in one generation only
+  SnapshotReport r3 = next(true);       // and in generation 2: both un-protected as r3 copies them
+  EXPECT_EQ(r3.unprotect_faults, 2u);
+  EXPECT_EQ(r3.unprotected_ahead, 2u);
+  EXPECT_EQ(changed_chunks(r3), (std::set<size_t>{4, 9}));
+  SnapshotReport r4 = next(false);  // only chunk 4 now; it waited for nothing
+  EXPECT_EQ(r4.unprotect_faults, 0u);
+  EXPECT_EQ(r4.unprotected_ahead, 2u);
+  EXPECT_EQ(changed_chunks(r4), (std::set<size_t>{4, 9}));  // 9 noted written ahead, copied again
+  // Two snapshots un-protected both ahead: r5 leaves them protected, and the writes are seen again.
+  SnapshotReport r5 = next(false);
+  EXPECT_EQ(r5.unprotect_faults, 0u);
+  EXPECT_EQ(r5.unprotected_ahead, 0u);
+  EXPECT_EQ(changed_chunks(r5), (std::set<size_t>{4, 9}));
+  SnapshotReport r6 = next(false);
+  EXPECT_EQ(r6.unprotect_faults, 1u);
+  EXPECT_EQ(changed_chunks(r6), (std::set<size_t>{4}));  // chunk 9, left, no longer copied
+  EXPECT_EQ(r6.unprotected_ahead, 1u);                   // chunk 4: written in generations 4 and 5
+  SnapshotReport r7 = next(false);
+  EXPECT_EQ(r7.unprotect_faults, 0u);
+  EXPECT_EQ(changed_chunks(r7), (std::set<size_t>{4}));
+  // A write during the snapshot to a block un-protected ahead: the slot holds the bytes of the call
+  // whether the write came before the copier (it waited for the copy) or after.
+  const auto before = m.bytes();
+  SnapshotReport r8 = take(*s, regions, m.size, a, held, [&] { m.p[4 * kChunk + 77] ^= 1; });
+  EXPECT_TRUE(a == before);
+  SnapshotReport r9 = take(*s, regions, m.size, a, r8.generation);
+  EXPECT_EQ(changed_chunks(r9), (std::set<size_t>{4}));
+  EXPECT_TRUE(a == m.bytes());
+}
+
+// A writer that outruns the copier: the copier un-protects ahead blocks 0-3 first while the writer,
+// right after begin(), writes blocks 4 and 5 -- its write to 4 has the fault handler copy 4, and then
+// the next block to un-protect ahead, 5, which the handler copies and un-protects too, so that the
+// writer's write there waits for nothing. Every slot holds the bytes of its begin().
+TEST(CowTracking, TheBlockAheadOfAWriterIsUnprotectedAheadByTheFaultHandlerToo) {
+  SKIP_WITHOUT_COW();
+  auto s = tracking_cow(kChunk, false, 8);
+  Mem m(16 * kChunk);
+  const std::vector<SnapshotRegion> regions{{"state", m.p, m.size, 0}};
+  std::vector<uint8_t> a;
+  SnapshotReport r = take(*s, regions, m.size, a, 0);
+  auto write = [&](uint64_t from, uint64_t to, uint8_t v) {
+    for (uint64_t i = from * kChunk; i < to * kChunk; i += 4096) m.p[i + v] ^= v;
+  };
+  for (uint8_t v = 1; v <= 2; ++v) {  // blocks 0-5 written in generations 1 and 2
+    write(0, 6, v);
+    r = take(*s, regions, m.size, a, r.generation);
+  }
+  uint64_t waited_for_unprotection = 0, ahead = 0;
+  for (uint8_t v = 3; v <= 6; ++v) {
+    write(0, 4, v);
+    const auto before = m.bytes();
+    r = take(*s, regions, m.size, a, r.generation, [&] { write(4, 6, v); });
+    EXPECT_TRUE(a == before) << "pass " << int(v);
+    EXPECT_EQ(changed_chunks(r), (std::set<size_t>{0, 1, 2, 3, 4, 5})) << "pass " << int(v);
+    ahead += r.unprotected_ahead;
+    SnapshotReport next = take(*s, regions, m.size, a, r.generation);
+    EXPECT_TRUE(a == m.bytes()) << "pass " << int(v);
+    waited_for_unprotection += next.unprotect_faults;  // the writes of this pass that found a copied block protected
+    r = next;
+  }
+  EXPECT_GE(ahead, 4u * 5);
+  EXPECT_LE(waited_for_unprotection, 1u);
+}
+
+// With huge pages a block is un-protected ahead where the writes un-protected it: from its first written
+// page up. A region a page short of a 2 MiB boundary, written upward over its second 2 MiB between every
+// two snapshots, has two blocks written (that page's huge page and the next): both un-protected ahead,
+// each as far as a write would have, so the versions copy no more than with the writes' own faults.
+TEST(CowTracking, UnprotectingAheadLiftsWhatTheWritesLiftedAndNoMore) {
+  SKIP_WITHOUT_COW();
+  if (!cow::thp_allowed()) GTEST_SKIP() << "transparent huge pages are \"never\" here";
+  constexpr uint64_t kHuge = 2 << 20, kLen = 6 * kChunk, kPage = 4096;
+  void* raw = mmap(nullptr, kLen + 2 * kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(raw, MAP_FAILED);
+  auto* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1));
+  uint8_t* region = p + kHuge - kPage;  // stream byte 0 is huge page 0's last page
+  for (uint64_t i = 0; i < kLen; ++i) region[i] = static_cast<uint8_t>(i * 5 + (i >> 12));
+  {
+    auto s = tracking_cow(kHuge, true, 8);
+    const std::vector<SnapshotRegion> regions{{"state", region, kLen, 0}};
+    std::vector<uint8_t> a;
+    SnapshotReport r = take(*s, regions, kLen, a, 0);
+    for (int v = 2; v <= 5; ++v) {
+      for (uint64_t i = 2 * kChunk; i < 4 * kChunk; i += 512) region[i] ^= static_cast<uint8_t>(v);
+      const std::vector<uint8_t> want(region, region + kLen);
+      r = take(*s, regions, kLen, a, r.generation);
+      EXPECT_TRUE(a == want) << "version " << v;
+      // Chunks 2 and 3, and chunk 4's page in huge page 2; chunks 0 and 1 stay in the slot.
+      EXPECT_EQ(changed_chunks(r), (std::set<size_t>{2, 3, 4})) << "version " << v;
+      EXPECT_EQ(r.protected_bytes, 2 * kChunk + kPage) << "version " << v;
+      // Versions 2 and 3: the writes before them found both blocks protected (one fault in each); from
+      // version 3 on both are un-protected as soon as copied, and the writes before 4 and 5 wait for none.
+      EXPECT_EQ(r.unprotect_faults, v <= 3 ? 2u : 0u) << "version " << v;
+      EXPECT_EQ(r.unprotected_ahead, v >= 3 ? 2u : 0u) << "version " << v;
+    }
+  }
+  munmap(raw, kLen + 2 * kHuge);
+}
 
 TEST(CowTracking, ChunksNotWhollyInProtectedPagesAreAlwaysCopied) {
   SKIP_WITHOUT_COW();

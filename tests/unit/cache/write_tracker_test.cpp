@@ -136,6 +136,55 @@ TEST(WriteTracker, TheBlocksWrittenInAGenerationAreKnown) {
   EXPECT_TRUE(written(2).empty());
 }
 
+// The blocks to un-protect ahead of a snapshot: those written in each of the two generations before it,
+// for at most `streak` snapshots in a row; and where a block's writes reached (the runs of pages of its
+// written chunks).
+TEST(WriteTracker, BlocksWrittenInTwoGenerationsInARowAreUnprotectedAheadForAStreak) {
+  WriteTracker t;
+  // One range of 8 blocks of 4 pages at stream offset 0 (a chunk is 4 pages: one chunk a block).
+  const uint64_t b0 = 0x400000;
+  t.start({{b0, b0 + 32 * kPage, 0}}, kChunk, 32 * kPage, 1, kChunk);
+  auto ahead = [&](uint64_t g, uint32_t streak) {
+    std::vector<uint64_t> out;
+    t.blocks_to_unprotect_ahead(g, streak, [&](size_t r, uint64_t a, uint64_t b) {
+      EXPECT_EQ(r, 0u);
+      EXPECT_EQ(b - a, kChunk);
+      out.push_back((a - b0) / kChunk);
+    });
+    return out;
+  };
+  auto write = [&](uint64_t block, uint64_t g) { t.note(0, b0 + block * kChunk + kPage, b0 + block * kChunk + 2 * kPage, g); };
+  write(2, 1);
+  write(5, 1);
+  write(2, 2);
+  EXPECT_EQ(ahead(3, 2), (std::vector<uint64_t>{2}));  // 5: written in 1 only
+  EXPECT_TRUE(ahead(3, 0).empty());                    // 0: never
+  t.note_ahead(0, b0 + 2 * kChunk, b0 + 3 * kChunk, 3);
+  EXPECT_TRUE(t.block_noted(0, b0 + 2 * kChunk, 3));
+  EXPECT_EQ(t.changed_since(3, 4), bits({0, 0, 1, 0, 0, 0, 0, 0}));  // noted written: copied next time
+  EXPECT_EQ(ahead(4, 2), (std::vector<uint64_t>{2}));
+  t.note_ahead(0, b0 + 2 * kChunk, b0 + 3 * kChunk, 4);
+  EXPECT_TRUE(ahead(5, 2).empty());                    // two in a row: its writes are seen in 5
+  EXPECT_EQ(ahead(5, 3), (std::vector<uint64_t>{2}));  // a longer streak goes on
+  write(2, 5);                                         // seen: it starts again
+  EXPECT_EQ(ahead(6, 2), (std::vector<uint64_t>{2}));
+  EXPECT_TRUE(ahead(7, 2).empty());                    // not written in 6
+
+  // Where block 6's writes reached: a chunk of the stream that straddles pages (the range starts 1000
+  // bytes into the stream), rounded out to pages; two runs, the second to the range's end.
+  WriteTracker u;
+  u.start({{b0, b0 + 16 * kPage, 1000}}, kChunk, 1000 + 16 * kPage, 1, 16 * kPage);
+  u.note(0, b0 + 4 * kPage, b0 + 4 * kPage + 1, 1);    // stream 1000 + 4 pages: chunk 1
+  u.note(0, b0 + 15 * kPage, b0 + 15 * kPage + 1, 1);  // chunk 3
+  std::vector<std::pair<uint64_t, uint64_t>> runs;
+  u.noted_runs(0, b0, b0 + 16 * kPage, 1, kPage, [&](uint64_t a, uint64_t b) { runs.emplace_back((a - b0) / kPage, (b - b0) / kPage); });
+  // Chunk 1: stream [4, 8) pages = addresses [4 pages - 1000, 8 pages - 1000): pages 3-7; chunk 3: pages 11-15.
+  EXPECT_EQ(runs, (std::vector<std::pair<uint64_t, uint64_t>>{{3, 8}, {11, 16}}));
+  runs.clear();
+  u.noted_runs(0, b0, b0 + 16 * kPage, 2, kPage, [&](uint64_t a, uint64_t b) { runs.emplace_back(a, b); });
+  EXPECT_TRUE(runs.empty());  // nothing since generation 2
+}
+
 TEST(WriteTracker, TheLayoutDecidesWhetherTrackingGoesOn) {
   WriteTracker t;
   std::vector<Watched> r{{0x100000, 0x140000, 0}, {0x200000, 0x210000, 0x40000}};
