@@ -82,6 +82,7 @@ __attribute__((noinline)) void write_tenth(uint8_t* state, uint64_t size, const 
 }
 
 enum class Writer { all, tenth };
+constexpr int kWarmVersions = 3;  // per session, before the timed ones (session())
 const char* writer_key(Writer w) { return w == Writer::all ? "all" : "10pct"; }
 
 std::string first_line_of(const char* path) {
@@ -128,7 +129,7 @@ struct ModeSamples {
   std::vector<double> huge_pct, huge_end_pct;  // one per session
   std::vector<double> pass, blocking, during, after;
   std::vector<double> window, lost, first_lost, waited, window_blocking;
-  std::vector<double> complete, own, pct, waits, wait_ms, unprot, unprot_ms, late;
+  std::vector<double> complete, own, pct, waits, wait_ms, unprot, unprot_ms, ahead, late;
   int cow_versions = 0, copy_versions = 0;
 };
 
@@ -156,6 +157,7 @@ struct ModeTimes {
   double fault_wait_ms = 0;    // cow: the fault handler's time on them
   double unprotect_faults = 0;  // cow, tracking: first writes to memory already in the slot, per version
   double unprotect_wait_ms = 0;  // and the handler's time on them (each is one un-protection)
+  double unprotected_ahead = 0;  // cow, tracking: blocks the copier un-protected as it copied them, per version
   double late_faults = 0;      // cow: writes the copier served for a late fault handler thread, per version
   // The window: `passes` passes of the writer right after cairn_checkpoint, then cairn_wait, against
   // the same passes without a checkpoint (alternating, same blocks); app_lost_ms the median difference.
@@ -195,6 +197,7 @@ ModeTimes summarize(const ModeSamples& s, Writer writer) {
   m.fault_wait_ms = median(s.wait_ms);
   m.unprotect_faults = median(s.unprot);
   m.unprotect_wait_ms = median(s.unprot_ms);
+  m.unprotected_ahead = median(s.ahead);
   m.late_faults = median(s.late);
   return m;
 }
@@ -280,6 +283,7 @@ class SnapshotBench {
       j[std::string("cow_fault_wait_") + w + "_ms"] = round3(t->fault_wait_ms);
       j[std::string("cow_unprotect_faults_") + w] = round3(t->unprotect_faults);
       j[std::string("cow_unprotect_wait_") + w + "_ms"] = round3(t->unprotect_wait_ms);
+      j[std::string("cow_unprotected_ahead_") + w] = round3(t->unprotected_ahead);
       j[std::string("cow_late_faults_") + w] = round3(t->late_faults);
     }
     j["state_huge_pages_copy_pct"] = round3(copy.huge_pct);
@@ -416,9 +420,9 @@ class SnapshotBench {
     }
   }
 
-  // One cairn session with snapshot = `mode`: L1 only (no L2, no flush), one slot. A warm-up version
-  // (and, with cow, the gathering of the state into huge pages that follows it), the writer's pass
-  // alone; with the full rewriter, per repetition: cairn_checkpoint, a pass right away, cairn_wait, and a
+  // One cairn session with snapshot = `mode`: L1 only (no L2, no flush), one slot. Three warm-up versions
+  // with a pass of the writer between them (and, with cow, the gathering of the state into huge pages
+  // that follows), the writer's pass alone; with the full rewriter, per repetition: cairn_checkpoint, a pass right away, cairn_wait, and a
   // pass once the version is through; then, for either writer, per repetition: a window of passes
   // without a checkpoint and the same window right after cairn_checkpoint, then cairn_wait. The window
   // lasts about 4 memcpys of the state (fixed by the writer's first session), which covers a version's
@@ -437,8 +441,14 @@ class SnapshotBench {
     session_.open("single", 0, [&] { CHECK_CAIRN(cairn_protect("state", state, size, CAIRN_BYTE)); });
     if (full && (incremental ? setenv("CAIRN_L1_INCREMENTAL", incremental->c_str(), 1) : unsetenv("CAIRN_L1_INCREMENTAL")) != 0)
       die("setenv: %s", strerror(errno));
-    CHECK_CAIRN(cairn_checkpoint());
-    CHECK_CAIRN(cairn_wait());
+    // The warm-up versions, the writer's pass between them: the timed versions are the writer's steady
+    // state, as in a run that checkpoints again and again (write tracking knows the blocks written
+    // between every two versions from the third on: architecture.md, "Un-protecting ahead").
+    for (int v = 0; v < kWarmVersions; ++v) {
+      if (v) timed_window(writer, state, size, 1);
+      CHECK_CAIRN(cairn_checkpoint());
+      CHECK_CAIRN(cairn_wait());
+    }
     s.huge_pct.push_back(max_over_ranks(settle_huge_pages(state, size)));
     std::vector<double> pass;
     for (int i = 0; i < 1 + o_.reps; ++i) {
@@ -479,7 +489,7 @@ class SnapshotBench {
     s.huge_end_pct.push_back(max_over_ranks(100.0 * static_cast<double>(std::min(huge_bytes(state, size), size)) /
                                             static_cast<double>(size)));
     std::string log = session_.close();
-    // rank 0's summary lines of the timed versions (2 ..): "(cow: P% write-protected, complete in X ms,
+    // rank 0's summary lines of the timed versions (after the warm-up): "(cow: P% write-protected, complete in X ms,
     // W writes waited T ms[, first writes un-protected: U in V ms])"; with copy the snapshot is complete
     // when cairn_checkpoint returns.
     std::istringstream in(log);
@@ -493,7 +503,7 @@ class SnapshotBench {
                  (is_auto || std::strcmp(mode, "copy") == 0 || line.find("copy-on-write") != std::string::npos);
         if (!chosen) die("snapshot = %s was not honoured: %s", mode, line.c_str());
       }
-      if (!number_after(line, "info: version ", &v) || v < 2) continue;
+      if (!number_after(line, "info: version ", &v) || v <= kWarmVersions) continue;
       if (number_after(line, "L1 copy ", &x)) s.own.push_back(x);
       auto at = line.find("complete in ");
       if (at == std::string::npos) {
@@ -509,6 +519,7 @@ class SnapshotBench {
       const bool any = u != std::string::npos;
       s.unprot.push_back(any && number_after(line, "first writes un-protected: ", &x) ? x : 0);
       s.unprot_ms.push_back(any && number_after(line.substr(u), " in ", &x) ? x : 0);
+      s.ahead.push_back(number_after(line, "blocks un-protected ahead: ", &x) ? x : 0);
       s.late.push_back(number_after(line, "served by the copier: ", &x) ? x : 0);
     }
     s.cow_versions += cow_versions;

@@ -63,10 +63,11 @@ void print_snapshot_table(const json& out) {
              s[k + "_bytes"].get<double>() / (1 << 20), s[k + "_helper_ms"].get<double>());
     }
     for (const char* w : {"all", "10pct"})
-      printf("  %-28s %10.2f ms waiting for copies   %.0f first writes un-protected in %.2f ms   %.0f served by the copier   (per version)\n",
+      printf("  %-28s %10.2f ms waiting for copies   %.0f first writes un-protected in %.2f ms   %.0f blocks un-protected ahead   %.0f served by the copier   (per version)\n",
              (std::string("cow fault handler, ") + w).c_str(), s["cow_fault_wait_" + std::string(w) + "_ms"].get<double>(),
              s["cow_unprotect_faults_" + std::string(w)].get<double>(),
-             s["cow_unprotect_wait_" + std::string(w) + "_ms"].get<double>(), s["cow_late_faults_" + std::string(w)].get<double>());
+             s["cow_unprotect_wait_" + std::string(w) + "_ms"].get<double>(), s.value("cow_unprotected_ahead_" + std::string(w), 0.0),
+             s["cow_late_faults_" + std::string(w)].get<double>());
     for (const auto& [name, t] : s["targets"].items()) {
       if (t["ratio"].is_null()) {
         printf("  target %-22s %-55s %s (%s)\n", name.c_str(), t["what"].get<std::string>().c_str(), "no ratio",
