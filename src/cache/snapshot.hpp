@@ -52,8 +52,8 @@ struct SnapshotReport {
   // handler's time on them.
   uint64_t unprotect_faults = 0;
   double unprotect_wait_seconds = 0;
-  // cow tracking writes: blocks of this snapshot that the copier un-protected as soon as it had copied
-  // them, noted written before a write (CowOptions::unprotect_ahead).
+  // cow tracking writes: blocks of this snapshot un-protected as soon as they were copied (by the copier
+  // or the fault handler), noted written before a write (CowOptions::unprotect_ahead).
   uint64_t unprotected_ahead = 0;
   // cow: writes that the copier served because the fault handler thread had not read them from the
   // descriptor within kLateSeconds (a handler queued behind the copier), from the previous snapshot's

@@ -227,12 +227,20 @@ void CowSnapshotter::copy_all() {
 // Tracking writes, the blocks written between each of the last snapshots (ahead_): each copied, then
 // un-protected and noted written before the application writes it again, so that its next write waits
 // for nothing. One block at a time: a writer close behind meets each block as soon as it can.
+// The lock is tried, as in serve_waiting_writers: while the fault handler holds it, the blocks copied
+// wait (a few at most) for the next block's turn rather than the copier for the handler.
 void CowSnapshotter::copy_ahead() {
-  for (const Ahead& h : ahead_) {
+  constexpr size_t kWaiting = 8;
+  size_t waiting[kWaiting], n = 0;
+  for (size_t k = 0; k < ahead_.size(); ++k) {
     uint64_t copied = 0;
-    copy_block(h.a, false, &copied);
-    std::lock_guard<std::mutex> hl(handler_mu_);
-    unprotect_ahead(h);
+    copy_block(ahead_[k].a, false, &copied);
+    waiting[n++] = k;
+    std::unique_lock<std::mutex> hl(handler_mu_, std::try_to_lock);
+    if (!hl.owns_lock() && n < kWaiting && k + 1 < ahead_.size()) continue;
+    if (!hl.owns_lock()) hl.lock();
+    for (size_t i = 0; i < n; ++i) unprotect_ahead(ahead_[waiting[i]]);
+    n = 0;
     finish_releases();  // the writers woken, and any fault an un-protection's drain read meanwhile
   }
 }
@@ -275,13 +283,16 @@ void CowSnapshotter::unprotect_ahead(const Ahead& h) {
   if (any) ahead_blocks_.fetch_add(1, std::memory_order_relaxed);
 }
 
-// The fault handler, a writer served at `addr` of tracked_[t]: the next block of ahead_ above it --
-// where that writer, sweeping its part of the state, goes next -- copied if still pending, and
-// un-protected ahead, so that the writer waits there for nothing (the caller holds handler_mu_).
+// The fault handler, a writer served at `addr` of tracked_[t] and let go, no other write waiting: the
+// next block of ahead_ above it in the same range -- where that writer, sweeping its part of the state,
+// goes next -- copied if still pending, and un-protected ahead, so that the writer waits there for
+// nothing (the caller holds handler_mu_).
 void CowSnapshotter::copy_next_ahead(size_t t, uint64_t addr) {
   auto it = std::upper_bound(ahead_.begin(), ahead_.end(), std::make_pair(t, addr),
                              [](const std::pair<size_t, uint64_t>& k, const Ahead& h) { return k < std::make_pair(h.t, h.a); });
-  if (it == ahead_.end()) return;
+  if (it == ahead_.end() || it->t != t) return;
+  pollfd fd{uffd_.fd(), POLLIN, 0};
+  if (poll(&fd, 1, 0) == 1 && (fd.revents & POLLIN)) return;  // another write waits: it goes first
   uint64_t copied = 0;
   copy_block(it->a, true, &copied);
   fault_bytes_.fetch_add(copied, std::memory_order_relaxed);
@@ -425,7 +436,7 @@ void CowSnapshotter::serve_fault(uint64_t addr) {
     releases_[releases_n_++] = writer;
   else
     while (!released && !(released = release_if_copied(writer))) std::this_thread::sleep_for(std::chrono::microseconds(20));
-  if (!ahead_.empty()) copy_next_ahead(t, addr);
+  if (released && releases_n_ == 0 && stashed_ == 0 && !ahead_.empty()) copy_next_ahead(t, addr);
 }
 
 // Lets the writer go if its pages are all done: its range noted, then un-protected (the caller holds

@@ -126,6 +126,11 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
   }
   std::vector<uint8_t> changed;  // the chunks to copy, when known (empty: all)
   uint64_t G = 0;
+  uint64_t blocks = 0;  // at most one ahead_ entry each, reserved before handler_mu_ is taken
+  for (const auto& p : protect)
+    blocks += (p.end - (p.start & ~(opt_.fault_block - 1)) + opt_.fault_block - 1) / opt_.fault_block;
+  ahead_.clear();
+  if (go_on) ahead_.reserve(blocks);
   {
     std::lock_guard<std::mutex> hl(handler_mu_);
     tracked_.clear();
@@ -159,7 +164,6 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
     }
     tracking_ = track;
     if (go_on && previous.size() == n) changed = tracker_.changed_since(previous_gen, G);
-    ahead_.clear();
     ahead_blocks_ = 0;
     if (go_on)
       tracker_.blocks_to_unprotect_ahead(G, opt_.unprotect_ahead, [&](size_t r, uint64_t a, uint64_t b) { ahead_.push_back({r, a, b}); });

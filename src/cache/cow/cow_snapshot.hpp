@@ -22,9 +22,10 @@
 // Write tracking (CowOptions::track_writes): after a snapshot the protected ranges stay registered and
 // write-protected; the first write to a block of them is noted per chunk of the stream (set_chunking) and
 // un-protects the block (with huge pages, from the written page up; a second write, the rest of it), or
-// the copier does so as soon as it has copied a block written between each of the last snapshots
-// (CowOptions::unprotect_ahead), noting it written before any write: the application that writes the
-// same part of its state between checkpoints then waits for no un-protection. The
+// the snapshotter's threads do so as soon as a snapshot has copied a block written in each of the two
+// generations before it (CowOptions::unprotect_ahead), noting it written before any write: the
+// application that writes the same part of its state between checkpoints then waits for no
+// un-protection. The
 // next begin() given set_previous(hashes, g) for a slot that holds snapshot g of this snapshotter
 // protects again only the blocks written since the last snapshot, and copies only the chunks written
 // since snapshot g, and of those only their pages in blocks written since (a chunk that straddles a
@@ -56,10 +57,11 @@ struct CowOptions {
   bool huge_pages = true;
   // Keep the ranges protected between snapshots and note which chunks were written (above).
   bool track_writes = true;
-  // Tracking writes: a block written between each of the last three snapshots is un-protected by the
-  // copier as soon as it is copied, and noted written, instead of when the application's next write to
-  // it waits for the fault handler -- for at most this many snapshots in a row, after which its writes
-  // are seen again (a block the application has left then stops being copied). 0: never.
+  // Tracking writes: a block noted written in each of the two generations before a snapshot is
+  // un-protected as soon as it is copied (by the copier, or by the fault handler for the block above a
+  // writer it served), and noted written, instead of when the application's next write to it waits for
+  // the fault handler -- for at most this many snapshots in a row, after which its writes are seen
+  // again (a block the application has left then stops being copied). 0: never.
   uint32_t unprotect_ahead = 8;
 };
 
