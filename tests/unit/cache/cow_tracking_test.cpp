@@ -248,18 +248,38 @@ TEST(CowTracking, TheEndOfTrackingGathersTheBlocksItSplitBackIntoHugePages) {
   munmap(raw, kLen + kHuge);
 }
 
+// `len` bytes `offset` past a 2 MiB boundary of a fresh private mapping, each byte fill(i); unmapped
+// when it goes (declare it before the snapshotter, which must end first).
+struct PastABoundary {
+  static constexpr uint64_t kHuge = 2 << 20;
+  void* raw = MAP_FAILED;
+  uint64_t len;
+  uint8_t* p = nullptr;       // the boundary
+  uint8_t* region = nullptr;  // p + offset
+  PastABoundary(uint64_t n, uint64_t offset, uint8_t (*fill)(uint64_t)) : len(n) {
+    raw = mmap(nullptr, len + 2 * kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(raw, MAP_FAILED);
+    if (raw == MAP_FAILED) return;
+    p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1));
+    region = p + offset;
+    for (uint64_t i = 0; i < len; ++i) region[i] = fill(i);
+  }
+  ~PastABoundary() {
+    if (raw != MAP_FAILED) munmap(raw, len + 2 * kHuge);
+  }
+};
+
 // With huge pages a write un-protects its whole 2 MiB block, and every chunk with a byte in that block
 // counts as changed. A region that is not aligned to the blocks has chunks that straddle two of them: such
 // a chunk is copied only in the block that was written; its part in the other stays in the slot.
 TEST(CowTracking, AChangedChunkIsCopiedOnlyInTheBlocksWrittenSince) {
   SKIP_WITHOUT_COW();
   if (!cow::thp_allowed()) GTEST_SKIP() << "transparent huge pages are \"never\" here";
-  constexpr uint64_t kHuge = 2 << 20, kLen = 6 * kChunk;
-  void* raw = mmap(nullptr, kLen + 2 * kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(raw, MAP_FAILED);
-  auto* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1));
-  uint8_t* region = p + 4096;  // a page into block 0: the chunks straddle the blocks
-  for (uint64_t i = 0; i < kLen; ++i) region[i] = static_cast<uint8_t>(i * 7 + (i >> 13));
+  constexpr uint64_t kHuge = PastABoundary::kHuge, kLen = 6 * kChunk;
+  // A page into block 0: the chunks straddle the blocks.
+  PastABoundary mem(kLen, 4096, [](uint64_t i) { return static_cast<uint8_t>(i * 7 + (i >> 13)); });
+  ASSERT_NE(mem.region, nullptr);
+  uint8_t *p = mem.p, *region = mem.region;
   {
     auto s = tracking_cow(kHuge, true);
     const std::vector<SnapshotRegion> regions{{"state", region, kLen, 0}};
@@ -284,7 +304,6 @@ TEST(CowTracking, AChangedChunkIsCopiedOnlyInTheBlocksWrittenSince) {
     EXPECT_EQ(r3.protected_bytes, kHuge + 4096);
     EXPECT_TRUE(b == want3);
   }
-  munmap(raw, kLen + 2 * kHuge);
 }
 
 // With huge pages, the first write to a block in a generation lifts its protection from the written page
@@ -295,12 +314,11 @@ TEST(CowTracking, AChangedChunkIsCopiedOnlyInTheBlocksWrittenSince) {
 TEST(CowTracking, AWriteAboveABlocksFirstPageLiftsItsProtectionFromThatPageUp) {
   SKIP_WITHOUT_COW();
   if (!cow::thp_allowed()) GTEST_SKIP() << "transparent huge pages are \"never\" here";
-  constexpr uint64_t kHuge = 2 << 20, kLen = 6 * kChunk, kPage = 4096;
-  void* raw = mmap(nullptr, kLen + 2 * kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(raw, MAP_FAILED);
-  auto* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1));
-  uint8_t* region = p + kHuge - kPage;  // stream byte 0 is huge page 0's last page
-  for (uint64_t i = 0; i < kLen; ++i) region[i] = static_cast<uint8_t>(i * 5 + (i >> 12));
+  constexpr uint64_t kHuge = PastABoundary::kHuge, kLen = 6 * kChunk, kPage = 4096;
+  // Stream byte 0 is huge page 0's last page.
+  PastABoundary mem(kLen, kHuge - kPage, [](uint64_t i) { return static_cast<uint8_t>(i * 5 + (i >> 12)); });
+  ASSERT_NE(mem.region, nullptr);
+  uint8_t* region = mem.region;
   {
     auto s = tracking_cow(kHuge, true);
     const std::vector<SnapshotRegion> regions{{"state", region, kLen, 0}};
@@ -328,7 +346,6 @@ TEST(CowTracking, AWriteAboveABlocksFirstPageLiftsItsProtectionFromThatPageUp) {
     EXPECT_EQ(changed_chunks(r3), (std::set<size_t>{0, 1, 2}));
     EXPECT_TRUE(b == want3);
   }
-  munmap(raw, kLen + 2 * kHuge);
 }
 
 class CowTrackingBlocks : public ::testing::TestWithParam<bool> {};
@@ -477,12 +494,11 @@ TEST(CowTracking, TheBlockAheadOfAWriterIsUnprotectedAheadByTheFaultHandlerToo) 
 TEST(CowTracking, UnprotectingAheadLiftsWhatTheWritesLiftedAndNoMore) {
   SKIP_WITHOUT_COW();
   if (!cow::thp_allowed()) GTEST_SKIP() << "transparent huge pages are \"never\" here";
-  constexpr uint64_t kHuge = 2 << 20, kLen = 6 * kChunk, kPage = 4096;
-  void* raw = mmap(nullptr, kLen + 2 * kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(raw, MAP_FAILED);
-  auto* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1));
-  uint8_t* region = p + kHuge - kPage;  // stream byte 0 is huge page 0's last page
-  for (uint64_t i = 0; i < kLen; ++i) region[i] = static_cast<uint8_t>(i * 5 + (i >> 12));
+  constexpr uint64_t kHuge = PastABoundary::kHuge, kLen = 6 * kChunk, kPage = 4096;
+  // Stream byte 0 is huge page 0's last page.
+  PastABoundary mem(kLen, kHuge - kPage, [](uint64_t i) { return static_cast<uint8_t>(i * 5 + (i >> 12)); });
+  ASSERT_NE(mem.region, nullptr);
+  uint8_t* region = mem.region;
   {
     auto s = tracking_cow(kHuge, true, 8);
     const std::vector<SnapshotRegion> regions{{"state", region, kLen, 0}};
@@ -502,7 +518,6 @@ TEST(CowTracking, UnprotectingAheadLiftsWhatTheWritesLiftedAndNoMore) {
       EXPECT_EQ(r.unprotected_ahead, v >= 3 ? 2u : 0u) << "version " << v;
     }
   }
-  munmap(raw, kLen + 2 * kHuge);
 }
 
 TEST(CowTracking, ChunksNotWhollyInProtectedPagesAreAlwaysCopied) {
