@@ -100,12 +100,14 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
     watched.push_back({p.start, p.end, regions[p.region].offset + (p.start - reinterpret_cast<uint64_t>(regions[p.region].src))});
   const uint64_t n = chunk_size_ && stream_len_ ? (stream_len_ + chunk_size_ - 1) / chunk_size_ : 0;
   bool go_on = false;
+  uint64_t tracked_blocks = 0;
   if (tracking_) {
     {
       // What the descriptor holds now is noted first (an unmap reported ends the tracking).
       std::lock_guard<std::mutex> hl(handler_mu_);
       handle_pending();
       go_on = !track_broken_ && tracker_.same_layout(watched, chunk_size_, stream_len_);
+      tracked_blocks = tracker_.blocks();
     }
     if (!go_on) stop_tracking();
   }
@@ -126,11 +128,8 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
   }
   std::vector<uint8_t> changed;  // the chunks to copy, when known (empty: all)
   uint64_t G = 0;
-  uint64_t blocks = 0;  // at most one ahead_ entry each, reserved before handler_mu_ is taken
-  for (const auto& p : protect)
-    blocks += (p.end - (p.start & ~(opt_.fault_block - 1)) + opt_.fault_block - 1) / opt_.fault_block;
   ahead_.clear();
-  if (go_on) ahead_.reserve(blocks);
+  if (go_on) ahead_.reserve(tracked_blocks);  // at most one entry a block, before handler_mu_ is taken
   {
     std::lock_guard<std::mutex> hl(handler_mu_);
     tracked_.clear();

@@ -41,6 +41,7 @@ class WriteTracker {
   }
   const std::vector<Watched>& ranges() const { return ranges_; }
   uint64_t chunks() const { return written_.size(); }
+  uint64_t blocks() const { return first_block_.empty() ? 0 : first_block_.back(); }  // of every range (start's `block`)
   uint64_t chunk_len(uint64_t c) const { return c + 1 < chunks() ? chunk_size_ : len_ - c * chunk_size_; }
 
   // A write to [a, b) of ranges()[r] (addresses) in generation `generation`: every chunk and block it
