@@ -264,6 +264,8 @@ struct PastABoundary {
     region = p + offset;
     for (uint64_t i = 0; i < len; ++i) region[i] = fill(i);
   }
+  PastABoundary(const PastABoundary&) = delete;  // owns the mapping
+  PastABoundary& operator=(const PastABoundary&) = delete;
   ~PastABoundary() {
     if (raw != MAP_FAILED) munmap(raw, len + 2 * kHuge);
   }
