@@ -1,8 +1,10 @@
 // The shared harness of cairn-bench (bench.hpp).
 #include "bench.hpp"
+#include <dirent.h>
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -158,6 +160,18 @@ const char* fs_type_name(const std::string& path) {
   return "other";
 }
 
+long cache_page_bytes(const std::string& dir) {
+  std::string path = dir + "/.cairn-bench-pagesize-XXXXXX";
+  int fd = mkstemp(path.data());
+  if (fd < 0) return 0;
+  unlink(path.c_str());
+  struct stat st {};
+  // 4 MiB: huge=within_size hands out huge pages only to a file at least that large.
+  long page = ftruncate(fd, 4 << 20) == 0 && fstat(fd, &st) == 0 ? static_cast<long>(st.st_blksize) : 0;
+  close(fd);
+  return page;
+}
+
 std::string utc_now() {
   time_t t = time(nullptr);
   struct tm tm {};
@@ -186,6 +200,37 @@ std::string cpu_model() {
   return "unknown";
 }
 
+namespace {
+std::string read_word(const std::string& path) {
+  std::ifstream in(path);
+  std::string w;
+  in >> w;
+  return w;
+}
+}  // namespace
+
+// Whether a virtio balloon device offers free page reporting (feature bit 5): the guest then hands memory
+// that has been free for about two seconds back to the host, and the next first touch of it waits for the
+// host (docs/performance.md, "The first touch of memory on a guest that reports free pages"). With the
+// smallest block it reports (page_reporting_order, in pages), where the kernel has the module.
+json free_page_reporting() {
+  json j = {{"enabled", false}};
+  const std::string base = "/sys/bus/virtio/devices";
+  if (DIR* d = opendir(base.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      const std::string dev = base + "/" + e->d_name;
+      if (read_word(dev + "/device") != "0x0005") continue;
+      const std::string features = read_word(dev + "/features");
+      j["enabled"] = features.size() > 5 && features[5] == '1';
+    }
+    closedir(d);
+  }
+  const std::string order = read_word("/sys/module/page_reporting/parameters/page_reporting_order");
+  if (!order.empty()) j["order"] = atoi(order.c_str());
+  return j;
+}
+
 json machine_info(double load_start, int ranks) {
   json j;
   j["date"] = utc_now();
@@ -197,6 +242,7 @@ json machine_info(double load_start, int ranks) {
   j["loadavg_1m_start"] = round3(load_start);
   j["loadavg_1m_end"] = round3(loadavg_1m());
   j["ranks"] = ranks;
+  j["free_page_reporting"] = free_page_reporting();
   return j;
 }
 

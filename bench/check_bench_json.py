@@ -6,7 +6,9 @@ and a positive number, every target has a ratio and a pass/fail, the library's o
 the job history) are in `stages`, rank 0's first checkpoints are split into the copy and the rest
 (`targets.l1_checkpoint_first.rank0_split`, one of each per warm-up checkpoint), an incremental version's
 bytes at every level follow from the share of the state rewritten (`incremental_version`, the job's own
-counts), and the run's work and cache directories are gone afterwards.
+counts), and the run's work and cache directories are gone afterwards. Every mode but --service says
+whether the guest hands free memory back to its host (`run.free_page_reporting`) and, where it uses the
+cache, the page size of cache_dir (`run.cache_page_bytes`).
 
 With --snapshot in the command line the object is the copy-against-copy-on-write report: per size in
 --size, memcpy, the blocking and completion times of both snapshot modes, the writing loop's slowdowns,
@@ -37,6 +39,7 @@ FIGURES = [
     "restart_l1_gbps", "restart_l2_gbps", "restart_l3_gbps", "l3_flush_back_to_back_gbps",
     "slot_read_gbps", "restart_l1_call_alone_gbps", "l1_checkpoint_first_gbps", "mpi_exchange_gbps",
     "slot_prepare_gbps", "slot_first_write_gbps", "l1_checkpoint_very_first_gbps", "copy_exchange_gbps",
+    "slot_prepare_fresh_gbps",
 ]
 # The library's own timings per measurement, from the job history (docs/performance.md).
 STAGES = {"l1": ["copy_ms", "seal_ms"], "l2_xor": ["copy_ms", "seal_ms", "l2_ms"], "l3": ["copy_ms", "seal_ms", "l3_ms"],
@@ -55,6 +58,20 @@ def fail(msg, out=""):
 
 def positive(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+
+
+def check_machine(run, has_cache, out):
+    """What every report says of the machine: whether the guest hands free memory back to its host, and,
+    where the mode uses the cache, the page size a slot-sized file in cache_dir gets (4 KiB or more, a
+    power of two)."""
+    fpr = run.get("free_page_reporting")
+    if not isinstance(fpr, dict) or not isinstance(fpr.get("enabled"), bool) or \
+            ("order" in fpr and not isinstance(fpr["order"], int)):
+        fail("run.free_page_reporting is %r" % fpr, out)
+    if has_cache:
+        page = run.get("cache_page_bytes")
+        if not isinstance(page, int) or page < 4096 or page & (page - 1):
+            fail("run.cache_page_bytes is %r" % page, out)
 
 
 def check_target(targets, t, out):
@@ -84,6 +101,9 @@ def check_default(data, out):
             fail("targets.%s: copy_exchange_bound / ratio_vs_copy_exchange missing: %r" % (t, targets[t]), out)
     if not positive(data.get("ratios", {}).get("restart_l3_vs_raw_read")):
         fail("ratios.restart_l3_vs_raw_read is %r" % data.get("ratios"), out)
+    for key in ("ratio_vs_slot_first_write", "ratio_vs_slot_prepare_fresh"):
+        if not positive(targets["l1_checkpoint_first"].get(key)):
+            fail("targets.l1_checkpoint_first.%s is %r" % (key, targets["l1_checkpoint_first"].get(key)), out)
     split = targets["l1_checkpoint_first"].get("rank0_split")
     cache_versions = data.get("run", {}).get("cache_versions")
     if not isinstance(split, dict) or not isinstance(cache_versions, int):
@@ -523,6 +543,8 @@ def main():
         if data.get("run", {}).get("snapshot") != os.environ.get("CAIRN_SNAPSHOT", "copy"):
             fail("run.snapshot is %r" % data.get("run", {}).get("snapshot"), out)
     run = data.get("run", {})
+    if "--service" not in args:  # the service's report carries its own, shorter run object
+        check_machine(run, "cache_fs" in run, out)
     for key in ("work_dir",) if "--service" in args else ("work_dir", "cache_job_dir"):
         path = run.get(key)
         if not path:

@@ -20,6 +20,7 @@ struct LevelFigures {
   double memcpy_s = 0, memcpy_all_s = 0, l1_s = 0, isal_s = 0, rs_s = 0, raw_write_s = 0, raw_read_s = 0, l3_s = 0;
   double restart_l1_s = 0, restart_l2_s = 0, restart_l3_s = 0, slot_read_s = 0, l1_first_s = 0;
   double slot_first_write_s = 0;  // the first write of populated, never written slot pages (bench_memcpy)
+  double slot_prepare_fresh_s = 0;  // every rank preparing a slot from memory free for a while (bench_memcpy)
   double l3_back_to_back_s = 0;
   double mpi_exchange_s = 0;             // bench_mpi_exchange: the L2 schemes' limit
   double copy_exchange_s = 0;            // bench_copy_exchange: a copy and the exchange by one thread per rank

@@ -35,6 +35,7 @@ json run_info(const Options& o, const JobInfo& job, const LevelFigures& f) {
   j["statistic"] = "median of reps; per-rank bytes / slowest rank's time; GB/s = 1e9 bytes/s";
   j["cache_dir"] = o.cache_dir;
   j["cache_fs"] = fs_type_name(o.cache_dir);
+  j["cache_page_bytes"] = cache_page_bytes(o.cache_dir);
   j["prefix"] = f.prefix;
   j["prefix_fs"] = fs_type_name(f.dir);
   j["job"] = o.child_job;
@@ -60,7 +61,8 @@ void print_table(const Options& o, const LevelFigures& f, const json& out) {
          o.reps);
   printf("load average %.2f at start, %.2f at end\n", run["loadavg_1m_start"].get<double>(),
          run["loadavg_1m_end"].get<double>());
-  printf("cache %s (%s), prefix %s (%s)\n\n", o.cache_dir.c_str(), run["cache_fs"].get<std::string>().c_str(),
+  printf("cache %s (%s, %ld KiB pages), prefix %s (%s)\n\n", o.cache_dir.c_str(), run["cache_fs"].get<std::string>().c_str(),
+         run["cache_page_bytes"].get<long>() / 1024,
          f.prefix.c_str(), run["prefix_fs"].get<std::string>().c_str());
   auto row = [&](const char* label, const char* key) {
     const json& v = out.contains(key) ? out[key] : json(nullptr);
@@ -152,6 +154,10 @@ void report_levels(const Options& o, const JobInfo& job, const LevelFigures& f) 
   // preparation (populating) does not make that write cheap: without a target, for the analysis.
   targets["l1_checkpoint_first"]["ratio_vs_slot_first_write"] =
       f.l1_first_s > 0 && f.slot_first_write_s > 0 ? round3(f.slot_first_write_s / f.l1_first_s) : json(nullptr);
+  // And against preparing one slot, every rank at once, from memory that was free for a while: where
+  // that is slower than the compute before the first checkpoint, the first checkpoint waits for it.
+  targets["l1_checkpoint_first"]["ratio_vs_slot_prepare_fresh"] =
+      f.l1_first_s > 0 && f.slot_prepare_fresh_s > 0 ? round3(f.slot_prepare_fresh_s / f.l1_first_s) : json(nullptr);
   targets["l1_checkpoint_first"]["rank0_split"] = f.l1_first_split;
   // An incremental version's L1 + L2 + L3 bytes over every rank against the full version's (bench phase
   // "incremental"), per scheme; absent where the phase did not run.

@@ -295,6 +295,7 @@ int report_restart_after_loss(const Options& o, const std::string& dir, const st
   run["relaunched_jobs"] = 2 * o.reps;
   run["cache_dir"] = o.cache_dir;
   run["cache_fs"] = fs_type_name(o.cache_dir);
+  run["cache_page_bytes"] = cache_page_bytes(o.cache_dir);
   run["prefix_fs"] = fs_type_name(dir);
   run["work_dir"] = dir;
   run["cache_job_dir"] = cache_job;

@@ -662,6 +662,7 @@ class SnapshotBench {
     j["statistic"] = "median of the repetitions of every session of a mode and writer (reps x rounds) of the slowest rank's time; complete and waits from rank 0's log";
     j["cache_dir"] = o_.cache_dir;
     j["cache_fs"] = fs_type_name(o_.cache_dir);
+    j["cache_page_bytes"] = cache_page_bytes(o_.cache_dir);
     j["work_dir"] = session_.dir();
     j["cache_job_dir"] = session_.cache_job();
     j["config"] = "redundancy = single, flush_every = 0, cache_versions = 1 (L1 only)";
