@@ -22,7 +22,9 @@ const std::vector<Knob>& knobs() {
        .description = "Base directory of the node-local level-1 cache (a subdirectory per job and "
                       "node). It must be local to the node and fast. /dev/shm is memory and counts "
                       "against the job's memory; use a node-local SSD (e.g. /tmp or $TMPDIR) when "
-                      "memory is tight."},
+                      "memory is tight. A tmpfs mounted with huge=within_size (2 MiB pages) is faster "
+                      "than /dev/shm's 4 KiB pages for the checkpoint, the restart and copy-on-write "
+                      "(docs/performance.md, \"The cache on huge pages\")."},
       {.name = "cache_versions", .kind = Kind::integer, .member = &Config::cache_versions,
        .default_text = "2", .min = 1, .max = 64,
        .description = "Checkpoint versions kept in each node's level-1 cache. Each costs one copy of "
