@@ -83,6 +83,7 @@ const char* fs_type_name(const std::string& path);  // "tmpfs", "ext4", ...
 // The page size a slot-sized file in dir gets, as its st_blksize says (2 MiB on a tmpfs mounted with
 // huge=always or huge=within_size, the size the library also looks at: map_to_read); 0 when unknown.
 long cache_page_bytes(const std::string& dir);
+std::string page_size_text(long page_bytes);  // "4 KiB pages", "2048 KiB pages", "page size unknown"
 std::string utc_now();                              // 2026-11-24T10:15:01Z
 double loadavg_1m();                                // other work on the machine makes every figure lower
 std::string cpu_model();

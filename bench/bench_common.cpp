@@ -1,7 +1,7 @@
 // The shared harness of cairn-bench (bench.hpp).
 #include "bench.hpp"
-#include <dirent.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -172,6 +172,10 @@ long cache_page_bytes(const std::string& dir) {
   return page;
 }
 
+std::string page_size_text(long page_bytes) {
+  return page_bytes > 0 ? std::to_string(page_bytes / 1024) + " KiB pages" : "page size unknown";
+}
+
 std::string utc_now() {
   time_t t = time(nullptr);
   struct tm tm {};
@@ -211,7 +215,7 @@ std::string read_word(const std::string& path) {
 
 // Whether a virtio balloon device offers free page reporting (feature bit 5): the guest then hands memory
 // that has been free for about two seconds back to the host, and the next first touch of it waits for the
-// host (docs/performance.md, "The first touch of memory on a guest that reports free pages"). With the
+// host (docs/performance.md, "The cache on huge pages", free page reporting). With the
 // smallest block it reports (page_reporting_order, in pages), where the kernel has the module.
 json free_page_reporting() {
   json j = {{"enabled", false}};

@@ -213,9 +213,9 @@ class LevelBench {
     // Every rank at once preparing a slot as the cache does, after kIdleBeforeFresh seconds in which no
     // rank touched new memory: the pages then come from memory that was free for a while, as a job's first
     // slots' do. Where the machine hands such memory back to the host (a guest with free page reporting:
-    // run.page_reporting) its first touch waits for the host, and slot_prepare_gbps, measured on pages
-    // rank 0 had just freed, does not show it. slot_prepare_fresh_gbps is the bound of the first
-    // checkpoints there (targets.l1_checkpoint_first.ratio_vs_slot_prepare_fresh).
+    // run.free_page_reporting) its first touch waits for the host, and slot_prepare_gbps, measured on
+    // pages rank 0 had just freed, does not show it. There slot_prepare_fresh_gbps bounds the first
+    // checkpoints, with slot_first_write_gbps (targets.l1_checkpoint_first.ratio_vs_slot_prepare_fresh).
     barrier();
     std::this_thread::sleep_for(std::chrono::duration<double>(kIdleBeforeFresh));
     barrier();

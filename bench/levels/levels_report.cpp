@@ -61,8 +61,8 @@ void print_table(const Options& o, const LevelFigures& f, const json& out) {
          o.reps);
   printf("load average %.2f at start, %.2f at end\n", run["loadavg_1m_start"].get<double>(),
          run["loadavg_1m_end"].get<double>());
-  printf("cache %s (%s, %ld KiB pages), prefix %s (%s)\n\n", o.cache_dir.c_str(), run["cache_fs"].get<std::string>().c_str(),
-         run["cache_page_bytes"].get<long>() / 1024,
+  printf("cache %s (%s, %s), prefix %s (%s)\n\n", o.cache_dir.c_str(), run["cache_fs"].get<std::string>().c_str(),
+         page_size_text(run["cache_page_bytes"].get<long>()).c_str(),
          f.prefix.c_str(), run["prefix_fs"].get<std::string>().c_str());
   auto row = [&](const char* label, const char* key) {
     const json& v = out.contains(key) ? out[key] : json(nullptr);

@@ -15,8 +15,8 @@ void print_snapshot_table(const json& out) {
          run["cores_online"].get<long long>(), run["kernel"].get<std::string>().c_str(), run["ranks"].get<int>(),
          run["cpus_per_rank"].empty() ? "?" : std::to_string(run["cpus_per_rank"][0].get<int>()).c_str(),
          run["reps"].get<int>(), run["rounds"].get<int>(), run["loadavg_1m_start"].get<double>(), run["loadavg_1m_end"].get<double>());
-  printf("cache %s (%s, %ld KiB pages)\n", run["cache_dir"].get<std::string>().c_str(),
-         run["cache_fs"].get<std::string>().c_str(), run["cache_page_bytes"].get<long>() / 1024);
+  printf("cache %s (%s, %s)\n", run["cache_dir"].get<std::string>().c_str(),
+         run["cache_fs"].get<std::string>().c_str(), page_size_text(run["cache_page_bytes"].get<long>()).c_str());
   for (const json& s : out["sizes"]) {
     printf("\n%.0f MiB per rank\n", s["size_bytes"].get<double>() / (1 << 20));
     printf("  %-28s %10.2f ms\n", "memcpy", s["memcpy_ms"].get<double>());
