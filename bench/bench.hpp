@@ -87,6 +87,7 @@ std::string page_size_text(long page_bytes);  // "4 KiB pages", "2048 KiB pages"
 std::string utc_now();                              // 2026-11-24T10:15:01Z
 double loadavg_1m();                                // other work on the machine makes every figure lower
 std::string cpu_model();
+std::string first_line_of(const std::string& path);  // "" when it cannot be read (a /proc or /sys file)
 // The head of a report's "run" object: date (now), host, cpu, cores, the load at the start and now, ranks.
 json machine_info(double load_start, int ranks);
 

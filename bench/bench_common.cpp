@@ -204,14 +204,12 @@ std::string cpu_model() {
   return "unknown";
 }
 
-namespace {
-std::string read_word(const std::string& path) {
+std::string first_line_of(const std::string& path) {
   std::ifstream in(path);
-  std::string w;
-  in >> w;
-  return w;
+  std::string line;
+  std::getline(in, line);
+  return line;
 }
-}  // namespace
 
 // Whether a virtio balloon device offers free page reporting (feature bit 5): the guest then hands memory
 // that has been free for about two seconds back to the host, and the next first touch of it waits for the
@@ -224,13 +222,13 @@ json free_page_reporting() {
     while (dirent* e = readdir(d)) {
       if (e->d_name[0] == '.') continue;
       const std::string dev = base + "/" + e->d_name;
-      if (read_word(dev + "/device") != "0x0005") continue;
-      const std::string features = read_word(dev + "/features");
+      if (first_line_of(dev + "/device") != "0x0005") continue;
+      const std::string features = first_line_of(dev + "/features");
       j["enabled"] = features.size() > 5 && features[5] == '1';
     }
     closedir(d);
   }
-  const std::string order = read_word("/sys/module/page_reporting/parameters/page_reporting_order");
+  const std::string order = first_line_of("/sys/module/page_reporting/parameters/page_reporting_order");
   if (!order.empty()) j["order"] = atoi(order.c_str());
   return j;
 }

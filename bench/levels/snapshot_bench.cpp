@@ -85,13 +85,6 @@ enum class Writer { all, tenth };
 constexpr int kWarmVersions = 3;  // per session, before the timed ones (session())
 const char* writer_key(Writer w) { return w == Writer::all ? "all" : "10pct"; }
 
-std::string first_line_of(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
 // Bytes of transparent huge pages in the mappings overlapping [p, p + size) (/proc/self/smaps).
 uint64_t huge_bytes(const uint8_t* p, uint64_t size) {
   std::ifstream in("/proc/self/smaps");
