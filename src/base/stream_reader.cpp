@@ -1,5 +1,6 @@
 #include "base/stream_reader.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -338,88 +339,122 @@ bool map_to_read(uint64_t st_blksize) { return st_blksize >= (uint64_t{2} << 20)
 
 namespace {
 std::mutex g_probe_mu;
-int g_probed = -1;  // -1: not measured yet; else 1 unless pread was clearly faster than a mapping
-int g_forced = -1;  // decide_map_to_read_for_tests: -1 none, else its answer
+std::optional<SlotRead> g_probed;  // measured once for the process
+std::optional<SlotRead> g_forced;  // decide_slot_read_for_tests
 volatile uint64_t g_probe_sink = 0;  // the probe's hashes go here, so that no compiler drops them
 
-// The two ways the restart reads a slot, timed as it does them, W bytes each way, into memory touched
-// before (the destination's first touch is the same for both ways in a real read), each over bytes no CPU
-// cache holds yet: pread piece by piece, each piece hashed where it landed (read_verified), against a
-// populated mapping hashed as it is copied, four chunks side by side (read_verified_in_memory's xxh3_copy;
-// the unmap not counted:
-// the restart reads through the cache's own mapping, which stays for the checkpoints).
-// kSlotReadProbeRounds rounds over fresh ranges of the file, the order of the two ways alternating, so
-// that one disturbed measurement does not decide for the whole process.
-bool probe_map_faster(int fd, double* pread_gbps, double* map_gbps) {
+// The three ways the restart reads a slot, timed as it does them, W bytes each way, into memory the
+// process has touched, each over bytes no CPU cache holds yet: pread piece by piece, each piece hashed
+// where it landed (read_verified); a populated writable mapping, as the cache's, hashed as it is copied,
+// four chunks side by side (read_verified_in_memory's xxh3_copy), its unmap not counted (the restart reads
+// through the cache's own mapping, which stays for the checkpoints); and a new read-only mapping whose
+// pages fault in as they are read, copied the same way, its unmap counted (the restart makes and drops
+// it). kSlotReadProbeRounds rounds over fresh ranges of the file, the order of the ways turning, so that
+// one disturbed measurement does not decide for the whole process.
+std::optional<SlotRead> probe_slot_read(int fd, double gbps[3]) {
   constexpr uint64_t W = kSlotReadProbe;
-  std::vector<uint8_t> scratch(2 * W, 1);
-  double pread_s = 0, map_s = 0;
+  uint8_t* scratch = nullptr;  // each way's destination: see the loop
+  double seconds[3] = {0, 0, 0};
   uint64_t sink = 0;
   auto by_pread = [&](uint64_t at) {
-    double t0 = now_seconds();
     for (uint64_t done = 0; done < W;) {
       const uint64_t piece = std::min(kStreamPiece, W - done);
       for (uint64_t got = 0; got < piece;) {
-        ssize_t n = ::pread(fd, scratch.data() + done + got, piece - got, static_cast<off_t>(at + done + got));
+        ssize_t n = ::pread(fd, scratch + done + got, piece - got, static_cast<off_t>(at + done + got));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return false;
         got += static_cast<uint64_t>(n);
       }
-      sink ^= XXH3_64bits(scratch.data() + done, piece);
+      sink ^= XXH3_64bits(scratch + done, piece);
       done += piece;
     }
-    pread_s += now_seconds() - t0;
     return true;
   };
-  auto by_map = [&](uint64_t at) {
-    double t0 = now_seconds();
-    void* p = ::mmap(nullptr, W, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(at));
+  // The cache maps its slots writable (for the checkpoints), which costs more per page on some guests
+  // than a read-only mapping: the probe maps the file so too where it may (the fd is read-only).
+  const int rw = ::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), O_RDWR | O_CLOEXEC);
+  struct CloseRw {
+    int fd;
+    ~CloseRw() {
+      if (fd >= 0) ::close(fd);
+    }
+  } close_rw{rw};
+  auto by_map = [&](uint64_t at, bool populate, double* unmap_s) {
+    const bool as_cache = populate && rw >= 0;
+    void* p = ::mmap(nullptr, W, as_cache ? PROT_READ | PROT_WRITE : PROT_READ,
+                     MAP_SHARED | (populate ? MAP_POPULATE : 0), as_cache ? rw : fd, static_cast<off_t>(at));
     if (p == MAP_FAILED) return false;
     uint64_t digests[4];
-    xxh3_copy(scratch.data() + W, static_cast<const uint8_t*>(p), W / 4, 4, digests, /*streaming=*/true);
+    xxh3_copy(scratch, static_cast<const uint8_t*>(p), W / 4, 4, digests, /*streaming=*/true);
     streaming_fence();
     for (uint64_t d : digests) sink ^= d;
-    map_s += now_seconds() - t0;
+    const double t0 = now_seconds();
     ::munmap(p, W);
+    *unmap_s = now_seconds() - t0;
     return true;
   };
   for (uint64_t r = 0; r < kSlotReadProbeRounds; ++r) {
-    const uint64_t at = 2 * W * r;
-    const bool ok = r % 2 == 0 ? by_pread(at) && by_map(at + W) : by_map(at) && by_pread(at + W);
-    if (!ok) return false;
+    for (int i = 0; i < 3; ++i) {
+      const int way = static_cast<int>((r + static_cast<uint64_t>(i)) % 3);
+      const uint64_t at = (3 * r + static_cast<uint64_t>(i)) * W;
+      // Into new memory the process has written (as an application's regions) but the kernel has not:
+      // on some guests the kernel's first write into a page of the process (pread's copy) costs more
+      // than the process's own, and a buffer reused across the rounds would hide that.
+      void* dst = ::mmap(nullptr, W, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (dst == MAP_FAILED) return std::nullopt;
+      scratch = static_cast<uint8_t*>(dst);
+      memset(scratch, 1, W);
+      double unmap_s = 0;
+      const double t0 = now_seconds();
+      const bool ok = way == 0 ? by_pread(at) : by_map(at, /*populate=*/way == 1, &unmap_s);
+      const double t1 = now_seconds();
+      ::munmap(dst, W);
+      if (!ok) return std::nullopt;
+      seconds[way] += t1 - t0 - (way == 1 ? unmap_s : 0);
+    }
   }
   const double bytes = static_cast<double>(W * kSlotReadProbeRounds);
-  *pread_gbps = bytes / std::max(pread_s, 1e-9) / 1e9;
-  *map_gbps = bytes / std::max(map_s, 1e-9) / 1e9;
+  for (int i = 0; i < 3; ++i) gbps[i] = bytes / std::max(seconds[i], 1e-9) / 1e9;
   g_probe_sink = sink;
-  // The mapping unless pread is clearly faster: the probe maps each range anew, which costs more per byte
-  // than the cache's one mapping of a whole slot, often populated already by the preparation.
-  return !(pread_s < 0.9 * map_s);
+  // The cache's mapping unless another way is clearly faster: the probe maps each range anew, which costs
+  // more per byte than the cache's one mapping of a whole slot, often populated already by the preparation.
+  if (!(std::min(seconds[0], seconds[2]) < 0.9 * seconds[1])) return SlotRead::cache_mapping;
+  return seconds[0] <= seconds[2] ? SlotRead::pread : SlotRead::own_mapping;
 }
 }  // namespace
 
-void decide_map_to_read_for_tests(std::optional<bool> mapped) {
-  std::lock_guard<std::mutex> lock(g_probe_mu);
-  g_forced = mapped ? (*mapped ? 1 : 0) : -1;
+const char* slot_read_name(SlotRead way) {
+  switch (way) {
+    case SlotRead::pread:
+      return "pread";
+    case SlotRead::cache_mapping:
+      return "the cache's mapping";
+    case SlotRead::own_mapping:
+      return "a new read-only mapping";
+  }
+  return "?";
 }
 
-bool map_to_read(uint64_t st_blksize, int fd, uint64_t size) {
-  if (map_to_read(st_blksize)) return true;
-  {
-    std::lock_guard<std::mutex> lock(g_probe_mu);
-    if (g_forced >= 0) return g_forced == 1;
-  }
-  if (size < kSlotReadProbeFrom) return false;
+void decide_slot_read_for_tests(std::optional<SlotRead> way) {
   std::lock_guard<std::mutex> lock(g_probe_mu);
-  if (g_probed < 0) {
-    double pread_gbps = 0, map_gbps = 0;
-    g_probed = probe_map_faster(fd, &pread_gbps, &map_gbps) ? 1 : 0;
+  g_forced = way;
+}
+
+SlotRead slot_read_way(uint64_t st_blksize, int fd, uint64_t size) {
+  if (map_to_read(st_blksize)) return SlotRead::cache_mapping;
+  std::lock_guard<std::mutex> lock(g_probe_mu);
+  if (g_forced) return *g_forced;
+  if (size < kSlotReadProbeFrom) return SlotRead::pread;
+  if (!g_probed) {
+    double gbps[3] = {0, 0, 0};
+    g_probed = probe_slot_read(fd, gbps);
+    if (!g_probed) g_probed = SlotRead::pread;  // the file could not be read every way
     LOG_INFO("L1 reads on this machine: %s (measured once, hashing as a restart does: pread %.2f GB/s, a populated "
-             "mapping copied out %.2f GB/s, "
-             "%llu MiB each way)", g_probed ? "mapped" : "pread", pread_gbps, map_gbps,
+             "writable mapping copied out %.2f GB/s, a new read-only mapping faulted in as it is read %.2f GB/s, %llu MiB each way)",
+             slot_read_name(*g_probed), gbps[0], gbps[1], gbps[2],
              static_cast<ull>((kSlotReadProbe * kSlotReadProbeRounds) >> 20));
   }
-  return g_probed == 1;
+  return *g_probed;
 }
 
 }  // namespace cairn

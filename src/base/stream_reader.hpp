@@ -111,20 +111,25 @@ StreamSource copy_source(const uint8_t* base);
 // than read()).
 bool map_to_read(uint64_t st_blksize);
 
-// The same-count L1 restart's choice (core/restart_inplace.cpp), for a slot of `size` bytes open as `fd`;
-// it reads a mapped slot through the cache's own mapping, kept for the checkpoints, so the unmap is not
-// the restart's and the probe does not count it. On 4 KiB pages, which way is faster depends on the
-// machine (docs/performance.md has the machines where each won). The first call for a file of
-// kSlotReadProbeFrom bytes or more times one against the other as the restart does them (hashing
-// included), kSlotReadProbeRounds times on kSlotReadProbe fresh bytes each of that file (a small fraction
-// of reading the file), and keeps the answer for the process (logged at info): the mapping unless pread
-// was clearly (10 %) faster. Smaller files are read with pread. Thread-safe.
+// The same-count L1 restart's choice (core/restart_inplace.cpp) of how to read a slot of `size` bytes open
+// as `fd`: with pread; through the cache's own mapping of the slot, kept for the checkpoints (so the unmap is
+// not the restart's, and the preparation may have populated it); or through a new read-only mapping whose
+// pages fault in as they are read, dropped after. A file system that hands out huge pages is read through
+// the cache's mapping. On 4 KiB pages, which way is fastest depends on the machine (docs/performance.md has
+// the machines where each won: on a guest with shadow paging a new mapping read 3-4 times faster than the
+// cache's). The first call for a file of kSlotReadProbeFrom bytes or more times the three as the restart
+// does them (hashing included), kSlotReadProbeRounds times on kSlotReadProbe fresh bytes of that file each
+// (a small fraction of reading the file), and keeps the answer for the process (logged at info): the
+// cache's mapping unless another way was clearly (10 %) faster, then the faster of the other two. Smaller
+// files are read with pread. Thread-safe.
+enum class SlotRead { pread, cache_mapping, own_mapping };
 constexpr uint64_t kSlotReadProbe = 2ull << 20;
 constexpr uint64_t kSlotReadProbeRounds = 4;
 constexpr uint64_t kSlotReadProbeFrom = 128ull << 20;
-bool map_to_read(uint64_t st_blksize, int fd, uint64_t size);
+SlotRead slot_read_way(uint64_t st_blksize, int fd, uint64_t size);
+const char* slot_read_name(SlotRead way);
 // For tests, which read slots far smaller than kSlotReadProbeFrom: the answer of the call above for every
 // file of this process from now on, unmeasured; nullopt goes back to measuring.
-void decide_map_to_read_for_tests(std::optional<bool> mapped);
+void decide_slot_read_for_tests(std::optional<SlotRead> way);
 
 }  // namespace cairn

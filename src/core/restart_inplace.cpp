@@ -4,7 +4,7 @@
 // every chunk as it lands:
 //
 //   L1  every rank reads its slot file into its regions, piece by piece (pread, or a copy out of a
-//       mapping where the cache is on huge pages) and hashes each chunk while it is still in cache.
+//       mapping, as slot_read_way measured on this machine) and hashes each chunk while it is in cache.
 //   L2  the ranks that hold the version do the same; every redundancy set with lost members shares its
 //       set record and rebuilds the lost ranks' data only, into their regions (where these are one
 //       stretch of memory: each piece received into a buffer that stays in the CPU cache and copied into
@@ -221,13 +221,12 @@ Status Runtime::restart_read_threads(int* threads) {
   return Status::ok();
 }
 
-// This rank's slot of version v into its regions, verified, in one pass by `threads` threads: pread, piece
-// by piece, or out of the cache's own mapping of the slot where the file system hands out huge pages or
-// where a mapping was measured faster on this machine (map_to_read: on 4 KiB tmpfs pages the mapping costs
-// page tables for every page, more than it saves on some machines, less on others; cairn-bench's
-// slot_read.map_memcpy_gbps beside pread_gbps). The cache keeps that mapping (populated, as the
-// preparation would have made it) for the checkpoints that later write the slot, so the restart does not
-// unmap it; each piece is hashed where it lies and copied on from the CPU cache (read_verified_in_memory).
+// This rank's slot of version v into its regions, verified, in one pass by `threads` threads, the way
+// slot_read_way measured fastest on this machine: pread, piece by piece; out of the cache's own mapping of
+// the slot (always where the file system hands out huge pages), which the cache keeps (populated, as the
+// preparation would have made it) for the checkpoints that later write the slot; or out of a new read-only
+// mapping, its pages faulted in as they are read, dropped after. Out of a mapping, each piece is hashed
+// where it lies and copied on (read_verified_in_memory).
 Status Runtime::read_slot_into_regions(const L1Record& rec, int threads, double* seconds) {
   if (staged_ && !staged_->empty()) return read_slot_into_device(rec, seconds);
   const Manifest& m = rec.manifest;
@@ -239,13 +238,23 @@ Status Runtime::read_slot_into_regions(const L1Record& rec, int threads, double*
   if (fstat(fd.get(), &sb) != 0) return posix_error("fstat", path, errno);
   if (static_cast<uint64_t>(sb.st_size) < m.total_size)
     return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", path.c_str());
-  MappedFile* map = nullptr;
-  if (map_to_read(static_cast<uint64_t>(sb.st_blksize), fd.get(), m.total_size)) {
-    auto mm = cache_.slot(slot, m.total_size);
-    if (mm && (*mm)->size() >= m.total_size) map = *mm;
+  const uint8_t* mapped = nullptr;
+  std::optional<MappedFile> own;
+  switch (slot_read_way(static_cast<uint64_t>(sb.st_blksize), fd.get(), m.total_size)) {
+    case SlotRead::cache_mapping:
+      if (auto mm = cache_.slot(slot, m.total_size); mm && (*mm)->size() >= m.total_size) mapped = (*mm)->data();
+      break;
+    case SlotRead::own_mapping:
+      if (auto mm = MappedFile::open_ro(path, /*populate=*/false); mm && mm->size() >= m.total_size) {
+        own = std::move(mm).value();
+        mapped = own->data();
+      }
+      break;
+    case SlotRead::pread:
+      break;
   }
-  Status st = map ? read_verified_in_memory(m, regions_.extents(m), map->data(), threads)
-                  : read_verified(m, regions_.extents(m), pread_source(fd.get(), 0, path), threads);
+  Status st = mapped ? read_verified_in_memory(m, regions_.extents(m), mapped, threads)
+                     : read_verified(m, regions_.extents(m), pread_source(fd.get(), 0, path), threads);
   *seconds = now_seconds() - t0;
   return st.prefixed(path);
 }

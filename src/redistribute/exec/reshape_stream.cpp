@@ -5,8 +5,8 @@
 // into its regions, the rest into a small ring of unit buffers or, mapped for ranks of this host, left
 // where they lie -- verifies each chunk while it is in cache, and sends the unit's pieces to their new
 // owners at once.
-// The slot is read as the same-count restart reads one on this machine (map_to_read): out of a mapping,
-// or with pread, piece by piece, each piece hashed where it landed. Out of a mapping, the host's own
+// The slot is read as the same-count restart reads one on this machine (slot_read_way): out of a mapping
+// (a new read-only one, whichever of the two mappings the restart takes), or with pread, piece by piece, each piece hashed where it landed. Out of a mapping, the host's own
 // pieces are copied and hashed in one pass (xxh3_copy); where all the other pieces of a stream go to ranks
 // of this host, they are hashed where they lie in the mapping and sent from there (no copy into the ring:
 // the receiver's copy is the only one, as in a bare move of the same bytes; nothing writes a slot during
@@ -205,7 +205,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
     std::string path;
     uint64_t base = 0;  // of the stream in the file (a copy in a redundancy file)
     fs::Fd fd;
-    std::optional<MappedFile> map;  // copied out of a mapping where map_to_read says so
+    std::optional<MappedFile> map;  // copied out of a mapping where slot_read_way says so
   };
   std::vector<Hosted> hosted;
   bool mapped = false;  // rank 0's log: how the slots were read
@@ -241,7 +241,7 @@ Status Reshaper::from_l1_streamed(uint64_t v, int p_old, const std::vector<int>&
       if (fstat(fd.get(), &sb) != 0) return posix_error("fstat", h.path, errno);
       if (static_cast<uint64_t>(sb.st_size) < h.base + h.m.total_size)
         return make_error(Code::ERR_CORRUPT, "%s: shorter than the version's stream of old rank %d", h.path.c_str(), k);
-      if (map_to_read(static_cast<uint64_t>(sb.st_blksize), fd.get(), h.base + h.m.total_size)) {
+      if (slot_read_way(static_cast<uint64_t>(sb.st_blksize), fd.get(), h.base + h.m.total_size) != SlotRead::pread) {
         // Not populated: the copy faults the pages in as it goes, so the first unit is sent at once (a
         // populated mapping was measured no faster in all).
         auto mm = MappedFile::open_ro(h.path, /*populate=*/false);

@@ -473,11 +473,11 @@ INSTANTIATE_TEST_SUITE_P(Layouts, L3Verified,
 namespace cairn {
 namespace {
 
-// The way an L1 file is read: huge pages mapped; a small file with pread, unmeasured; a large one as
-// measured once for the process (either answer, the same every time), and the bytes the same either way.
+// The way an L1 file is read: huge pages through the cache's mapping; a small file with pread,
+// unmeasured; a large one as measured once for the process (any of the three, the same every time).
 TEST(StreamReader, TheWayToReadAnL1FileIsMeasuredOncePerProcess) {
-  EXPECT_TRUE(map_to_read(2u << 20, -1, 4096));
-  EXPECT_FALSE(map_to_read(4096, -1, kSlotReadProbeFrom - 1));  // no probe: the fd is not even read
+  EXPECT_EQ(slot_read_way(2u << 20, -1, 4096), SlotRead::cache_mapping);
+  EXPECT_EQ(slot_read_way(4096, -1, kSlotReadProbeFrom - 1), SlotRead::pread);  // no probe: the fd is not even read
   std::string path = "/dev/shm/cairn-probe-" + std::to_string(getpid());
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
   ASSERT_GE(fd, 0);
@@ -485,9 +485,15 @@ TEST(StreamReader, TheWayToReadAnL1FileIsMeasuredOncePerProcess) {
   for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<uint8_t>(i * 13 + 1);
   for (uint64_t off = 0; off < kSlotReadProbeFrom; off += block.size())
     ASSERT_EQ(::pwrite(fd, block.data(), block.size(), static_cast<off_t>(off)), static_cast<ssize_t>(block.size()));
-  const bool first = map_to_read(4096, fd, kSlotReadProbeFrom);
-  EXPECT_EQ(map_to_read(4096, fd, kSlotReadProbeFrom), first);
-  EXPECT_EQ(map_to_read(4096, -1, kSlotReadProbeFrom), first);  // kept: not measured again
+  const SlotRead first = slot_read_way(4096, fd, kSlotReadProbeFrom);
+  EXPECT_EQ(slot_read_way(4096, fd, kSlotReadProbeFrom), first);
+  EXPECT_EQ(slot_read_way(4096, -1, kSlotReadProbeFrom), first);  // kept: not measured again
+  EXPECT_STRNE(slot_read_name(first), "?");
+  decide_slot_read_for_tests(SlotRead::own_mapping);  // a test's answer wins over the measured one
+  EXPECT_EQ(slot_read_way(4096, -1, 4096), SlotRead::own_mapping);
+  EXPECT_EQ(slot_read_way(2u << 20, -1, 4096), SlotRead::cache_mapping);  // huge pages: always the cache's
+  decide_slot_read_for_tests(std::nullopt);
+  EXPECT_EQ(slot_read_way(4096, -1, kSlotReadProbeFrom), first);
   ::close(fd);
   ::unlink(path.c_str());
 }

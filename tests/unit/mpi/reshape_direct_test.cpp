@@ -271,7 +271,7 @@ TEST_F(ReshapeDirect, FromL1HostsReadTheirStreamsSideBySide) {
   setenv("CAIRN_RESTART_THREADS", "3", 1);
   const char* way[] = {"pread", "mapped, sent from the mapping", "mapped, sent through the ring"};
   for (int w : {0, 1, 2}) {
-    decide_map_to_read_for_tests(w > 0);
+    decide_slot_read_for_tests(w > 0 ? SlotRead::own_mapping : SlotRead::pread);
     treat_other_ranks_as_remote_for_tests(w == 2);
     for (uint64_t at : {uint64_t{0}, uint64_t{300000}}) {
       write_versions(1, /*keep_caches=*/true);
@@ -282,7 +282,7 @@ TEST_F(ReshapeDirect, FromL1HostsReadTheirStreamsSideBySide) {
     }
   }
   treat_other_ranks_as_remote_for_tests(false);
-  decide_map_to_read_for_tests(std::nullopt);
+  decide_slot_read_for_tests(std::nullopt);
   unsetenv("CAIRN_RESTART_THREADS");
 }
 
@@ -342,7 +342,7 @@ TEST_F(ReshapeDirect, FromL1DamagedChunkFallsBackToL3) {
 TEST_F(ReshapeDirect, FromL1AfterRestartAvailable) {
   setenv("CAIRN_NODE", ("node" + std::to_string(g_rank / 2)).c_str(), 1);
   for (bool mapped : {false, true}) {
-    decide_map_to_read_for_tests(mapped);
+    decide_slot_read_for_tests(mapped ? SlotRead::own_mapping : SlotRead::pread);
     for (uint64_t at : {uint64_t{0}, uint64_t{100}, uint64_t{300000}}) {
       write_versions(1, /*keep_caches=*/true);
       if (g_rank == 0 && at) damage_slot("node0", 1, 1, at);
@@ -362,7 +362,7 @@ TEST_F(ReshapeDirect, FromL1AfterRestartAvailable) {
       forget_versions();
     }
   }
-  decide_map_to_read_for_tests(std::nullopt);
+  decide_slot_read_for_tests(std::nullopt);
 }
 
 // From L2: one simulated node per rank, xor sets of two (old ranks {0,1} and {2,3}); the new job runs on

@@ -51,7 +51,7 @@ class RestartPaths : public ::testing::Test {
     b_.assign(kB, 0);
   }
   void TearDown() override {
-    decide_map_to_read_for_tests(std::nullopt);  // a test that chose the way to read leaves it to the probe
+    decide_slot_read_for_tests(std::nullopt);  // a test that chose the way to read leaves it to the probe
     if (Runtime::instance()) Runtime::destroy().ignore();
     test::end_scratch_job(root_);
   }
@@ -98,6 +98,29 @@ class RestartPaths : public ::testing::Test {
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
+  // Versions 2 and then 3 restarted from L1, read the given way; then, a chunk of version 3 damaged, from L3.
+  void restart_through_mapping(SlotRead way) {
+    decide_slot_read_for_tests(way);
+    take_versions(2);
+    start();
+    expect_restart_from(CAIRN_LEVEL_L1, 2);
+    a_ = contents(kA, 0, 3);  // new buffers: protected again
+    b_ = contents(kB, 1, 3);
+    ASSERT_TRUE(Runtime::instance()->protect("a", a_.data(), a_.size(), CAIRN_BYTE).is_ok());
+    ASSERT_TRUE(Runtime::instance()->protect("b", b_.data(), b_.size(), CAIRN_BYTE).is_ok());
+    ASSERT_TRUE(Runtime::instance()->checkpoint().is_ok());
+    ASSERT_TRUE(Runtime::instance()->wait_all().is_ok());
+    stop();
+    start();
+    expect_restart_from(CAIRN_LEVEL_L1, 3);
+    stop();
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 1) flip(slot_file(1, 3), 5);  // a chunk of region a
+    MPI_Barrier(MPI_COMM_WORLD);
+    start();
+    expect_restart_from(CAIRN_LEVEL_L3, 3);
+    stop();
+  }
   // Restart with cairn_restart alone (the direct paths); the level and version it came from.
   // cairn_restart on every rank: ERR_SIZE_MISMATCH everywhere, and no rank's regions written (start
   // take_versions left them filled with 0x11 and 0x22).
@@ -143,31 +166,12 @@ TEST_F(RestartPaths, DamagedSlotFallsBackToL3InPlace) {
   stop();
 }
 
-// The same two through the cache's own mapping of the slot (each piece hashed where it lies and copied
-// on), the way a machine where the mapping was measured faster reads a slot of 128 MiB or more; and the
-// checkpoint after the restart writes the slot that mapping holds.
-TEST_F(RestartPaths, L1SlotReadThroughTheCachesMapping) {
-  decide_map_to_read_for_tests(true);
-  take_versions(2);
-  start();
-  expect_restart_from(CAIRN_LEVEL_L1, 2);
-  a_ = contents(kA, 0, 3);  // new buffers: protected again
-  b_ = contents(kB, 1, 3);
-  ASSERT_TRUE(Runtime::instance()->protect("a", a_.data(), a_.size(), CAIRN_BYTE).is_ok());
-  ASSERT_TRUE(Runtime::instance()->protect("b", b_.data(), b_.size(), CAIRN_BYTE).is_ok());
-  ASSERT_TRUE(Runtime::instance()->checkpoint().is_ok());
-  ASSERT_TRUE(Runtime::instance()->wait_all().is_ok());
-  stop();
-  start();
-  expect_restart_from(CAIRN_LEVEL_L1, 3);
-  stop();
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank == 1) flip(slot_file(1, 3), 5);  // a chunk of region a
-  MPI_Barrier(MPI_COMM_WORLD);
-  start();
-  expect_restart_from(CAIRN_LEVEL_L3, 3);
-  stop();
-}
+// The same two through each mapping a machine may have measured faster for a slot of 128 MiB or more:
+// the cache's own mapping of the slot, or a new read-only one (each piece hashed where it lies and copied
+// on); the checkpoint after the restart writes the slot (through the cache's mapping, which the restart
+// left as it was, or made); a damaged chunk still sends the restart to L3.
+TEST_F(RestartPaths, L1SlotReadThroughTheCachesMapping) { restart_through_mapping(SlotRead::cache_mapping); }
+TEST_F(RestartPaths, L1SlotReadThroughANewReadOnlyMapping) { restart_through_mapping(SlotRead::own_mapping); }
 
 TEST_F(RestartPaths, TruncatedSlotFallsBack) {
   take_versions(2);
