@@ -449,8 +449,9 @@ SlotRead slot_read_way(uint64_t st_blksize, int fd, uint64_t size) {
     double gbps[3] = {0, 0, 0};
     g_probed = probe_slot_read(fd, gbps);
     if (!g_probed) g_probed = SlotRead::pread;  // the file could not be read every way
-    LOG_INFO("L1 reads on this machine: %s (measured once, hashing as a restart does: pread %.2f GB/s, a populated "
-             "writable mapping copied out %.2f GB/s, a new read-only mapping faulted in as it is read %.2f GB/s, %llu MiB each way)",
+    LOG_INFO("L1 reads on this machine: %s (measured once, hashing as a restart does: pread %.2f GB/s, a "
+             "populated writable mapping copied out %.2f GB/s, a new read-only mapping faulted in as it is "
+             "read %.2f GB/s, %llu MiB each way)",
              slot_read_name(*g_probed), gbps[0], gbps[1], gbps[2],
              static_cast<ull>((kSlotReadProbe * kSlotReadProbeRounds) >> 20));
   }

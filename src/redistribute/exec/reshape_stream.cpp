@@ -6,11 +6,12 @@
 // where they lie -- verifies each chunk while it is in cache, and sends the unit's pieces to their new
 // owners at once.
 // The slot is read as the same-count restart reads one on this machine (slot_read_way): out of a mapping
-// (a new read-only one, whichever of the two mappings the restart takes), or with pread, piece by piece, each piece hashed where it landed. Out of a mapping, the host's own
-// pieces are copied and hashed in one pass (xxh3_copy); where all the other pieces of a stream go to ranks
-// of this host, they are hashed where they lie in the mapping and sent from there (no copy into the ring:
-// the receiver's copy is the only one, as in a bare move of the same bytes; nothing writes a slot during
-// a restart), else copied into the ring as they are hashed. Nothing waits for a whole slot to be read.
+// (a new read-only one, whichever of the two mappings the restart takes), or with pread, piece by piece,
+// each piece hashed where it landed. Out of a mapping, the host's own pieces are copied and hashed in one
+// pass (xxh3_copy); where all the other pieces of a stream go to ranks of this host, they are hashed where
+// they lie in the mapping and sent from there (no copy into the ring: the receiver's copy is the only one,
+// as in a bare move of the same bytes; nothing writes a slot during a restart), else copied into the ring
+// as they are hashed. Nothing waits for a whole slot to be read.
 //
 // The receivers know every message in advance: each rank computes the same plans from the version's
 // region table, plus each old stream's chunk size and region offsets, which the hosts share first.
