@@ -379,10 +379,11 @@ std::optional<SlotRead> probe_slot_read(int fd, double gbps[3]) {
       if (fd >= 0) ::close(fd);
     }
   } close_rw{rw};
-  auto by_map = [&](uint64_t at, bool populate, double* unmap_s) {
-    const bool as_cache = populate && rw >= 0;
-    void* p = ::mmap(nullptr, W, as_cache ? PROT_READ | PROT_WRITE : PROT_READ,
-                     MAP_SHARED | (populate ? MAP_POPULATE : 0), as_cache ? rw : fd, static_cast<off_t>(at));
+  // like_cache: populated and (where rw opened) writable, as the cache's; else read-only, faulted in as read.
+  auto by_map = [&](uint64_t at, bool like_cache, double* unmap_s) {
+    const bool writable = like_cache && rw >= 0;
+    void* p = ::mmap(nullptr, W, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+                     MAP_SHARED | (like_cache ? MAP_POPULATE : 0), writable ? rw : fd, static_cast<off_t>(at));
     if (p == MAP_FAILED) return false;
     uint64_t digests[4];
     xxh3_copy(scratch, static_cast<const uint8_t*>(p), W / 4, 4, digests, /*streaming=*/true);
@@ -406,7 +407,7 @@ std::optional<SlotRead> probe_slot_read(int fd, double gbps[3]) {
       memset(scratch, 1, W);
       double unmap_s = 0;
       const double t0 = now_seconds();
-      const bool ok = way == 0 ? by_pread(at) : by_map(at, /*populate=*/way == 1, &unmap_s);
+      const bool ok = way == 0 ? by_pread(at) : by_map(at, /*like_cache=*/way == 1, &unmap_s);
       const double t1 = now_seconds();
       ::munmap(dst, W);
       if (!ok) return std::nullopt;
