@@ -505,8 +505,13 @@ Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
   bool rebuilding = lost[g.me];
   // Whether my piece of stripe st goes through place() (my data's pieces, where the caller gave it).
   auto placed = [&](int st) { return place && code.shard_of(st, g.me) < g.k; };
-  Scratch bufs = scratch(rebuilding ? static_cast<size_t>(g.depth * g.k + 1) * g.piece : 0);
+  Scratch bufs = scratch(rebuilding ? static_cast<size_t>(g.depth * g.k) * g.piece : 0);
+  Scratch aside_buf;  // a piece rebuilt aside, allocated where one is (never where every step is direct)
   auto piece_buf = [&](int slot, int j) { return bufs.get() + (static_cast<size_t>(slot) * g.k + j) * g.piece; };
+  auto aside = [&] {
+    if (!aside_buf) aside_buf = scratch(g.piece);
+    return aside_buf.get();
+  };
   std::vector<const uint8_t*> src(g.k);
   auto step = [&](size_t s, int* st, size_t* off, size_t* len) {
     *st = static_cast<int>(s % g.n);
@@ -557,10 +562,10 @@ Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
       return Status::ok();
     }
     // Rebuilt aside: placed from there, or, where my data ends inside this piece, its head kept.
-    uint8_t* aside = piece_buf(g.depth, 0);
-    code.recover_shard(plan, t, len, src.data(), aside);
-    if (placed(st)) place(shard_at(sh, off), aside, keep);
-    else std::memcpy(my_data + shard_at(sh, off), aside, keep);
+    uint8_t* to = aside();
+    code.recover_shard(plan, t, len, src.data(), to);
+    if (placed(st)) place(shard_at(sh, off), to, keep);
+    else std::memcpy(my_data + shard_at(sh, off), to, keep);
     return Status::ok();
   };
   return window.run(g.pieces * g.n, post, finish);
