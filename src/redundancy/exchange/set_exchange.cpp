@@ -1,9 +1,10 @@
 // The L2 exchange: every step moves one piece (`chunk` bytes of a segment) between the members that
-// need it, with nonblocking sends and receives; two steps are in flight so the next piece travels
+// need it, with nonblocking sends and receives; several steps are in flight so the next pieces travel
 // while this one is combined. Data is sent straight from the caller's buffers and only the bytes a
 // member really has are sent: the receiver knows every length and zero-fills the rest, so nobody
 // builds a padded copy of a snapshot.
 #include <mpi.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -30,6 +31,7 @@ namespace {
 constexpr int kMinSteps = 2, kMaxSteps = 8;
 constexpr size_t kInFlightBytes = size_t{32} << 20;
 constexpr size_t kMaxPiece = size_t{1} << 30;  // MPI counts are int
+constexpr size_t kHugePage = size_t{2} << 20;
 // One tag per kind of message. MPI matches the messages of one sender and tag in the order they were
 // sent, and every member posts its steps in order, so a step's messages never meet another step's.
 constexpr int kTagEncode = kSetTagFirst;
@@ -62,10 +64,21 @@ struct FreeDeleter {
   void operator()(uint8_t* p) const { std::free(p); }
 };
 using Scratch = std::unique_ptr<uint8_t[], FreeDeleter>;
+// The exchange's buffers. Those of a huge page or more start on a huge-page boundary and are advised to
+// huge pages: they are often new memory at each exchange (past malloc's threshold for mapping), and their
+// first touch then faults 2 MiB at a time where the kernel's THP mode is "madvise", not 4 KiB
+// (docs/performance.md, "The L2 restart on huge pages and its landing buffers"). Advice only.
 Scratch scratch(size_t bytes) {
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kSetCodeAlign, round_up(bytes + 1, kSetCodeAlign)));
-  if (p == nullptr) throw std::bad_alloc();
-  return Scratch(p);
+  const size_t len = round_up(bytes + 1, kSetCodeAlign);
+  if (len < kHugePage) {
+    auto* p = static_cast<uint8_t*>(std::aligned_alloc(kSetCodeAlign, len));
+    if (p == nullptr) throw std::bad_alloc();
+    return Scratch(p);
+  }
+  void* p = nullptr;
+  if (posix_memalign(&p, kHugePage, len) != 0) throw std::bad_alloc();
+  (void)madvise(p, len, MADV_HUGEPAGE);
+  return Scratch(static_cast<uint8_t*>(p));
 }
 
 // The window of steps in flight (`depth`, the same on every member): their requests, one slot per step.
