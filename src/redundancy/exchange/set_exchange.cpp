@@ -519,7 +519,7 @@ Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
   // Whether my piece of stripe st goes through place() (my data's pieces, where the caller gave it).
   auto placed = [&](int st) { return place && code.shard_of(st, g.me) < g.k; };
   Scratch bufs = scratch(rebuilding ? static_cast<size_t>(g.depth * g.k) * g.piece : 0);
-  Scratch aside_buf;  // a piece rebuilt aside, allocated where one is (never where every step is direct)
+  Scratch aside_buf;  // a piece rebuilt aside: allocated when a step first needs one (none does where all are direct)
   auto piece_buf = [&](int slot, int j) { return bufs.get() + (static_cast<size_t>(slot) * g.k + j) * g.piece; };
   auto aside = [&] {
     if (!aside_buf) aside_buf = scratch(g.piece);
