@@ -24,12 +24,6 @@ namespace cairn::redundancy {
 
 namespace {
 
-// Steps in flight: as many as the pieces they hold (the buffers a coded member combines, or what partner
-// moves in place) fit kInFlightBytes, at least kMinSteps and at most kMaxSteps. Each piece is a message
-// of its own (a rendezvous on most transports); with only two in flight the transport sat idle between
-// them, and the exchange of two 256 MiB members took about a sixth longer (docs/performance.md).
-constexpr int kMinSteps = 2, kMaxSteps = 8;
-constexpr size_t kInFlightBytes = size_t{32} << 20;
 constexpr size_t kMaxPiece = size_t{1} << 30;  // MPI counts are int
 constexpr size_t kHugePage = size_t{2} << 20;
 // One tag per kind of message. MPI matches the messages of one sender and tag in the order they were
@@ -183,7 +177,7 @@ struct Geometry {
   size_t seg = 0;     // segment length
   size_t piece = 0;   // bytes of a segment per step
   size_t pieces = 0;  // steps per segment
-  int depth = kMinSteps;  // steps in flight
+  int depth = kExchangeMinSteps;  // steps in flight (exchange_depth)
 };
 
 uint64_t fnv1a(uint64_t h, uint64_t v) {
@@ -239,7 +233,7 @@ Status agree(MPI_Comm comm, const char* op, const SetCode& code, const std::vect
   geo->piece = std::min({round_up(chunk, 64), kMaxPiece, std::max<size_t>(geo->seg, 64)});
   geo->pieces = (geo->seg + geo->piece - 1) / geo->piece;
   const size_t per_step = (code.scheme() == Redundancy::partner ? 1 : static_cast<size_t>(std::max(geo->k, 1))) * geo->piece;
-  geo->depth = static_cast<int>(std::clamp<size_t>(kInFlightBytes / per_step, kMinSteps, kMaxSteps));
+  geo->depth = exchange_depth(per_step);
   return Status::ok();
 }
 

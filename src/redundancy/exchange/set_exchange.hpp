@@ -22,6 +22,19 @@ namespace cairn::redundancy {
 inline constexpr int kSetTagFirst = 0x6300;
 inline constexpr int kSetTagCount = 8;
 
+// Steps in flight: as many as the pieces they hold (the buffers a coded member combines, or what partner
+// moves in place) fit kExchangeInFlightBytes, at least kExchangeMinSteps and at most kExchangeMaxSteps.
+// Each piece is a message of its own (a rendezvous on most transports); with only two in flight the
+// transport sat idle between them, and the exchange of two 256 MiB members took about a sixth longer
+// (docs/performance.md).
+inline constexpr int kExchangeMinSteps = 2, kExchangeMaxSteps = 8;
+inline constexpr size_t kExchangeInFlightBytes = size_t{32} << 20;
+// The steps in flight for steps of `per_step` bytes (> 0).
+constexpr int exchange_depth(size_t per_step) {
+  const size_t fit = kExchangeInFlightBytes / per_step;
+  return fit < kExchangeMinSteps ? kExchangeMinSteps : fit > kExchangeMaxSteps ? kExchangeMaxSteps : static_cast<int>(fit);
+}
+
 // Common to both calls:
 // - chunk: pipeline unit in bytes (> 0; rounded up to a multiple of 64, at most 1 GiB); the same on
 //   every member. Steps in flight: as many as their pieces fit 32 MiB, 2 to 8 (a partner step moves one
