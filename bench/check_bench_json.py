@@ -39,7 +39,7 @@ FIGURES = [
     "restart_l1_gbps", "restart_l2_gbps", "restart_l3_gbps", "l3_flush_back_to_back_gbps",
     "slot_read_gbps", "restart_l1_call_alone_gbps", "l1_checkpoint_first_gbps", "mpi_exchange_gbps",
     "slot_prepare_gbps", "slot_first_write_gbps", "l1_checkpoint_very_first_gbps", "copy_exchange_gbps",
-    "slot_prepare_fresh_gbps",
+    "slot_prepare_fresh_gbps", "mpi_receive_gbps",
 ]
 # The library's own timings per measurement, from the job history (docs/performance.md).
 STAGES = {"l1": ["copy_ms", "seal_ms"], "l2_xor": ["copy_ms", "seal_ms", "l2_ms"], "l3": ["copy_ms", "seal_ms", "l3_ms"],
@@ -99,6 +99,9 @@ def check_default(data, out):
     for t in ("l2_partner", "l2_xor", "l2_rs"):
         if not positive(targets[t].get("copy_exchange_bound")) or not positive(targets[t].get("ratio_vs_copy_exchange")):
             fail("targets.%s: copy_exchange_bound / ratio_vs_copy_exchange missing: %r" % (t, targets[t]), out)
+    for key in ("receive_then_read_bound", "ratio_vs_receive_then_read"):
+        if not positive(targets["restart_l2"].get(key)):
+            fail("targets.restart_l2.%s is %r" % (key, targets["restart_l2"].get(key)), out)
     if not positive(data.get("ratios", {}).get("restart_l3_vs_raw_read")):
         fail("ratios.restart_l3_vs_raw_read is %r" % data.get("ratios"), out)
     for key in ("ratio_vs_slot_first_write", "ratio_vs_slot_prepare_fresh"):

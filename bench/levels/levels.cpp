@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,10 +18,13 @@
 #include <isa-l/erasure_code.h>
 
 #include "base/layout.hpp"
+#include "base/stream_reader.hpp"
 #include "base/units.hpp"
 #include "base/xxh.hpp"
 #include "levels/incremental_job.hpp"
+#include "redundancy/exchange/set_exchange.hpp"
 #include "redundancy/set_code.hpp"
+#include "restore/mpi/set_rebuild.hpp"
 #include "session.hpp"
 
 namespace cairn::bench {
@@ -356,12 +360,18 @@ class LevelBench {
   // receives the previous rank's, in the L2 exchange's messages (exchange_chunk, CAIRN_EXCHANGE_CHUNK,
   // default 4 MiB), all posted at once, from and into pre-faulted memory -- the bytes a partner set
   // moves per rank, and as many as each xor or rs member sends while it encodes. Slowest rank's time.
-  void bench_mpi_exchange() {
+  // The exchange_chunk knob as the sessions get it (CAIRN_EXCHANGE_CHUNK, else its default).
+  static uint64_t exchange_chunk_setting() {
     uint64_t chunk = 4ull << 20;
     if (const char* e = getenv("CAIRN_EXCHANGE_CHUNK")) {
       auto parsed = cairn::units::parse_size(e, 1ull << 30);
       if (parsed && *parsed > 0) chunk = *parsed;
     }
+    return chunk;
+  }
+
+  void bench_mpi_exchange() {
+    const uint64_t chunk = exchange_chunk_setting();
     const int next = (g_rank + 1) % g_nranks, prev = (g_rank + g_nranks - 1) % g_nranks;
     std::vector<double> t;
     std::vector<MPI_Request> reqs;
@@ -599,6 +609,68 @@ class LevelBench {
     f_.figures["restart_l2_gbps"] = gbps(size_, median(t));
     f_.restart_l2_s = median(t);
     f_.extra["restart_l2_lost"] = "node" + std::to_string(g_nranks - 1) + " (xor)";
+    bench_mpi_receive();
+  }
+
+  // mpi_receive_gbps: the transfer of restart_l2 alone, nothing verified or placed. The rank whose cache
+  // restart_l2 removes receives a state's bytes from rank 0 over the same MPI and from and into the same
+  // kinds of memory as in its restart: rank 0 sends from its L1 slot file, mapped anew each time and
+  // within the timing, as a restarting survivor maps its cache's files (populated where they lie on huge
+  // pages, else faulted in as the transfer reads them: restore::Populate::where_huge_pages); the
+  // pieces are of at most kLandingPiece, as many in flight as the L2 exchange keeps (exchange_depth),
+  // received into a ring of such pieces reused (the landing buffers: huge-page aligned and advised,
+  // written once before). Every scheme moves at least this to a lost rank (xor and rs: k times as many
+  // bytes). The slowest of the two, median of reps after one untimed.
+  void bench_mpi_receive() {
+    const int from = 0, to = g_nranks - 1;
+    const uint64_t piece = std::min<uint64_t>(exchange_chunk_setting(), cairn::restore::kLandingPiece);
+    const int depth = cairn::redundancy::exchange_depth(piece);
+    const uint64_t steps = (size_ + piece - 1) / piece;
+    const size_t huge = size_t{2} << 20;
+    const size_t ring_len = (static_cast<size_t>(depth) * piece + huge - 1) / huge * huge;
+    void* ring_mem = nullptr;
+    if (posix_memalign(&ring_mem, huge, ring_len) != 0) die("bench_mpi_receive: out of memory");
+    (void)madvise(ring_mem, ring_len, MADV_HUGEPAGE);
+    auto* ring = static_cast<uint8_t*>(ring_mem);
+    memset(ring, 0, ring_len);
+    const std::string path = g_rank == from ? newest_slot_file(session_, from) : std::string();
+    std::vector<MPI_Request> reqs(static_cast<size_t>(depth), MPI_REQUEST_NULL);
+    std::vector<double> t;
+    for (int i = 0; i < 1 + o_.reps; ++i) {
+      void* map = MAP_FAILED;
+      barrier();
+      double t0 = now();
+      if (g_rank == from) {
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0) die("open %s: %s", path.c_str(), strerror(errno));
+        const bool populate = cairn::map_to_read(static_cast<uint64_t>(st.st_blksize));
+        map = mmap(nullptr, size_, PROT_READ, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, 0);
+        close(fd);
+        if (map == MAP_FAILED) die("mmap %s: %s", path.c_str(), strerror(errno));
+      }
+      const auto* source = static_cast<const uint8_t*>(map);
+      if (g_rank == from || g_rank == to) {
+        for (uint64_t s = 0; s < steps; ++s) {
+          MPI_Request& r = reqs[static_cast<size_t>(s % static_cast<uint64_t>(depth))];
+          MPI_Wait(&r, MPI_STATUS_IGNORE);  // the slot's previous piece (MPI_REQUEST_NULL: none)
+          const uint64_t off = s * piece;
+          const int n = static_cast<int>(std::min(piece, size_ - off));
+          if (g_rank == to)
+            MPI_Irecv(ring + (s % static_cast<uint64_t>(depth)) * piece, n, MPI_BYTE, from, 78, MPI_COMM_WORLD, &r);
+          else
+            MPI_Isend(source + off, n, MPI_BYTE, to, 78, MPI_COMM_WORLD, &r);
+        }
+        MPI_Waitall(depth, reqs.data(), MPI_STATUSES_IGNORE);
+      }
+      double s = max_over_ranks(now() - t0);
+      if (i) t.push_back(s);
+      if (map != MAP_FAILED) munmap(map, size_);
+    }
+    free(ring_mem);
+    f_.extra["mpi_receive_gbps"] = gbps(size_, median(t));
+    f_.extra["mpi_receive_piece"] = piece;
+    f_.mpi_receive_s = median(t);
   }
 
   void bench_restart_l3() {

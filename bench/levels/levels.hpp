@@ -24,6 +24,7 @@ struct LevelFigures {
   double l3_back_to_back_s = 0;
   double mpi_exchange_s = 0;             // bench_mpi_exchange: the L2 schemes' limit
   double copy_exchange_s = 0;            // bench_copy_exchange: a copy and the exchange by one thread per rank
+  double mpi_receive_s = 0;              // bench_mpi_receive: the L2 restart's transfer alone
   std::map<std::string, double> l2_s;    // per scheme: a version protected at L2 (median)
   // The run.
   uint64_t size = 0;
