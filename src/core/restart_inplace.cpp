@@ -330,7 +330,7 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
 
   // 2. The sets with losses exchange the lost ranks' data only (their redundancy data comes later, off
   //    the application's path): survivors pass their slot and redundancy files (mapped, read by the
-  //    exchange only); a lost rank's data goes into its regions where they are one stretch of memory in
+  //    exchange only; populated first where they lie on huge pages); a lost rank's data goes into its regions where they are one stretch of memory in
   //    stream order (the usual single region), piece by piece through the exchange's receive buffer
   //    (LandingVerifier::place), else into staging memory.
   //    Without background MPI progress there is no later: the exchange is whole, into staging memory, and
@@ -346,7 +346,7 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
     Status ready = Status::ok();
     if (i_hold)
       ready = restore::survivor_buffers(cache_.slot_path(static_cast<int>(rec->slot)), cache_.red_path(static_cast<int>(rec->slot)),
-                                        m.total_size, set->plan.redundancy_len, /*populate=*/false, buf.get());
+                                        m.total_size, set->plan.redundancy_len, restore::Populate::where_huge_pages, buf.get());
     else if (staged)  // without a later exchange a lost rank rebuilds its redundancy data now too
       ready = restore::staging_buffers(m.total_size, later ? 0 : set->plan.redundancy_len, buf.get());
     else
@@ -437,7 +437,7 @@ void Runtime::start_reprotect(const restore::SetRebuild& set, uint32_t my_slot,
                    : mapped ? Status::ok()
                             : restore::survivor_buffers(cache_.slot_path(static_cast<int>(my_slot)),
                                                         cache_.red_path(static_cast<int>(my_slot)), total, red_len,
-                                                        /*populate=*/true, &buf);
+                                                        restore::Populate::yes, &buf);
     if (mapped) buf = std::move(*mapped), mapped.reset();
     Status st = comm == MPI_COMM_NULL ? ready
                                       : set.exchange(ready, buf.data, buf.red, "version " + std::to_string(v) + " rebuilt again");

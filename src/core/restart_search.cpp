@@ -318,7 +318,7 @@ Status Runtime::try_l1_l2(uint64_t v, const std::vector<uint64_t>& flags, Restar
       local = set->claim_slot(cache_, slot, &buf.data, &buf.red);
     } else {
       local = restore::survivor_buffers("", cache_.red_path(slot), m.total_size, set->plan.redundancy_len,
-                                        /*populate=*/false, &buf, data);
+                                        restore::Populate::no, &buf, data);
     }
     local = set->exchange(local, buf.data, buf.red, "rebuilt data");
     if (local.code() == Code::ERR_MPI) return local;

@@ -301,7 +301,7 @@ Status Reshaper::from_l2(uint64_t v, int p_old, const std::vector<std::vector<ui
       } else {
         auto it = std::find_if(held->begin(), held->end(), [&](const HeldStream& x) { return x.old_rank == k; });
         ready = restore::survivor_buffers("", it->red_path, it->manifest.total_size, set.plan.redundancy_len,
-                                          /*populate=*/false, &buf, it->data);
+                                          restore::Populate::no, &buf, it->data);
       }
       CAIRN_TRY(set.exchange_data(ready, buf.data, buf.red, /*gentle=*/false, landing ? &*landing : nullptr));
       if (landing) CAIRN_TRY(landing->result().prefixed("rebuilt old rank " + std::to_string(k)));

@@ -1,5 +1,7 @@
 #include "restore/mpi/set_rebuild.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -73,15 +75,23 @@ Status SetRebuild::write_back(CacheStore& cache, int slot, const uint8_t* data, 
   return record_rebuilt(cache, slot);
 }
 
+namespace {
+bool populate_file(const std::string& path, Populate populate) {
+  if (populate != Populate::where_huge_pages) return populate == Populate::yes;
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && map_to_read(static_cast<uint64_t>(st.st_blksize));
+}
+}  // namespace
+
 Status survivor_buffers(const std::string& slot_path, const std::string& red_path, uint64_t total, size_t red_len,
-                        bool populate, SetBuffers* out, const uint8_t* stream) {
+                        Populate populate, SetBuffers* out, const uint8_t* stream) {
   if (!stream) {
-    CAIRN_ASSIGN_OR_RETURN(d, MappedFile::open_ro(slot_path, populate));
+    CAIRN_ASSIGN_OR_RETURN(d, MappedFile::open_ro(slot_path, populate_file(slot_path, populate)));
     if (d.size() < total) return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", d.path().c_str());
     out->data_file.emplace(std::move(d));
     stream = out->data_file->data();
   }
-  CAIRN_ASSIGN_OR_RETURN(r, MappedFile::open_ro(red_path, populate));
+  CAIRN_ASSIGN_OR_RETURN(r, MappedFile::open_ro(red_path, populate_file(red_path, populate)));
   if (r.size() < red_len) return make_error(Code::ERR_CORRUPT, "%s: shorter than the redundancy data", r.path().c_str());
   out->red_file.emplace(std::move(r));
   out->data = const_cast<uint8_t*>(stream);  // read only: the exchange never writes a survivor's buffers

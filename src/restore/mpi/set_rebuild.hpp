@@ -93,11 +93,17 @@ struct SetBuffers {
   uint8_t* red = nullptr;
 };
 
+// How survivor_buffers maps a survivor's files: populated now (MAP_POPULATE), or faulted in as the
+// exchange reads them; or populated where the file system hands out huge pages (map_to_read of the
+// file's st_blksize): there a few faults of the survivor's own cost less than the lost member's transfer
+// taking them one by one, while on 4 KiB pages populating a whole file before the exchange starts costs
+// more than it saves (docs/performance.md, "The L2 restart's bound, measured").
+enum class Populate { no, yes, where_huge_pages };
 // A survivor's: its stream, `stream` where the caller holds it already (verified), else its slot file
 // mapped read-only and checked to hold `total` bytes; its redundancy file mapped read-only and checked to
-// hold `red_len` bytes (the exchange only reads a survivor's buffers). populate: as MappedFile::open_ro.
+// hold `red_len` bytes (the exchange only reads a survivor's buffers).
 Status survivor_buffers(const std::string& slot_path, const std::string& red_path, uint64_t total, size_t red_len,
-                        bool populate, SetBuffers* out, const uint8_t* stream = nullptr);
+                        Populate populate, SetBuffers* out, const uint8_t* stream = nullptr);
 // A lost member's staging memory: `total` bytes of stream, `red_len` of redundancy data (none when 0: a
 // rebuild of the data only). populate: the data's pages faulted in now (MappedFile::anonymous).
 Status staging_buffers(uint64_t total, size_t red_len, SetBuffers* out, bool populate = false);

@@ -149,7 +149,7 @@ void rebuild_case(Redundancy scheme, int m, const std::vector<bool>& lost, bool 
   Status ready = Status::ok();
   if (!i_lost)
     ready = survivor_buffers(cache.slot_path(kSlot), cache.red_path(kSlot), data.size(), set->plan.redundancy_len,
-                             /*populate=*/false, &buf);
+                             Populate::where_huge_pages, &buf);
   else if (into_slot)
     ready = set->claim_slot(cache, kSlot, &buf.data, &buf.red);
   else
