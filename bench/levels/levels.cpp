@@ -617,7 +617,8 @@ class LevelBench {
   // kinds of memory as in its restart: rank 0 sends from its L1 slot file, mapped anew each time and
   // within the timing, as a restarting survivor maps its cache's files (populated where they lie on huge
   // pages, else faulted in as the transfer reads them: restore::Populate::where_huge_pages); the
-  // pieces are of at most kLandingPiece, as many in flight as the L2 exchange keeps (exchange_depth),
+  // pieces are of at most kLandingPiece, as many in flight as the L2 exchange keeps for steps of one piece
+  // (exchange_depth: restart_l2's xor of two; an xor or rs step of a larger set holds k pieces, fewer fly),
   // received into a ring of such pieces reused (the landing buffers: huge-page aligned and advised,
   // written once before). Every scheme moves at least this to a lost rank (xor and rs: k times as many
   // bytes). The slowest of the two, median of reps after one untimed.

@@ -100,11 +100,12 @@ void print_table(const Options& o, const LevelFigures& f, const json& out) {
     else
       printf("  %-40s %6s\n", t["what"].get<std::string>().c_str(), "-");
   }
-  printf("\nwithout a target\n");
-  if (out["ratios"]["restart_l3_vs_raw_read"].is_number())
-    printf("  %-40s %6.3f\n", "restart_l3_gbps / raw_read_gbps", out["ratios"]["restart_l3_vs_raw_read"].get<double>());
+  const json& l3 = out["ratios"]["restart_l3_vs_raw_read"];
   const json& l2 = out["targets"]["restart_l2"];
-  if (l2["receive_then_read_bound"].is_number())
+  const bool l2_bound = l2["receive_then_read_bound"].is_number() && l2["ratio_vs_receive_then_read"].is_number();
+  if (l3.is_number() || l2_bound) printf("\nwithout a target\n");
+  if (l3.is_number()) printf("  %-40s %6.3f\n", "restart_l3_gbps / raw_read_gbps", l3.get<double>());
+  if (l2_bound)
     printf("  %-40s %6.3f (restart_l2 / restart_l1 at most %.3f when receiving, then reading)\n",
            "restart_l2 / (mpi_receive + restart_l1)", l2["ratio_vs_receive_then_read"].get<double>(),
            l2["receive_then_read_bound"].get<double>());

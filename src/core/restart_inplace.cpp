@@ -330,9 +330,9 @@ Status Runtime::restore_l2_in_place(const RestartPlan& plan, bool* done, bool* u
 
   // 2. The sets with losses exchange the lost ranks' data only (their redundancy data comes later, off
   //    the application's path): survivors pass their slot and redundancy files (mapped, read by the
-  //    exchange only; populated first where they lie on huge pages); a lost rank's data goes into its regions where they are one stretch of memory in
-  //    stream order (the usual single region), piece by piece through the exchange's receive buffer
-  //    (LandingVerifier::place), else into staging memory.
+  //    exchange only; populated first where they lie on huge pages); a lost rank's data goes into its
+  //    regions where they are one stretch of memory in stream order (the usual single region), piece by
+  //    piece through the exchange's receive buffer (LandingVerifier::place), else into staging memory.
   //    Without background MPI progress there is no later: the exchange is whole, into staging memory, and
   //    only the write-back is left to a thread.
   const bool later = mpi_in_worker_;

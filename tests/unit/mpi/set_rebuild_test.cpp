@@ -147,9 +147,9 @@ void rebuild_case(Redundancy scheme, int m, const std::vector<bool>& lost, bool 
 
   SetBuffers buf;
   Status ready = Status::ok();
-  if (!i_lost)
+  if (!i_lost)  // mapped populated in one half of the cases, faulted in as read in the other: the same bytes
     ready = survivor_buffers(cache.slot_path(kSlot), cache.red_path(kSlot), data.size(), set->plan.redundancy_len,
-                             Populate::where_huge_pages, &buf);
+                             into_slot ? Populate::yes : Populate::no, &buf);
   else if (into_slot)
     ready = set->claim_slot(cache, kSlot, &buf.data, &buf.red);
   else
