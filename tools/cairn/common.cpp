@@ -124,6 +124,14 @@ class FixedUsageFormatter : public cli::HelpFormatter {
 };
 }  // namespace
 
+CLI::Option* add_prefix_arg(CLI::App* app, std::string& prefix, const char* text) {
+  return app->add_option("prefix", prefix, text)->type_name("PREFIX");
+}
+
+CLI::Option* add_config_option(CLI::App* app, std::string& config_path, const char* text) {
+  return app->add_option("--config", config_path, text)->type_name("FILE");
+}
+
 void set_usage(CLI::App* app, std::string usage) {
   app->formatter(std::make_shared<FixedUsageFormatter>(std::move(usage)));
 }

@@ -55,6 +55,13 @@ std::string executable_dir();
 std::string shell_quote(const std::string& word);
 std::string join_quoted(const std::vector<std::string>& words);
 
+// The options that every command reading a job's files takes alike: the positional PREFIX (the job's L3
+// directory; empty means the configured one) and --config FILE. `text` replaces the help line.
+CLI::Option* add_prefix_arg(CLI::App* app, std::string& prefix,
+                            const char* text = "L3 directory (default: the configured prefix)");
+CLI::Option* add_config_option(CLI::App* app, std::string& config_path,
+                               const char* text = "Config file (TOML); default: the file CAIRN_CONFIG names");
+
 // Replaces CLI11's generated "Usage:" line of `app` (it cannot show "-- CMD ARGS...").
 void set_usage(CLI::App* app, std::string usage);
 

@@ -43,9 +43,8 @@ Command add_config_command(CLI::App& root) {
   list->excludes(md)->excludes(sample);
   json->excludes(md)->excludes(sample);
   md->excludes(sample);
-  app->add_option("--config", opts->config_path,
-                  "Config file (TOML) to apply for --list; default: the file CAIRN_CONFIG names")
-      ->type_name("FILE");
+  add_config_option(app, opts->config_path,
+                    "Config file (TOML) to apply for --list; default: the file CAIRN_CONFIG names");
   app->footer("Precedence: CAIRN_<KNOB> environment variables over the config file over the defaults.\n"
               "Exit status: 0, or 2 when the configuration is invalid (the message names the knob).");
 

@@ -190,7 +190,7 @@ int run_index(const IndexOptions& o) {
 Command add_index_command(CLI::App& root) {
   auto o = std::make_shared<IndexOptions>();
   CLI::App* app = root.add_subcommand("index", "Choose the version a restart takes (SCR's scr_index).");
-  app->add_option("prefix", o->prefix, "L3 directory (default: the configured prefix)")->type_name("PREFIX");
+  add_prefix_arg(app, o->prefix);
   app->add_option("--current", o->current,
                   "Restart from VERSION: every newer version stays on disk and is skipped by restarts")
       ->type_name("VERSION");
@@ -200,8 +200,7 @@ Command add_index_command(CLI::App& root) {
                   "Accept VERSION, a v<NNNNNNNN> directory copied into the prefix by hand, once every chunk of it "
                   "verifies (else it is skipped)")
       ->type_name("VERSION");
-  app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")
-      ->type_name("FILE");
+  add_config_option(app, o->config_path);
   app->add_flag("--json", o->json, "Print JSON");
   app->footer(
       "Without an option: every version, its state in L1 and L3, and the index's marks (restart: the\n"
@@ -210,10 +209,7 @@ Command add_index_command(CLI::App& root) {
       "Exit status: 0 done, 1 refused (a version that cannot be restarted from, or fails verification),\n"
       "2 bad options or configuration, 3 no such version.");
   set_usage(app, "cairn index [PREFIX] [--current VERSION | --drop VERSION | --add VERSION] [--json] [--config FILE]");
-  Command cmd;
-  cmd.app = app;
-  cmd.run = [o](const Invocation&) { return run_index(*o); };
-  return cmd;
+  return {app, [o](const Invocation&) { return run_index(*o); }};
 }
 
 }  // namespace cairn::tool

@@ -120,9 +120,8 @@ int run_list(const ListOptions& o) {
 Command add_list_command(CLI::App& root) {
   auto o = std::make_shared<ListOptions>();
   CLI::App* app = root.add_subcommand("list", "Versions of a job's checkpoints per level, newest first.");
-  app->add_option("prefix", o->prefix, "L3 directory (default: the configured prefix)")->type_name("PREFIX");
-  app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")
-      ->type_name("FILE");
+  add_prefix_arg(app, o->prefix);
+  add_config_option(app, o->config_path);
   app->add_flag("--json", o->json, "Print JSON");
   app->footer(
       "L1: ranks whose record is in the cache directories visible from this machine, of the job's ranks.\n"
@@ -134,10 +133,7 @@ Command add_list_command(CLI::App& root) {
       "Exit status: 0 (also when there is no checkpoint: said on stderr), 2 for bad options or configuration\n"
       "(a PREFIX that is not a directory).");
   set_usage(app, "cairn list [PREFIX] [--json] [--config FILE]");
-  Command cmd;
-  cmd.app = app;
-  cmd.run = [o](const Invocation&) { return run_list(*o); };
-  return cmd;
+  return {app, [o](const Invocation&) { return run_list(*o); }};
 }
 
 }  // namespace cairn::tool

@@ -265,7 +265,7 @@ Command add_plot_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand("plot", "Draw a timeline of a job's launches and checkpoints per level, with bandwidths (PNG, SVG, PDF).");
   app->add_option("--out", o->out, "The file to write; its extension gives the format (.png, .svg, .pdf)")
       ->type_name("FILE");
-  app->add_option("prefix", o->prefix, "L3 directory (default: the configured prefix)")->type_name("PREFIX");
+  add_prefix_arg(app, o->prefix);
   app->add_option("--width", o->width, "Width in pixels at 100 dpi (default 1000; height is 0.64 of it, at least 400)")
       ->type_name("PIXELS");
   app->add_flag("--json", o->json, "Print the data plotted as JSON (without --out, draw nothing)");
@@ -273,8 +273,7 @@ Command add_plot_command(CLI::App& root) {
                   "Draw the useful fraction per policy of a campaign instead: the JSON cairn-bench --campaign --json\n"
                   "prints (docs/performance.md)")
       ->type_name("FILE");
-  app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")
-      ->type_name("FILE");
+  add_config_option(app, o->config_path);
   app->footer(
       "The times come from the job history (<prefix>/.cairn/history): every launch, restart and version.\n"
       "Without one, only the versions still on disk appear (cache_versions in L1, keep_flushed in L3), their\n"
@@ -283,10 +282,7 @@ Command add_plot_command(CLI::App& root) {
       "Exit status: 0 written, 1 the file could not be written, 2 bad options, 3 nothing to plot.");
   set_usage(app, "cairn plot --out FILE [PREFIX] [--width PIXELS] [--json] [--config FILE]\n"
                  "       cairn plot --out FILE --campaign REPORT.json [--width PIXELS]");
-  Command cmd;
-  cmd.app = app;
-  cmd.run = [o](const Invocation&) { return run_plot(*o); };
-  return cmd;
+  return {app, [o](const Invocation&) { return run_plot(*o); }};
 }
 
 }  // namespace cairn::tool

@@ -377,18 +377,14 @@ Command add_show_command(CLI::App& root) {
   app->add_option("version", o->version_text, "Version number (or its L3 directory name, v00000042)")
       ->required()
       ->type_name("VERSION");
-  app->add_option("prefix", o->prefix, "L3 directory (default: the configured prefix)")->type_name("PREFIX");
-  app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")
-      ->type_name("FILE");
+  add_prefix_arg(app, o->prefix);
+  add_config_option(app, o->config_path);
   app->add_flag("--json", o->json, "Print JSON");
   app->footer(
       "Exit status: 0 shown, 1 shown and damaged at some level (an unreadable record, COMMIT or manifest),\n"
       "2 bad options or configuration, 3 no such version.");
   set_usage(app, "cairn show VERSION [PREFIX] [--json] [--config FILE]");
-  Command cmd;
-  cmd.app = app;
-  cmd.run = [o](const Invocation&) { return run_show(*o); };
-  return cmd;
+  return {app, [o](const Invocation&) { return run_show(*o); }};
 }
 
 }  // namespace cairn::tool

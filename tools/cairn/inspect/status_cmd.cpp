@@ -79,8 +79,7 @@ Command add_status_command(CLI::App& root) {
   app->add_option("--service", opts->service,
                   "HOST:PORT of the service's controller; default: the `service` knob (CAIRN_SERVICE, the config file)")
       ->type_name("HOST:PORT");
-  app->add_option("--config", opts->config_path, "Config file (TOML) for the default service; default: CAIRN_CONFIG")
-      ->type_name("FILE");
+  add_config_option(app, opts->config_path, "Config file (TOML) for the default service; default: CAIRN_CONFIG");
   app->add_flag("--json", opts->json, "Print the controller's JSON document (docs/service.md)");
   app->add_option("--timeout", opts->timeout, "Seconds to wait for the controller")->capture_default_str();
   app->footer("Exit status: 0, 1 when the controller cannot be reached or answers with an error, 2 for bad options.");

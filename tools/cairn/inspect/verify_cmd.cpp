@@ -142,8 +142,7 @@ Command add_verify_command(CLI::App& root) {
   app->add_option("--level", o->level, "Levels to check: l1 (the cache), l3 (the prefix) or all")
       ->check(CLI::IsMember({"l1", "l3", "all"}))
       ->type_name("LEVEL");
-  app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")
-      ->type_name("FILE");
+  add_config_option(app, o->config_path);
   app->add_flag("--json", o->json, "Print JSON");
   app->footer(
       "Per version and level: good, BAD (with the first bad rank and chunk), or incomplete (L1: ranks\n"
@@ -153,10 +152,7 @@ Command add_verify_command(CLI::App& root) {
       "Exit status: 0 everything checked is good, 1 something is bad, 2 bad options or configuration,\n"
       "3 nothing to verify.");
   set_usage(app, "cairn verify [VERSION] [PREFIX] [--level l1|l3|all] [--json] [--config FILE]");
-  Command cmd;
-  cmd.app = app;
-  cmd.run = [o](const Invocation&) { return run_verify(*o); };
-  return cmd;
+  return {app, [o](const Invocation&) { return run_verify(*o); }};
 }
 
 }  // namespace cairn::tool

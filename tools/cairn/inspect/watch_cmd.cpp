@@ -361,7 +361,7 @@ Command add_watch_command(CLI::App& root) {
   auto o = std::make_shared<WatchOptions>();
   CLI::App* app =
       root.add_subcommand("watch", "Follow a running job: last checkpoint, levels, bandwidth, stall alarm.");
-  app->add_option("prefix", o->prefix, "L3 directory (default: the configured prefix)")->type_name("PREFIX");
+  add_prefix_arg(app, o->prefix);
   app->add_option("--stall", o->stall, "Alarm and exit 4 after this long without a new checkpoint (90s, 10m, 1h)")
       ->transform(cli::duration_value())
       ->type_name("DURATION");
@@ -370,8 +370,7 @@ Command add_watch_command(CLI::App& root) {
       ->type_name("DURATION");
   app->add_flag("--once", o->once, "Print the job's state once and exit");
   app->add_flag("--json", o->json, "Print JSON (with --once: one object; else one object per line per change)");
-  app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")
-      ->type_name("FILE");
+  add_config_option(app, o->config_path);
   app->footer(
       "A new checkpoint is a change of the state's l1 key (a version complete in L1). A line is printed\n"
       "when the state's version, phase or l1/l2/l3 change. Bandwidths (the newest version's, and the mean)\n"
@@ -380,10 +379,7 @@ Command add_watch_command(CLI::App& root) {
       "Exit status: 0 the job finalized (or --once printed a job that is not stalled), 1 the state file\n"
       "cannot be read, 2 bad options, 3 --once and no state file, 4 stall alarm.");
   set_usage(app, "cairn watch [PREFIX] [--stall DURATION] [--interval DURATION] [--once] [--json] [--config FILE]");
-  Command cmd;
-  cmd.app = app;
-  cmd.run = [o](const Invocation&) { return run_watch(*o); };
-  return cmd;
+  return {app, [o](const Invocation&) { return run_watch(*o); }};
 }
 
 }  // namespace cairn::tool

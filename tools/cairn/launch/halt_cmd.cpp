@@ -196,9 +196,8 @@ int run_halt(const HaltOptions& o) {
 Command add_halt_command(CLI::App& root) {
   auto o = std::make_shared<HaltOptions>();
   CLI::App* app = root.add_subcommand("halt", "Ask a running job to checkpoint and exit, now or on a condition.");
-  app->add_option("prefix", o->prefix, "The job's L3 directory (default: the configured prefix)")->type_name("PREFIX");
-  app->add_option("--config", o->config_path, "Config file (TOML) for the default prefix; default: CAIRN_CONFIG")
-      ->type_name("FILE");
+  add_prefix_arg(app, o->prefix, "The job's L3 directory (default: the configured prefix)");
+  add_config_option(app, o->config_path, "Config file (TOML) for the default prefix; default: CAIRN_CONFIG");
   app->add_option("--checkpoints", o->checkpoints,
                   "Exit after N more checkpoints, counted from the newest version in the job's state file")
       ->type_name("N");
@@ -218,10 +217,7 @@ Command add_halt_command(CLI::App& root) {
       "(2026-11-22T18:00Z), or relative to now (+2h, +30m, +1h30m). Format and rules: docs/halt.md.\n"
       "Exit status: 0; 1 when the file cannot be read or written; 2 for bad options or a missing prefix.");
 
-  Command cmd;
-  cmd.app = app;
-  cmd.run = [o](const Invocation&) { return run_halt(*o); };
-  return cmd;
+  return {app, [o](const Invocation&) { return run_halt(*o); }};
 }
 
 }  // namespace cairn::tool

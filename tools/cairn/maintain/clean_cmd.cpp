@@ -358,7 +358,7 @@ int run_clean(const CleanOptions& o) {
 Command add_clean_command(CLI::App& root) {
   auto o = std::make_shared<CleanOptions>();
   CLI::App* app = root.add_subcommand("clean", "Remove older checkpoint versions, never the newest good one.");
-  app->add_option("prefix", o->prefix, "L3 directory (default: the configured prefix)")->type_name("PREFIX");
+  add_prefix_arg(app, o->prefix);
   app->add_option("--keep", o->keep, "Complete versions to keep at each level, newest first (default 1)")
       ->type_name("N");
   app->add_option("--level", o->level, "Levels to clean: l1 (the cache visible here), l3 (the prefix) or all")
@@ -369,8 +369,7 @@ Command add_clean_command(CLI::App& root) {
                 "when it holds a version not yet flushed to the prefix)");
   app->add_flag("--dry-run", o->dry_run, "Print what would be removed, remove nothing");
   app->add_flag("--json", o->json, "Print JSON: what was removed, notes, errors, exit status (the lines go to stderr)");
-  app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")
-      ->type_name("FILE");
+  add_config_option(app, o->config_path);
   app->footer(
       "At each level the newest good version (complete there, and every chunk verified) and every newer\n"
       "version are kept, with the N newest complete ones; older versions are removed (at L1 with their L2\n"
@@ -379,10 +378,7 @@ Command add_clean_command(CLI::App& root) {
       "how to start afresh after removing a prefix, whose cache is otherwise refused at the next launch.\n"
       "Exit status: 0 (also when there is nothing to remove), 1 a removal failed or was refused, 2 bad options.");
   set_usage(app, "cairn clean [PREFIX] [--keep N] [--level l1|l3|all] [--cache] [--dry-run] [--json] [--config FILE]");
-  Command cmd;
-  cmd.app = app;
-  cmd.run = [o](const Invocation&) { return run_clean(*o); };
-  return cmd;
+  return {app, [o](const Invocation&) { return run_clean(*o); }};
 }
 
 }  // namespace cairn::tool

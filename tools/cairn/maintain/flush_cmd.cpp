@@ -173,8 +173,7 @@ Command add_flush_command(CLI::App& root) {
                   "VERSION (a number, or v00000042) and/or PREFIX; one word that is not a version is the prefix")
       ->expected(0, 2)
       ->type_name("[VERSION] [PREFIX]");
-  app->add_option("--config", o->config_path, "Config file (TOML); default: the file CAIRN_CONFIG names")
-      ->type_name("FILE");
+  add_config_option(app, o->config_path);
   app->add_flag("--json", o->json, "Print JSON: the versions flushed and failed, notes, exit status");
   app->footer(
       "Every rank's L1 record must be in the cache directories visible from this machine and its slot must\n"
@@ -183,10 +182,7 @@ Command add_flush_command(CLI::App& root) {
       "Exit status: 0 flushed or already in L3, 1 failed (damaged, incomplete or an I/O error),\n"
       "2 bad options or configuration, 3 nothing to flush.");
   set_usage(app, "cairn flush [VERSION] [PREFIX] [--json] [--config FILE]");
-  Command cmd;
-  cmd.app = app;
-  cmd.run = [o](const Invocation&) { return run_flush(*o); };
-  return cmd;
+  return {app, [o](const Invocation&) { return run_flush(*o); }};
 }
 
 }  // namespace cairn::tool

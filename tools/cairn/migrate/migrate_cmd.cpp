@@ -188,9 +188,8 @@ Command add_migrate_command(CLI::App& root) {
                   "its host: --host n2)")
       ->required()
       ->type_name("I");
-  app->add_option("prefix", o->prefix, "The job's L3 directory (default: the configured prefix)")->type_name("PREFIX");
-  app->add_option("--config", o->config_path, "Config file (TOML) for the default prefix; default: CAIRN_CONFIG")
-      ->type_name("FILE");
+  add_prefix_arg(app, o->prefix, "The job's L3 directory (default: the configured prefix)");
+  add_config_option(app, o->config_path, "Config file (TOML) for the default prefix; default: CAIRN_CONFIG");
   app->add_option("--buffers", o->buffers, "Buffers in the transfer's pool (bounds the memory in flight)")
       ->check(CLI::Range(2, 1024))
       ->capture_default_str()
@@ -220,10 +219,7 @@ Command add_migrate_command(CLI::App& root) {
       "Exit status: 0 migrated (or requested, with --no-wait); 1 the migration failed or timed out;\n"
       "2 bad options, no cairn run managing the job, or no spare left.");
 
-  Command cmd;
-  cmd.app = app;
-  cmd.run = [o](const Invocation&) { return run_migrate(*o); };
-  return cmd;
+  return {app, [o](const Invocation&) { return run_migrate(*o); }};
 }
 
 }  // namespace cairn::tool
