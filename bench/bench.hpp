@@ -90,6 +90,9 @@ std::string cpu_model();
 std::string first_line_of(const std::string& path);  // "" when it cannot be read (a /proc or /sys file)
 // The head of a report's "run" object: date (now), host, cpu, cores, the load at the start and now, ranks.
 json machine_info(double load_start, int ranks);
+// Where a run kept its files, in its "run" object: cache_dir with its file system and page size,
+// work_dir (the prefix's file system: prefix_fs) and the job's directory in the cache.
+void describe_dirs(json& run, const std::string& cache_dir, const std::string& work_dir, const std::string& cache_job);
 
 // The L2 sets the library cuts nranks ranks (one per node here) into, set_size each; a tail of one
 // joins the previous set.

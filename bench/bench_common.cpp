@@ -233,6 +233,15 @@ json free_page_reporting() {
   return j;
 }
 
+void describe_dirs(json& run, const std::string& cache_dir, const std::string& work_dir, const std::string& cache_job) {
+  run["cache_dir"] = cache_dir;
+  run["cache_fs"] = fs_type_name(cache_dir);
+  run["cache_page_bytes"] = cache_page_bytes(cache_dir);
+  run["prefix_fs"] = fs_type_name(work_dir);
+  run["work_dir"] = work_dir;
+  run["cache_job_dir"] = cache_job;
+}
+
 json machine_info(double load_start, int ranks) {
   json j;
   j["date"] = utc_now();

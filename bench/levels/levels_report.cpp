@@ -33,14 +33,9 @@ json run_info(const Options& o, const JobInfo& job, const LevelFigures& f) {
   j["snapshot"] = getenv("CAIRN_SNAPSHOT") ? getenv("CAIRN_SNAPSHOT") : "copy";
   j["reps"] = o.reps;
   j["statistic"] = "median of reps; per-rank bytes / slowest rank's time; GB/s = 1e9 bytes/s";
-  j["cache_dir"] = o.cache_dir;
-  j["cache_fs"] = fs_type_name(o.cache_dir);
-  j["cache_page_bytes"] = cache_page_bytes(o.cache_dir);
+  describe_dirs(j, o.cache_dir, f.dir, f.cache_job);
   j["prefix"] = f.prefix;
-  j["prefix_fs"] = fs_type_name(f.dir);
   j["job"] = o.child_job;
-  j["cache_job_dir"] = f.cache_job;
-  j["work_dir"] = f.dir;
   j["cache_versions"] = f.cache_versions;
   j["warmup_checkpoints"] = f.cache_versions;
   j["set_size"] = f.set_size;

@@ -395,12 +395,7 @@ int report_redistribute(const Options& o, const std::string& dir, const std::str
   run["reps"] = o.reps;
   run["statistic"] = "median of reps; global bytes (every old rank's --size) / slowest rank's cairn_restart time; GB/s = 1e9 bytes/s";
   run["distribution"] = "one BLOCK region of uint64";
-  run["cache_dir"] = o.cache_dir;
-  run["cache_fs"] = fs_type_name(o.cache_dir);
-  run["cache_page_bytes"] = cache_page_bytes(o.cache_dir);
-  run["prefix_fs"] = fs_type_name(dir);
-  run["work_dir"] = dir;
-  run["cache_job_dir"] = cache_job;
+  describe_dirs(run, o.cache_dir, dir, cache_job);
   for (const char* stage : {"write", "reshape", "same_l3"})
     if (stage_out.contains(stage)) {
       run["stages"][stage] = {{"ranks", stage_out[stage]["ranks"]},

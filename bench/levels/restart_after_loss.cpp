@@ -293,12 +293,7 @@ int report_restart_after_loss(const Options& o, const std::string& dir, const st
   run["reps"] = o.reps;
   run["statistic"] = "per relaunched job the slowest rank's (and the median rank's) time; the median over --reps jobs";
   run["relaunched_jobs"] = 2 * o.reps;
-  run["cache_dir"] = o.cache_dir;
-  run["cache_fs"] = fs_type_name(o.cache_dir);
-  run["cache_page_bytes"] = cache_page_bytes(o.cache_dir);
-  run["prefix_fs"] = fs_type_name(dir);
-  run["work_dir"] = dir;
-  run["cache_job_dir"] = cache_job;
+  describe_dirs(run, o.cache_dir, dir, cache_job);
   run["set_size"] = lost.jobs.at(0)["set_size"];
   run["mpi_thread_multiple"] = lost.jobs.at(0)["mpi_thread_multiple"];
   run["cpus_per_rank"] = lost.jobs.at(0)["cpus_per_rank"];

@@ -653,11 +653,7 @@ class SnapshotBench {
     // rank to one core by default; CAIRN_MPIRUN_ARGS="--bind-to none" lifts it).
     j["cpus_per_rank"] = job_.cpus_per_rank;
     j["statistic"] = "median of the repetitions of every session of a mode and writer (reps x rounds) of the slowest rank's time; complete and waits from rank 0's log";
-    j["cache_dir"] = o_.cache_dir;
-    j["cache_fs"] = fs_type_name(o_.cache_dir);
-    j["cache_page_bytes"] = cache_page_bytes(o_.cache_dir);
-    j["work_dir"] = session_.dir();
-    j["cache_job_dir"] = session_.cache_job();
+    describe_dirs(j, o_.cache_dir, session_.dir(), session_.cache_job());
     j["config"] = "redundancy = single, flush_every = 0, cache_versions = 1 (L1 only)";
     j["loop"] = "w[i] = 3 w[i] + 1 over every 8-byte word of the state";
     j["writers"] = "all: the loop over the whole state each pass; 10pct: the loop over the same random tenth of the state's 2 MiB blocks each pass";
