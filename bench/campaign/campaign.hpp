@@ -85,7 +85,6 @@ struct RunFigures {
   // last one over its iterations; without checkpoints (the failure-free run), the loop less nothing; 0
   // when neither is in the log.
   double step = 0;
-  double lost() const;             // sum of the failures' totals
   bool finished = false;           // the job printed its result
   std::string result;              // the job's result hash (same for every run of one campaign)
 };

@@ -72,12 +72,6 @@ double seconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
 }  // namespace
 
-double RunFigures::lost() const {
-  double sum = 0;
-  for (const auto& f : failures) sum += f.total();
-  return sum;
-}
-
 Result<RunFigures> analyse_run(const std::string& prefix, const std::string& app_log, int64_t started_ns) {
   CAIRN_ASSIGN_OR_RETURN(record, read_lines(prefix + "/.cairn/run-record", false));
   CAIRN_ASSIGN_OR_RETURN(hist, read_lines(prefix + "/.cairn/history", true));

@@ -43,7 +43,6 @@ CAIRN_REAL(FILE*, fopen, (const char* path, const char* mode), (path, mode), nul
 CAIRN_REAL(FILE*, freopen, (const char* path, const char* mode, FILE* stream), (path, mode, stream), nullptr)
 CAIRN_REAL(int, fclose, (FILE * stream), (stream), EOF)
 CAIRN_REAL(int, stat, (const char* path, struct stat* st), (path, st), -1)
-CAIRN_REAL(int, lstat, (const char* path, struct stat* st), (path, st), -1)
 CAIRN_REAL(int, fstatat, (int dirfd, const char* path, struct stat* st, int flags), (dirfd, path, st, flags), -1)
 CAIRN_REAL(int, statx, (int dirfd, const char* path, int flags, unsigned int mask, struct statx* st),
            (dirfd, path, flags, mask, st), -1)
@@ -58,7 +57,6 @@ CAIRN_REAL(int, renameat2, (int fromfd, const char* from, int tofd, const char* 
            (fromfd, from, tofd, to, flags), -1)
 CAIRN_REAL(int, truncate, (const char* path, off_t length), (path, length), -1)
 CAIRN_REAL(DIR*, opendir, (const char* path), (path), nullptr)
-CAIRN_REAL(DIR*, fdopendir, (int fd), (fd), nullptr)
 CAIRN_REAL(struct dirent*, readdir, (DIR * dir), (dir), nullptr)
 CAIRN_REAL(struct dirent64*, readdir64, (DIR * dir), (dir), nullptr)
 CAIRN_REAL(int, closedir, (DIR * dir), (dir), -1)

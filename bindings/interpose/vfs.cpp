@@ -75,11 +75,6 @@ void Vfs::stop() {
 
 bool Vfs::active() const { return active_.load(std::memory_order_acquire); }
 
-std::string Vfs::scratch() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return scratch_;
-}
-
 std::optional<Match> Vfs::ours(const char* path, std::string* abs) const {
   if (!path || !*path || !active_) return std::nullopt;
   *abs = paths::absolute(path);

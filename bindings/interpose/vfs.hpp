@@ -96,7 +96,6 @@ class Vfs {
   // steps the code has (taken, or with committed files), and, with prefault, prepare space for the next
   // generation of each file of `taken`.
   void after_take(uint64_t taken, int keep);
-  std::string scratch() const;
 
  private:
   struct Entry {

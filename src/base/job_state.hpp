@@ -43,7 +43,6 @@ class FaultInjector {
   // version before rank 0 writes them, and a node killed in that gap would lose lines of a version that
   // is complete, where "compute" promises a failure after the version's bookkeeping is done.
   void point(const char* phase, uint64_t v, const char* settled_key = nullptr) const;
-  bool active() const { return active_; }
 
  private:
   void wait_settled(const char* key, uint64_t v) const;

@@ -39,13 +39,5 @@ bool SlotLender::is_lent(int slot) const {
   return slot >= 0 && static_cast<size_t>(slot) < lent_.size() && lent_[static_cast<size_t>(slot)].version != 0;
 }
 
-void SlotLender::wait_all_back() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] {
-    for (const auto& l : lent_)
-      if (l.version != 0) return false;
-    return true;
-  });
-}
 
 }  // namespace cairn

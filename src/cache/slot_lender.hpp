@@ -15,7 +15,6 @@ class SlotLender {
  public:
   explicit SlotLender(int nslots = 0) { reset(nslots); }
   void reset(int nslots);
-  int nslots() const { return static_cast<int>(lent_.size()); }
 
   // Blocks until `slot` is back, then lends it to version v.
   void lend(int slot, uint64_t v);
@@ -27,8 +26,6 @@ class SlotLender {
   std::vector<uint64_t> lent_versions() const;
   // Whether `slot` is lent now.
   bool is_lent(int slot) const;
-  // Blocks until every slot is back.
-  void wait_all_back();
 
  private:
   struct Loan {

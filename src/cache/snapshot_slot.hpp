@@ -49,7 +49,6 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
-  bool valid() const { return data_ != nullptr || size_ == 0; }
   void reset();
 
  private:

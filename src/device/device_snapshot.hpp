@@ -70,7 +70,6 @@ class DeviceSnapshotter final : public Snapshotter {
   // The application's stream whose queued work a checkpoint's copy follows (nullptr: none; the
   // application then finishes its device writes before cairn_checkpoint).
   Status set_app_stream(CUstream stream);
-  CopyMode mode() const { return options_.mode; }
   // The event recorded after the newest version's last device piece (nullptr before any); once its
   // copies are queued.
   CUevent copied_event();

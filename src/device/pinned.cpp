@@ -61,7 +61,6 @@ Status PinnedRanges::ensure(const Driver& driver, CUcontext ctx, const void* p, 
   drop_overlapping(b, e);
   CAIRN_TRY(make_current(driver, ctx));
   CUresult rc = driver.api().cuMemHostRegister(reinterpret_cast<void*>(b), e - b, CU_MEMHOSTREGISTER_PORTABLE);
-  ++registrations_;
   if (rc != CUDA_SUCCESS) {
     *pinned = false;
     *why = "cuMemHostRegister of " + std::to_string(e - b) + " bytes: " + driver.error_text(rc);

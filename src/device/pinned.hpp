@@ -25,7 +25,6 @@ class PinnedRanges {
   void forget(const void* p, uint64_t len);
   bool covers(const void* p, uint64_t len) const;
   size_t count() const;
-  uint64_t registrations() const { return registrations_; }  // cuMemHostRegister calls made
 
  private:
   struct Range {
@@ -36,7 +35,6 @@ class PinnedRanges {
   void drop_overlapping(uintptr_t begin, uintptr_t end);  // mu_ held
   mutable std::mutex mu_;
   std::vector<Range> ranges_;
-  uint64_t registrations_ = 0;
 };
 
 // The process's ranges; the first call installs the cache's unmap hook.

@@ -157,7 +157,6 @@ void AgentSession::send_jobs(LinkJobs& jobs, const std::function<void(const Link
     }
     conn_->send_message(f);
     j.sent = true;
-    j.sent_to = agent_.agent_id;
     ++j.generation;
     j.next_offset = 0;
     j.credits.clear();

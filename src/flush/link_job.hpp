@@ -33,7 +33,6 @@ struct LinkJob {
   Status outcome;
   bool sent = false;          // the current agent has it
   uint64_t generation = 0;    // counts the times it was sent: a push write of an earlier sending is stale
-  uint64_t sent_to = 0;
   double last_heard = 0;      // the last sign of life about it from an agent (or its submission)
   bool cancel_requested = false;
   // push

@@ -45,7 +45,6 @@ class ServiceFlusher : public Flusher {
   Status probe_agents(bool* changed) override { return link_->probe(changed); }
   // The agent serving this rank now (0: none) and where, for logs, the bench and tests.
   uint64_t agent_id() const { return link_->agent_id(); }
-  std::string agent_where() const { return link_->agent_where(); }
 
  private:
   struct Handed {  // a version handed over: to the link (its ticket), or to the fallback

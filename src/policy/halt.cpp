@@ -153,20 +153,6 @@ std::string format_halt_file(const HaltConditions& c) {
   return out;
 }
 
-std::string describe_halt(const HaltConditions& c) {
-  if (c.plain()) return "no condition (checkpoint at the next chance, then exit)";
-  std::string s;
-  auto add = [&](const std::string& what) { s += (s.empty() ? "" : ", ") + what; };
-  if (c.checkpoints)
-    add("checkpoints=" + std::to_string(*c.checkpoints) + " (exit after version " +
-        std::to_string(c.checkpoints_from.value_or(0) + static_cast<uint64_t>(*c.checkpoints)) + ")");
-  if (c.before) add("before=" + std::to_string(*c.before) + " (" + format_time(*c.before) + ")");
-  if (c.after) add("after=" + std::to_string(*c.after) + " (" + format_time(*c.after) + ")");
-  if (c.seconds) add("seconds=" + std::to_string(*c.seconds));
-  if (c.immediate) add("immediate=1");
-  return s;
-}
-
 HaltVerdict evaluate_halt(const HaltConditions& c, const HaltContext& ctx) {
   if (c.immediate) return {HaltAction::exit_now, "immediate=1 (no checkpoint)"};
   if (c.checkpoints) {

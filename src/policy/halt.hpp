@@ -44,8 +44,6 @@ ParsedHalt parse_halt_file(std::string_view text);
 // A comment header, then one key=value line per condition set, in a fixed order (what `cairn halt`
 // writes). parse_halt_file(format_halt_file(c)).conditions == c.
 std::string format_halt_file(const HaltConditions& c);
-// "checkpoints=2 (from version 17), before=... (2026-11-22T18:00:00+01:00)", or "no condition".
-std::string describe_halt(const HaltConditions& c);
 
 // What a halt asks of the job at one moment. The values are ordered (a max-reduction keeps the
 // strongest) and travel in the runtime's reduction.

@@ -64,7 +64,6 @@ class Reader {
   // Every field was there and nothing is left over.
   bool ok() const { return !failed_ && left_ == 0; }
   bool failed() const { return failed_; }
-  size_t left() const { return left_; }
 
  private:
   bool take(size_t n) {

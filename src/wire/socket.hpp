@@ -60,7 +60,6 @@ class Connection {
   // Write what the other side takes now.
   Status flush();
   bool wants_write() const { return out_off_ < out_.size(); }
-  size_t buffered_output() const { return out_.size() - out_off_; }
   // Flush everything within timeout_s (for a last message before closing).
   Status flush_all(double timeout_s);
 

@@ -84,7 +84,6 @@ class Chain {
   static Result<Chain> load(const std::vector<StageSpec>& specs);
   bool compresses() const;
   std::vector<std::unique_ptr<Stage>> instantiate() const;
-  std::string text() const { return chain_text(specs_); }
 
  private:
   std::vector<StageSpec> specs_;

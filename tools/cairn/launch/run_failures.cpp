@@ -128,7 +128,6 @@ bool strike_due_failure(const RunContext& ctx, const InjectionRendezvous& rendez
     for (size_t n = 0; n < ctx.spec.node_names.size(); ++n)
       if (ctx.spec.ranks_per_node[n] > 0) nodes.push_back(ctx.spec.node_names[n]);
   attempt.failure = f;
-  attempt.failure_s = now;
   char when[96];
   snprintf(when, sizeof when, " at %.2f s (due %.2f s)", now, f.at);
   attempt.failure_text = f.kind == FailureKind::node ? "node " + nodes[0] + " (ranks " + join_ints(ranks) + ")"

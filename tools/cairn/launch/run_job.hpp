@@ -61,7 +61,6 @@ struct Attempt {
   double restarted_after = -1;        // seconds from the launch until the job had restarted; -1: no restart seen
   std::string migrated_text;          // "node1 to node4 (...)" when the job exited for a migration
   std::optional<policy::ScheduledFailure> failure;  // --fail-at: the failure that struck this attempt
-  double failure_s = -1;              // when it struck, seconds from the first launch
   std::string failure_text;           // "node node1 (ranks 2,3) at 12.5 s (due 12.4 s)"
   std::optional<state_file::State> state;      // the job state file, when this attempt wrote it
   std::string hosts_text;             // cluster mode: "lost n2 (sinfo: down*); spare n5 took its ranks 4-5"
