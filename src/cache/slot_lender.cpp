@@ -39,5 +39,4 @@ bool SlotLender::is_lent(int slot) const {
   return slot >= 0 && static_cast<size_t>(slot) < lent_.size() && lent_[static_cast<size_t>(slot)].version != 0;
 }
 
-
 }  // namespace cairn
