@@ -84,9 +84,7 @@ Command add_strerror_command(CLI::App& root) {
   app->footer("Output: NAME (VALUE): DESCRIPTION, e.g. 'CAIRN_ERR_IO (-5): I/O error'.\n"
               "Exit status: 0, or 2 for an unknown code.");
 
-  Command cmd;
-  cmd.app = app;
-  cmd.run = [opts](const Invocation&) {
+  return {app, [opts](const Invocation&) {
     if (opts->list || opts->markdown) {
       if (!opts->code.empty()) {
         print_error("strerror", "give a code or --list/--markdown, not both");
@@ -121,8 +119,7 @@ Command add_strerror_command(CLI::App& root) {
     else
       printf("%s\n", describe(*e).c_str());
     return kExitOk;
-  };
-  return cmd;
+  }};
 }
 
 }  // namespace cairn::tool

@@ -48,9 +48,7 @@ Command add_config_command(CLI::App& root) {
   app->footer("Precedence: CAIRN_<KNOB> environment variables over the config file over the defaults.\n"
               "Exit status: 0, or 2 when the configuration is invalid (the message names the knob).");
 
-  Command cmd;
-  cmd.app = app;
-  cmd.run = [opts](const Invocation&) {
+  return {app, [opts](const Invocation&) {
     if (opts->markdown) {
       fputs(render_knob_markdown().c_str(), stdout);
       return kExitOk;
@@ -83,8 +81,7 @@ Command add_config_command(CLI::App& root) {
     }
     fputs(render_knob_list(*loaded).c_str(), stdout);
     return kExitOk;
-  };
-  return cmd;
+  }};
 }
 
 }  // namespace cairn::tool

@@ -276,9 +276,7 @@ Command add_interval_command(CLI::App& root) {
   app->footer("Durations: a number of seconds or with a unit, e.g. 250ms, 90s, 15m, 1.5h, 2d, 1w.\n"
               "Formulas and assumptions: docs/intervals.md. Exit status: 0, or 2 for bad input.");
 
-  Command cmd;
-  cmd.app = app;
-  cmd.run = [opts](const Invocation&) {
+  return {app, [opts](const Invocation&) {
     auto in = parse_inputs(*opts);
     if (!in) {
       print_error("interval", in.status().message());
@@ -348,8 +346,7 @@ Command add_interval_command(CLI::App& root) {
                knobs_toml(*knobs, opts->levels).c_str());
     }
     return kExitOk;
-  };
-  return cmd;
+  }};
 }
 
 }  // namespace cairn::tool

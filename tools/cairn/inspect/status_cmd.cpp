@@ -83,9 +83,7 @@ Command add_status_command(CLI::App& root) {
   app->add_flag("--json", opts->json, "Print the controller's JSON document (docs/service.md)");
   app->add_option("--timeout", opts->timeout, "Seconds to wait for the controller")->capture_default_str();
   app->footer("Exit status: 0, 1 when the controller cannot be reached or answers with an error, 2 for bad options.");
-  Command cmd;
-  cmd.app = app;
-  cmd.run = [opts](const Invocation&) {
+  return {app, [opts](const Invocation&) {
     if (opts->service.empty()) {
       auto loaded = load_job_config(opts->config_path, "status");
       if (!loaded) {
@@ -126,8 +124,7 @@ Command add_status_command(CLI::App& root) {
     else
       print_human(doc);
     return kExitOk;
-  };
-  return cmd;
+  }};
 }
 
 }  // namespace cairn::tool

@@ -570,10 +570,7 @@ Command add_run_command(CLI::App& root) {
   app->add_option("stray", o->stray)->group("");  // a command given without "--": reported clearly
   app->footer(kFooter);
 
-  Command cmd;
-  cmd.app = app;
-  cmd.takes_trailing_command = true;
-  cmd.run = [o, nodes](const Invocation& inv) {
+  return {app, [o, nodes](const Invocation& inv) {
     o->nodes_given = nodes->count() > 0;
     auto ctx = prepare(*o, inv);
     if (!ctx) {
@@ -581,8 +578,7 @@ Command add_run_command(CLI::App& root) {
       return kExitUsage;
     }
     return run_job(*ctx);
-  };
-  return cmd;
+  }, /*takes_trailing_command=*/true};
 }
 
 }  // namespace cairn::tool
