@@ -55,6 +55,11 @@ struct SnapshotReport {
   // cow tracking writes: blocks of this snapshot un-protected as soon as they were copied (by the copier
   // or the fault handler), noted written before a write (CowOptions::unprotect_ahead).
   uint64_t unprotected_ahead = 0;
+  // cow tracking writes since the previous snapshot (written_known): the bytes of the chunks noted
+  // written between that snapshot's begin() and this one's, those un-protected ahead included -- how
+  // much of its state the application rewrites between two checkpoints.
+  bool written_known = false;
+  uint64_t written_bytes = 0;
   // cow: writes that the copier served because the fault handler thread had not read them from the
   // descriptor within kLateSeconds (a handler queued behind the copier), from the previous snapshot's
   // completion to this one's. Each is counted in faults or unprotect_faults too.

@@ -39,6 +39,10 @@ bool writer_outran_copier(const SnapshotReport& r, uint64_t fault_block) {
   return r.protected_bytes > 0 && r.faults * fault_block * 4 >= r.protected_bytes + r.unchanged_bytes;
 }
 
+bool writer_rewrote_most(const SnapshotReport& r) {
+  return r.written_known && r.protected_bytes > 0 && r.written_bytes * 2 >= r.bytes;
+}
+
 double cow_application_wait(const SnapshotReport& r) {
   return r.blocking_seconds + r.fault_wait_seconds + r.unprotect_wait_seconds;
 }
@@ -48,9 +52,9 @@ bool auto_prefers_cow(double cow_wait_s, double copy_blocking_s) { return cow_wa
 namespace {
 
 // snapshot = auto once cow was chosen: cow until three snapshots in a row show a writer that outran the
-// copier; then one version with copy, to measure it; then, for the rest of the run, whichever of the two
-// kept the application waiting less (auto_prefers_cow). Every switch happens between snapshots
-// (complete() of one, begin() of the next), never with one in flight.
+// copier or had rewritten most of its state since the snapshot before; then one version with copy, to
+// measure it; then, for the rest of the run, whichever of the two auto_prefers_cow favours. Every switch
+// happens between snapshots (complete() of one, begin() of the next), never with one in flight.
 class AutoSnapshotter final : public Snapshotter {
  public:
   explicit AutoSnapshotter(std::unique_ptr<Snapshotter> cow)
@@ -63,21 +67,31 @@ class AutoSnapshotter final : public Snapshotter {
   Status complete() override {
     Snapshotter* used = used_.load();
     Status st = used->complete();
-    const bool outran = phase_ == Phase::watching && writer_outran_copier(cow_->report(), CowOptions{}.fault_block);
-    if (outran)
-      outran_waits_.push_back(cow_application_wait(cow_->report()));
+    const SnapshotReport r = phase_ == Phase::watching ? cow_->report() : SnapshotReport{};
+    const bool outran = phase_ == Phase::watching && writer_outran_copier(r, CowOptions{}.fault_block);
+    const bool heavy = phase_ == Phase::watching && (outran || writer_rewrote_most(r));
+    if (heavy)
+      heavy_waits_.push_back(cow_application_wait(r));
     else
-      outran_waits_.clear();
-    if (outran && outran_waits_.size() >= kOutranToTry) {
-      const SnapshotReport r = cow_->report();
-      std::sort(outran_waits_.begin(), outran_waits_.end());
-      cow_wait_s_ = outran_waits_[outran_waits_.size() / 2];
-      LOG_INFO("snapshot = auto: the next checkpoint copies, to weigh a copy against copy-on-write: during the last "
-               "snapshot the application wrote %llu blocks of %.0f MiB of its %.0f MiB of protected memory before the "
-               "copier reached them, each waiting for its copy, as in the %zu snapshots before (%.1f ms waited in each, "
-               "the median)",
-               static_cast<unsigned long long>(r.faults), static_cast<double>(CowOptions{}.fault_block) / (1 << 20),
-               static_cast<double>(r.protected_bytes) / (1 << 20), outran_waits_.size() - 1, cow_wait_s_ * 1e3);
+      heavy_waits_.clear();
+    if (heavy && heavy_waits_.size() >= kHeavyToTry) {
+      std::sort(heavy_waits_.begin(), heavy_waits_.end());
+      cow_wait_s_ = heavy_waits_[heavy_waits_.size() / 2];
+      const double mib = 1 << 20;
+      if (outran)
+        LOG_INFO("snapshot = auto: the next checkpoint copies, to weigh a copy against copy-on-write: during the "
+                 "last snapshot the application wrote %llu blocks of %.0f MiB of its %.0f MiB of protected memory "
+                 "before the copier reached them, each waiting for its copy; %zu snapshots in a row of a writer that "
+                 "outran the copier or rewrote most of its state (%.1f ms waited in each, the median)",
+                 static_cast<unsigned long long>(r.faults), static_cast<double>(CowOptions{}.fault_block) / mib,
+                 static_cast<double>(r.protected_bytes) / mib, heavy_waits_.size(), cow_wait_s_ * 1e3);
+      else
+        LOG_INFO("snapshot = auto: the next checkpoint copies, to weigh a copy against copy-on-write: the "
+                 "application wrote %.0f MiB of its %.0f MiB between the last two snapshots, each block costing it a "
+                 "wait for its copy or its un-protection; %zu snapshots in a row of a writer that outran the copier "
+                 "or rewrote most of its state (%.1f ms waited in each, the median)",
+                 static_cast<double>(r.written_bytes) / mib, static_cast<double>(r.bytes) / mib,
+                 heavy_waits_.size(), cow_wait_s_ * 1e3);
       phase_ = Phase::trying_copy;
       next_ = copy_.get();                // report() still answers for the snapshot just completed
       cow_->forget(nullptr, UINT64_MAX);  // all of it: its write tracking lets the memory go
@@ -92,8 +106,8 @@ class AutoSnapshotter final : public Snapshotter {
       } else {
         LOG_INFO("snapshot = auto: copy for the rest of the run: with it the application waited %.1f ms in a "
                  "version, with copy-on-write %.1f ms (the protection, the copies its writes waited for, its first "
-                 "writes un-protected): a writer that rewrites its state right after a checkpoint loses less with a "
-                 "plain copy",
+                 "writes un-protected): a writer that rewrites its state right after a checkpoint, or most of it "
+                 "between two, loses less with a plain copy",
                  copy_s * 1e3, cow_wait_s_ * 1e3);
       }
       phase_ = Phase::decided;
@@ -125,10 +139,11 @@ class AutoSnapshotter final : public Snapshotter {
   std::atomic<Snapshotter*> used_, next_;
   // What a writer waits for under cow varies by half or more from one snapshot to the next (and the first
   // snapshots find the memory in 4 KiB pages, before it is gathered into huge pages between them): cow's
-  // figure is the median over three snapshots in a row in which the writer outran the copier.
-  static constexpr size_t kOutranToTry = 3;
+  // figure is the median over three snapshots in a row of a writer that outran the copier or rewrote most
+  // of its state.
+  static constexpr size_t kHeavyToTry = 3;
   Phase phase_ = Phase::watching;
-  std::vector<double> outran_waits_;  // cow_application_wait of each snapshot of the current run of them
+  std::vector<double> heavy_waits_;  // cow_application_wait of each snapshot of the current run of them
   double cow_wait_s_ = 0;
 };
 
@@ -189,7 +204,8 @@ SnapshotChoice choose_snapshotter(SnapshotMode mode, bool service, const std::st
   if (mode == SnapshotMode::automatic) {
     c.snapshotter = std::make_unique<AutoSnapshotter>(std::move(c.snapshotter));
     c.why += "; after three snapshots in a row in which the application rewrites a quarter of its state before the "
-             "copier, one version copies, and the run keeps whichever of the two kept it waiting less";
+             "copier, or half of it or more between two checkpoints, one version copies, and the run keeps whichever of "
+             "the two kept it waiting less";
   }
   if (options.track_writes)
     c.why += "; between snapshots it notes which chunks are written, and a version copies only those (l1_incremental)";

@@ -36,6 +36,12 @@ std::string no_spare_core(const CpuShare& cpus);
 // less with a plain copy.
 bool writer_outran_copier(const SnapshotReport& report, uint64_t fault_block);
 
+// After a copy-on-write snapshot that tracked writes since the one before: the application had written
+// half of its state or more between the two (SnapshotReport::written_bytes). Each such block costs it,
+// under cow, a wait for its copy or for its un-protection, whenever in the interval it writes it: a
+// writer of that kind has copy-on-write's costs without much of its gain, so auto weighs a copy.
+bool writer_rewrote_most(const SnapshotReport& report);
+
 // What a copy-on-write snapshot kept the application waiting for, as its report measured it: the
 // protection (begin()), the writes that waited for their block's copy, and, tracking writes, the first
 // writes since the previous snapshot that waited for their un-protection. It leaves out what the handler
@@ -46,9 +52,10 @@ bool auto_prefers_cow(double cow_wait_s, double copy_blocking_s);
 
 // auto: cow when the kernel and the permissions allow it, the node has no RDMA device and `cpus` leave
 // a core to spare for the copier; else copy. Once cow was chosen, auto watches every snapshot; after
-// three in a row in which the writer outran the copier (writer_outran_copier) the next version copies,
-// and from then on the run keeps cow if the median of the three snapshots' cow_application_wait was below
-// the copy's blocking time, else copy (auto_prefers_cow), saying which and why at info level.
+// three in a row in which the writer outran the copier (writer_outran_copier) or had rewritten most of its
+// state since the snapshot before (writer_rewrote_most) the next version copies, and from then on the run
+// keeps cow if the median of the three snapshots' cow_application_wait was below the copy's blocking
+// time, else copy (auto_prefers_cow), saying which and why at info level.
 // cow: cow when possible (with a warning on a node with RDMA devices), else copy with a warning.
 // `service` (the service knob is set) changes no choice, only the reason: the service registers and
 // reads the L1 slots, which are never write-protected, and only after complete() (docs/architecture.md,

@@ -208,7 +208,9 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
   } else {
     // Only what was written since the last snapshot lost its protection: those chunks' pages.
     int err = 0;
-    for (const auto& [c0, c1] : tracker_.written_in(G - 1))
+    report_.written_known = true;
+    for (const auto& [c0, c1] : tracker_.written_in(G - 1)) {
+      for (uint64_t c = c0; c < c1; ++c) report_.written_bytes += tracker_.chunk_len(c);
       tracker_.pages_of(c0, c1, page_, false, [&](size_t r, uint64_t p0, uint64_t p1) {
         const Tracked& tr = tracked_[r];
         uint64_t a = tr.start + p0 * page_, b = tr.start + p1 * page_;
@@ -218,6 +220,7 @@ Status CowSnapshotter::begin(const std::vector<SnapshotRegion>& regions, uint8_t
         }
         if (err == 0) err = uffd_.protect(a, b - a);
       });
+    }
     if (err != 0) return fail_begin(std::string("UFFDIO_WRITEPROTECT: ") + strerror(err), tracked_.size());
   }
   const double t_protected = now();

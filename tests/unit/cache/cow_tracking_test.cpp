@@ -94,6 +94,7 @@ TEST(CowTracking, OnlyTheChunksWrittenSinceTheSlotsSnapshotAreCopied) {
   SnapshotReport r1 = take(*s, regions, m.size, a, 0);
   ASSERT_NE(r1.generation, 0u);
   EXPECT_TRUE(r1.chunk_changed.empty());  // nothing to compare with: all copied
+  EXPECT_FALSE(r1.written_known);  // the tracking starts here
   EXPECT_TRUE(a == m.bytes());
 
   m.p[3 * kChunk + 5] ^= 1;
@@ -104,6 +105,8 @@ TEST(CowTracking, OnlyTheChunksWrittenSinceTheSlotsSnapshotAreCopied) {
   EXPECT_EQ(r2.unprotect_faults, 2u);
   EXPECT_GT(r2.unprotect_wait_seconds, 0.0);
   EXPECT_EQ(r2.faults, 0u);
+  EXPECT_TRUE(r2.written_known);  // whatever the slot: what was written since the snapshot before
+  EXPECT_EQ(r2.written_bytes, 2ull * kChunk);
 
   m.p[5 * kChunk + 77] ^= 1;
   const auto before = m.bytes();
@@ -113,6 +116,7 @@ TEST(CowTracking, OnlyTheChunksWrittenSinceTheSlotsSnapshotAreCopied) {
   EXPECT_EQ(r3.unprotect_faults, 1u);  // chunk 5, before r3
   EXPECT_EQ(r3.unchanged_bytes, 13ull * kChunk);
   EXPECT_EQ(r3.protected_bytes, 3ull * kChunk);
+  EXPECT_EQ(r3.written_bytes, 1ull * kChunk);  // chunk 5: the write during r3 is the next interval's
   EXPECT_EQ(a[1], static_cast<uint8_t>(before[1] ^ 0xff));
   a[1] ^= 0xff;
   EXPECT_TRUE(a == before);  // the bytes of the call, the write during the snapshot not in them
@@ -125,12 +129,15 @@ TEST(CowTracking, OnlyTheChunksWrittenSinceTheSlotsSnapshotAreCopied) {
   SnapshotReport r4 = take(*s, regions, m.size, b, r2.generation);
   EXPECT_EQ(changed_chunks(r4), (std::set<size_t>{5, 7}));
   EXPECT_EQ(r4.unprotect_faults, 1u);  // chunk 7, during r3: left in place, so it waited for no copy
+  EXPECT_EQ(r4.written_bytes, 1ull * kChunk);
   EXPECT_TRUE(b == m.bytes());
 
   // Nothing written: nothing copied, nothing waits.
   SnapshotReport r5 = take(*s, regions, m.size, b, r4.generation);
   EXPECT_TRUE(changed_chunks(r5).empty());
   EXPECT_EQ(r5.unchanged_bytes, m.size);
+  EXPECT_TRUE(r5.written_known);
+  EXPECT_EQ(r5.written_bytes, 0u);
   EXPECT_TRUE(b == m.bytes());
   // A generation the slot cannot hold (a future one) or a hash list of another length: all copied.
   SnapshotReport r6 = take(*s, regions, m.size, a, r5.generation + 7);

@@ -152,6 +152,24 @@ TEST(SnapshotMode, AWriterThatOutranTheCopierMeansCopy) {
   EXPECT_FALSE(writer_outran_copier(r, 2 << 20));
 }
 
+// auto's other way to a trial: a tracked snapshot after the application rewrote half of its state or
+// more since the one before, whenever in the interval it wrote it.
+TEST(SnapshotMode, AWriterThatRewroteMostOfItsStateMeansATrial) {
+  SnapshotReport r;
+  r.bytes = r.protected_bytes = 256ull << 20;
+  r.written_bytes = 256ull << 20;
+  EXPECT_FALSE(writer_rewrote_most(r));  // not known: the tracking started with this snapshot, or is off
+  r.written_known = true;
+  EXPECT_TRUE(writer_rewrote_most(r));
+  r.written_bytes = 128ull << 20;
+  EXPECT_TRUE(writer_rewrote_most(r));
+  r.written_bytes = 26ull << 20;  // a tenth
+  EXPECT_FALSE(writer_rewrote_most(r));
+  r.written_bytes = 256ull << 20;
+  r.protected_bytes = 0;  // nothing protected: no copy-on-write to judge
+  EXPECT_FALSE(writer_rewrote_most(r));
+}
+
 // snapshot = auto where cow may run (a core to spare), over a state of 16 MiB of ones in memory aligned to
 // 2 MiB, and a slot for it.
 struct AutoOverAState {
@@ -213,6 +231,39 @@ TEST(SnapshotMode, AutoWeighsCowsWaitsAgainstTheCopysBlocking) {
   EXPECT_TRUE(auto_prefers_cow(cow_application_wait(r), 0.185));   // 2 GiB, the full rewriter on a KVM guest
   EXPECT_FALSE(auto_prefers_cow(0.0005 + 0.007 + 0.252, 0.145));   // the same under a hypervisor's dear TLB flushes
   EXPECT_FALSE(auto_prefers_cow(0.02, 0.02));                      // a tie copies: nothing protected, nothing tracked
+  EXPECT_TRUE(auto_prefers_cow(0.0057, 0.0150));                   // the protection alone against a copy
+}
+
+// A writer that rewrites its whole state between two checkpoints, never during a snapshot: no write
+// waits for a copy, yet every block costs it an un-protection under cow. After three tracked snapshots
+// of it, the next version copies; a writer of an eighth of its state keeps cow.
+TEST(SnapshotMode, AutoTriesACopyForAWriterThatRewritesItsStateBetweenCheckpoints) {
+  if (!cow_unsupported_reason().empty()) GTEST_SKIP() << cow_unsupported_reason();
+  for (const uint64_t part : {AutoOverAState::size / 8, AutoOverAState::size}) {
+    AutoOverAState a;
+    a.c.snapshotter->set_chunking(1 << 20, a.size);
+    int heavy = 0;
+    for (int round = 0; round < 6; ++round) {
+      ASSERT_TRUE(a.begin().is_ok());
+      ASSERT_TRUE(a.complete().is_ok());
+      const SnapshotReport r = a.report();
+      ASSERT_GT(r.protected_bytes, 0u) << round;
+      EXPECT_EQ(r.written_known, round > 0) << round;  // the tracking starts with the first snapshot
+      if (round > 0) {
+        EXPECT_EQ(r.written_bytes, part) << round;
+      }
+      EXPECT_EQ(r.faults, 0u) << "no write during a snapshot";
+      heavy += writer_rewrote_most(r);
+      memset(a.state.get(), 0x50 + round, part);  // between the checkpoints
+      if (part < a.size && round == 5) break;
+      if (heavy == 3) break;
+    }
+    ASSERT_TRUE(a.begin().is_ok());
+    EXPECT_STREQ(a.name(), part < a.size ? "cow" : "copy") << part;
+    ASSERT_TRUE(a.complete().is_ok());
+    EXPECT_EQ(heavy, part < a.size ? 0 : 3);
+    EXPECT_EQ(a.slot[0], a.state.get()[0]);
+  }
 }
 
 // After three snapshots in a row in which the writer outran the copier, one version copies; the one after
