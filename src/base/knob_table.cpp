@@ -47,12 +47,12 @@ const std::vector<Knob>& knobs() {
                       "application rewriting its state right after the checkpoint (its writes reached a "
                       "quarter of the protected memory before the copier, each waiting for its copy) or "
                       "rewriting half of it or more between two checkpoints (each block then waits for its "
-                      "copy or its un-protection), the next checkpoint copies, and the run keeps copy if "
-                      "that copy blocked no longer than the application waited in a cow snapshot (the median "
-                      "of the three: the protection, the copies its writes waited for, its first writes "
-                      "un-protected), else cow. The checkpoint service (service) does not change the choice: it reads "
+                      "copy or its un-protection), the next two checkpoints copy, and the run keeps copy if "
+                      "the faster of those copies blocked no longer than the application waited in a cow snapshot "
+                      "(the median of the three: the protection, the copies its writes waited for, its first "
+                      "writes un-protected), else cow. The checkpoint service (service) does not change the choice: it reads "
                       "the level-1 slots, never the protected memory, and only once a snapshot is "
-                      "complete. cairn_init logs the choice and why, and auto's trial copy and its outcome, "
+                      "complete. cairn_init logs the choice and why, and auto's trial copies and their outcome, "
                       "with both figures, are logged once, at info level (docs/performance.md)."},
       {.name = "l1_incremental", .kind = Kind::choice, .member = &Config::l1_incremental,
        .default_text = "auto", .choices = {"auto", "on", "off"},

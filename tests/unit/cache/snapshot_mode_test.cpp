@@ -266,8 +266,9 @@ TEST(SnapshotMode, AutoTriesACopyForAWriterThatRewritesItsStateBetweenCheckpoint
   }
 }
 
-// After three snapshots in a row in which the writer outran the copier, one version copies; the one after
-// it uses whichever of the two the median of the three snapshots' waits and the copy favour, and either way the slot holds the state of its begin().
+// After three snapshots in a row in which the writer outran the copier, two versions copy; the one after
+// them uses whichever of the two the median of the three snapshots' waits and the faster copy favour,
+// and either way the slot holds the state of its begin().
 TEST(SnapshotMode, AutoTriesACopyThenKeepsTheCheaper) {
   if (!cow_unsupported_reason().empty()) GTEST_SKIP() << cow_unsupported_reason();
   AutoOverAState a;
@@ -286,14 +287,21 @@ TEST(SnapshotMode, AutoTriesACopyThenKeepsTheCheaper) {
   }
   ASSERT_EQ(waits.size(), 3u) << "no writer outran the copier three times in a row in forty snapshots";
   std::sort(waits.begin(), waits.end());
-  // The trial copy.
-  memset(a.state.get(), 0x31, a.size);
+  // The trial copies: two, the faster weighed.
+  memset(a.state.get(), 0x30, a.size);
   ASSERT_TRUE(a.begin().is_ok());
   EXPECT_STREQ(a.name(), "copy");
   EXPECT_FALSE(a.c.snapshotter->tracks_writes()) << "the copy's version: nothing protected, nothing tracked";
+  memset(a.state.get(), 0x2f, a.size);
+  ASSERT_TRUE(a.complete().is_ok());
+  double copy_s = a.report().blocking_seconds;
+  EXPECT_EQ(a.slot[a.size - 1], 0x30);
+  memset(a.state.get(), 0x31, a.size);
+  ASSERT_TRUE(a.begin().is_ok());
+  EXPECT_STREQ(a.name(), "copy") << "the second trial copy";
   memset(a.state.get(), 0x32, a.size);
   ASSERT_TRUE(a.complete().is_ok());
-  const double copy_s = a.report().blocking_seconds;
+  copy_s = std::min(copy_s, a.report().blocking_seconds);
   EXPECT_EQ(a.slot[a.size - 1], 0x31);
   // From here on, the cheaper one.
   const bool cow = auto_prefers_cow(waits[1], copy_s);
