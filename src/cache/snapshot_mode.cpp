@@ -88,14 +88,14 @@ class AutoSnapshotter final : public Snapshotter {
       cow_wait_s_ = heavy_waits_[heavy_waits_.size() / 2];
       const double mib = 1 << 20;
       if (outran)
-        LOG_INFO("snapshot = auto: the next checkpoint copies, to weigh a copy against copy-on-write: during the "
+        LOG_INFO("snapshot = auto: the next two checkpoints copy, to weigh a copy against copy-on-write: during the "
                  "last snapshot the application wrote %llu blocks of %.0f MiB of its %.0f MiB of protected memory "
                  "before the copier reached them, each waiting for its copy; %zu snapshots in a row of a writer that "
                  "outran the copier or rewrote most of its state (%.1f ms waited in each, the median)",
                  static_cast<unsigned long long>(r.faults), static_cast<double>(CowOptions{}.fault_block) / mib,
                  static_cast<double>(r.protected_bytes) / mib, heavy_waits_.size(), cow_wait_s_ * 1e3);
       else
-        LOG_INFO("snapshot = auto: the next checkpoint copies, to weigh a copy against copy-on-write: the "
+        LOG_INFO("snapshot = auto: the next two checkpoints copy, to weigh a copy against copy-on-write: the "
                  "application wrote %.0f MiB of its %.0f MiB between the last two snapshots, each block costing it a "
                  "wait for its copy or its un-protection; %zu snapshots in a row of a writer that outran the copier "
                  "or rewrote most of its state (%.1f ms waited in each, the median)",
