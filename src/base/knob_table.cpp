@@ -51,9 +51,8 @@ const std::vector<Knob>& knobs() {
                       "the faster of those copies blocked no longer than the application waited in a cow snapshot "
                       "(the median of the three: the protection, the copies its writes waited for, its first "
                       "writes un-protected), else cow. The checkpoint service (service) does not change the "
-                      "choice: it reads "
-                      "the level-1 slots, never the protected memory, and only once a snapshot is "
-                      "complete. cairn_init logs the choice and why, and auto's trial copies and their outcome, "
+                      "choice: it reads the level-1 slots, never the protected memory, and only once a "
+                      "snapshot is complete. cairn_init logs the choice and why, and auto's trial copies and their outcome, "
                       "with both figures, are logged once, at info level (docs/performance.md)."},
       {.name = "l1_incremental", .kind = Kind::choice, .member = &Config::l1_incremental,
        .default_text = "auto", .choices = {"auto", "on", "off"},
