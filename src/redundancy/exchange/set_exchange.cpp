@@ -270,9 +270,9 @@ std::pair<size_t, size_t> stripe_span(const SetCode& code, const Geometry& g, co
 
 // Member x keeps a copy of member x-1: send my pieces right, receive the left one into my_red. With
 // `changed`, only the span of a piece that changed chunks cover travels (the receiver knows which).
-// With `base` (partner's delta update): the copy is brought up from B's copy instead: the holder copies B's
-// over the region where x-1 changed since B or since my_red's encode (all of it without `changed`), then
-// receives x-1's bytes over the span changed since B alone.
+// With `base` (partner's delta update): the copy is brought up from B's copy instead: the holder receives
+// x-1's bytes over the span changed since B, and copies B's over the rest of the region where x-1 changed
+// since B or since my_red's encode (all of it without `changed`).
 Status encode_partner(StepWindow& window, const Geometry& g, const std::vector<size_t>& lens,
                       const uint8_t* my_data, uint8_t* my_red, const ChangedChunks* changed, const DeltaBase* base,
                       EncodeReport* report) {
@@ -293,9 +293,18 @@ Status encode_partner(StepWindow& window, const Geometry& g, const std::vector<s
                      : in;
     }
     if (in.first == in.second && out.first == out.second && region.first == region.second) ++report->skipped;
-    // Before the receive is posted: the bytes that arrive overwrite part of the region.
-    if (region.first < region.second)
-      std::memcpy(my_red + off + region.first, base->red + off + region.first, region.second - region.first);
+    // B's copy goes only where no byte arrives: the receive writes all of `in` (what does not travel is
+    // padding, zeroed), so the region's parts before and after it. A writer that rewrote everything
+    // since B then costs no copy of B's at all.
+    auto from_base = [&](size_t a, size_t b) {
+      if (a < b) std::memcpy(my_red + off + a, base->red + off + a, b - a);
+    };
+    if (in.first < in.second) {
+      from_base(region.first, std::min(region.second, in.first));
+      from_base(std::max(region.first, in.second), region.second);
+    } else {
+      from_base(region.first, region.second);
+    }
     if (in.first < in.second)
       CAIRN_TRY(window.recv(slot, my_red + off + in.first, have(lens[left], off + in.first, in.second - in.first),
                             in.second - in.first, left, kTagEncode));

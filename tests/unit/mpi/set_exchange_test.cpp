@@ -3,6 +3,7 @@
 // decode_all gives (the originals), or ERR_UNRECOVERABLE on every member.
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -383,6 +384,35 @@ TEST(SetExchange, ADeltaUpdateSendsEachMembersOwnChange) {
                          " held=" + std::to_string(held) + " superset=" + std::to_string(superset));
             run_delta_case(scheme, m, lens, chunk, cs, held, superset, seed++);
           }
+}
+
+// Partner's delta update from a base B when every chunk changed since B: the whole copy arrives, so none
+// of B's copy is read (here it cannot be: it lies behind PROT_NONE), and the result is the full encode's.
+TEST(SetExchange, APartnerDeltaOfAWhollyRewrittenStateReadsNoneOfBsCopy) {
+  const int n = size_of(MPI_COMM_WORLD), me = rank_in(MPI_COMM_WORLD);
+  const SetCode code = SetCode::make(Redundancy::partner, n, 1).value();
+  const size_t len = 3 * 65536 + 4096;  // a last piece shorter than the others
+  const std::vector<size_t> lens(static_cast<size_t>(n), len);
+  std::vector<uint8_t> data = snapshot(me, len, 77), red(code.redundancy_len(len), 0xCD);
+  const size_t red_len = code.redundancy_len(len);
+  void* sealed = mmap(nullptr, red_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(sealed, MAP_FAILED);
+  for (bool held : {false, true}) {
+    ChangedChunks all;
+    all.chunk_size = 4096;
+    all.chunks.assign(static_cast<size_t>(n), std::vector<uint8_t>((len + 4095) / 4096, 1));
+    DeltaBase base;
+    base.red = static_cast<const uint8_t*>(sealed);
+    base.since = all;
+    EncodeReport report;
+    Status st = encode_set(MPI_COMM_WORLD, code, data.data(), len, lens, red.data(), 65536, held ? &all : nullptr,
+                           &report, &base);
+    EXPECT_TRUE(st.is_ok()) << st.message();
+    EXPECT_TRUE(everywhere(MPI_COMM_WORLD, st.is_ok() && red == full_encode(MPI_COMM_WORLD, code, data, lens)))
+        << "held=" << held;
+    EXPECT_EQ(report.sent, len);
+  }
+  munmap(sealed, red_len);
 }
 
 // xor and rs where a stripe has one source (sets of two) move each member's change alone already: a base
