@@ -8,7 +8,8 @@
  * 64 over every rank's array in rank order), identical for a run with failures and restarts and one
  * without.
  *
- * Usage: synthetic [--size BYTES[K|M|G]] [--iters N] [--checkpoint-every K] [--work W] [--touch PCT] [--sleep-ms S]
+ * Usage: synthetic [--size BYTES[K|M|G]] [--iters N] [--checkpoint-every K] [--work W] [--touch PCT [--roll R]]
+ *                  [--sleep-ms S]
  *                  [--burst FROM:TO:MS] [--probe-agents] [--need-checkpoint] [--print-checkpoints]
  *                  [--no-restart]
  *
@@ -19,7 +20,10 @@
  * blocked, the seconds since the previous one returned, -1 for the first of a launch), which it reads.
  *
  * --touch PCT sweeps only the first PCT % of the array (default 100): the rest keeps its first values, as
- * most solvers leave part of their state alone between checkpoints (what l1_incremental saves).
+ * most solvers leave part of their state alone between checkpoints (what l1_incremental saves). With
+ * --roll R the swept part travels instead: it moves on by its own length every R iterations, wrapping at
+ * the end; with R = --checkpoint-every a version differs from the one before it in one part and from the
+ * one before that in two, as in a code whose active region moves (what a delta update of L2 parity saves).
  *
  * --burst changes how often it checkpoints mid-run (iterations FROM to TO sleep MS ms instead of S), so
  * that the checkpoint traffic rises and falls: the service's dynamic agents follow it. --probe-agents
@@ -44,6 +48,7 @@ typedef struct options {
   long iters, checkpoint_every, work, sleep_ms, touch;
   long burst_from, burst_to, burst_ms;
   int no_restart, probe_agents, need_checkpoint, print_checkpoints;
+  long roll;
 } options;
 
 static int world_rank = 0;
@@ -64,6 +69,7 @@ static void usage(FILE *out) {
           "  --checkpoint-every K  cairn_checkpoint every K iterations (default 10; 0 = never)\n"
           "  --work W              passes over the array per iteration (default 1)\n"
           "  --touch PCT           sweep only the first PCT %% of the array (default 100)\n"
+          "  --roll R              the swept PCT %% moves on by its length every R iterations (wrapping)\n"
           "  --sleep-ms S          sleep S ms per iteration (default 0)\n"
           "  --burst FROM:TO:MS    iterations FROM to TO sleep MS ms instead (checkpoints come faster or slower)\n"
           "  --probe-agents        call cairn_probe_agents every iteration; print each change of a rank's agent\n"
@@ -100,7 +106,7 @@ static int parse_bytes(const char *text, long long *out) {
 static int parse_options(int argc, char **argv, options *o) {
   o->size = 4LL << 20, o->iters = 100, o->checkpoint_every = 10, o->work = 1, o->sleep_ms = 0, o->no_restart = 0;
   o->burst_from = o->burst_to = o->burst_ms = 0, o->probe_agents = 0, o->need_checkpoint = 0;
-  o->print_checkpoints = 0;
+  o->print_checkpoints = 0, o->roll = 0;
   o->touch = 100;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -144,6 +150,7 @@ static int parse_options(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--work")) target = &o->work;
     else if (!strcmp(a, "--sleep-ms")) target = &o->sleep_ms;
     else if (!strcmp(a, "--touch")) target = &o->touch;
+    else if (!strcmp(a, "--roll")) target = &o->roll;
     if (!target || i + 1 >= argc || parse_count(argv[i + 1], target) != 0) {
       if (world_rank == 0) fprintf(stderr, "synthetic: bad option or value near '%s'\n", a);
       return -1;
@@ -179,6 +186,13 @@ static void sweep(float *a, size_t n, int rank, long work) {
   const float add = (float)(rank + 1) * 1e-3f;
   for (long w = 0; w < work; w++)
     for (size_t i = 0; i < n; i++) a[i] = a[i] * 0.9990234375f + add;
+}
+
+/* Sweeps `len` of the n floats, from `first` on and wrapping at the end. */
+static void sweep_part(float *a, size_t n, size_t len, size_t first, int rank, long work) {
+  const size_t tail = len < n - first ? len : n - first;
+  sweep(a + first, tail, rank, work);
+  sweep(a, len - tail, rank, work);
 }
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t len) {
@@ -240,7 +254,9 @@ int main(int argc, char **argv) {
   const double loop_start = now();
   while (iter < o.iters) {
     double t0 = now();
-    sweep(a, (size_t)((unsigned long long)n * (unsigned long long)o.touch / 100u), world_rank, o.work);
+    const size_t len = (size_t)((unsigned long long)n * (unsigned long long)o.touch / 100u);
+    const size_t first = o.roll > 0 ? (size_t)(((unsigned long long)(iter / o.roll) * len) % n) : 0;
+    sweep_part(a, n, len, first, world_rank, o.work);
     compute += now() - t0;
     computed++;
     iter++;
