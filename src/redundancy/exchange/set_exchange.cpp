@@ -19,12 +19,20 @@
 #include "base/log.hpp"
 #include "mpi/mpi_util.hpp"
 #include "redundancy/exchange/set_exchange.hpp"
+#include "redundancy/exchange/set_spans.hpp"
 
 namespace cairn::redundancy {
 
 namespace {
 
-constexpr size_t kMaxPiece = size_t{1} << 30;  // MPI counts are int
+using spans::changed_span;
+using spans::Geometry;
+using spans::have;
+using spans::round_up;
+using spans::shape;
+using spans::stripe_span;
+using spans::widen;
+
 constexpr size_t kHugePage = size_t{2} << 20;
 // One tag per kind of message. MPI matches the messages of one sender and tag in the order they were
 // sent, and every member posts its steps in order, so a step's messages never meet another step's.
@@ -33,10 +41,7 @@ constexpr int kTagRebuild = kSetTagFirst + 1;
 constexpr int kTagRebuildRed = kSetTagFirst + 2;
 static_assert(kTagRebuildRed < kSetTagFirst + kSetTagCount);
 
-size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 int mod(int a, int n) { return ((a % n) + n) % n; }
-// Bytes a member with `len` bytes really has in [off, off + piece).
-size_t have(size_t len, size_t off, size_t piece) { return len > off ? std::min(piece, len - off) : 0; }
 // base + off, for a buffer that may be null when its length is 0 (then nothing is read or written).
 template <class T>
 T* at(T* base, size_t off) { return base == nullptr ? nullptr : base + off; }
@@ -171,15 +176,6 @@ class StepWindow {
   std::vector<std::vector<MPI_Request>> reqs_;
 };
 
-// What both calls derive from the agreed inputs.
-struct Geometry {
-  int n = 0, me = 0, k = 0, m = 0;
-  size_t seg = 0;     // segment length
-  size_t piece = 0;   // bytes of a segment per step
-  size_t pieces = 0;  // steps per segment
-  int depth = kExchangeMinSteps;  // steps in flight (exchange_depth)
-};
-
 uint64_t fnv1a(uint64_t h, uint64_t v) {
   for (int i = 0; i < 8; i++) h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
   return h;
@@ -196,9 +192,6 @@ Status agree(MPI_Comm comm, const char* op, const SetCode& code, const std::vect
   int size = 0, rc = MPI_Comm_size(comm, &size);
   if (rc != MPI_SUCCESS) return mpi_call_failed(op, "MPI_Comm_size", rc);
   if ((rc = MPI_Comm_rank(comm, &geo->me)) != MPI_SUCCESS) return mpi_call_failed(op, "MPI_Comm_rank", rc);
-  geo->n = code.n();
-  geo->m = code.m();
-  geo->k = code.k();
   std::string problem;
   if (size != code.n())
     problem = "the communicator has " + std::to_string(size) + " members, the code " + std::to_string(code.n());
@@ -228,45 +221,11 @@ Status agree(MPI_Comm comm, const char* op, const SetCode& code, const std::vect
   if (v[3] != ~v[4])
     return make_error(Code::ERR_INVALID_ARG, "%s: members passed different codes, lens or lost sets", op);
 
-  size_t max_len = *std::max_element(lens.begin(), lens.end());
-  geo->seg = code.segment_len(max_len);
-  geo->piece = std::min({round_up(chunk, 64), kMaxPiece, std::max<size_t>(geo->seg, 64)});
-  geo->pieces = (geo->seg + geo->piece - 1) / geo->piece;
-  const size_t per_step = (code.scheme() == Redundancy::partner ? 1 : static_cast<size_t>(std::max(geo->k, 1))) * geo->piece;
-  geo->depth = exchange_depth(per_step);
+  shape(code, lens, chunk, geo);
   return Status::ok();
 }
 
 // --- encode ----------------------------------------------------------------------------------------
-
-// The span of bytes [pos, pos + len) of member x that changed, relative to pos (all of it without
-// `changed`; empty when nothing in it changed).
-std::pair<size_t, size_t> changed_span(const ChangedChunks* changed, const std::vector<size_t>& lens, int x, size_t pos,
-                                       size_t len) {
-  if (changed == nullptr) return {0, len};
-  return changed->span(x, lens[static_cast<size_t>(x)], pos, len);
-}
-
-// A span widened to 64-byte bounds within a piece of len bytes (the codec's unit), empty stays empty.
-std::pair<size_t, size_t> widen(std::pair<size_t, size_t> s, size_t len) {
-  if (s.first >= s.second) return {0, 0};
-  return {s.first / 64 * 64, std::min(len, round_up(s.second, 64))};
-}
-
-// The span of the piece at off of `stripe` where any of its k data sources changed by any of `lists`,
-// widened to 64 bytes; empty when none did.
-std::pair<size_t, size_t> stripe_span(const SetCode& code, const Geometry& g, const std::vector<size_t>& lens, int stripe,
-                                      size_t off, size_t len, std::initializer_list<const ChangedChunks*> lists) {
-  size_t first = len, second = 0;
-  for (int j = 0; j < g.k; j++) {
-    const int y = code.shard_owner(stripe, j);
-    for (const ChangedChunks* c : lists) {
-      const auto s = c->span(y, lens[static_cast<size_t>(y)], static_cast<size_t>(j) * g.seg + off, len);
-      if (s.first < s.second) first = std::min(first, s.first), second = std::max(second, s.second);
-    }
-  }
-  return widen({first, second}, len);
-}
 
 // Member x keeps a copy of member x-1: send my pieces right, receive the left one into my_red. With
 // `changed`, only the span of a piece that changed chunks cover travels (the receiver knows which).
@@ -589,19 +548,6 @@ Status rebuild_coded(StepWindow& window, const SetCode& code, const Geometry& g,
 
 }  // namespace
 
-std::pair<size_t, size_t> ChangedChunks::span(int x, size_t lens_x, size_t pos, size_t len) const {
-  if (len == 0 || pos >= lens_x) return {0, 0};  // padding: zero before and now
-  const size_t end = std::min(pos + len, lens_x);
-  if (chunk_size == 0 || static_cast<size_t>(x) >= chunks.size()) return {0, end - pos};
-  const std::vector<uint8_t>& c = chunks[static_cast<size_t>(x)];
-  auto is_changed = [&](size_t i) { return i >= c.size() || c[i] != 0; };
-  size_t first = pos / chunk_size, last = (end - 1) / chunk_size;
-  while (first <= last && !is_changed(first)) ++first;
-  if (first > last) return {0, 0};
-  while (!is_changed(last)) --last;
-  return {std::max(first * chunk_size, pos) - pos, std::min((last + 1) * chunk_size, end) - pos};
-}
-
 Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data, size_t my_len,
                   const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk, const ChangedChunks* changed,
                   EncodeReport* report, const DeltaBase* base) {
@@ -640,9 +586,19 @@ Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data
   CAIRN_TRY(agree(set_comm, op, code, lens, nullptr, chunk, check, &g, fp));
   if (g.seg == 0) return Status::ok();
   StepWindow window(set_comm, op, g.depth);
+  report->delta = delta;
   if (code.scheme() == Redundancy::partner)
     return encode_partner(window, g, lens, my_data, my_red, changed, delta ? base : nullptr, report);
-  if (delta) return encode_delta(window, code, g, lens, my_data, my_red, changed, *base, report);
+  if (delta) {
+    // The same forecast on every member: its inputs are part of the agreement.
+    const EncodeForecast f = forecast_encode(code, lens, chunk, changed, base->since);
+    if (!delta_update_pays(code, f)) {
+      LOG_DEBUG("%s: plainly: a delta update would send %.2f MiB over the set, the plain encode %.2f", op,
+                static_cast<double>(f.delta) / (1 << 20), static_cast<double>(f.plain) / (1 << 20));
+      report->delta = false;
+    }
+  }
+  if (report->delta) return encode_delta(window, code, g, lens, my_data, my_red, changed, *base, report);
   return encode_coded(window, code, g, lens, my_data, my_red, changed, report);
 }
 

@@ -69,6 +69,7 @@ struct ChangedChunks {
 struct EncodeReport {
   size_t steps = 0, skipped = 0;
   uint64_t sent = 0, full = 0;
+  bool delta = false;  // a delta update was taken (given a base, and it pays: delta_update_pays)
 };
 
 // A delta update: the set protected an earlier version B, whose bytes and redundancy data are still on
@@ -90,6 +91,24 @@ struct DeltaBase {
   ChangedChunks since;            // per member, the chunks that differ from B's (more is correct, and slower)
 };
 
+// What an encode of xor or rs with k > 1 sources per stripe would send over the whole set (every member's
+// bytes): plainly, the k sources of each parity piece over the span where any of them changed (`changed`;
+// all without it), and as a delta update from B, each source over its own span changed since B (`since`).
+// From the agreed inputs alone: the same on every member, no communication. Zero for partner and k = 1.
+struct EncodeForecast {
+  uint64_t plain = 0, delta = 0;
+};
+EncodeForecast forecast_encode(const SetCode& code, const std::vector<size_t>& lens, size_t chunk,
+                               const ChangedChunks* changed, const ChangedChunks& since);
+// Whether encode_set takes the delta update it is given. Partner's costs no more than its plain copy (B's
+// bytes go only where none arrive): always. Under xor and rs with k > 1 each source reads B's bytes and
+// sends a delta, and the holder copies B's parity and adds every delta, where the plain encode only sends
+// the sources: per byte sent, about 1.8 times the plain encode's time in sets of four (docs/performance.md,
+// "The delta update of a rewritten state"). So only where it sends at most kDeltaShare of the plain
+// encode's bytes. Where a base is ignored (k = 1): false.
+inline constexpr double kDeltaShare = 0.55;
+bool delta_update_pays(const SetCode& code, const EncodeForecast& f);
+
 // Collective over set_comm (size == code.n()). my_data: this member's snapshot (my_len bytes);
 // lens: every member's length (same on all members); my_red: code.redundancy_len(max_len) bytes,
 // written. max_len = max(lens).
@@ -99,10 +118,11 @@ struct DeltaBase {
 // part of my_red as it is, which is already the redundancy of those bytes. Both codes are per piece, so
 // the result is byte for byte the full encode's. The caller makes sure my_red held that encode in full
 // (a version protected at L2), and that a failure half-way never counts: my_red is then a mix.
-// base (optional, the same kind on every member): a delta update from B (DeltaBase). A parity piece is
-// then written where any of its sources changed since my_red's encode (all of it without `changed`) or
-// since B: B's parity there, plus the deltas. The result is byte for byte the full encode's too. Extra
-// memory: the deltas being sent, one piece per source and step in flight.
+// base (optional, the same kind on every member): a delta update from B (DeltaBase), where it pays
+// (delta_update_pays; report->delta says). A parity piece is then written where any of its sources changed
+// since my_red's encode (all of it without `changed`) or since B: B's parity there, plus the deltas. The
+// result is byte for byte the full encode's too. Extra memory: the deltas being sent, one piece per source
+// and step in flight.
 Status encode_set(MPI_Comm set_comm, const SetCode& code, const uint8_t* my_data, size_t my_len,
                   const std::vector<size_t>& lens, uint8_t* my_red, size_t chunk,
                   const ChangedChunks* changed = nullptr, EncodeReport* report = nullptr,

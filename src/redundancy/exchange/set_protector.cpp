@@ -37,11 +37,11 @@ Status SetProtector::exchange(const pipeline::Version& v, const Status& landed) 
     ChangedChunks changed;
     DeltaBase base;
     CAIRN_ASSIGN_OR_RETURN(how, plan(v, lens, red_len, &changed, &base));
-    delta_from_ = how.delta ? v.base_version : 0;
     EncodeReport report;
     Status st = encode_set(comm_, *code_, v.data, v.manifest.total_size, lens, red->data(), exchange_chunk_,
                            how.only ? &changed : nullptr, &report, how.delta ? &base : nullptr);
     steps_ = report.steps, skipped_ = report.skipped, sent_ = report.sent, full_ = report.full;
+    delta_from_ = report.delta ? v.base_version : 0;  // encode_set takes the delta only where it pays
     return st;
   }();
   return exchange_status_.code() == Code::ERR_MPI ? exchange_status_ : Status::ok();

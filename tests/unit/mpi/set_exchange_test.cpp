@@ -368,6 +368,9 @@ void run_delta_case(Redundancy scheme, int m, const std::vector<size_t>& lens, s
     EXPECT_LE(report.sent, rows * (mine + 2 * 64 * (max_len / chunk + 2)));
   }
   EXPECT_TRUE(everywhere(MPI_COMM_WORLD, report.sent < report.full || lens[me] == 0));
+  if (!superset) {  // a superset's spans reach from the first chunk: there the plain encode may send less
+    EXPECT_TRUE(report.delta) << "one changed chunk per member: the delta pays";
+  }
 }
 
 TEST(SetExchange, ADeltaUpdateSendsEachMembersOwnChange) {
@@ -413,6 +416,79 @@ TEST(SetExchange, APartnerDeltaOfAWhollyRewrittenStateReadsNoneOfBsCopy) {
     EXPECT_EQ(report.sent, len);
   }
   munmap(sealed, red_len);
+}
+
+// forecast_encode counts, over the whole set, exactly the bytes the plain encode and the delta update send,
+// and encode_set takes the delta only where it sends at most kDeltaShare of the plain encode's: where each
+// member changed other chunks since B than since the slot's version H (one of two here), yes; where the
+// whole state changed since B and since H, no. Either way the result is the full encode's.
+TEST(SetExchange, TheDeltaIsTakenWhereItSendsLittle) {
+  const int n = size_of(MPI_COMM_WORLD), me = rank_in(MPI_COMM_WORLD);
+  ASSERT_EQ(n, 4);
+  const uint32_t cs = 4096;
+  const std::vector<size_t> lens{65536, 65536, 40000, 65536};
+  auto sum = [](uint64_t v) {
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    return v;
+  };
+  unsigned seed = 900;
+  for (auto [scheme, m] : std::vector<std::pair<Redundancy, int>>{{Redundancy::xor_set, 1}, {Redundancy::rs, 2}})
+    for (bool whole : {false, true}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(scheme)) + " m=" + std::to_string(m) + " whole=" + std::to_string(whole));
+      const SetCode code = SetCode::make(scheme, n, m).value();
+      // Since H: member x's chunks 3x and 3x + 5 (whole: all); since B: 3x + 5 only (whole: all).
+      ChangedChunks since_h, since_b;
+      since_h.chunk_size = since_b.chunk_size = cs;
+      for (int x = 0; x < n; ++x) {
+        const size_t count = (lens[x] + cs - 1) / cs;
+        std::vector<uint8_t> h(count, whole ? 1 : 0), b(count, whole ? 1 : 0);
+        if (!whole) h[3 * x] = h[3 * x + 5] = b[3 * x + 5] = 1;
+        since_h.chunks.push_back(h), since_b.chunks.push_back(b);
+      }
+      auto change = [&](std::vector<uint8_t>& d, const std::vector<uint8_t>& bits, uint8_t mask) {
+        for (size_t i = 0; i < bits.size(); ++i)
+          if (bits[i])
+            for (size_t at = i * cs; at < std::min<size_t>((i + 1) * cs, d.size()); at += 7) d[at] ^= mask;
+      };
+      std::vector<uint8_t> data_h = snapshot(me, lens[me], seed++), red_h(code.redundancy_len(65536));
+      ASSERT_TRUE(encode_set(MPI_COMM_WORLD, code, data_h.data(), lens[me], lens, red_h.data(), cs).is_ok());
+      std::vector<uint8_t> data_b = data_h, red_b(red_h.size());
+      change(data_b, since_h.chunks[me], 0x11);  // H to B: since H but not since B too
+      ASSERT_TRUE(encode_set(MPI_COMM_WORLD, code, data_b.data(), lens[me], lens, red_b.data(), cs).is_ok());
+      std::vector<uint8_t> data = data_b;
+      change(data, since_b.chunks[me], 0x22);
+      const std::vector<uint8_t> expect = full_encode(MPI_COMM_WORLD, code, data, lens);
+
+      const EncodeForecast f = forecast_encode(code, lens, cs, &since_h, since_b);
+      EXPECT_EQ(delta_update_pays(code, f), !whole) << "plain " << f.plain << ", delta " << f.delta;
+      std::vector<uint8_t> red = red_h;
+      EncodeReport plain;
+      ASSERT_TRUE(encode_set(MPI_COMM_WORLD, code, data.data(), lens[me], lens, red.data(), cs, &since_h, &plain).is_ok());
+      EXPECT_TRUE(everywhere(MPI_COMM_WORLD, red == expect));
+      EXPECT_EQ(sum(plain.sent), f.plain);
+      EXPECT_FALSE(plain.delta);
+      red = red_h;
+      DeltaBase base;
+      base.data = data_b.data(), base.red = red_b.data(), base.since = since_b;
+      EncodeReport report;
+      ASSERT_TRUE(encode_set(MPI_COMM_WORLD, code, data.data(), lens[me], lens, red.data(), cs, &since_h, &report, &base)
+                      .is_ok());
+      EXPECT_TRUE(everywhere(MPI_COMM_WORLD, red == expect));
+      EXPECT_EQ(report.delta, !whole);
+      EXPECT_EQ(sum(report.sent), whole ? f.plain : f.delta);
+      if (whole) {
+        EXPECT_EQ(f.delta, f.plain);
+      }
+    }
+  // Partner always takes it; one source per stripe never (the base is ignored there).
+  EXPECT_TRUE(delta_update_pays(SetCode::make(Redundancy::partner, 4, 1).value(), EncodeForecast{}));
+  const SetCode pair = SetCode::make(Redundancy::xor_set, 2, 1).value();
+  ChangedChunks one;
+  one.chunk_size = cs;
+  one.chunks.assign(2, std::vector<uint8_t>(4, 1));
+  const EncodeForecast f = forecast_encode(pair, {16384, 16384}, cs, nullptr, one);
+  EXPECT_EQ(f.plain, 0u);
+  EXPECT_FALSE(delta_update_pays(pair, f));
 }
 
 // xor and rs where a stripe has one source (sets of two) move each member's change alone already: a base
