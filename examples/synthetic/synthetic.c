@@ -22,8 +22,9 @@
  * --touch PCT sweeps only the first PCT % of the array (default 100): the rest keeps its first values, as
  * most solvers leave part of their state alone between checkpoints (what l1_incremental saves). With
  * --roll R the swept part travels instead: it moves on by its own length every R iterations, wrapping at
- * the end; with R = --checkpoint-every a version differs from the one before it in one part and from the
- * one before that in two, as in a code whose active region moves (what a delta update of L2 parity saves).
+ * the end; with R = --checkpoint-every (and PCT at most 50) a version differs from the one before it in one
+ * part and from the one before that in two, as in a code whose active region moves (what a delta update of
+ * L2 parity saves).
  *
  * --burst changes how often it checkpoints mid-run (iterations FROM to TO sleep MS ms instead of S), so
  * that the checkpoint traffic rises and falls: the service's dynamic agents follow it. --probe-agents
@@ -255,7 +256,9 @@ int main(int argc, char **argv) {
   while (iter < o.iters) {
     double t0 = now();
     const size_t len = (size_t)((unsigned long long)n * (unsigned long long)o.touch / 100u);
-    const size_t first = o.roll > 0 ? (size_t)(((unsigned long long)(iter / o.roll) * len) % n) : 0;
+    /* (period mod n) x len stays below 2^64 for arrays of up to 2^32 floats */
+    const unsigned long long period = o.roll > 0 ? (unsigned long long)(iter / o.roll) % n : 0;
+    const size_t first = (size_t)(period * len % n);
     sweep_part(a, n, len, first, world_rank, o.work);
     compute += now() - t0;
     computed++;

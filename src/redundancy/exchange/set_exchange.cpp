@@ -254,7 +254,7 @@ Status encode_partner(StepWindow& window, const Geometry& g, const std::vector<s
     if (in.first == in.second && out.first == out.second && region.first == region.second) ++report->skipped;
     // B's copy goes only where no byte arrives: the receive writes all of `in` (what does not travel is
     // padding, zeroed), so the region's parts before and after it. A writer that rewrote everything
-    // since B then costs no copy of B's at all.
+    // since B then costs no copy of B's but of the padding past a shorter neighbour's length.
     auto from_base = [&](size_t a, size_t b) {
       if (a < b) std::memcpy(my_red + off + a, base->red + off + a, b - a);
     };

@@ -421,12 +421,13 @@ TEST(SetExchange, APartnerDeltaOfAWhollyRewrittenStateReadsNoneOfBsCopy) {
 // forecast_encode counts, over the whole set, exactly the bytes the plain encode and the delta update send,
 // and encode_set takes the delta only where it sends at most kDeltaShare of the plain encode's: where each
 // member changed other chunks since B than since the slot's version H (one of two here), yes; where the
-// whole state changed since B and since H, no. Either way the result is the full encode's.
+// whole state changed since B and since H, no, and B is not read (it lies behind PROT_NONE). Either way the
+// result is the full encode's.
 TEST(SetExchange, TheDeltaIsTakenWhereItSendsLittle) {
   const int n = size_of(MPI_COMM_WORLD), me = rank_in(MPI_COMM_WORLD);
   ASSERT_EQ(n, 4);
   const uint32_t cs = 4096;
-  const std::vector<size_t> lens{65536, 65536, 40000, 65536};
+  const std::vector<size_t> lens{65536, 65536, 60000, 65536};  // chunk 3x + 5 within every member's
   auto sum = [](uint64_t v) {
     MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     return v;
@@ -442,6 +443,7 @@ TEST(SetExchange, TheDeltaIsTakenWhereItSendsLittle) {
       for (int x = 0; x < n; ++x) {
         const size_t count = (lens[x] + cs - 1) / cs;
         std::vector<uint8_t> h(count, whole ? 1 : 0), b(count, whole ? 1 : 0);
+        ASSERT_LT(static_cast<size_t>(3 * x + 5), count);
         if (!whole) h[3 * x] = h[3 * x + 5] = b[3 * x + 5] = 1;
         since_h.chunks.push_back(h), since_b.chunks.push_back(b);
       }
@@ -470,9 +472,16 @@ TEST(SetExchange, TheDeltaIsTakenWhereItSendsLittle) {
       red = red_h;
       DeltaBase base;
       base.data = data_b.data(), base.red = red_b.data(), base.since = since_b;
+      void* sealed = MAP_FAILED;
+      if (whole) {  // declined: B's bytes and parity are never read
+        sealed = mmap(nullptr, data_b.size() + red_b.size(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        ASSERT_NE(sealed, MAP_FAILED);
+        base.data = static_cast<const uint8_t*>(sealed), base.red = base.data + data_b.size();
+      }
       EncodeReport report;
       ASSERT_TRUE(encode_set(MPI_COMM_WORLD, code, data.data(), lens[me], lens, red.data(), cs, &since_h, &report, &base)
                       .is_ok());
+      if (sealed != MAP_FAILED) munmap(sealed, data_b.size() + red_b.size());
       EXPECT_TRUE(everywhere(MPI_COMM_WORLD, red == expect));
       EXPECT_EQ(report.delta, !whole);
       EXPECT_EQ(sum(report.sent), whole ? f.plain : f.delta);
