@@ -31,7 +31,6 @@ using spans::have;
 using spans::round_up;
 using spans::shape;
 using spans::stripe_span;
-using spans::widen;
 
 constexpr size_t kHugePage = size_t{2} << 20;
 // One tag per kind of message. MPI matches the messages of one sender and tag in the order they were
@@ -258,12 +257,8 @@ Status encode_partner(StepWindow& window, const Geometry& g, const std::vector<s
     auto from_base = [&](size_t a, size_t b) {
       if (a < b) std::memcpy(my_red + off + a, base->red + off + a, b - a);
     };
-    if (in.first < in.second) {
-      from_base(region.first, std::min(region.second, in.first));
-      from_base(std::max(region.first, in.second), region.second);
-    } else {
-      from_base(region.first, region.second);
-    }
+    from_base(region.first, std::min(region.second, in.first));  // an empty `in` is {0, 0}: all of the region
+    from_base(std::max(region.first, in.second), region.second);
     if (in.first < in.second)
       CAIRN_TRY(window.recv(slot, my_red + off + in.first, have(lens[left], off + in.first, in.second - in.first),
                             in.second - in.first, left, kTagEncode));
@@ -292,7 +287,7 @@ Status encode_coded(StepWindow& window, const SetCode& code, const Geometry& g,
   // The span of the piece at off of `stripe` to encode: [first, second), empty when none of its k data
   // pieces changed.
   auto touched = [&](int stripe, size_t off, size_t len) {
-    return changed == nullptr ? std::make_pair(size_t{0}, len) : stripe_span(code, g, lens, stripe, off, len, {changed});
+    return spans::parity_span(code, g, lens, changed, stripe, off, len);
   };
   auto post = [&](size_t s, int slot) -> Status {
     int p = static_cast<int>(s % g.m);
@@ -346,9 +341,7 @@ Status encode_delta(StepWindow& window, const SetCode& code, const Geometry& g, 
   auto buf = [&](const Scratch& b, int slot, int j) { return b.get() + (static_cast<size_t>(slot) * g.k + j) * g.piece; };
   // Source j of `stripe`: the span of its delta in the piece at off.
   auto delta_span = [&](int stripe, int j, size_t off, size_t len) {
-    return widen(base.since.span(code.shard_owner(stripe, j), lens[static_cast<size_t>(code.shard_owner(stripe, j))],
-                                 static_cast<size_t>(j) * g.seg + off, len),
-                 len);
+    return spans::delta_span(code, g, lens, base.since, stripe, j, off, len);
   };
   // The region of the piece at off of `stripe` its holder writes: where any source changed since B or
   // since my_red's encode (everywhere without `changed`); empty when none did.

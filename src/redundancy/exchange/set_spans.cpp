@@ -41,13 +41,22 @@ std::pair<size_t, size_t> stripe_span(const SetCode& code, const Geometry& g, co
   return widen({first, second}, len);
 }
 
+std::pair<size_t, size_t> parity_span(const SetCode& code, const Geometry& g, const std::vector<size_t>& lens,
+                                      const ChangedChunks* changed, int stripe, size_t off, size_t len) {
+  return changed == nullptr ? std::make_pair(size_t{0}, len) : stripe_span(code, g, lens, stripe, off, len, {changed});
+}
+
+std::pair<size_t, size_t> delta_span(const SetCode& code, const Geometry& g, const std::vector<size_t>& lens,
+                                     const ChangedChunks& since, int stripe, int j, size_t off, size_t len) {
+  const int y = code.shard_owner(stripe, j);
+  return widen(since.span(y, lens[static_cast<size_t>(y)], static_cast<size_t>(j) * g.seg + off, len), len);
+}
+
 }  // namespace spans
 
 using spans::Geometry;
 using spans::have;
 using spans::shape;
-using spans::stripe_span;
-using spans::widen;
 
 std::pair<size_t, size_t> ChangedChunks::span(int x, size_t lens_x, size_t pos, size_t len) const {
   if (len == 0 || pos >= lens_x) return {0, 0};  // padding: zero before and now
@@ -74,12 +83,10 @@ EncodeForecast forecast_encode(const SetCode& code, const std::vector<size_t>& l
   for (int stripe = 0; stripe < g.n; ++stripe)
     for (size_t off = 0; off < g.seg; off += g.piece) {
       const size_t len = std::min(g.piece, g.seg - off);
-      const auto plain = changed == nullptr ? std::make_pair(size_t{0}, len)
-                                            : stripe_span(code, g, lens, stripe, off, len, {changed});
+      const auto plain = spans::parity_span(code, g, lens, changed, stripe, off, len);
       for (int j = 0; j < g.k; ++j) {
-        const int y = code.shard_owner(stripe, j);
-        const size_t ly = lens[static_cast<size_t>(y)], pos = static_cast<size_t>(j) * g.seg + off;
-        const auto d = widen(since.span(y, ly, pos, len), len);
+        const size_t ly = lens[static_cast<size_t>(code.shard_owner(stripe, j))], pos = static_cast<size_t>(j) * g.seg + off;
+        const auto d = spans::delta_span(code, g, lens, since, stripe, j, off, len);
         f.plain += static_cast<uint64_t>(g.m) * have(ly, pos + plain.first, plain.second - plain.first);
         f.delta += static_cast<uint64_t>(g.m) * have(ly, pos + d.first, d.second - d.first);
       }

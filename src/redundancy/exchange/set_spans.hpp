@@ -43,5 +43,13 @@ std::pair<size_t, size_t> widen(std::pair<size_t, size_t> s, size_t len);
 // widened to 64 bytes; empty when none did.
 std::pair<size_t, size_t> stripe_span(const SetCode& code, const Geometry& g, const std::vector<size_t>& lens, int stripe,
                                       size_t off, size_t len, std::initializer_list<const ChangedChunks*> lists);
+// What the plain encode recomputes of the parity piece at off of `stripe`: the stripe_span of `changed`,
+// all of it without; every source sends its bytes of it.
+std::pair<size_t, size_t> parity_span(const SetCode& code, const Geometry& g, const std::vector<size_t>& lens,
+                                      const ChangedChunks* changed, int stripe, size_t off, size_t len);
+// What source j of `stripe` sends of the piece at off in a delta update: its own span changed since B
+// (`since`), widened to 64 bytes.
+std::pair<size_t, size_t> delta_span(const SetCode& code, const Geometry& g, const std::vector<size_t>& lens,
+                                     const ChangedChunks& since, int stripe, int j, size_t off, size_t len);
 
 }  // namespace cairn::redundancy::spans
