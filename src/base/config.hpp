@@ -57,6 +57,7 @@ struct Config {
   int flush_every = 10;       // flush every N-th version to L3 (0: never, only at finalize)
   int l2_every = 1;           // protect every N-th version at L2 (0: never); the others stay L1-only
   int keep_flushed = 2;       // versions kept in L3
+  bool recycle_flushed = true;  // a pruned version's data files are overwritten by the next flush
   int full_every = 0;         // L3: 0/1 every version full; N: incremental versions, a full one every N
   int files_per_node = 0;       // L3: 0 = a file per rank, N = N files per node
   int turnstile_width = 0;      // L3: writers per node at a time (0 = no limit)

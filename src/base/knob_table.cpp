@@ -140,6 +140,15 @@ const std::vector<Knob>& knobs() {
        .description = "Flushed versions kept in prefix; older ones are deleted once a newer flush is "
                       "complete. Keep at least 2 if you also want a fallback when the newest one "
                       "turns out to be damaged."},
+      {.name = "recycle_flushed", .kind = Kind::boolean, .member = &Config::recycle_flushed,
+       .default_text = "true",
+       .description = "The data files of a flushed version deleted by keep_flushed go to "
+                      "prefix/.cairn/recycle (one per rank), and the next flush of that rank "
+                      "overwrites its file instead of creating one: where freeing and allocating "
+                      "blocks costs the device work (ext4 with discard, thin-provisioned volumes), "
+                      "a flush no longer pays for the deletion of the version before. Holds one "
+                      "version's data files more between flushes; emptied at finalize. false: "
+                      "deleted at once."},
       {.name = "full_every", .kind = Kind::integer, .member = &Config::full_every,
        .default_text = "0", .min = 0, .max = 1000,
        .description = "Incremental level-3 versions: with N > 1, a flushed version writes only the chunks "

@@ -242,6 +242,7 @@ void Runtime::start_pipeline() {
   pipeline::PipelineConfig pc;
   pc.layout = layout_;
   pc.keep_flushed = cfg_.keep_flushed;
+  pc.recycle_flushed = cfg_.recycle_flushed;
   pc.l2_every = cfg_.l2_every;
   pc.mpi_in_worker = mpi_in_worker_;
   pc.l3 = l3_base_;

@@ -3,9 +3,13 @@
 // goes only when no version that stays committed names it; and a removal races with an incremental
 // version being written by the pair "writer: record, then check the holders' COMMIT (RankWriter::finish);
 // remover: remove COMMIT, then look for records naming the version, and put COMMIT back if one does".
+// A pruned version's own data files may go to the recycle pool (recycle_dir) rather than be deleted.
+#include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <map>
 #include <optional>
 #include <set>
@@ -46,11 +50,27 @@ std::set<uint64_t> named_by(const Layout& l, uint64_t v) {
   return named ? std::move(named).value() : std::set<uint64_t>{};
 }
 
-// The data files a version's where-records name on other prefixes, then its directory.
-Status remove_files(const Layout& l, uint64_t v) {
+// Into the pool, if its slot for the rank is free (RENAME_NOREPLACE: at most one file per rank). A file
+// that does not go there is deleted with the directory.
+void recycle_file(const Layout& l, const std::string& path, uint32_t rank) {
+  const std::string to = recycle_path(l, rank);
+  if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return;
+  if (errno != ENOENT || !fs::make_dirs(recycle_dir(l)).is_ok()) return;  // taken, or cannot be
+  ::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE);
+}
+
+// The data files a version's where-records name on other prefixes, then its directory; with `recycle`,
+// its own data files go to the pool first.
+Status remove_files(const Layout& l, uint64_t v, bool recycle) {
   std::string dir = l.l3_version_dir(v);
   auto names = fs::list_dir(dir);
   for (const auto& n : names ? *names : std::vector<std::string>{}) {
+    uint32_t rank = 0;
+    RankFile kind;
+    if (recycle && parse_rank_file_name(n, &rank, &kind) && kind == RankFile::data) {
+      recycle_file(l, dir + "/" + n, rank);
+      continue;
+    }
     if (n.size() < 6 || n.compare(n.size() - 6, 6, ".where") != 0) continue;
     auto text = fs::read_file(dir + "/" + n);
     auto w = text ? decode_where(*text) : Result<Where>(text.status());
@@ -78,7 +98,15 @@ Status refused_in_flight(uint64_t v, uint64_t by, bool in_flight) {
 
 Status remove_version(const Layout& l, uint64_t v) { return remove_versions(l, {v}).at(v); }
 
-std::map<uint64_t, Status> remove_versions(const Layout& l, const std::set<uint64_t>& versions) {
+std::string recycle_dir(const Layout& l) { return l.control + "/recycle"; }
+
+std::string recycle_path(const Layout& l, uint32_t rank) {
+  return recycle_dir(l) + "/rank-" + std::to_string(rank) + ".data";
+}
+
+Status drop_recycled(const Layout& l) { return fs::remove_tree(recycle_dir(l)); }
+
+std::map<uint64_t, Status> remove_versions(const Layout& l, const std::set<uint64_t>& versions, bool recycle) {
   std::map<uint64_t, Status> out;
   // Who names whom, once: every version directory's COMMIT and chunk records.
   struct Dir {
@@ -155,11 +183,11 @@ std::map<uint64_t, Status> remove_versions(const Layout& l, const std::set<uint6
 
   // The directories, newest first.
   for (auto it = versions.rbegin(); it != versions.rend(); ++it)
-    if (out[*it].is_ok() && !kept.count(*it)) out[*it] = remove_files(l, *it);
+    if (out[*it].is_ok() && !kept.count(*it)) out[*it] = remove_files(l, *it, recycle);
   return out;
 }
 
-Status prune(const Layout& l, int keep) {
+Status prune(const Layout& l, int keep, bool recycle) {
   auto committed = list_committed(l);
   if (committed.empty()) return Status::ok();
   uint64_t newest = committed.front().version;
@@ -186,7 +214,7 @@ Status prune(const Layout& l, int keep) {
     gone.insert(v);
   }
   Status first = Status::ok();
-  for (const auto& [v, st] : remove_versions(l, gone)) {
+  for (const auto& [v, st] : remove_versions(l, gone, recycle)) {
     if (st.code() == Code::ERR_INVALID_ARG)
       LOG_INFO("%s", st.message().c_str());
     else if (!st.is_ok() && first.is_ok())

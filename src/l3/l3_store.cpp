@@ -119,8 +119,14 @@ Status RankWriter::open(const Layout& l, const Manifest& m, const RankPlacement&
   if (p.recorded && opts) CAIRN_TRY(turn_.enter(*opts));  // at most turnstile_width writers of this node at a time
   CAIRN_TRY(fs::make_dirs(fs::dirname(path_)));
   temp_ = p.shared ? "" : path_ + ".part-" + std::to_string(getpid());
+  end_ = 0;
+  // The pool's file of this rank, if there is one, becomes the temporary file: overwritten in place, its
+  // blocks neither freed nor allocated anew. Whatever else stops the rename (none there, another file
+  // system), a new file.
+  recycled_ = !p.recorded && ::rename(recycle_path(l, m.rank).c_str(), temp_.c_str()) == 0;
   const std::string& open_path = p.shared ? path_ : temp_;
-  CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(open_path, O_WRONLY | O_CREAT | (p.shared ? 0 : O_TRUNC)));
+  const int flags = recycled_ ? O_WRONLY : O_WRONLY | O_CREAT | (p.shared ? 0 : O_TRUNC);
+  CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(open_path, flags));
   fd_ = std::move(fd);
   return Status::ok();
 }
@@ -137,6 +143,7 @@ Status RankWriter::write(uint64_t offset, const uint8_t* data, uint64_t len) {
     CAIRN_TRY(fs::pwrite_all(fd_.get(), data + off, n, base_ + offset + off, path_));
   }
   written_ += len;
+  end_ = std::max(end_, offset + len);
   return Status::ok();
 }
 
@@ -151,6 +158,8 @@ void RankWriter::record_chunks(ChunkRecord record) { chunks_ = std::move(record)
 
 Result<RankWriter::Finished> RankWriter::finish(const std::function<void()>& after_data) {
   if (!fd_.valid()) return make_error(Code::ERR_SEQUENCE, "RankWriter::finish before open");
+  // A recycled file may be longer than this version: nothing of the old one stays past its end.
+  if (recycled_ && ::ftruncate(fd_.get(), static_cast<off_t>(end_)) != 0) return posix_error("ftruncate", temp_, errno);
   if (fsync(fd_.get()) != 0) return posix_error("fsync", temp_.empty() ? path_ : temp_, errno);
   if (!temp_.empty()) {
     if (::rename(temp_.c_str(), path_.c_str()) != 0) return posix_error("rename", temp_, errno);

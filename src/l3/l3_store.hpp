@@ -80,7 +80,8 @@ Result<RankPlacement> place_rank(const Layout& l, const Manifest& m, uint64_t st
 // A data file of the rank's own is written under a temporary name and renamed into place by finish():
 // the name appears only complete, so two writers of the same version (an agent that was given up on,
 // and the embedded flusher that took over) can only ever replace it with the same verified bytes. A
-// writer destroyed before finish() removes its temporary file.
+// writer destroyed before finish() removes its temporary file. A rank's own file is the recycle pool's
+// file of that rank where there is one (overwritten, and cut to what was written at finish()), else new.
 class RankWriter {
  public:
   RankWriter() = default;
@@ -114,6 +115,8 @@ class RankWriter {
   fs::Fd fd_;
   Turnstile turn_;
   uint64_t base_ = 0, written_ = 0;
+  uint64_t end_ = 0;        // past the last byte written (from base_)
+  bool recycled_ = false;   // temp_ is a file of the recycle pool: cut to end_ at finish()
 };
 // Rank 0, after every rank's write_rank succeeded.
 Status commit(const Layout& l, uint64_t v, uint32_t nranks, const std::string& label);
@@ -151,10 +154,22 @@ Status remove_version(const Layout& l, uint64_t v);
 // version removed. A version a refused or kept one names is refused too. All COMMITs go before the one
 // look for records being written, then what that look keeps gets its COMMIT back, then the directories
 // go.
-std::map<uint64_t, Status> remove_versions(const Layout& l, const std::set<uint64_t>& versions);
+std::map<uint64_t, Status> remove_versions(const Layout& l, const std::set<uint64_t>& versions, bool recycle = false);
 // Keep the `keep` newest committed versions and every version whose chunks they name (logged at info,
 // with the reason); remove older committed ones and every uncommitted directory older than the newest
-// committed version. Never removes the newest committed version.
-Status prune(const Layout& l, int keep);
+// committed version. Never removes the newest committed version. With `recycle`, the data files of the
+// removed versions go to the recycle pool instead of being deleted (see below).
+Status prune(const Layout& l, int keep, bool recycle = false);
+
+// The recycle pool (<prefix>/.cairn/recycle, docs/format.md): at most one data file per rank, taken from
+// a pruned version (its COMMIT already gone), for the next writer of that rank to open and overwrite in
+// place (RankWriter::open renames it to its temporary name) instead of creating a file. Freeing a file's
+// blocks and allocating new ones costs the device work on some file systems (ext4 mounted with discard,
+// thin-provisioned volumes, an object store's destroy): done for the version two back while the next
+// version is written, it slows that write. What the pool holds is old, unreadable data under no version;
+// drop_recycled removes it (rank 0 at the end of the job).
+std::string recycle_dir(const Layout& l);
+std::string recycle_path(const Layout& l, uint32_t rank);
+Status drop_recycled(const Layout& l);
 
 }  // namespace cairn::l3

@@ -47,7 +47,13 @@ void Pipeline::stop() {
     pruner_stop_ = true;
   }
   cv_.notify_all();
-  if (pruner_.joinable()) pruner_.join();
+  if (pruner_.joinable()) {
+    pruner_.join();
+    // What this rank's prunes put into the recycle pool (and what a job before left there) has no later
+    // writer of this job: it is space the prefix need not hold.
+    Status d = l3::drop_recycled(cfg_.layout);
+    if (!d.is_ok()) LOG_WARN("emptying the L3 recycle pool: %s", d.message().c_str());
+  }
 }
 
 Marks Pipeline::marks() const {
@@ -357,7 +363,9 @@ Status Pipeline::wait_all() {
 
 // Rank 0, after a commit: remove the versions beyond keep_flushed. Deleting every rank's file of an old
 // version takes time on some file systems (an unlink of a 256 MiB file, tens of ms), so it runs on a
-// thread of its own: neither cairn_wait nor the next version's seal and write wait for it. Requests
+// thread of its own: neither cairn_wait nor the next version's seal and write wait for it. The device
+// work of freeing the blocks would still slow the next version's write, so with recycle_flushed the data
+// files go to the recycle pool, where the next writers overwrite them (l3_store.hpp). Requests
 // that arrive while a prune runs fold into one more pass. l3::prune never removes the newest committed
 // version nor a directory newer than it (a version being written), whatever the pipeline does meanwhile.
 void Pipeline::prune_l3() {
@@ -377,7 +385,7 @@ void Pipeline::pruner_loop() {
     if (!prune_requested_) return;  // stopped, nothing asked: a prune asked for runs to its end first
     prune_requested_ = false;
     lock.unlock();
-    Status p = l3::prune(cfg_.layout, cfg_.keep_flushed);
+    Status p = l3::prune(cfg_.layout, cfg_.keep_flushed, cfg_.recycle_flushed);
     if (!p.is_ok()) LOG_WARN("pruning old L3 versions: %s", p.message().c_str());
     lock.lock();
   }

@@ -52,6 +52,7 @@ bool incremental_pays(int unchanged_permille, double copy_ns_per_byte, double ha
 struct PipelineConfig {
   Layout layout;
   int keep_flushed = 2;                // L3 versions rank 0 keeps after a commit
+  bool recycle_flushed = true;         // pruned versions' data files to the recycle pool (l3_store.hpp)
   int l2_every = 1;                    // every N-th version is protected at L2 (0: none); the others L1 only
   bool mpi_in_worker = true;           // the worker runs the team's stages too
   l3::WriteOptions l3;                 // this rank's L3 layout (clean_below is filled per request)

@@ -103,6 +103,7 @@ TEST_F(ConfigDefaults, EveryKnobHasItsDefault) {
   EXPECT_EQ(c.rs_parity, 2);
   EXPECT_EQ(c.flush_every, 10);
   EXPECT_EQ(c.keep_flushed, 2);
+  EXPECT_TRUE(c.recycle_flushed);
   EXPECT_TRUE(c.flush_on_finalize);
   EXPECT_EQ(c.interval_seconds, 0.0);
   EXPECT_EQ(c.halt_seconds, 0.0);
@@ -171,6 +172,7 @@ rs_parity = 3
 l2_every = 2
 flush_every = 0
 keep_flushed = 5
+recycle_flushed = false
 full_every = 1
 files_per_node = 2
 turnstile_width = 1
@@ -223,6 +225,7 @@ void expect_every_knob_set(const Config& c) {
   EXPECT_EQ(c.l2_every, 2);
   EXPECT_EQ(c.flush_every, 0);
   EXPECT_EQ(c.keep_flushed, 5);
+  EXPECT_FALSE(c.recycle_flushed);
   EXPECT_EQ(c.full_every, 1);
   EXPECT_EQ(c.files_per_node, 2);
   EXPECT_EQ(c.turnstile_width, 1);

@@ -3,6 +3,7 @@
 // the order of a version's states, what a failure on another rank at each stage does to the version on
 // this one, slot reuse, the funneled mode (collective stages only inside drive()), and finalize's flush.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -366,6 +367,59 @@ TEST(Pipeline, OldL3VersionsArePrunedBesideThePipeline) {
   EXPECT_EQ(committed, (std::vector<uint64_t>{5, 4}));
   EXPECT_EQ(l3::max_version_present(job.layout), 5u);
   for (uint64_t v = 1; v <= 3; ++v) EXPECT_FALSE(l3::read_commit(job.layout, v).is_ok()) << "version " << v;
+  EXPECT_FALSE(fs::exists(l3::recycle_dir(job.layout))) << "the recycle pool is emptied when the pipeline stops";
+}
+
+ino_t inode_of(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+// recycle_flushed (on by default): the pruned version's data file goes to the pool and the next flush of
+// the rank overwrites it; off, every version's file is new and no pool appears.
+TEST(Pipeline, ThePrunedVersionsDataFileIsTheNextFlushsFile) {
+  for (bool recycle : {true, false}) {
+    Job job(recycle ? "recycle" : "no-recycle");
+    if (!recycle) {
+      job.pipeline->stop();
+      PipelineConfig pc;
+      pc.layout = job.layout;
+      pc.keep_flushed = 2;
+      pc.recycle_flushed = false;
+      job.pipeline = std::make_unique<Pipeline>(pc, &job.cache, &job.team, &job.protector, nullptr, &job.events,
+                                                job.snapshot.get());
+      Pipeline* p = job.pipeline.get();
+      job.flusher = std::make_unique<EmbeddedFlusher>(job.layout, [p] { return p->l3_options(); });
+      job.pipeline->set_flusher(job.flusher.get());
+    }
+    std::map<uint64_t, ino_t> inode;
+    for (uint64_t v = 1; v <= 5; ++v) {
+      ASSERT_TRUE(job.take(v, /*flush=*/true).is_ok());
+      ASSERT_TRUE(job.pipeline->wait_all().is_ok());
+      inode[v] = inode_of(l3::data_path(job.layout, v, 0));
+      ASSERT_NE(inode[v], 0u);
+      // Until the pruner is through (it runs beside the pipeline): the prefix back at two versions.
+      for (int i = 0; i < 500 && l3::version_dirs(job.layout).size() > 2; ++i) usleep(2000);
+      ASSERT_EQ(l3::version_dirs(job.layout).size(), std::min<size_t>(v, 2)) << v;
+    }
+    // Version 3's commit pruned version 1, whose file version 4 then took; version 5 took version 2's.
+    if (recycle) {
+      EXPECT_EQ(inode[4], inode[1]);
+      EXPECT_EQ(inode[5], inode[2]);
+      EXPECT_EQ(inode_of(l3::recycle_path(job.layout, 0)), inode[3]);
+    } else {
+      EXPECT_FALSE(fs::exists(l3::recycle_dir(job.layout)));
+    }
+    for (uint64_t v = 4; v <= 5; ++v) {
+      auto m = l3::read_manifest(job.layout, v, 0);
+      ASSERT_TRUE(m.is_ok()) << m.status().message();
+      std::vector<uint8_t> got(m->total_size);
+      ASSERT_TRUE(l3::read_data(job.layout, *m, got.data()).is_ok());
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], static_cast<uint8_t>(v * 31 + i)) << v << " " << i;
+    }
+    job.pipeline->stop();
+    EXPECT_FALSE(fs::exists(l3::recycle_dir(job.layout)));
+  }
 }
 
 TEST(Pipeline, FunneledModeRunsTheCollectiveStagesOnlyInsideDrive) {

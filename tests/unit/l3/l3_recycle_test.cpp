@@ -1,0 +1,191 @@
+// The recycle pool (l3_store.hpp: prune with recycle, RankWriter::open, drop_recycled): a pruned
+// version's own data files go to <prefix>/.cairn/recycle, one per rank; the next writer of that rank
+// overwrites the file in place and cuts it to what it wrote, so a version reads back bit for bit whatever
+// the recycled file held; a file a kept version still names never goes there.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <random>
+#include <string>
+
+#include "../stream_manifest.hpp"
+#include "base/fsutil.hpp"
+#include "base/stream_reader.hpp"
+#include "l3/l3_store.hpp"
+
+namespace cairn::l3 {
+namespace {
+
+std::string bytes_of(uint64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+ino_t inode_of(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+uint64_t size_of(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+class L3Recycle : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = "/tmp/cairn-l3recycle-" + std::to_string(getpid());
+    fs::remove_tree(root_).ignore();
+    ASSERT_TRUE(fs::make_dirs(root_).is_ok());
+    Config cfg;
+    cfg.prefix = root_ + "/prefix";
+    cfg.cache_dir = root_ + "/cache";
+    l_ = make_layout(cfg);
+  }
+  void TearDown() override { fs::remove_tree(root_).ignore(); }
+
+  // Version v of two ranks, rank r's stream data[r], committed.
+  void write(uint64_t v, const std::string data[2], int full_every = 0) {
+    WriteOptions o;
+    o.full_every = full_every;
+    for (uint32_t r = 0; r < 2; ++r) {
+      Manifest m = stream_manifest(data[r], {.version = v, .rank = r, .nranks = 2});
+      Status st = write_rank(l_, m, reinterpret_cast<const uint8_t*>(data[r].data()), {}, &o);
+      ASSERT_TRUE(st.is_ok()) << st.message();
+    }
+    ASSERT_TRUE(commit(l_, v, 2, "").is_ok());
+  }
+  Status read_back(uint64_t v, uint32_t r, const std::string& expect) {
+    CAIRN_ASSIGN_OR_RETURN(m, read_manifest(l_, v, r));
+    std::string got(m.total_size, '\0');
+    CAIRN_TRY(read_data_verified(l_, m, {StreamExtent{0, m.total_size, reinterpret_cast<uint8_t*>(got.data())}}));
+    if (got != expect) return make_error(Code::ERR_INTERNAL, "version %llu rank %u: other bytes", (unsigned long long)v, r);
+    return Status::ok();
+  }
+
+  std::string root_;
+  Layout l_;
+};
+
+TEST_F(L3Recycle, PruneMovesTheRemovedVersionsDataFilesIntoThePoolOnePerRank) {
+  for (uint64_t v = 1; v <= 3; ++v) {
+    std::string s[2] = {bytes_of(8 * 4096, v), bytes_of(5 * 4096 + 3, 10 + v)};
+    write(v, s);
+  }
+  const ino_t v2_rank0 = inode_of(data_path(l_, 2, 0)), v2_rank1 = inode_of(data_path(l_, 2, 1));
+  ASSERT_TRUE(prune(l_, 1, /*recycle=*/true).is_ok());
+  EXPECT_FALSE(fs::exists(l_.l3_version_dir(1)));
+  EXPECT_FALSE(fs::exists(l_.l3_version_dir(2)));
+  EXPECT_TRUE(read_commit(l_, 3).is_ok());
+  // Newest first: version 2's files took the pool's places, version 1's were deleted.
+  EXPECT_EQ(inode_of(recycle_path(l_, 0)), v2_rank0);
+  EXPECT_EQ(inode_of(recycle_path(l_, 1)), v2_rank1);
+  auto names = fs::list_dir(recycle_dir(l_));
+  ASSERT_TRUE(names.is_ok());
+  EXPECT_EQ(names->size(), 2u);
+  // The pool is under the control directory, not a version: nothing lists it as one.
+  EXPECT_EQ(version_dirs(l_), std::vector<uint64_t>{3});
+}
+
+TEST_F(L3Recycle, TheNextWriterOverwritesThePoolsFileAndCutsItToItsVersion) {
+  // Rank 0's versions shrink (the pool's file is longer than the next version), rank 1's grow.
+  std::string big = bytes_of(9 * 4096 + 100, 1), small = bytes_of(3 * 4096 + 5, 2);
+  std::string s1[2] = {big, small};
+  write(1, s1);
+  write(2, s1);
+  ASSERT_TRUE(prune(l_, 1, true).is_ok());
+  const ino_t pooled0 = inode_of(recycle_path(l_, 0)), pooled1 = inode_of(recycle_path(l_, 1));
+  ASSERT_NE(pooled0, 0u);
+  ASSERT_NE(pooled1, 0u);
+  std::string s3[2] = {bytes_of(2 * 4096 + 9, 3), bytes_of(12 * 4096 + 1, 4)};
+  write(3, s3);
+  EXPECT_EQ(inode_of(data_path(l_, 3, 0)), pooled0) << "overwritten in place";
+  EXPECT_EQ(inode_of(data_path(l_, 3, 1)), pooled1);
+  EXPECT_FALSE(fs::exists(recycle_path(l_, 0)));
+  EXPECT_FALSE(fs::exists(recycle_path(l_, 1)));
+  EXPECT_EQ(size_of(data_path(l_, 3, 0)), s3[0].size()) << "nothing of the longer old version past the end";
+  EXPECT_EQ(size_of(data_path(l_, 3, 1)), s3[1].size());
+  for (uint32_t r = 0; r < 2; ++r) EXPECT_TRUE(read_back(3, r, s3[r]).is_ok()) << r;
+  // With the pool empty, the next version's files are new.
+  write(4, s1);
+  EXPECT_TRUE(read_back(4, 0, big).is_ok());
+  EXPECT_TRUE(read_back(4, 1, small).is_ok());
+}
+
+TEST_F(L3Recycle, WithoutRecycleOrWithAPoolPlaceTakenTheFilesAreDeleted) {
+  std::string s[2] = {bytes_of(4 * 4096, 1), bytes_of(4 * 4096, 2)};
+  for (uint64_t v = 1; v <= 3; ++v) write(v, s);
+  ASSERT_TRUE(prune(l_, 2, false).is_ok());
+  EXPECT_FALSE(fs::exists(l_.l3_version_dir(1)));
+  EXPECT_FALSE(fs::exists(recycle_dir(l_)));
+  // A place taken keeps what is there: the pool holds at most one file per rank.
+  ASSERT_TRUE(fs::make_dirs(recycle_dir(l_)).is_ok());
+  ASSERT_TRUE(fs::write_file_atomic(recycle_path(l_, 0), "an earlier one", true).is_ok());
+  write(4, s);  // rank 0 takes the pool's file, rank 1 writes a new one
+  EXPECT_FALSE(fs::exists(recycle_path(l_, 0)));
+  ASSERT_TRUE(fs::write_file_atomic(recycle_path(l_, 0), "an earlier one", true).is_ok());
+  const ino_t earlier = inode_of(recycle_path(l_, 0));
+  ASSERT_TRUE(prune(l_, 2, true).is_ok());  // removes 2
+  EXPECT_EQ(inode_of(recycle_path(l_, 0)), earlier);
+  EXPECT_EQ(fs::read_file(recycle_path(l_, 0)).value(), "an earlier one");
+  EXPECT_TRUE(fs::exists(recycle_path(l_, 1)));
+  EXPECT_FALSE(fs::exists(l_.l3_version_dir(2)));
+  // drop_recycled empties it (and an empty or absent pool is fine).
+  ASSERT_TRUE(drop_recycled(l_).is_ok());
+  EXPECT_FALSE(fs::exists(recycle_dir(l_)));
+  EXPECT_TRUE(drop_recycled(l_).is_ok());
+  for (uint64_t v = 3; v <= 4; ++v)
+    for (uint32_t r = 0; r < 2; ++r) EXPECT_TRUE(read_back(v, r, s[r]).is_ok()) << v << " " << r;
+}
+
+TEST_F(L3Recycle, AFileAKeptIncrementalVersionNamesNeverGoesToThePool) {
+  std::string s[2] = {bytes_of(4 * 4096, 1), bytes_of(4 * 4096, 2)};
+  write(1, s, 10);
+  for (uint64_t v = 2; v <= 4; ++v) {
+    s[0].replace((v % 4) * 4096, 4096, bytes_of(4096, 100 + v));
+    write(v, s, 10);
+  }
+  // Version 4 (kept) names 1, 2 and 3 for rank 0: nothing is removed, nothing recycled.
+  ASSERT_TRUE(prune(l_, 1, true).is_ok());
+  for (uint64_t v = 1; v <= 4; ++v) EXPECT_TRUE(read_commit(l_, v).is_ok()) << v;
+  EXPECT_FALSE(fs::exists(recycle_dir(l_)));
+  ASSERT_TRUE(read_back(4, 0, s[0]).is_ok());
+  // An incremental version 5 written over nothing recycled still reads back; a full version 6 frees 1..5.
+  s[0].replace(0, 4096, bytes_of(4096, 205));
+  write(5, s, 10);
+  ASSERT_TRUE(read_back(5, 0, s[0]).is_ok());
+  std::string fresh[2] = {bytes_of(4 * 4096, 7), bytes_of(4 * 4096, 8)};
+  write(6, fresh, 0);
+  ASSERT_TRUE(prune(l_, 1, true).is_ok());
+  for (uint64_t v = 1; v <= 5; ++v) EXPECT_FALSE(fs::exists(l_.l3_version_dir(v))) << v;
+  EXPECT_TRUE(fs::exists(recycle_path(l_, 0)));
+  // The next version takes the recycled file, and every byte of it is its own.
+  write(7, s, 0);
+  for (uint32_t r = 0; r < 2; ++r) EXPECT_TRUE(read_back(7, r, s[r]).is_ok()) << r;
+  EXPECT_TRUE(read_back(6, 0, fresh[0]).is_ok());
+}
+
+TEST_F(L3Recycle, AWriterThatDoesNotFinishLeavesNeitherPoolFileNorVersionFile) {
+  std::string s[2] = {bytes_of(4 * 4096, 1), bytes_of(4 * 4096, 2)};
+  write(1, s);
+  write(2, s);
+  ASSERT_TRUE(prune(l_, 1, true).is_ok());
+  ASSERT_TRUE(fs::exists(recycle_path(l_, 0)));
+  {
+    Manifest m = stream_manifest(s[0], {.version = 3, .rank = 0, .nranks = 2});
+    RankWriter w;
+    ASSERT_TRUE(w.open(l_, m, RankPlacement{}, nullptr).is_ok());
+    ASSERT_TRUE(w.write(0, reinterpret_cast<const uint8_t*>(s[0].data()), 4096).is_ok());
+  }  // destroyed before finish()
+  EXPECT_FALSE(fs::exists(recycle_path(l_, 0)));
+  EXPECT_FALSE(fs::exists(data_path(l_, 3, 0)));
+  auto names = fs::list_dir(l_.l3_version_dir(3));
+  ASSERT_TRUE(names.is_ok());
+  EXPECT_TRUE(names->empty());
+}
+
+}  // namespace
+}  // namespace cairn::l3
