@@ -39,7 +39,7 @@ FIGURES = [
     "restart_l1_gbps", "restart_l2_gbps", "restart_l3_gbps", "l3_flush_back_to_back_gbps",
     "slot_read_gbps", "restart_l1_call_alone_gbps", "l1_checkpoint_first_gbps", "mpi_exchange_gbps",
     "slot_prepare_gbps", "slot_first_write_gbps", "l1_checkpoint_very_first_gbps", "copy_exchange_gbps",
-    "slot_prepare_fresh_gbps", "mpi_receive_gbps",
+    "slot_prepare_fresh_gbps", "mpi_receive_gbps", "raw_overwrite_gbps",
 ]
 # The library's own timings per measurement, from the job history (docs/performance.md).
 STAGES = {"l1": ["copy_ms", "seal_ms"], "l2_xor": ["copy_ms", "seal_ms", "l2_ms"], "l3": ["copy_ms", "seal_ms", "l3_ms"],
@@ -102,8 +102,9 @@ def check_default(data, out):
     for key in ("receive_then_read_bound", "ratio_vs_receive_then_read"):
         if not positive(targets["restart_l2"].get(key)):
             fail("targets.restart_l2.%s is %r" % (key, targets["restart_l2"].get(key)), out)
-    if not positive(data.get("ratios", {}).get("restart_l3_vs_raw_read")):
-        fail("ratios.restart_l3_vs_raw_read is %r" % data.get("ratios"), out)
+    for key in ("restart_l3_vs_raw_read", "l3_flush_back_to_back_vs_raw_overwrite"):
+        if not positive(data.get("ratios", {}).get(key)):
+            fail("ratios.%s is %r" % (key, data.get("ratios")), out)
     for key in ("ratio_vs_slot_first_write", "ratio_vs_slot_prepare_fresh"):
         if not positive(targets["l1_checkpoint_first"].get(key)):
             fail("targets.l1_checkpoint_first.%s is %r" % (key, targets["l1_checkpoint_first"].get(key)), out)

@@ -461,7 +461,8 @@ class LevelBench {
   // ---- L3 ---------------------------------------------------------------------------------------------
 
   // write(2) in the L3 writer's pieces + fsync of a new file in the prefix directory, every rank at
-  // once (as the ranks flush at once); then reading it back from the device.
+  // once (as the ranks flush at once); then reading it back from the device; then the same write over
+  // the file's own blocks (no O_TRUNC), as a flush into a recycled file (recycle_flushed) does.
   void bench_raw_write() {
     session_.clean_levels();
     const std::string& prefix = session_.prefix();
@@ -472,7 +473,7 @@ class LevelBench {
     }
     barrier();
     std::string path = prefix + "/raw-write.r" + std::to_string(g_rank);
-    std::vector<double> wr, rd;
+    std::vector<double> wr, rd, ow;
     for (int i = 0; i < 1 + o_.reps; ++i) {
       barrier();
       double t0 = now();
@@ -490,13 +491,23 @@ class LevelBench {
       read_all(fd, scratch_, size_, path);
       double tr = max_over_ranks(now() - t0);
       close(fd);
+      barrier();
+      t0 = now();
+      fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) die("open %s: %s", path.c_str(), strerror(errno));
+      write_all(fd, state_, size_, path);
+      if (fsync(fd) != 0) die("fsync %s: %s", path.c_str(), strerror(errno));
+      close(fd);
+      double to = max_over_ranks(now() - t0);
       if (unlink(path.c_str()) != 0) die("unlink %s: %s", path.c_str(), strerror(errno));
-      if (i) wr.push_back(t), rd.push_back(tr);
+      if (i) wr.push_back(t), rd.push_back(tr), ow.push_back(to);
     }
     f_.figures["raw_write_gbps"] = gbps(size_, median(wr));
     f_.extra["raw_read_gbps"] = gbps(size_, median(rd));
+    f_.extra["raw_overwrite_gbps"] = gbps(size_, median(ow));
     f_.raw_write_s = median(wr);
     f_.raw_read_s = median(rd);
+    f_.raw_overwrite_s = median(ow);
   }
 
   // Rank 0 prunes L3 to keep_flushed versions after a flushed version left the pipeline, so cairn_wait

@@ -77,6 +77,7 @@ void print_table(const Options& o, const LevelFigures& f, const json& out) {
   row("cairn rs encode, 1 core", "rs_encode_gbps");
   row("raw write + fsync", "raw_write_gbps");
   row("raw read (page cache dropped)", "raw_read_gbps");
+  row("raw overwrite + fsync", "raw_overwrite_gbps");
   row("L3 flush (until cairn_wait)", "l3_flush_gbps");
   row("L3 flush stage (job history)", "l3_flush_stage_gbps");
   row("L3 flush, back to back", "l3_flush_back_to_back_gbps");
@@ -98,8 +99,11 @@ void print_table(const Options& o, const LevelFigures& f, const json& out) {
   const json& l3 = out["ratios"]["restart_l3_vs_raw_read"];
   const json& l2 = out["targets"]["restart_l2"];
   const bool l2_bound = l2["receive_then_read_bound"].is_number() && l2["ratio_vs_receive_then_read"].is_number();
-  if (l3.is_number() || l2_bound) printf("\nwithout a target\n");
+  const json& b2b = out["ratios"]["l3_flush_back_to_back_vs_raw_overwrite"];
+  if (l3.is_number() || l2_bound || b2b.is_number()) printf("\nwithout a target\n");
   if (l3.is_number()) printf("  %-40s %6.3f\n", "restart_l3_gbps / raw_read_gbps", l3.get<double>());
+  if (b2b.is_number())
+    printf("  %-40s %6.3f\n", "l3_flush_back_to_back / raw_overwrite", b2b.get<double>());
   if (l2_bound)
     printf("  %-40s %6.3f (restart_l2 / restart_l1 at most %.3f when receiving, then reading)\n",
            "restart_l2 / (mpi_receive + restart_l1)", l2["ratio_vs_receive_then_read"].get<double>(),
@@ -190,9 +194,12 @@ void report_levels(const Options& o, const JobInfo& job, const LevelFigures& f) 
   targets["restart_l1"]["ratio_vs_memcpy"] =
       f.restart_l1_s > 0 && f.memcpy_s > 0 ? round3(f.memcpy_s / f.restart_l1_s) : json(nullptr);
   out["targets"] = targets;
-  // Figures without a target, beside their reference: the restart from L3 against a cold raw read.
-  out["ratios"] = {{"restart_l3_vs_raw_read",
-                    f.restart_l3_s > 0 && f.raw_read_s > 0 ? round3(f.raw_read_s / f.restart_l3_s) : json(nullptr)}};
+  // Figures without a target, beside their reference: the restart from L3 against a cold raw read; the
+  // back-to-back flush, which overwrites the pruned version's files (recycle_flushed), against a raw
+  // write over a file's own blocks.
+  auto vs = [](double s, double ref_s) { return s > 0 && ref_s > 0 ? json(round3(ref_s / s)) : json(nullptr); };
+  out["ratios"] = {{"restart_l3_vs_raw_read", vs(f.restart_l3_s, f.raw_read_s)},
+                   {"l3_flush_back_to_back_vs_raw_overwrite", vs(f.l3_back_to_back_s, f.raw_overwrite_s)}};
   for (auto& [k, v] : f.extra.items()) out[k] = v;
   out["stages"] = f.stages;
   out["run"] = run_info(o, job, f);
