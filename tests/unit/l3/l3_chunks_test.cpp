@@ -13,6 +13,7 @@
 #include "base/fsutil.hpp"
 #include "l3/l3_chunks.hpp"
 #include "l3/l3_store.hpp"
+#include "two_rank_prefix.hpp"
 
 namespace cairn::l3 {
 namespace {
@@ -111,13 +112,6 @@ uint64_t size_of(const std::string& path) {
   return text ? text->size() : 0;
 }
 
-std::string bytes_of(uint64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (auto& c : s) c = static_cast<char>(rng());
-  return s;
-}
-
 // Chunk c of `s` (chunk size 4096) rewritten.
 void touch(std::string& s, uint64_t c, uint64_t seed) {
   std::string fresh = bytes_of(std::min<uint64_t>(4096, s.size() - c * 4096), seed);
@@ -162,43 +156,9 @@ TEST(L3ChunksPlan, NamesTheHolderOfEveryUnchangedChunkDirectly) {
   EXPECT_FALSE(plan_incremental(fresh, {&m1, nullptr}, 4).is_ok());
 }
 
-class L3Incremental : public ::testing::Test {
+class L3Incremental : public TwoRankPrefix {
  protected:
-  void SetUp() override {
-    root_ = "/tmp/cairn-l3chunks-" + std::to_string(getpid());
-    fs::remove_tree(root_).ignore();
-    ASSERT_TRUE(fs::make_dirs(root_).is_ok());
-    Config cfg;
-    cfg.prefix = root_ + "/prefix";
-    cfg.cache_dir = root_ + "/cache";
-    l_ = make_layout(cfg);
-  }
-  void TearDown() override { fs::remove_tree(root_).ignore(); }
-
-  // Version v of both ranks (rank r's stream is data[r]) written with full_every, then committed.
-  void write(uint64_t v, const std::string data[2], int full_every) {
-    WriteOptions o;
-    o.full_every = full_every;
-    for (uint32_t r = 0; r < 2; ++r) {
-      Manifest m = stream_manifest(data[r], {.version = v, .rank = r, .nranks = 2});
-      Status st = write_rank(l_, m, reinterpret_cast<const uint8_t*>(data[r].data()), {}, &o);
-      ASSERT_TRUE(st.is_ok()) << st.message();
-    }
-    ASSERT_TRUE(commit(l_, v, 2, "v" + std::to_string(v)).is_ok());
-  }
-  Status read_back(uint64_t v, uint32_t r, const std::string& expect) {
-    CAIRN_ASSIGN_OR_RETURN(m, read_manifest(l_, v, r));
-    std::string got(m.total_size, '\0');
-    CAIRN_TRY(read_data_verified(l_, m, whole_stream(m, reinterpret_cast<uint8_t*>(got.data()))));
-    if (got != expect) return make_error(Code::ERR_INTERNAL, "version %llu rank %u: other bytes", (unsigned long long)v, r);
-    std::string again(m.total_size, '\0');
-    CAIRN_TRY(read_data(l_, m, reinterpret_cast<uint8_t*>(again.data())));
-    if (again != expect) return make_error(Code::ERR_INTERNAL, "read_data: other bytes");
-    return Status::ok();
-  }
-
-  std::string root_;
-  Layout l_;
+  L3Incremental() : TwoRankPrefix("l3chunks") {}
 };
 
 TEST_F(L3Incremental, ReadsBackBitExactFromTheVersionsItNames) {

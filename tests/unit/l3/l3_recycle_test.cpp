@@ -6,23 +6,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <random>
 #include <string>
 
-#include "../stream_manifest.hpp"
 #include "base/fsutil.hpp"
-#include "base/stream_reader.hpp"
 #include "l3/l3_store.hpp"
+#include "two_rank_prefix.hpp"
 
 namespace cairn::l3 {
 namespace {
-
-std::string bytes_of(uint64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (auto& c : s) c = static_cast<char>(rng());
-  return s;
-}
 
 ino_t inode_of(const std::string& path) {
   struct stat st{};
@@ -34,40 +25,10 @@ uint64_t size_of(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
-class L3Recycle : public ::testing::Test {
+class L3Recycle : public TwoRankPrefix {
  protected:
-  void SetUp() override {
-    root_ = "/tmp/cairn-l3recycle-" + std::to_string(getpid());
-    fs::remove_tree(root_).ignore();
-    ASSERT_TRUE(fs::make_dirs(root_).is_ok());
-    Config cfg;
-    cfg.prefix = root_ + "/prefix";
-    cfg.cache_dir = root_ + "/cache";
-    l_ = make_layout(cfg);
-  }
-  void TearDown() override { fs::remove_tree(root_).ignore(); }
-
-  // Version v of two ranks, rank r's stream data[r], committed.
-  void write(uint64_t v, const std::string data[2], int full_every = 0) {
-    WriteOptions o;
-    o.full_every = full_every;
-    for (uint32_t r = 0; r < 2; ++r) {
-      Manifest m = stream_manifest(data[r], {.version = v, .rank = r, .nranks = 2});
-      Status st = write_rank(l_, m, reinterpret_cast<const uint8_t*>(data[r].data()), {}, &o);
-      ASSERT_TRUE(st.is_ok()) << st.message();
-    }
-    ASSERT_TRUE(commit(l_, v, 2, "").is_ok());
-  }
-  Status read_back(uint64_t v, uint32_t r, const std::string& expect) {
-    CAIRN_ASSIGN_OR_RETURN(m, read_manifest(l_, v, r));
-    std::string got(m.total_size, '\0');
-    CAIRN_TRY(read_data_verified(l_, m, {StreamExtent{0, m.total_size, reinterpret_cast<uint8_t*>(got.data())}}));
-    if (got != expect) return make_error(Code::ERR_INTERNAL, "version %llu rank %u: other bytes", (unsigned long long)v, r);
-    return Status::ok();
-  }
-
-  std::string root_;
-  Layout l_;
+  L3Recycle() : TwoRankPrefix("l3recycle") {}
+  void write(uint64_t v, const std::string data[2], int full_every = 0) { TwoRankPrefix::write(v, data, full_every); }
 };
 
 TEST_F(L3Recycle, PruneMovesTheRemovedVersionsDataFilesIntoThePoolOnePerRank) {

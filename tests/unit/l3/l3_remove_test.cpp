@@ -9,12 +9,12 @@
 
 #include <filesystem>
 #include <map>
-#include <random>
 #include <set>
 
 #include "../stream_manifest.hpp"
 #include "base/fsutil.hpp"
 #include "l3/l3_store.hpp"
+#include "two_rank_prefix.hpp"
 
 namespace cairn::l3 {
 namespace {
@@ -43,13 +43,6 @@ Status remove_version_reference(const Layout& l, uint64_t v) {
 }
 
 // ---- the prefix --------------------------------------------------------------------------------------
-
-std::string bytes_of(uint64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (auto& c : s) c = static_cast<char>(rng());
-  return s;
-}
 
 Layout layout_at(const std::string& root) {
   Config cfg;
