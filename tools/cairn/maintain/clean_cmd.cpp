@@ -23,6 +23,7 @@
 #include "inspect/inventory.hpp"
 #include "format.hpp"
 #include "inspect/level_check.hpp"
+#include "l3/l3_store.hpp"
 #include "progress.hpp"
 
 namespace cairn::tool {
@@ -195,7 +196,25 @@ struct Cleaner {
     }
   }
 
+  // The recycle pool (recycle_flushed, docs/format.md): data files of removed versions, kept for the
+  // job's next flush to overwrite. A job that has ended (or was killed) has no next flush; while it runs
+  // they stay.
+  void release_pool() {
+    const std::string pool = l3::recycle_dir(inv.layout);
+    auto names = fs::list_dir(pool);
+    if (!names || names->empty() || !job_not_running(inv.layout)) return;
+    uint64_t bytes = 0;
+    for (const auto& n : *names) {
+      struct stat st;
+      if (::stat((pool + "/" + n).c_str(), &st) == 0) bytes += static_cast<uint64_t>(st.st_size);
+    }
+    if (!o.dry_run) check(l3::drop_recycled(inv.layout));
+    say("L3 recycle pool " + pool + " (" + std::to_string(names->size()) + " data file" +
+        (names->size() == 1 ? "" : "s") + " of removed versions, " + format_bytes(bytes) + ")");
+  }
+
   void clean_l3() {
+    release_pool();
     std::vector<const VersionInfo*> committed;
     size_t dirs = 0;
     for (const auto& [ver, v] : inv.versions) {
