@@ -148,7 +148,7 @@ const std::vector<Knob>& knobs() {
                       "blocks costs the device work (ext4 with discard, thin-provisioned volumes), "
                       "a flush no longer pays for the deletion of the version before. Holds one "
                       "version's data files more between flushes; emptied at finalize. false: "
-                      "deleted at once."},
+                      "deleted at once (a pool an earlier job left is still used up)."},
       {.name = "full_every", .kind = Kind::integer, .member = &Config::full_every,
        .default_text = "0", .min = 0, .max = 1000,
        .description = "Incremental level-3 versions: with N > 1, a flushed version writes only the chunks "

@@ -6,10 +6,13 @@
 // A pruned version's own data files may go to the recycle pool (recycle_dir) rather than be deleted.
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -50,24 +53,48 @@ std::set<uint64_t> named_by(const Layout& l, uint64_t v) {
   return named ? std::move(named).value() : std::set<uint64_t>{};
 }
 
-// Into the pool, if its slot for the rank is free (RENAME_NOREPLACE: at most one file per rank). A file
-// that does not go there is deleted with the directory.
+// A new name that never replaces one: renameat2's RENAME_NOREPLACE, or where the file system does not
+// have it (NFS, CephFS: EINVAL), a hard link and the old name's removal, as atomic. errno on failure.
+bool rename_noreplace(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return true;
+  if (errno != EINVAL && errno != ENOSYS) return false;
+  if (::link(from.c_str(), to.c_str()) != 0) return false;
+  ::unlink(from.c_str());
+  return true;
+}
+
+// Into the pool, if its place for the rank is free (at most one file per rank), and only a regular file
+// of one name: a link, or a file a user linked elsewhere to keep it, is deleted with the directory as
+// before, never overwritten. Anything else that keeps it out of the pool is logged once.
 void recycle_file(const Layout& l, const std::string& path, uint32_t rank) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) return;
   const std::string to = recycle_path(l, rank);
-  if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return;
-  if (errno != ENOENT || !fs::make_dirs(recycle_dir(l)).is_ok()) return;  // taken, or cannot be
-  ::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE);
+  if (rename_noreplace(path, to)) return;
+  if (errno == ENOENT && fs::make_dirs(recycle_dir(l)).is_ok() && rename_noreplace(path, to)) return;
+  if (errno == EEXIST) return;  // the place is taken: the pool holds one file per rank
+  static std::atomic<bool> told{false};
+  if (!told.exchange(true))
+    LOG_INFO("L3 recycle pool %s: %s; removed versions' files are deleted instead", recycle_dir(l).c_str(),
+             strerror(errno));
 }
 
 // The data files a version's where-records name on other prefixes, then its directory; with `recycle`,
-// its own data files go to the pool first.
+// its own data files go to the pool first (not those of a rank with a where-record: its writers never
+// take from the pool).
 Status remove_files(const Layout& l, uint64_t v, bool recycle) {
   std::string dir = l.l3_version_dir(v);
   auto names = fs::list_dir(dir);
+  std::set<uint32_t> recorded;
   for (const auto& n : names ? *names : std::vector<std::string>{}) {
     uint32_t rank = 0;
     RankFile kind;
-    if (recycle && parse_rank_file_name(n, &rank, &kind) && kind == RankFile::data) {
+    if (parse_rank_file_name(n, &rank, &kind) && kind == RankFile::where) recorded.insert(rank);
+  }
+  for (const auto& n : names ? *names : std::vector<std::string>{}) {
+    uint32_t rank = 0;
+    RankFile kind;
+    if (recycle && parse_rank_file_name(n, &rank, &kind) && kind == RankFile::data && !recorded.count(rank)) {
       recycle_file(l, dir + "/" + n, rank);
       continue;
     }

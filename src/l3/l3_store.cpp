@@ -1,6 +1,7 @@
 #include "l3/l3_store.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -120,15 +121,34 @@ Status RankWriter::open(const Layout& l, const Manifest& m, const RankPlacement&
   CAIRN_TRY(fs::make_dirs(fs::dirname(path_)));
   temp_ = p.shared ? "" : path_ + ".part-" + std::to_string(getpid());
   end_ = 0;
-  // The pool's file of this rank, if there is one, becomes the temporary file: overwritten in place, its
-  // blocks neither freed nor allocated anew. Whatever else stops the rename (none there, another file
-  // system), a new file.
-  recycled_ = !p.recorded && ::rename(recycle_path(l, m.rank).c_str(), temp_.c_str()) == 0;
+  recycled_ = false;
+  if (!p.recorded) {
+    auto fd = take_recycled(recycle_path(l, m.rank));
+    if (fd) {
+      fd_ = std::move(*fd);
+      recycled_ = true;
+      return Status::ok();
+    }
+  }
   const std::string& open_path = p.shared ? path_ : temp_;
-  const int flags = recycled_ ? O_WRONLY : O_WRONLY | O_CREAT | (p.shared ? 0 : O_TRUNC);
-  CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(open_path, flags));
+  CAIRN_ASSIGN_OR_RETURN(fd, fs::open_file(open_path, O_WRONLY | O_CREAT | (p.shared ? 0 : O_TRUNC)));
   fd_ = std::move(fd);
   return Status::ok();
+}
+
+// The pool's file of this rank, if there is one, becomes the temporary file: overwritten in place, its
+// blocks neither freed nor allocated anew. Only a regular file of one name, opened without following a
+// link: whatever else is there (a link, a directory, a file another name shares) is removed and the
+// writer makes a new file, as it does when the pool has none or the rename fails.
+std::optional<fs::Fd> RankWriter::take_recycled(const std::string& pooled) {
+  if (::rename(pooled.c_str(), temp_.c_str()) != 0) return std::nullopt;
+  auto fd = fs::open_file(temp_, O_WRONLY | O_NOFOLLOW);
+  struct stat st {};
+  if (fd && ::fstat(fd->get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1) return std::move(*fd);
+  LOG_INFO("L3 recycle pool: %s is not a file of its own (%s); writing a new one", pooled.c_str(),
+           fd ? "a link, or shared with another name" : fd.status().message().c_str());
+  fs::remove_tree(temp_).ignore();
+  return std::nullopt;
 }
 
 RankWriter::~RankWriter() {
@@ -158,7 +178,12 @@ void RankWriter::record_chunks(ChunkRecord record) { chunks_ = std::move(record)
 
 Result<RankWriter::Finished> RankWriter::finish(const std::function<void()>& after_data) {
   if (!fd_.valid()) return make_error(Code::ERR_SEQUENCE, "RankWriter::finish before open");
-  // A recycled file may be longer than this version: nothing of the old one stays past its end.
+  // A recycled file may be longer than this version: nothing of the old one stays past its end; and
+  // nothing of it in a gap, where a new file would read zeros (no writer leaves one: the agents' bytes
+  // arrive in order, the others write from 0 on).
+  if (recycled_ && written_ < end_)
+    return make_error(Code::ERR_INTERNAL, "%s: %llu bytes written over a recycled file of %llu: a gap would keep old bytes",
+                      temp_.c_str(), static_cast<unsigned long long>(written_), static_cast<unsigned long long>(end_));
   if (recycled_ && ::ftruncate(fd_.get(), static_cast<off_t>(end_)) != 0) return posix_error("ftruncate", temp_, errno);
   if (fsync(fd_.get()) != 0) return posix_error("fsync", temp_.empty() ? path_ : temp_, errno);
   if (!temp_.empty()) {

@@ -107,6 +107,8 @@ class RankWriter {
   uint64_t written() const { return written_; }
 
  private:
+  std::optional<fs::Fd> take_recycled(const std::string& pooled);
+
   Layout layout_;
   Manifest manifest_;
   RankPlacement place_;

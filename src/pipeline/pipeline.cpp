@@ -26,6 +26,7 @@ Pipeline::Pipeline(PipelineConfig config, CacheStore* cache, Team* team, Protect
       events_(events),
       snapshot_(snapshot),
       lender_(cache->nslots()) {
+  rank0_ = team_ != nullptr && team_->rank() == 0;
   worker_ = std::thread([this] { worker_loop(); });
   if (cfg_.mpi_in_worker) team_thread_ = std::thread([this] { team_loop(); });
 }
@@ -47,10 +48,13 @@ void Pipeline::stop() {
     pruner_stop_ = true;
   }
   cv_.notify_all();
-  if (pruner_.joinable()) {
-    pruner_.join();
-    // What this rank's prunes put into the recycle pool (and what a job before left there) has no later
-    // writer of this job: it is space the prefix need not hold.
+  if (pruner_.joinable()) pruner_.join();
+  // Rank 0 (the one that prunes): what its prunes put into the recycle pool, and what a job before left
+  // there, has no later writer in this job; it is space the prefix need not hold. Deleting those files
+  // costs what one prune's deletions did before there was a pool (and a prune asked for at finalize was
+  // waited for just the same).
+  if (rank0_ && !pool_dropped_) {
+    pool_dropped_ = true;
     Status d = l3::drop_recycled(cfg_.layout);
     if (!d.is_ok()) LOG_WARN("emptying the L3 recycle pool: %s", d.message().c_str());
   }

@@ -148,5 +148,75 @@ TEST_F(L3Recycle, AWriterThatDoesNotFinishLeavesNeitherPoolFileNorVersionFile) {
   EXPECT_TRUE(names->empty());
 }
 
+// Removal finds a record being written that names the version (COMMIT put back): the version stays
+// whole, its file never reaches the pool.
+TEST_F(L3Recycle, AVersionAWriterInFlightNamesKeepsItsFile) {
+  std::string s[2] = {bytes_of(4 * 4096, 1), bytes_of(4 * 4096, 2)};
+  write(1, s);
+  std::string t[2] = {bytes_of(4 * 4096, 3), bytes_of(4 * 4096, 4)};
+  write(2, t);
+  const ino_t v1 = inode_of(data_path(l_, 1, 0));
+  // Version 3 of rank 0, not committed yet, whose chunk record names version 1's chunk 3.
+  Manifest m = stream_manifest(s[0], {.version = 3, .rank = 0, .nranks = 2});
+  RankWriter w;
+  ASSERT_TRUE(w.open(l_, m, RankPlacement{}, nullptr).is_ok());
+  ASSERT_TRUE(w.write(0, reinterpret_cast<const uint8_t*>(s[0].data()), 3 * 4096).is_ok());
+  w.record_chunks(ChunkRecord{.version = 3, .chunks = 4, .chunk_size = 4096, .depth = 1, .stored = 3 * 4096,
+                              .runs = {{0, 3, 3, 0}, {3, 1, 1, 3 * 4096}}});
+  auto finished = w.finish();
+  ASSERT_TRUE(finished.is_ok()) << finished.status().message();
+  ASSERT_TRUE(prune(l_, 1, true).is_ok());
+  EXPECT_TRUE(read_commit(l_, 1).is_ok()) << "COMMIT put back";
+  EXPECT_EQ(inode_of(data_path(l_, 1, 0)), v1);
+  EXPECT_FALSE(fs::exists(recycle_path(l_, 0)));
+  EXPECT_TRUE(read_back(1, 0, s[0]).is_ok());
+}
+
+// A data file a user linked elsewhere to keep it is deleted from the version as before, never overwritten;
+// what lies in the pool under a rank's name but is not a file of its own (a link, a directory) is removed
+// and the writer makes a new file, the link's target untouched.
+TEST_F(L3Recycle, ALinkOrAFileWithAnotherNameIsNeverOverwritten) {
+  std::string s[2] = {bytes_of(6 * 4096, 1), bytes_of(6 * 4096, 2)};
+  write(1, s);
+  write(2, s);
+  const std::string kept = root_ + "/kept-by-hand";
+  ASSERT_EQ(::link(data_path(l_, 1, 0).c_str(), kept.c_str()), 0);
+  ASSERT_TRUE(prune(l_, 1, true).is_ok());
+  EXPECT_FALSE(fs::exists(l_.l3_version_dir(1)));
+  EXPECT_FALSE(fs::exists(recycle_path(l_, 0))) << "a file with a second name stays out of the pool";
+  EXPECT_TRUE(fs::exists(recycle_path(l_, 1)));
+  // Rank 0's place: a link to a file outside; rank 1's: a directory where its file was.
+  const std::string victim = root_ + "/victim";
+  ASSERT_TRUE(fs::write_file_atomic(victim, "not cairn's", true).is_ok());
+  ASSERT_EQ(::symlink(victim.c_str(), recycle_path(l_, 0).c_str()), 0);
+  ASSERT_TRUE(fs::remove_file(recycle_path(l_, 1)).is_ok());
+  ASSERT_TRUE(fs::make_dirs(recycle_path(l_, 1) + "/inside").is_ok());
+  std::string t[2] = {bytes_of(5 * 4096, 3), bytes_of(7 * 4096, 4)};
+  write(3, t);
+  for (uint32_t r = 0; r < 2; ++r) EXPECT_TRUE(read_back(3, r, t[r]).is_ok()) << r;
+  EXPECT_EQ(fs::read_file(victim).value(), "not cairn's");
+  EXPECT_EQ(fs::read_file(kept).value(), s[0]);
+  EXPECT_FALSE(fs::exists(recycle_path(l_, 0)));
+  EXPECT_FALSE(fs::exists(recycle_path(l_, 1)));
+  auto names = fs::list_dir(l_.l3_version_dir(3));
+  ASSERT_TRUE(names.is_ok());
+  for (const auto& n : *names) EXPECT_EQ(n.find(".part-"), std::string::npos) << n;
+}
+
+TEST_F(L3Recycle, AnEmptyStreamCutsTheRecycledFileToNothing) {
+  std::string s[2] = {bytes_of(6 * 4096, 1), bytes_of(6 * 4096, 2)};
+  write(1, s);
+  write(2, s);
+  ASSERT_TRUE(prune(l_, 1, true).is_ok());
+  const ino_t pooled = inode_of(recycle_path(l_, 0));
+  ASSERT_NE(pooled, 0u);
+  std::string t[2] = {"", bytes_of(4096, 5)};
+  write(3, t);
+  EXPECT_EQ(inode_of(data_path(l_, 3, 0)), pooled);
+  EXPECT_EQ(size_of(data_path(l_, 3, 0)), 0u);
+  EXPECT_TRUE(read_back(3, 0, "").is_ok());
+  EXPECT_TRUE(read_back(3, 1, t[1]).is_ok());
+}
+
 }  // namespace
 }  // namespace cairn::l3

@@ -3,6 +3,7 @@
 // the order of a version's states, what a failure on another rank at each stage does to the version on
 // this one, slot reuse, the funneled mode (collective stages only inside drive()), and finalize's flush.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -393,13 +395,17 @@ TEST(Pipeline, ThePrunedVersionsDataFileIsTheNextFlushsFile) {
       job.pipeline->set_flusher(job.flusher.get());
     }
     std::map<uint64_t, ino_t> inode;
+    std::vector<fs::Fd> held;  // each file stays open, so that no inode number is reused for a new file
     for (uint64_t v = 1; v <= 5; ++v) {
       ASSERT_TRUE(job.take(v, /*flush=*/true).is_ok());
       ASSERT_TRUE(job.pipeline->wait_all().is_ok());
       inode[v] = inode_of(l3::data_path(job.layout, v, 0));
       ASSERT_NE(inode[v], 0u);
+      auto fd = fs::open_file(l3::data_path(job.layout, v, 0), O_RDONLY);
+      ASSERT_TRUE(fd.is_ok());
+      held.push_back(std::move(*fd));
       // Until the pruner is through (it runs beside the pipeline): the prefix back at two versions.
-      for (int i = 0; i < 500 && l3::version_dirs(job.layout).size() > 2; ++i) usleep(2000);
+      for (int i = 0; i < 15000 && l3::version_dirs(job.layout).size() > 2; ++i) usleep(2000);
       ASSERT_EQ(l3::version_dirs(job.layout).size(), std::min<size_t>(v, 2)) << v;
     }
     // Version 3's commit pruned version 1, whose file version 4 then took; version 5 took version 2's.
@@ -409,6 +415,7 @@ TEST(Pipeline, ThePrunedVersionsDataFileIsTheNextFlushsFile) {
       EXPECT_EQ(inode_of(l3::recycle_path(job.layout, 0)), inode[3]);
     } else {
       EXPECT_FALSE(fs::exists(l3::recycle_dir(job.layout)));
+      EXPECT_EQ(std::set<ino_t>({inode[1], inode[2], inode[3], inode[4], inode[5]}).size(), 5u);
     }
     for (uint64_t v = 4; v <= 5; ++v) {
       auto m = l3::read_manifest(job.layout, v, 0);
