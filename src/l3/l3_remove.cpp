@@ -68,7 +68,7 @@ bool rename_noreplace(const std::string& from, const std::string& to) {
 // before, never overwritten. Anything else that keeps it out of the pool is logged once.
 void recycle_file(const Layout& l, const std::string& path, uint32_t rank) {
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) return;
+  if (l.control.empty() || ::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) return;
   const std::string to = recycle_path(l, rank);
   if (rename_noreplace(path, to)) return;
   if (errno == ENOENT && fs::make_dirs(recycle_dir(l)).is_ok() && rename_noreplace(path, to)) return;
@@ -131,7 +131,7 @@ std::string recycle_path(const Layout& l, uint32_t rank) {
   return recycle_dir(l) + "/rank-" + std::to_string(rank) + ".data";
 }
 
-Status drop_recycled(const Layout& l) { return fs::remove_tree(recycle_dir(l)); }
+Status drop_recycled(const Layout& l) { return l.control.empty() ? Status::ok() : fs::remove_tree(recycle_dir(l)); }
 
 std::map<uint64_t, Status> remove_versions(const Layout& l, const std::set<uint64_t>& versions, bool recycle) {
   std::map<uint64_t, Status> out;
