@@ -79,26 +79,20 @@ void recycle_file(const Layout& l, const std::string& path, uint32_t rank) {
              strerror(errno));
 }
 
-// The data files a version's where-records name on other prefixes, then its directory; with `recycle`,
-// its own data files go to the pool first (not those of a rank with a where-record: its writers never
-// take from the pool).
+// The data files a version's where-records name on other prefixes; with `recycle`, its own data files
+// to the pool (not those of a rank with a where-record: its writers never take from the pool); then its
+// directory.
 Status remove_files(const Layout& l, uint64_t v, bool recycle) {
   std::string dir = l.l3_version_dir(v);
   auto names = fs::list_dir(dir);
-  std::set<uint32_t> recorded;
+  std::set<uint32_t> recorded, data;
   for (const auto& n : names ? *names : std::vector<std::string>{}) {
     uint32_t rank = 0;
     RankFile kind;
-    if (parse_rank_file_name(n, &rank, &kind) && kind == RankFile::where) recorded.insert(rank);
-  }
-  for (const auto& n : names ? *names : std::vector<std::string>{}) {
-    uint32_t rank = 0;
-    RankFile kind;
-    if (recycle && parse_rank_file_name(n, &rank, &kind) && kind == RankFile::data && !recorded.count(rank)) {
-      recycle_file(l, dir + "/" + n, rank);
-      continue;
-    }
-    if (n.size() < 6 || n.compare(n.size() - 6, 6, ".where") != 0) continue;
+    if (!parse_rank_file_name(n, &rank, &kind)) continue;
+    if (kind == RankFile::data) data.insert(rank);
+    if (kind != RankFile::where) continue;
+    recorded.insert(rank);
     auto text = fs::read_file(dir + "/" + n);
     auto w = text ? decode_where(*text) : Result<Where>(text.status());
     if (w && w->file.rfind(dir + "/", 0) != 0) {
@@ -106,6 +100,9 @@ Status remove_files(const Layout& l, uint64_t v, bool recycle) {
       ::rmdir(fs::dirname(w->file).c_str());  // the version's directory there, once empty
     }
   }
+  if (recycle)
+    for (uint32_t rank : data)
+      if (!recorded.count(rank)) recycle_file(l, data_path(l, v, rank), rank);
   return fs::remove_tree(dir);
 }
 

@@ -53,8 +53,7 @@ void Pipeline::stop() {
   // there, has no later writer in this job; it is space the prefix need not hold. Deleting those files
   // costs what one prune's deletions did before there was a pool (and a prune asked for at finalize was
   // waited for just the same).
-  if (rank0_ && !pool_dropped_) {
-    pool_dropped_ = true;
+  if (rank0_) {
     Status d = l3::drop_recycled(cfg_.layout);
     if (!d.is_ok()) LOG_WARN("emptying the L3 recycle pool: %s", d.message().c_str());
   }

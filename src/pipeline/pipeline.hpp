@@ -184,7 +184,6 @@ class Pipeline {
   bool prune_requested_ = false;
   bool pruner_stop_ = false;  // set by stop() once nothing can ask for a prune any more
   bool rank0_ = false;        // this rank prunes, and empties the recycle pool at stop()
-  bool pool_dropped_ = false;
   bool stop_ = false;
   Status first_failure_;
   Marks marks_;

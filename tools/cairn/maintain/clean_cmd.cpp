@@ -197,8 +197,8 @@ struct Cleaner {
   }
 
   // The recycle pool (recycle_flushed, docs/format.md): data files of removed versions, kept for the
-  // job's next flush to overwrite. A job that has ended (or was killed) has no next flush; while it runs
-  // they stay.
+  // job's next flush to overwrite. Once the job state says the job has ended they go; while it may be
+  // running (a killed job's state says so too) they stay, as its slots do.
   void release_pool() {
     const std::string pool = l3::recycle_dir(inv.layout);
     auto names = fs::list_dir(pool);
