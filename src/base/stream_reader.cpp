@@ -89,12 +89,11 @@ void hash_then_copy(uint8_t* dst, const uint8_t* src, uint64_t n, bool streaming
   if (streaming) streaming_fence();
 }
 
-// The frame of both readers: the extents checked to tile the stream, then runs of whole chunks, one run
-// per thread.
-Status verify_tiled(const Manifest& m, const std::vector<StreamExtent>& extents, uint64_t piece_size,
-                    const PieceOp& piece, int threads, const RunOp* run = nullptr) {
+// The extents checked to tile the stream; the number of chunks in *nchunks.
+Status check_tiling(const Manifest& m, const std::vector<StreamExtent>& extents, uint64_t* nchunks) {
   const uint64_t total = m.total_size;
-  CAIRN_ASSIGN_OR_RETURN(nchunks, check_chunk_table(m));
+  CAIRN_ASSIGN_OR_RETURN(n, check_chunk_table(m));
+  *nchunks = n;
   uint64_t at = 0;
   for (const auto& e : extents) {
     if (e.offset != at || (e.size && !e.dst))
@@ -105,22 +104,38 @@ Status verify_tiled(const Manifest& m, const std::vector<StreamExtent>& extents,
   if (at != total)
     return make_error(Code::ERR_CORRUPT, "the destinations hold %llu bytes, the stream has %llu", static_cast<ull>(at),
                       static_cast<ull>(total));
+  return Status::ok();
+}
+
+// Runs of whole chunks, one run per thread: range(i, c0, c1) reads chunks [c0, c1) as thread i.
+using RangeOp = std::function<Status(uint64_t i, uint64_t c0, uint64_t c1)>;
+Status over_threads(const Manifest& m, uint64_t nchunks, int threads, const RangeOp& range) {
   // Threads take contiguous runs of chunks, none under kMinBytesPerThread (a thread costs its start).
   constexpr uint64_t kMinBytesPerThread = 16ull << 20;
+  const uint64_t total = m.total_size;
   const uint64_t worth = m.chunk_size ? std::max<uint64_t>(1, total / std::max<uint64_t>(kMinBytesPerThread, m.chunk_size)) : 1;
   const uint64_t t = std::min<uint64_t>({static_cast<uint64_t>(std::max(threads, 1)), nchunks ? nchunks : 1, worth});
-  if (t <= 1) return verify_chunks(m, extents, piece_size, piece, run, 0, nchunks);
+  if (t <= 1) return range(0, 0, nchunks);
   std::vector<Status> results(static_cast<size_t>(t), Status::ok());
   std::vector<std::thread> pool;
   for (uint64_t i = 1; i < t; ++i)
-    pool.emplace_back([&, i] {
-      results[i] = verify_chunks(m, extents, piece_size, piece, run, nchunks * i / t, nchunks * (i + 1) / t);
-    });
-  results[0] = verify_chunks(m, extents, piece_size, piece, run, 0, nchunks / t);
+    pool.emplace_back([&, i] { results[i] = range(i, nchunks * i / t, nchunks * (i + 1) / t); });
+  results[0] = range(0, 0, nchunks / t);
   for (auto& th : pool) th.join();
   for (auto& r : results)  // the lowest failing chunk's error
     if (!r.is_ok()) return r;
   return Status::ok();
+}
+
+// The frame of both readers: the extents checked to tile the stream, then runs of whole chunks, one run
+// per thread.
+Status verify_tiled(const Manifest& m, const std::vector<StreamExtent>& extents, uint64_t piece_size,
+                    const PieceOp& piece, int threads, const RunOp* run = nullptr) {
+  uint64_t nchunks = 0;
+  CAIRN_TRY(check_tiling(m, extents, &nchunks));
+  return over_threads(m, nchunks, threads, [&](uint64_t, uint64_t c0, uint64_t c1) {
+    return verify_chunks(m, extents, piece_size, piece, run, c0, c1);
+  });
 }
 }  // namespace
 
@@ -168,6 +183,54 @@ Status read_verified_in_memory(const Manifest& m, const std::vector<StreamExtent
   const bool streaming = m.total_size >= kStreamingCopyFrom;
   const RunOp run = memory_run(stream, streaming, m.chunk_size);
   return verify_tiled(m, extents, kMemoryPiece, memory_piece(stream, streaming), threads, &run);
+}
+
+Status read_verified_tried(const Manifest& m, const std::vector<StreamExtent>& extents, const uint8_t* stream,
+                           const StreamSource& source, double mapped_gbps, int threads, TriedRead* tried) {
+  uint64_t nchunks = 0;
+  CAIRN_TRY(check_tiling(m, extents, &nchunks));
+  const bool streaming = m.total_size >= kStreamingCopyFrom;
+  const RunOp run = memory_run(stream, streaming, m.chunk_size);
+  const PieceOp by_memory = memory_piece(stream, streaming), by_source = source_piece(source);
+  const uint64_t chunk = std::max<uint64_t>(m.chunk_size, 1);
+  const uint64_t per_part = std::max<uint64_t>(1, kPreadTrial / chunk);  // whole chunks per timed part
+  std::mutex mu;
+  *tried = TriedRead{};
+  return over_threads(m, nchunks, threads, [&](uint64_t, uint64_t c0, uint64_t c1) {
+    TriedRead mine;
+    bool with_source = true;        // the first part is read with `source`
+    uint64_t wait = kPreadRetry;    // parts out of memory before `source` is tried again; doubles each time
+    uint64_t waited = 0;
+    Status st = Status::ok();
+    for (uint64_t c = c0; c < c1 && st.is_ok();) {
+      const bool retry = !with_source && ++waited >= wait;
+      uint64_t e = std::min(c1, c + per_part);
+      if (retry) e = std::min(c1, c + std::max<uint64_t>(1, per_part / 4)), waited = 0, wait *= 2;
+      const uint64_t bytes = std::min(e * chunk, m.total_size) - c * chunk;
+      if (with_source || retry) {
+        const double t0 = now_seconds();
+        st = verify_chunks(m, extents, kStreamPiece, by_source, nullptr, c, e);
+        const double gbps = static_cast<double>(bytes) / std::max(now_seconds() - t0, 1e-9) / 1e9;
+        mine.source_bytes += bytes;
+        mine.source_gbps_min = mine.source_gbps_min > 0 ? std::min(mine.source_gbps_min, gbps) : gbps;
+        mine.source_gbps_max = std::max(mine.source_gbps_max, gbps);
+        with_source = gbps >= mapped_gbps;
+        if (with_source) wait = kPreadRetry;
+      } else {
+        st = verify_chunks(m, extents, kMemoryPiece, by_memory, &run, c, e);
+        mine.memory_bytes += bytes;
+      }
+      c = e;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    tried->source_bytes += mine.source_bytes;
+    tried->memory_bytes += mine.memory_bytes;
+    if (mine.source_gbps_min > 0)
+      tried->source_gbps_min = tried->source_gbps_min > 0 ? std::min(tried->source_gbps_min, mine.source_gbps_min)
+                                                          : mine.source_gbps_min;
+    tried->source_gbps_max = std::max(tried->source_gbps_max, mine.source_gbps_max);
+    return st;
+  });
 }
 
 Status read_chunks_verified(const Manifest& m, const std::vector<StreamExtent>& extents, uint64_t c0, uint64_t c1,
@@ -340,6 +403,7 @@ bool map_to_read(uint64_t st_blksize) { return st_blksize >= (uint64_t{2} << 20)
 namespace {
 std::mutex g_probe_mu;
 std::optional<SlotRead> g_probed;  // measured once for the process
+SlotReadRates g_probed_rates;       // what the probe measured (zeros where it could not)
 std::optional<SlotRead> g_forced;  // decide_slot_read_for_tests
 volatile uint64_t g_probe_sink = 0;  // the probe's hashes go here, so that no compiler drops them
 
@@ -441,7 +505,8 @@ void decide_slot_read_for_tests(std::optional<SlotRead> way) {
   g_forced = way;
 }
 
-SlotRead slot_read_way(uint64_t st_blksize, int fd, uint64_t size) {
+SlotRead slot_read_way(uint64_t st_blksize, int fd, uint64_t size, SlotReadRates* rates) {
+  if (rates) *rates = SlotReadRates{};
   if (map_to_read(st_blksize)) return SlotRead::cache_mapping;
   std::lock_guard<std::mutex> lock(g_probe_mu);
   if (g_forced) return *g_forced;
@@ -449,6 +514,7 @@ SlotRead slot_read_way(uint64_t st_blksize, int fd, uint64_t size) {
   if (!g_probed) {
     double gbps[3] = {0, 0, 0};
     g_probed = probe_slot_read(fd, gbps);
+    if (g_probed) g_probed_rates = SlotReadRates{gbps[0], gbps[1], gbps[2]};
     if (!g_probed) g_probed = SlotRead::pread;  // the file could not be read every way
     LOG_INFO("L1 reads on this machine: %s (measured once, hashing as a restart does: pread %.2f GB/s, a "
              "populated writable mapping copied out %.2f GB/s, a new read-only mapping faulted in as it is "
@@ -456,6 +522,7 @@ SlotRead slot_read_way(uint64_t st_blksize, int fd, uint64_t size) {
              slot_read_name(*g_probed), gbps[0], gbps[1], gbps[2],
              static_cast<ull>((kSlotReadProbe * kSlotReadProbeRounds) >> 20));
   }
+  if (rates) *rates = g_probed_rates;
   return *g_probed;
 }
 

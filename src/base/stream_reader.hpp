@@ -57,6 +57,26 @@ constexpr uint64_t kStreamingCopyFrom = 16ull << 20;
 Status read_verified_in_memory(const Manifest& m, const std::vector<StreamExtent>& extents, const uint8_t* stream,
                                int threads = 1);
 
+// read_verified_in_memory where pread may still be the faster way into these destinations. The probe
+// above reads into new memory of the process, as a relaunched application's regions are; but what pread
+// costs depends on the destination: on a guest with shadow paging the kernel's first write into a page of
+// the process costs a fault of the host's (the process's own writes do not spare it), so pread into pages
+// the kernel has written before runs several times faster than into new ones (docs/performance.md: 0.6-0.8
+// against 5-7 GB/s), and a destination may hold both kinds. So each thread reads its run in parts of
+// kPreadTrial bytes (whole chunks): with `source` (pread) while each part, timed, runs at `mapped_gbps` or
+// faster; after a slower one out of `stream` as read_verified_in_memory does, trying `source` again on a
+// quarter of a part after kPreadRetry parts, then after twice as many each time it is still slower (a
+// retry costs little where pread stays slow, and finds the pages that the kernel has written). Nothing is
+// read twice. *tried says how the bytes came. Same errors as read_verified.
+constexpr uint64_t kPreadTrial = 4ull << 20;
+constexpr uint64_t kPreadRetry = 8;
+struct TriedRead {
+  uint64_t source_bytes = 0, memory_bytes = 0;
+  double source_gbps_min = 0, source_gbps_max = 0;  // over the parts read with `source`
+};
+Status read_verified_tried(const Manifest& m, const std::vector<StreamExtent>& extents, const uint8_t* stream,
+                           const StreamSource& source, double mapped_gbps, int threads, TriedRead* tried);
+
 // Chunks [c0, c1) only, on this thread, into `extents` (sorted, tiling exactly those chunks' bytes; the
 // manifest's chunk table already checked): out of `stream` when it is not null, as read_verified_in_memory
 // does, else from `source`, as read_verified does. For a reader that lands a stream a part at a time and
@@ -126,7 +146,12 @@ enum class SlotRead { pread, cache_mapping, own_mapping };
 constexpr uint64_t kSlotReadProbe = 2ull << 20;
 constexpr uint64_t kSlotReadProbeRounds = 4;
 constexpr uint64_t kSlotReadProbeFrom = 128ull << 20;
-SlotRead slot_read_way(uint64_t st_blksize, int fd, uint64_t size);
+// The probe's figures, GB/s: each way as it read into new memory of the process; zeros where the answer
+// was not measured (huge pages, a small file, a test's answer, a probe that could not read every way).
+struct SlotReadRates {
+  double pread = 0, cache_mapping = 0, own_mapping = 0;
+};
+SlotRead slot_read_way(uint64_t st_blksize, int fd, uint64_t size, SlotReadRates* rates = nullptr);
 const char* slot_read_name(SlotRead way);
 // For tests, which read slots far smaller than kSlotReadProbeFrom: the answer of the call above for every
 // file of this process from now on, unmeasured; nullopt goes back to measuring.

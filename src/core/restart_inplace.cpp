@@ -226,8 +226,13 @@ Status Runtime::restart_read_threads(int* threads) {
 // the slot (always where the file system hands out huge pages), which the cache keeps (populated, as the
 // preparation would have made it) for the checkpoints that later write the slot; or out of a new read-only
 // mapping, its pages faulted in as they are read, dropped after. Out of a mapping, each piece is hashed
-// where it lies and copied on (read_verified_in_memory).
-Status Runtime::read_slot_into_regions(const L1Record& rec, int threads, double* seconds) {
+// where it lies and copied on (read_verified_in_memory). Where the probe chose a mapping, pread is still
+// tried into these regions, part by part (read_verified_tried): the probe read into new memory, and the
+// regions may be pages the kernel has written before, into which pread is several times faster.
+Status Runtime::read_slot_into_regions(const L1Record& rec, int threads, double* seconds, std::string* how) {
+  std::string unused;
+  if (!how) how = &unused;
+  *how = "device";
   if (staged_ && !staged_->empty()) return read_slot_into_device(rec, seconds);
   const Manifest& m = rec.manifest;
   const int slot = static_cast<int>(rec.slot);
@@ -240,21 +245,40 @@ Status Runtime::read_slot_into_regions(const L1Record& rec, int threads, double*
     return make_error(Code::ERR_CORRUPT, "%s: slot shorter than the version", path.c_str());
   const uint8_t* mapped = nullptr;
   std::optional<MappedFile> own;
-  switch (slot_read_way(static_cast<uint64_t>(sb.st_blksize), fd.get(), m.total_size)) {
+  SlotReadRates rates;
+  double mapped_gbps = 0;  // the probe's figure for the mapping read, 0 where not measured
+  switch (slot_read_way(static_cast<uint64_t>(sb.st_blksize), fd.get(), m.total_size, &rates)) {
     case SlotRead::cache_mapping:
       if (auto mm = cache_.slot(slot, m.total_size); mm && (*mm)->size() >= m.total_size) mapped = (*mm)->data();
+      mapped_gbps = rates.cache_mapping;
       break;
     case SlotRead::own_mapping:
       if (auto mm = MappedFile::open_ro(path, /*populate=*/false); mm && mm->size() >= m.total_size) {
         own = std::move(mm).value();
         mapped = own->data();
       }
+      mapped_gbps = rates.own_mapping;
       break;
     case SlotRead::pread:
       break;
   }
-  Status st = mapped ? read_verified_in_memory(m, regions_.extents(m), mapped, threads)
-                     : read_verified(m, regions_.extents(m), pread_source(fd.get(), 0, path), threads);
+  const auto extents = regions_.extents(m);
+  const StreamSource by_pread = pread_source(fd.get(), 0, path);
+  Status st = Status::ok();
+  if (mapped && mapped_gbps > 0 && rates.pread > 0) {
+    // The probe read into new memory; these regions may be pages the kernel has written before (read_verified_tried).
+    TriedRead tried;
+    st = read_verified_tried(m, extents, mapped, by_pread, mapped_gbps, threads, &tried);
+    *how = tried.memory_bytes == 0 ? std::string("pread")
+                                   : "pread (" + std::to_string(tried.source_bytes >> 20) + " MiB) and the mapping (" +
+                                         std::to_string(tried.memory_bytes >> 20) + " MiB)";
+    LOG_DEBUG("restart: %llu MiB of the slot read with pread (%.2f-%.2f GB/s a part), %llu MiB out of the mapping "
+              "(the probe's %.2f GB/s)", static_cast<ull>(tried.source_bytes >> 20), tried.source_gbps_min,
+              tried.source_gbps_max, static_cast<ull>(tried.memory_bytes >> 20), mapped_gbps);
+  } else {
+    st = mapped ? read_verified_in_memory(m, extents, mapped, threads) : read_verified(m, extents, by_pread, threads);
+    *how = mapped ? "mapping" : "pread";
+  }
   *seconds = now_seconds() - t0;
   return st.prefixed(path);
 }
@@ -275,15 +299,17 @@ Status Runtime::read_l1_in_place(const RestartPlan& plan, bool* done, bool* unsu
   }
   double read_s = 0;
   int threads = 1;
+  std::string how;
   CAIRN_TRY(restart_read_threads(&threads));
-  mine = read_slot_into_regions(*rec, threads, &read_s);
+  mine = read_slot_into_regions(*rec, threads, &read_s, &how);
   if (!mine.is_ok()) LOG_WARN("restart: version %llu in L1: %s", static_cast<ull>(v), mine.message().c_str());
   if (!all_ok(app_comm_, mine, &mpi)) return mpi;
   restored_files_.clear();
   restored(v, CAIRN_LEVEL_L1, rec->manifest.label, plan.in_l3);
   if (rank_ == 0)
-    LOG_INFO("restarted from version %llu ('%s') at L1 (slot read into the regions and verified in %.1f ms on rank 0, "
-             "%d thread%s)", static_cast<ull>(v), rec->manifest.label.c_str(), read_s * 1e3, threads, threads == 1 ? "" : "s");
+    LOG_INFO("restarted from version %llu ('%s') at L1 (slot read into the regions by %s and verified in %.1f ms on "
+             "rank 0, %d thread%s)", static_cast<ull>(v), rec->manifest.label.c_str(), how.c_str(), read_s * 1e3, threads,
+             threads == 1 ? "" : "s");
   *done = true;
   return Status::ok();
 }

@@ -154,7 +154,7 @@ class Runtime {
   // the full search takes over without a warning.
   Status carry_out(const RestartPlan& plan, bool* done, bool* unsuited);
   Status restore_through_agents(const RestartPlan& plan, bool* done);  // service_restart = agents
-  Status read_slot_into_regions(const L1Record& rec, int threads, double* seconds);
+  Status read_slot_into_regions(const L1Record& rec, int threads, double* seconds, std::string* how = nullptr);
   Status restart_read_threads(int* threads);
   Status read_l1_in_place(const RestartPlan& plan, bool* done, bool* unsuited);
   Status restore_l2_in_place(const RestartPlan& plan, bool* done, bool* unsuited);

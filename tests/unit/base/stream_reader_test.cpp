@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -170,6 +171,76 @@ TEST(StreamReader, ThreadsReadRunsOfChunks) {
   Status st = read_verified(m, r.extents, copy_source(reinterpret_cast<const uint8_t*>(bad.data())), 3);
   EXPECT_EQ(st.code(), Code::ERR_CORRUPT);
   EXPECT_NE(st.message().find("chunk 20 "), std::string::npos) << st.message();
+}
+
+// The restart's reader that tries pread into the destinations (read_verified_tried): each thread reads
+// its first part with the source, timed, goes on with it while it keeps up with the mapping's figure, else
+// copies out of memory and tries the source again later, on a quarter of a part, the wait doubling. Here the
+// source is made slow (a sleep per call) or fast (a copy) on purpose; whichever way, the same bytes land,
+// every byte is read once, and damage is named.
+TEST(StreamReader, TriedReadGoesOnWithTheFasterWayAndLandsTheSameBytes) {
+  static_assert(kPreadTrial == (4u << 20) && kPreadRetry == 8, "the counts below follow these");
+  const uint32_t chunk = 1u << 20;
+  std::string data = random_bytes((49u << 20) + 4321, 11);  // 50 chunks, the last short
+  Manifest m = manifest_of(data, chunk, {(3u << 20) + 5, 0, (30u << 20) + 77, (16u << 20) + 4239});
+  const auto* stream = reinterpret_cast<const uint8_t*>(data.data());
+  // slow_below: chunks before it come slowly (pages the kernel has not written), those after at once.
+  auto source = [&](uint64_t slow_below) {
+    return StreamSource([&, slow_below](uint64_t off, uint64_t len, uint8_t* dst) {
+      if (off / chunk < slow_below) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      memcpy(dst, data.data() + off, len);
+      return Status::ok();
+    });
+  };
+  auto bytes_of_chunks = [&](uint64_t a, uint64_t b) { return std::min<uint64_t>(b * chunk, data.size()) - a * chunk; };
+  struct Case {
+    uint64_t slow_below;
+    double mapped_gbps;
+    uint64_t source_bytes;  // read with the source
+  };
+  // Fast throughout: all with the source. Slow throughout: the first part (chunks 0-3), then after 7 parts
+  // out of memory a retry of one chunk (32), slow again; the next retry would come after 15 more parts,
+  // past the end. Slow below chunk 32 only: the retry at chunk 32 keeps up, so chunks 32-49 come with it.
+  const Case cases[] = {{0, 0.001, bytes_of_chunks(0, 50)},
+                        {1000, 1e6, bytes_of_chunks(0, 4) + bytes_of_chunks(32, 33)},
+                        {32, 0.1, bytes_of_chunks(0, 4) + bytes_of_chunks(32, 50)}};
+  for (const Case& c : cases) {
+    Regions r(m);
+    TriedRead tried;
+    Status st = read_verified_tried(m, r.extents, stream, source(c.slow_below), c.mapped_gbps, 1, &tried);
+    ASSERT_TRUE(st.is_ok()) << st.message();
+    EXPECT_EQ(r.joined(), data) << "slow below chunk " << c.slow_below;
+    EXPECT_EQ(tried.source_bytes, c.source_bytes) << "slow below chunk " << c.slow_below;
+    EXPECT_EQ(tried.source_bytes + tried.memory_bytes, data.size());
+    EXPECT_GT(tried.source_gbps_max, 0);
+  }
+  // Threads: each run tried on its own; the same bytes, each once.
+  {
+    Regions r(m);
+    TriedRead tried;
+    Status st = read_verified_tried(m, r.extents, stream, source(0), 0.001, 3, &tried);
+    ASSERT_TRUE(st.is_ok()) << st.message();
+    EXPECT_EQ(r.joined(), data);
+    EXPECT_EQ(tried.source_bytes, data.size());
+    EXPECT_EQ(tried.memory_bytes, 0u);
+  }
+  // Damage in a part read with the source and in one copied out of memory: each named.
+  for (uint64_t bad_chunk : {uint64_t{2}, uint64_t{40}}) {
+    std::string bad = data;
+    bad[bad_chunk * chunk + 99] ^= 0x04;
+    const auto* bad_stream = reinterpret_cast<const uint8_t*>(bad.data());
+    Regions r(m);
+    TriedRead tried;
+    Status st = read_verified_tried(m, r.extents, bad_stream, copy_source(bad_stream), 1e6, 1, &tried);
+    EXPECT_EQ(st.code(), Code::ERR_CORRUPT) << bad_chunk;
+    EXPECT_NE(st.message().find("chunk " + std::to_string(bad_chunk) + " "), std::string::npos) << st.message();
+  }
+  // Destinations that do not tile the stream: refused before anything is read.
+  Regions r(m);
+  r.extents.pop_back();
+  TriedRead tried;
+  EXPECT_EQ(read_verified_tried(m, r.extents, stream, source(0), 1, 1, &tried).code(), Code::ERR_CORRUPT);
+  EXPECT_EQ(tried.source_bytes + tried.memory_bytes, 0u);
 }
 
 // A stream already in memory (the cache's mapping of a slot, a rebuilt buffer): hashed where it lies and
@@ -485,12 +556,19 @@ TEST(StreamReader, TheWayToReadAnL1FileIsMeasuredOncePerProcess) {
   for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<uint8_t>(i * 13 + 1);
   for (uint64_t off = 0; off < kSlotReadProbeFrom; off += block.size())
     ASSERT_EQ(::pwrite(fd, block.data(), block.size(), static_cast<off_t>(off)), static_cast<ssize_t>(block.size()));
-  const SlotRead first = slot_read_way(4096, fd, kSlotReadProbeFrom);
+  SlotReadRates rates;
+  const SlotRead first = slot_read_way(4096, fd, kSlotReadProbeFrom, &rates);
+  EXPECT_GT(rates.pread, 0);  // the probe's figures, for the restart's tried read
+  EXPECT_GT(rates.cache_mapping, 0);
+  EXPECT_GT(rates.own_mapping, 0);
   EXPECT_EQ(slot_read_way(4096, fd, kSlotReadProbeFrom), first);
   EXPECT_EQ(slot_read_way(4096, -1, kSlotReadProbeFrom), first);  // kept: not measured again
   EXPECT_STRNE(slot_read_name(first), "?");
   decide_slot_read_for_tests(SlotRead::own_mapping);  // a test's answer wins over the measured one
-  EXPECT_EQ(slot_read_way(4096, -1, 4096), SlotRead::own_mapping);
+  EXPECT_EQ(slot_read_way(4096, -1, 4096, &rates), SlotRead::own_mapping);
+  EXPECT_EQ(rates.own_mapping, 0);  // not measured: no figures
+  EXPECT_EQ(slot_read_way(2u << 20, -1, 4096, &rates), SlotRead::cache_mapping);
+  EXPECT_EQ(rates.pread, 0);
   EXPECT_EQ(slot_read_way(2u << 20, -1, 4096), SlotRead::cache_mapping);  // huge pages: always the cache's
   decide_slot_read_for_tests(std::nullopt);
   EXPECT_EQ(slot_read_way(4096, -1, kSlotReadProbeFrom), first);
