@@ -99,6 +99,8 @@ def check_default(data, out):
     for t in ("l2_partner", "l2_xor", "l2_rs"):
         if not positive(targets[t].get("copy_exchange_bound")) or not positive(targets[t].get("ratio_vs_copy_exchange")):
             fail("targets.%s: copy_exchange_bound / ratio_vs_copy_exchange missing: %r" % (t, targets[t]), out)
+    if not positive(targets["restart_l1"].get("ratio_vs_slot_read_first_pass")):
+        fail("targets.restart_l1.ratio_vs_slot_read_first_pass is %r" % targets["restart_l1"].get("ratio_vs_slot_read_first_pass"), out)
     for key in ("receive_then_read_bound", "ratio_vs_receive_then_read"):
         if not positive(targets["restart_l2"].get(key)):
             fail("targets.restart_l2.%s is %r" % (key, targets["restart_l2"].get(key)), out)
