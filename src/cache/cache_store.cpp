@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/clock.hpp"
 #include "base/fsutil.hpp"
+#include "base/log.hpp"
 
 namespace cairn {
 namespace {
@@ -211,7 +213,9 @@ void CacheStore::prepare(uint64_t size, uint64_t red_size, std::function<bool(in
       const MappedFile::PieceGate gate = [this] { return prepare_may_go_on(); };
       for (int s = 0; s < nslots(); ++s) {  // failures are met again by the checkpoint that needs the slot
         if (prep_stop_) return;               // stop_prepare: done_* stay, the next prepare() goes on
+        const double t0 = now_seconds();
         if (size) (void)map(slots_, s, slot_path(s), size, in_use, gate);
+        LOG_DEBUG("cache: slot %d prepared in %.1f ms", s, (now_seconds() - t0) * 1e3);
         if (red) (void)map(reds_, s, red_path(s), red, in_use, gate);
       }
       if (prep_stop_) return;

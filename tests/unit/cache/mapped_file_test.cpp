@@ -1,0 +1,56 @@
+// MappedFile::open_rw, as the cache prepares a slot: the file grows to the size asked, its pages are
+// populated and touched from this thread (reads only, docs/performance.md "The first checkpoints: the
+// slot's pages touched in the preparation"), and what the file held before is kept byte for byte -- a
+// slot being prepared may hold a version. A gate stops the work between pieces.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "base/fsutil.hpp"
+#include "cache/snapshot_slot.hpp"
+
+namespace cairn {
+namespace {
+
+std::string pattern(size_t n) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131 + i / 4096) & 0xff);
+  return s;
+}
+
+class MappedFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override { path_ = "/dev/shm/cairn-mapped-file-" + std::to_string(getpid()); }
+  void TearDown() override { ::unlink(path_.c_str()); }
+  std::string path_;
+};
+
+TEST_F(MappedFileTest, PreparingKeepsWhatTheFileHeldAndGrowsIt) {
+  const uint64_t piece = MappedFile::kPrefaultPiece;
+  const std::string held = pattern(piece + 12345);  // more than one piece of the gated preparation
+  ASSERT_TRUE(fs::write_file_atomic(path_, held, false).is_ok());
+  int gates = 0;
+  auto f = MappedFile::open_rw(path_, 3 * piece, /*prefault=*/true, [&] { return ++gates > 0; });
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  ASSERT_GE(f->size(), 3 * piece);
+  EXPECT_GE(gates, 3);  // asked between pieces
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(f->data()), held.size()), held);
+  for (uint64_t off = held.size(); off < 3 * piece; off += 4096) ASSERT_EQ(f->data()[off], 0) << off;
+  // Without a gate: one populate, the same bytes.
+  auto g = MappedFile::open_rw(path_, 3 * piece, /*prefault=*/true);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(g->data()), held.size()), held);
+}
+
+TEST_F(MappedFileTest, AGateThatSaysStopEndsThePreparationBetweenPieces) {
+  int gates = 0;
+  auto f = MappedFile::open_rw(path_, 4 * MappedFile::kPrefaultPiece, /*prefault=*/true, [&] { return ++gates < 2; });
+  EXPECT_FALSE(f.is_ok());
+  EXPECT_NE(f.status().message().find("stopped"), std::string::npos) << f.status().message();
+  EXPECT_EQ(gates, 2);
+}
+
+}  // namespace
+}  // namespace cairn
