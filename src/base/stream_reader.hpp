@@ -65,9 +65,9 @@ Status read_verified_in_memory(const Manifest& m, const std::vector<StreamExtent
 // against 5-7 GB/s), and a destination may hold both kinds. So each thread reads its run in parts of
 // kPreadTrial bytes (whole chunks): with `source` (pread) while each part, timed, runs at `mapped_gbps` or
 // faster; after a slower one out of `stream` as read_verified_in_memory does, trying `source` again on a
-// quarter of a part after kPreadRetry parts, then after twice as many each time it is still slower (a
-// retry costs little where pread stays slow, and finds the pages that the kernel has written). Nothing is
-// read twice. *tried says how the bytes came. Same errors as read_verified.
+// quarter of a part (at least one chunk) after kPreadRetry parts out of `stream`, then after twice as many
+// each time it is still slower (a retry costs little where pread stays slow, and finds the pages that the
+// kernel has written). Nothing is read twice. *tried is reset first. *tried says how the bytes came. Same errors as read_verified.
 constexpr uint64_t kPreadTrial = 4ull << 20;
 constexpr uint64_t kPreadRetry = 8;
 struct TriedRead {

@@ -214,8 +214,11 @@ void CacheStore::prepare(uint64_t size, uint64_t red_size, std::function<bool(in
       for (int s = 0; s < nslots(); ++s) {  // failures are met again by the checkpoint that needs the slot
         if (prep_stop_) return;               // stop_prepare: done_* stay, the next prepare() goes on
         const double t0 = now_seconds();
-        if (size) (void)map(slots_, s, slot_path(s), size, in_use, gate);
-        LOG_DEBUG("cache: slot %d prepared in %.1f ms", s, (now_seconds() - t0) * 1e3);
+        if (size) {
+          auto m = map(slots_, s, slot_path(s), size, in_use, gate);
+          if (m.is_ok() && m.value())
+            LOG_DEBUG("cache: slot %d prepared in %.1f ms", s, (now_seconds() - t0) * 1e3);
+        }
         if (red) (void)map(reds_, s, red_path(s), red, in_use, gate);
       }
       if (prep_stop_) return;

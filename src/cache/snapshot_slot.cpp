@@ -112,8 +112,10 @@ namespace {
 // MADV_POPULATE_WRITE) fills the page tables from the kernel; on a guest with shadow paging the host also
 // needs an entry of its own for the process's access, made at the process's first touch of each page:
 // the first copy into a populated slot ran at 0.4-0.9 GB/s there, after this touch at memcpy's speed
-// (docs/performance.md, "The first checkpoints: the slot's pages touched in the preparation"). The
-// preparation pays it, off the checkpoint's path. Loads only: a slot being prepared may hold a version.
+// (docs/performance.md, "The first checkpoints: the slot's pages touched in the preparation"). Only the
+// gated preparation (the cache's thread) touches, after each piece populated without error, so it pays
+// that off the checkpoint's path; a checkpoint or a restart that maps a slot itself does not. Loads only:
+// a slot being prepared may hold a version.
 void touch_pages(const uint8_t* p, uint64_t len) {
   uint64_t sink = 0;
   for (uint64_t off = 0; off < len; off += 4096) sink += *static_cast<const volatile uint8_t*>(p + off);
@@ -166,7 +168,6 @@ Status MappedFile::reserve(uint64_t size, bool prefault, const PieceGate& gate) 
   }
   data_ = static_cast<uint8_t*>(p);
   size_ = size;
-  if (prefault && !pieces) touch_pages(data_, size);
 #ifdef MADV_POPULATE_WRITE
   for (uint64_t off = 0; pieces && off < size; off += kPrefaultPiece) {
     if (stopped()) return interrupted(path_);  // mapped, partly populated: usable as it is

@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -232,7 +233,7 @@ Status Runtime::restart_read_threads(int* threads) {
 Status Runtime::read_slot_into_regions(const L1Record& rec, int threads, double* seconds, std::string* how) {
   std::string unused;
   if (!how) how = &unused;
-  *how = "device";
+  *how = "copies into device memory";
   if (staged_ && !staged_->empty()) return read_slot_into_device(rec, seconds);
   const Manifest& m = rec.manifest;
   const int slot = static_cast<int>(rec.slot);
@@ -247,7 +248,8 @@ Status Runtime::read_slot_into_regions(const L1Record& rec, int threads, double*
   std::optional<MappedFile> own;
   SlotReadRates rates;
   double mapped_gbps = 0;  // the probe's figure for the mapping read, 0 where not measured
-  switch (slot_read_way(static_cast<uint64_t>(sb.st_blksize), fd.get(), m.total_size, &rates)) {
+  const SlotRead way = slot_read_way(static_cast<uint64_t>(sb.st_blksize), fd.get(), m.total_size, &rates);
+  switch (way) {
     case SlotRead::cache_mapping:
       if (auto mm = cache_.slot(slot, m.total_size); mm && (*mm)->size() >= m.total_size) mapped = (*mm)->data();
       mapped_gbps = rates.cache_mapping;
@@ -269,15 +271,20 @@ Status Runtime::read_slot_into_regions(const L1Record& rec, int threads, double*
     // The probe read into new memory; these regions may be pages the kernel has written before (read_verified_tried).
     TriedRead tried;
     st = read_verified_tried(m, extents, mapped, by_pread, mapped_gbps, threads, &tried);
+    auto mib = [](uint64_t b) {
+      char t[32];
+      snprintf(t, sizeof t, "%.1f MiB", static_cast<double>(b) / (1 << 20));
+      return std::string(t);
+    };
     *how = tried.memory_bytes == 0 ? std::string("pread")
-                                   : "pread (" + std::to_string(tried.source_bytes >> 20) + " MiB) and the mapping (" +
-                                         std::to_string(tried.memory_bytes >> 20) + " MiB)";
+                                   : "pread (" + mib(tried.source_bytes) + ") and " + slot_read_name(way) + " (" +
+                                         mib(tried.memory_bytes) + ")";
     LOG_DEBUG("restart: %llu MiB of the slot read with pread (%.2f-%.2f GB/s a part), %llu MiB out of the mapping "
               "(the probe's %.2f GB/s)", static_cast<ull>(tried.source_bytes >> 20), tried.source_gbps_min,
               tried.source_gbps_max, static_cast<ull>(tried.memory_bytes >> 20), mapped_gbps);
   } else {
     st = mapped ? read_verified_in_memory(m, extents, mapped, threads) : read_verified(m, extents, by_pread, threads);
-    *how = mapped ? "mapping" : "pread";
+    *how = mapped ? slot_read_name(way) : "pread";
   }
   *seconds = now_seconds() - t0;
   return st.prefixed(path);

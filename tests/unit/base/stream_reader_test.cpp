@@ -176,53 +176,50 @@ TEST(StreamReader, ThreadsReadRunsOfChunks) {
 // The restart's reader that tries pread into the destinations (read_verified_tried): each thread reads
 // its first part with the source, timed, goes on with it while it keeps up with the mapping's figure, else
 // copies out of memory and tries the source again later, on a quarter of a part, the wait doubling. Here the
-// source is made slow (a sleep per call) or fast (a copy) on purpose; whichever way, the same bytes land,
-// every byte is read once, and damage is named.
+// source is made slow (a sleep of 50 ms per call: 5 MB/s) or fast (a copy) on purpose, and the thresholds
+// sit far from both (a fast 4 MiB part has 200 ms at 0.02 GB/s); whichever way, the same bytes land, every
+// byte is read once, and damage is named.
 TEST(StreamReader, TriedReadGoesOnWithTheFasterWayAndLandsTheSameBytes) {
   static_assert(kPreadTrial == (4u << 20) && kPreadRetry == 8, "the counts below follow these");
   const uint32_t chunk = 1u << 20;
   std::string data = random_bytes((49u << 20) + 4321, 11);  // 50 chunks, the last short
   Manifest m = manifest_of(data, chunk, {(3u << 20) + 5, 0, (30u << 20) + 77, (16u << 20) + 4239});
   const auto* stream = reinterpret_cast<const uint8_t*>(data.data());
-  // slow_below: chunks before it come slowly (pages the kernel has not written), those after at once.
-  auto source = [&](uint64_t slow_below) {
-    return StreamSource([&, slow_below](uint64_t off, uint64_t len, uint8_t* dst) {
-      if (off / chunk < slow_below) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Chunks in [slow_from, slow_below) come slowly (pages the kernel has not written), the others at once.
+  auto source = [&](uint64_t slow_from, uint64_t slow_below) {
+    return StreamSource([&, slow_from, slow_below](uint64_t off, uint64_t len, uint8_t* dst) {
+      if (off / chunk >= slow_from && off / chunk < slow_below) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       memcpy(dst, data.data() + off, len);
       return Status::ok();
     });
   };
   auto bytes_of_chunks = [&](uint64_t a, uint64_t b) { return std::min<uint64_t>(b * chunk, data.size()) - a * chunk; };
   struct Case {
-    uint64_t slow_below;
+    uint64_t slow_from, slow_below;
     double mapped_gbps;
+    int threads;
     uint64_t source_bytes;  // read with the source
   };
-  // Fast throughout: all with the source. Slow throughout: the first part (chunks 0-3), then after 7 parts
-  // out of memory a retry of one chunk (32), slow again; the next retry would come after 15 more parts,
-  // past the end. Slow below chunk 32 only: the retry at chunk 32 keeps up, so chunks 32-49 come with it.
-  const Case cases[] = {{0, 0.001, bytes_of_chunks(0, 50)},
-                        {1000, 1e6, bytes_of_chunks(0, 4) + bytes_of_chunks(32, 33)},
-                        {32, 0.1, bytes_of_chunks(0, 4) + bytes_of_chunks(32, 50)}};
+  // 1. Fast throughout: all with the source. 2. Slow throughout: the first part (chunks 0-3), then 8 parts
+  // out of memory (4-35), a retry of one chunk (36), slow again; the next retry would come after 16 more
+  // parts, past the end. 3. Slow below chunk 32 only: the retry at chunk 36 keeps up, so 36-49 come with
+  // it. 4. Three threads (runs of chunks 0-15, 16-32, 33-49), the middle run slow: its first part with the
+  // source, the rest of it (13 chunks, under 8 parts) out of memory; the other runs all with the source.
+  const Case cases[] = {{0, 0, 0.001, 1, bytes_of_chunks(0, 50)},
+                        {0, 1000, 1e6, 1, bytes_of_chunks(0, 4) + bytes_of_chunks(36, 37)},
+                        {0, 32, 0.02, 1, bytes_of_chunks(0, 4) + bytes_of_chunks(36, 50)},
+                        {16, 33, 0.02, 3, bytes_of_chunks(0, 16) + bytes_of_chunks(16, 20) + bytes_of_chunks(33, 50)}};
   for (const Case& c : cases) {
     Regions r(m);
     TriedRead tried;
-    Status st = read_verified_tried(m, r.extents, stream, source(c.slow_below), c.mapped_gbps, 1, &tried);
+    tried.memory_bytes = 12345;  // stale: reset by the call
+    Status st = read_verified_tried(m, r.extents, stream, source(c.slow_from, c.slow_below), c.mapped_gbps, c.threads,
+                                    &tried);
     ASSERT_TRUE(st.is_ok()) << st.message();
-    EXPECT_EQ(r.joined(), data) << "slow below chunk " << c.slow_below;
-    EXPECT_EQ(tried.source_bytes, c.source_bytes) << "slow below chunk " << c.slow_below;
+    EXPECT_EQ(r.joined(), data) << "slow " << c.slow_from << "-" << c.slow_below;
+    EXPECT_EQ(tried.source_bytes, c.source_bytes) << "slow " << c.slow_from << "-" << c.slow_below;
     EXPECT_EQ(tried.source_bytes + tried.memory_bytes, data.size());
     EXPECT_GT(tried.source_gbps_max, 0);
-  }
-  // Threads: each run tried on its own; the same bytes, each once.
-  {
-    Regions r(m);
-    TriedRead tried;
-    Status st = read_verified_tried(m, r.extents, stream, source(0), 0.001, 3, &tried);
-    ASSERT_TRUE(st.is_ok()) << st.message();
-    EXPECT_EQ(r.joined(), data);
-    EXPECT_EQ(tried.source_bytes, data.size());
-    EXPECT_EQ(tried.memory_bytes, 0u);
   }
   // Damage in a part read with the source and in one copied out of memory: each named.
   for (uint64_t bad_chunk : {uint64_t{2}, uint64_t{40}}) {
@@ -235,11 +232,12 @@ TEST(StreamReader, TriedReadGoesOnWithTheFasterWayAndLandsTheSameBytes) {
     EXPECT_EQ(st.code(), Code::ERR_CORRUPT) << bad_chunk;
     EXPECT_NE(st.message().find("chunk " + std::to_string(bad_chunk) + " "), std::string::npos) << st.message();
   }
-  // Destinations that do not tile the stream: refused before anything is read.
+  // Destinations that do not tile the stream: refused before anything is read, *tried reset.
   Regions r(m);
   r.extents.pop_back();
   TriedRead tried;
-  EXPECT_EQ(read_verified_tried(m, r.extents, stream, source(0), 1, 1, &tried).code(), Code::ERR_CORRUPT);
+  tried.source_bytes = 777;
+  EXPECT_EQ(read_verified_tried(m, r.extents, stream, source(0, 0), 1, 1, &tried).code(), Code::ERR_CORRUPT);
   EXPECT_EQ(tried.source_bytes + tried.memory_bytes, 0u);
 }
 
