@@ -221,6 +221,15 @@ void CacheStore::prepare(uint64_t size, uint64_t red_size, std::function<bool(in
         }
         if (red) (void)map(reds_, s, red_path(s), red, in_use, gate);
       }
+      // Every slot populated: then their pages touched, a second pass that never delays a checkpoint
+      // waiting for a slot (it stops for it, and leaves the rest untouched).
+      for (int s = 0; s < nslots(); ++s) {
+        if (prep_stop_) return;
+        const double t0 = now_seconds();
+        if (size) touch(slots_, s, in_use, gate);
+        if (red) touch(reds_, s, in_use, gate);
+        LOG_DEBUG("cache: slot %d touched in %.1f ms", s, (now_seconds() - t0) * 1e3);
+      }
       if (prep_stop_) return;
       std::lock_guard<std::mutex> lock(prep_mu_);
       done_size_ = size, done_red_ = red;
@@ -243,6 +252,14 @@ Result<MappedFile*> CacheStore::map(std::vector<std::unique_ptr<MappedFile>>& fi
                                     uint64_t size, const std::function<bool(int)>& skip,
                                     const MappedFile::PieceGate& gate) {
   if (s < 0 || s >= nslots()) return make_error(Code::ERR_INTERNAL, "slot %d out of range", s);
+  // A caller without a gate may wait below for the preparation of this slot: meanwhile it only populates.
+  struct Waiting {
+    std::atomic<int>* n;
+    ~Waiting() {
+      if (n) n->fetch_sub(1, std::memory_order_relaxed);
+    }
+  } waiting{gate ? nullptr : &map_waiters_};
+  if (!gate) map_waiters_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(slot_mu_[static_cast<size_t>(s)]);
   if (skip && skip(s)) return static_cast<MappedFile*>(nullptr);
   std::unique_ptr<MappedFile>& f = files[static_cast<size_t>(s)];
@@ -254,6 +271,14 @@ Result<MappedFile*> CacheStore::map(std::vector<std::unique_ptr<MappedFile>>& fi
     CAIRN_TRY(f->reserve(size, /*prefault=*/true, gate));
   }
   return f.get();
+}
+
+void CacheStore::touch(std::vector<std::unique_ptr<MappedFile>>& files, int s, const std::function<bool(int)>& skip,
+                       const MappedFile::PieceGate& gate) {
+  if (map_waiters_.load(std::memory_order_relaxed) != 0) return;
+  std::lock_guard<std::mutex> lock(slot_mu_[static_cast<size_t>(s)]);
+  if ((skip && skip(s)) || !files[static_cast<size_t>(s)]) return;
+  (void)files[static_cast<size_t>(s)]->touch(gate, [this] { return map_waiters_.load(std::memory_order_relaxed) == 0; });
 }
 
 Result<MappedFile*> CacheStore::slot(int s, uint64_t size) { return map(slots_, s, slot_path(s), size); }

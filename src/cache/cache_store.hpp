@@ -143,6 +143,10 @@ class CacheStore {
   // skip: checked under the slot's lock; when it says so, nothing is mapped (nullptr).
   Result<MappedFile*> map(std::vector<std::unique_ptr<MappedFile>>& files, int s, const std::string& path,
                           uint64_t size, const std::function<bool(int)>& skip = {}, const MappedFile::PieceGate& gate = {});
+  // The preparation's second pass over slot s of `files`: its pages touched (MappedFile::touch) while no
+  // caller of map() waits for a slot.
+  void touch(std::vector<std::unique_ptr<MappedFile>>& files, int s, const std::function<bool(int)>& skip,
+             const MappedFile::PieceGate& gate);
   // The preparation's gate between two pieces: waits while a PrepareHold is held; false once stopped.
   bool prepare_may_go_on();
 
@@ -154,6 +158,7 @@ class CacheStore {
   BackgroundThread preparer_;
   bool preparing_ = false;
   std::atomic<bool> prep_stop_{false};
+  std::atomic<int> map_waiters_{0};  // callers of map() without a gate (a checkpoint, a restart) not through yet
   std::mutex hold_mu_;
   std::condition_variable hold_cv_;
   int holds_ = 0;  // PrepareHolds alive, under hold_mu_

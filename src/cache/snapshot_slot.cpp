@@ -32,6 +32,7 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
     writable_ = o.writable_;
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
+    touched_ = std::exchange(o.touched_, 0);
   }
   return *this;
 }
@@ -46,6 +47,7 @@ void MappedFile::reset() {
   if (fd_ >= 0) close(fd_);
   data_ = nullptr;
   size_ = 0;
+  touched_ = 0;
   fd_ = -1;
 }
 
@@ -108,14 +110,7 @@ Result<MappedFile> MappedFile::anonymous(uint64_t size, bool populate) {
 }
 
 namespace {
-// One load per 4 KiB page of [p, p + len), from this thread, in user mode. Populating (MAP_POPULATE,
-// MADV_POPULATE_WRITE) fills the page tables from the kernel; on a guest with shadow paging the host also
-// needs an entry of its own for the process's access, made at the process's first touch of each page:
-// the first copy into a populated slot ran at 0.4-0.9 GB/s there, after this touch at memcpy's speed
-// (docs/performance.md, "The first checkpoints: the slot's pages touched in the preparation"). Only the
-// gated preparation (the cache's thread) touches, after each piece populated without error, so it pays
-// that off the checkpoint's path; a checkpoint or a restart that maps a slot itself does not. Loads only:
-// a slot being prepared may hold a version.
+// One load per 4 KiB page of [p, p + len), from this thread, in user mode (MappedFile::touch).
 void touch_pages(const uint8_t* p, uint64_t len) {
   uint64_t sink = 0;
   for (uint64_t off = 0; off < len; off += 4096) sink += *static_cast<const volatile uint8_t*>(p + off);
@@ -168,6 +163,7 @@ Status MappedFile::reserve(uint64_t size, bool prefault, const PieceGate& gate) 
   }
   data_ = static_cast<uint8_t*>(p);
   size_ = size;
+  touched_ = 0;  // a new mapping: its pages not touched from it yet
 #ifdef MADV_POPULATE_WRITE
   for (uint64_t off = 0; pieces && off < size; off += kPrefaultPiece) {
     if (stopped()) return interrupted(path_);  // mapped, partly populated: usable as it is
@@ -179,9 +175,19 @@ Status MappedFile::reserve(uint64_t size, bool prefault, const PieceGate& gate) 
       }
       return posix_error("madvise(MADV_POPULATE_WRITE)", path_, errno);
     }
-    touch_pages(data_ + off, len);
   }
 #endif
+  return Status::ok();
+}
+
+Status MappedFile::touch(const PieceGate& gate, const std::function<bool()>& go_on) {
+  while (data_ && touched_ < size_) {
+    if (gate && !gate()) return interrupted(path_);
+    if (go_on && !go_on()) return Status::ok();
+    const uint64_t len = std::min(kPrefaultPiece, size_ - touched_);
+    touch_pages(data_ + touched_, len);
+    touched_ += len;
+  }
   return Status::ok();
 }
 

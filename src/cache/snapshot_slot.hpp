@@ -43,6 +43,14 @@ class MappedFile {
 
   // Grow (never shrink) the mapping to hold `size` bytes. gate: as for open_rw.
   Status reserve(uint64_t size, bool prefault, const PieceGate& gate = {});
+  // Read one byte of every 4 KiB page of the mapping from this thread, a piece (kPrefaultPiece) at a
+  // time, the pieces touched before skipped: on a guest with shadow paging the process's first access to
+  // each page costs a host fault even after the kernel populated it, and the first copy into the slot
+  // would pay it (docs/performance.md, "The first checkpoints: the slot's pages touched in the
+  // preparation"). Loads only: the file may hold a version. Before each piece `gate` as above, and
+  // `go_on`: false ends the touching at once with success (someone waits for the file; touching again
+  // later goes on where it stopped). A reserve() that grows the mapping starts the touching anew.
+  Status touch(const PieceGate& gate, const std::function<bool()>& go_on);
   static constexpr uint64_t kPrefaultPiece = 16ull << 20;
 
   uint8_t* data() { return data_; }
@@ -56,6 +64,7 @@ class MappedFile {
   int fd_ = -1;
   bool writable_ = false;
   uint8_t* data_ = nullptr;
+  uint64_t touched_ = 0;  // bytes from the start touched by touch()
   uint64_t size_ = 0;
 };
 

@@ -36,6 +36,16 @@ TEST_F(MappedFileTest, PreparingKeepsWhatTheFileHeldAndGrowsIt) {
   ASSERT_TRUE(f.is_ok()) << f.status().message();
   ASSERT_GE(f->size(), 2 * piece);
   EXPECT_GE(gates, 2);  // asked between pieces
+  // The touch: asked before each piece; a "no" ends it with success, and the next touch goes on from there.
+  int asked = 0;
+  EXPECT_TRUE(f->touch({}, [&] { return ++asked == 1; }).is_ok());  // the first piece, then stopped
+  EXPECT_EQ(asked, 2);
+  asked = 0;
+  EXPECT_TRUE(f->touch({}, [&] { return ++asked > 0; }).is_ok());  // the second piece: done
+  EXPECT_EQ(asked, 1);
+  EXPECT_TRUE(f->touch({}, [&] { return ++asked > 0; }).is_ok());  // nothing left to ask about
+  EXPECT_EQ(asked, 1);
+  EXPECT_TRUE(f->touch([] { return false; }, {}).is_ok());  // nothing left: the gate not asked either
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(f->data()), held.size()), held);
   for (uint64_t off = held.size(); off < 2 * piece; off += 4096) ASSERT_EQ(f->data()[off], 0) << off;
   // Without a gate (a checkpoint mapping a slot itself): one populate, the same bytes.
