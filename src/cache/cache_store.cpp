@@ -221,8 +221,8 @@ void CacheStore::prepare(uint64_t size, uint64_t red_size, std::function<bool(in
         }
         if (red) (void)map(reds_, s, red_path(s), red, in_use, gate);
       }
-      // Every slot populated: then their pages touched, a second pass that never delays a checkpoint
-      // waiting for a slot (it stops for it, and leaves the rest untouched).
+      // Every slot populated: then their pages touched, a second pass that delays a checkpoint or restart
+      // waiting to map a slot by one piece at most (it leaves the rest of the slot it is on untouched).
       for (int s = 0; s < nslots(); ++s) {
         if (prep_stop_) return;
         const double t0 = now_seconds();
