@@ -19,7 +19,7 @@ struct LevelFigures {
   // Median times (s) of the figures the targets compare; 0 when not measured.
   double memcpy_s = 0, memcpy_all_s = 0, l1_s = 0, isal_s = 0, rs_s = 0, raw_write_s = 0, raw_read_s = 0, raw_overwrite_s = 0, l3_s = 0;
   double restart_l1_s = 0, restart_l2_s = 0, restart_l3_s = 0, slot_read_s = 0, l1_first_s = 0;
-  double slot_read_first_s = 0;  // the faster first pass of the slot read (memory as the restarts found it)
+  double slot_read_first_s = 0;  // the faster of the slot read's two first passes (levels_report.cpp)
   double slot_first_write_s = 0;  // the first write of populated, never written slot pages (bench_memcpy)
   double slot_prepare_fresh_s = 0;  // every rank preparing a slot from memory free for a while (bench_memcpy)
   double l3_back_to_back_s = 0;

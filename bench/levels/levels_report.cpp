@@ -197,8 +197,8 @@ void report_levels(const Options& o, const JobInfo& job, const LevelFigures& f) 
       f.restart_l1_s > 0 && f.memcpy_s > 0 ? round3(f.memcpy_s / f.restart_l1_s) : json(nullptr);
   // And against the faster of the slot read's two first passes (pread, then a mapping): the pread pass reads
   // into the bench's state as the restarts left it, which the kernel may not have written (slot_read_gbps
-  // is the later passes', into memory the first pass had the kernel write). On a guest with shadow paging the two differ several times
-  // over (docs/performance.md, "The L1 restart tries pread into the regions").
+  // is the later passes', into memory the first pass had the kernel write). On a guest with shadow paging
+  // the two differ several times over (docs/performance.md, "The L1 restart tries pread into the regions").
   targets["restart_l1"]["ratio_vs_slot_read_first_pass"] =
       f.restart_l1_s > 0 && f.slot_read_first_s > 0 ? round3(f.slot_read_first_s / f.restart_l1_s) : json(nullptr);
   out["targets"] = targets;

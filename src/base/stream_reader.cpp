@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -196,8 +195,6 @@ Status read_verified_tried(const Manifest& m, const std::vector<StreamExtent>& e
   const PieceOp by_memory = memory_piece(stream, streaming), by_source = source_piece(source);
   const uint64_t chunk = std::max<uint64_t>(m.chunk_size, 1);
   const uint64_t per_part = std::max<uint64_t>(1, kPreadTrial / chunk);  // whole chunks per timed part
-  // Parts are timed on a clock that never steps (now_seconds is the wall clock).
-  auto steady = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
   std::mutex mu;
   return over_threads(m, nchunks, threads, [&](uint64_t, uint64_t c0, uint64_t c1) {
     TriedRead mine;
@@ -211,9 +208,9 @@ Status read_verified_tried(const Manifest& m, const std::vector<StreamExtent>& e
       if (retry) e = std::min(c1, c + std::max<uint64_t>(1, per_part / 4)), waited = 0, wait *= 2;
       const uint64_t bytes = std::min(e * chunk, m.total_size) - c * chunk;
       if (with_source || retry) {
-        const double t0 = steady();
+        const double t0 = steady_seconds();
         st = verify_chunks(m, extents, kStreamPiece, by_source, nullptr, c, e);
-        const double gbps = static_cast<double>(bytes) / std::max(steady() - t0, 1e-9) / 1e9;
+        const double gbps = static_cast<double>(bytes) / std::max(steady_seconds() - t0, 1e-9) / 1e9;
         mine.source_bytes += bytes;
         mine.source_gbps_min = mine.source_gbps_min > 0 ? std::min(mine.source_gbps_min, gbps) : gbps;
         mine.source_gbps_max = std::max(mine.source_gbps_max, gbps);

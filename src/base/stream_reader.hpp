@@ -67,7 +67,8 @@ Status read_verified_in_memory(const Manifest& m, const std::vector<StreamExtent
 // faster; after a slower one out of `stream` as read_verified_in_memory does, trying `source` again on a
 // quarter of a part (at least one chunk) after kPreadRetry parts out of `stream`, then after twice as many
 // each time it is still slower (a retry costs little where pread stays slow, and finds the pages that the
-// kernel has written). Nothing is read twice. *tried is reset first. *tried says how the bytes came. Same errors as read_verified.
+// kernel has written). Nothing is read twice. *tried (reset first) says how the bytes came. Same errors
+// as read_verified.
 constexpr uint64_t kPreadTrial = 4ull << 20;
 constexpr uint64_t kPreadRetry = 8;
 struct TriedRead {

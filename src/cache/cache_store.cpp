@@ -252,14 +252,17 @@ Result<MappedFile*> CacheStore::map(std::vector<std::unique_ptr<MappedFile>>& fi
                                     uint64_t size, const std::function<bool(int)>& skip,
                                     const MappedFile::PieceGate& gate) {
   if (s < 0 || s >= nslots()) return make_error(Code::ERR_INTERNAL, "slot %d out of range", s);
-  // A caller without a gate may wait below for the preparation of this slot: meanwhile it only populates.
+  // A caller without a gate (a checkpoint, a restart) may wait below for the preparation of this slot:
+  // counted meanwhile, so that the preparation's touch pass gives way (CacheStore::touch).
   struct Waiting {
     std::atomic<int>* n;
+    explicit Waiting(std::atomic<int>* waiters) : n(waiters) {
+      if (n) n->fetch_add(1, std::memory_order_relaxed);
+    }
     ~Waiting() {
       if (n) n->fetch_sub(1, std::memory_order_relaxed);
     }
-  } waiting{gate ? nullptr : &map_waiters_};
-  if (!gate) map_waiters_.fetch_add(1, std::memory_order_relaxed);
+  } waiting(gate ? nullptr : &map_waiters_);
   std::lock_guard<std::mutex> lock(slot_mu_[static_cast<size_t>(s)]);
   if (skip && skip(s)) return static_cast<MappedFile*>(nullptr);
   std::unique_ptr<MappedFile>& f = files[static_cast<size_t>(s)];
@@ -275,10 +278,11 @@ Result<MappedFile*> CacheStore::map(std::vector<std::unique_ptr<MappedFile>>& fi
 
 void CacheStore::touch(std::vector<std::unique_ptr<MappedFile>>& files, int s, const std::function<bool(int)>& skip,
                        const MappedFile::PieceGate& gate) {
-  if (map_waiters_.load(std::memory_order_relaxed) != 0) return;
+  auto nobody_waits = [this] { return map_waiters_.load(std::memory_order_relaxed) == 0; };
+  if (!nobody_waits()) return;
   std::lock_guard<std::mutex> lock(slot_mu_[static_cast<size_t>(s)]);
   if ((skip && skip(s)) || !files[static_cast<size_t>(s)]) return;
-  (void)files[static_cast<size_t>(s)]->touch(gate, [this] { return map_waiters_.load(std::memory_order_relaxed) == 0; });
+  (void)files[static_cast<size_t>(s)]->touch(gate, nobody_waits);
 }
 
 Result<MappedFile*> CacheStore::slot(int s, uint64_t size) { return map(slots_, s, slot_path(s), size); }

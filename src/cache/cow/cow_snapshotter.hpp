@@ -20,13 +20,14 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.hpp"
 #include "cache/cow/cow_snapshot.hpp"
 #include "cache/cow/userfault.hpp"
 #include "cache/cow/write_tracker.hpp"
 
 namespace cairn::cow {
 
-inline double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+inline double now() { return steady_seconds(); }
 
 // A page's way through one snapshot. Only the thread that moved it pending -> copying copies it, and
 // only while it is still write-protected; it is un-protected before it becomes done.
