@@ -344,7 +344,13 @@ Status DeviceSnapshotter::restore_verified(void* ctx, const uint8_t* stream, con
   CAIRN_TRY(check_chunk_table(m).status());
   if (m.chunk_size == 0) return make_error(Code::ERR_CORRUPT, "the manifest has no chunk size");  // steps below divide by it
   const uint64_t total = m.total_size, chunk_size = m.chunk_size;
-  uint64_t step = std::max<uint64_t>(chunk_size, CopyOptions::kRestorePiece / chunk_size * chunk_size);
+  const uint64_t per_round = static_cast<uint64_t>(std::max(1, options_.hash_threads));
+  // The i-th piece's size: small in the first rounds (one piece per thread), so that the first copy
+  // starts early; whole chunks, at least one.
+  auto piece = [&](size_t i) {
+    const int shift = std::max<int>(0, CopyOptions::kRestoreRamp - static_cast<int>(i / per_round));
+    return std::max<uint64_t>(chunk_size, (CopyOptions::kRestorePiece >> shift) / chunk_size * chunk_size);
+  };
   struct Work {
     uint64_t begin, end;
     const DeviceExtent* ext;
@@ -353,7 +359,8 @@ Status DeviceSnapshotter::restore_verified(void* ctx, const uint8_t* stream, con
   for (const auto& x : extents) {
     if (x.offset + x.size > total) return make_error(Code::ERR_CORRUPT, "a region runs past the version's stream");
     for (uint64_t b = x.offset, end = x.offset + x.size; b < end;) {
-      uint64_t e = std::min(end, (b / step + 1) * step);
+      // ends on a chunk boundary (past b, since a piece is at least a chunk), or at the region's end
+      uint64_t e = std::min(end, (b + piece(work.size())) / chunk_size * chunk_size);
       work.push_back({b, e, &x});
       b = e;
     }

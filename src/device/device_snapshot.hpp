@@ -41,8 +41,11 @@ struct CopyOptions {
   // Each piece's copy and event cost the driver time to queue: few pieces keep return mode short.
   static constexpr uint64_t kMaxPieces = 16;
   // A restart's pieces: each is hashed before it is copied (so the bus reads bytes the hashing just
-  // brought into the cache), and the first copy waits for one piece's hash.
+  // brought into the cache). The bus idles until the first piece is hashed, so the first round of pieces
+  // (one per hashing thread) is kRestorePiece >> kRestoreRamp and each later round twice the one before,
+  // up to kRestorePiece.
   static constexpr uint64_t kRestorePiece = 16ull << 20;
+  static constexpr int kRestoreRamp = 3;
 };
 
 class DeviceSnapshotter final : public Snapshotter {

@@ -2,6 +2,7 @@
 // loads through the same dlopen path as libcuda.so.1: loading and its failures, telling device memory from
 // host memory, the pinned-slot bookkeeping, and the two copy modes' order of events.
 #include <dlfcn.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -281,8 +282,8 @@ TEST(DeviceSnapshot, RestoreCopiesIntoTheDevice) {
   EXPECT_EQ(read_device(f.d, f.dev, back.size()), back);
 }
 
-// The restart from L1 into device memory: a stream of two device regions over several restore pieces,
-// each verified, then copied (slowly: the copies queue behind the hashing threads); then the same with one
+// The restart from L1 into device memory: a stream of two device regions over several restore pieces
+// (small ones first), each verified, then copied (slowly: the copies queue behind the hashing threads); then the same with one
 // damaged chunk, which fails the restore and names the chunk.
 TEST(DeviceSnapshot, RestoreVerifiedCopiesVerifiedPiecesAndNamesADamagedChunk) {
   const Driver& d = fake();
@@ -305,8 +306,17 @@ TEST(DeviceSnapshot, RestoreVerifiedCopiesVerifiedPiecesAndNamesADamagedChunk) {
       {a_size, b_size, reinterpret_cast<void*>(static_cast<uintptr_t>(b))}};
   {
     CopyDelay slow("3000");
+    const long copies = fake_counter("fake_cuda_copies");
     Status st = s.restore_verified(ctx, stream.data(), m, extents);
     ASSERT_TRUE(st.is_ok()) << st.message();
+    // The ramp, in rounds of one piece per hashing thread (3, or fewer where the test may run on fewer
+    // CPUs): with 3, region a in pieces of 2, 2, 2, 4, 4, 4, 8, 8, 8 MiB, then its last 6 MiB and 12345
+    // bytes; with 2, 2, 2, 4, 4, 8, 8, 16 MiB and the rest; with 1, 2, 4, 8, 16, 16 MiB and the rest.
+    // Region b (5 MiB) in one piece.
+    cpu_set_t cpus;
+    ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
+    const long expected[] = {0, 7, 9, 11};
+    EXPECT_EQ(fake_counter("fake_cuda_copies") - copies, expected[std::min(3, CPU_COUNT(&cpus))]);
   }
   EXPECT_EQ(read_device(d, a, a_size), std::vector<uint8_t>(stream.begin(), stream.begin() + a_size));
   EXPECT_EQ(read_device(d, b, b_size), std::vector<uint8_t>(stream.begin() + a_size, stream.end()));
