@@ -51,6 +51,20 @@ TEST(LaunchPlan, MpirunOneAppContextPerNode) {
   EXPECT_EQ(with[with.size() - 4], "CAIRN_INJECT=checkpoint:5");
 }
 
+// mpirun ends the other ranks at once after a failure, unless the user chose the grace.
+TEST(LaunchPlan, MpirunEnvEndsTheRanksAtOnceUnlessTheUserSetTheGrace) {
+  LaunchSpec s = spec_5_ranks_2_nodes();
+  const EnvAssignments none, now{{"OMPI_MCA_odls_base_sigkill_timeout", "0"}};
+  EXPECT_EQ(mpirun_env(s, nullptr), now);
+  EXPECT_EQ(mpirun_env(s, ""), now);
+  EXPECT_EQ(mpirun_env(s, "5"), none);
+  s.mpirun_args = {"--oversubscribe", "--mca", "odls_base_sigkill_timeout", "3"};
+  EXPECT_EQ(mpirun_env(s, nullptr), none);
+  s.mpirun_args = {"--oversubscribe"};
+  s.launcher = LauncherKind::srun;
+  EXPECT_EQ(mpirun_env(s, nullptr), none);
+}
+
 TEST(LaunchPlan, SrunOptionsAddWhatCairnNeedsUnlessGiven) {
   EXPECT_EQ(srun_options({}), (Words{"--mpi=pmix", "--kill-on-bad-exit=1", "--quit-on-interrupt"}));
   EXPECT_EQ(srun_options({"--mpi=pmi2", "--overcommit"}),

@@ -88,6 +88,13 @@ std::vector<std::string> mpirun_argv(const LaunchSpec& spec, bool with_injection
   return argv;
 }
 
+EnvAssignments mpirun_env(const LaunchSpec& spec, const char* user_setting) {
+  if (spec.launcher != LauncherKind::mpirun || (user_setting && *user_setting)) return {};
+  for (const auto& w : spec.mpirun_args)
+    if (w.find("odls_base_sigkill_timeout") != std::string::npos) return {};
+  return {{"OMPI_MCA_odls_base_sigkill_timeout", "0"}};
+}
+
 std::vector<std::string> srun_options(const std::vector<std::string>& user_words) {
   std::vector<std::string> words;
   if (!has_option(user_words, "--mpi")) words.push_back("--mpi=pmix");

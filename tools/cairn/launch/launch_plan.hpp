@@ -54,6 +54,14 @@ int total_ranks(const LaunchSpec& spec);
 // (real hosts: -np c0 --host h0:c0 env [job_env] ... CMD ARGS : ...)
 std::vector<std::string> mpirun_argv(const LaunchSpec& spec, bool with_injection);
 
+// What mpirun is started with in its environment, beside the launcher's own: Open MPI's
+// odls_base_sigkill_timeout = 0, unless `user_setting` (the launcher's OMPI_MCA_odls_base_sigkill_timeout)
+// is set or CAIRN_MPIRUN_ARGS names the parameter. When a rank or a node is lost, Open MPI ends the other
+// ranks with SIGTERM and, that many seconds later, SIGKILL; cairn takes SIGTERM as a request to checkpoint
+// and exit, which ranks whose peer is gone cannot honour, so without this every failure waited out the
+// timeout before the next attempt could start. MPICH's launcher ignores the variable. Empty for srun.
+EnvAssignments mpirun_env(const LaunchSpec& spec, const char* user_setting);
+
 // srun's options: the user's words (CAIRN_SRUN_ARGS) after the ones cairn needs, each of which is left
 // out when the user gives that option: --mpi=pmix (Open MPI's and MPICH's interface to Slurm),
 // --kill-on-bad-exit=1 (a killed rank ends the step, as under mpirun) and --quit-on-interrupt (one

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <thread>
 
@@ -237,7 +238,8 @@ Attempt run_attempt(const RunContext& ctx, int number, bool inject, MigrationDes
   record_attempt_launch(ctx, number);
   StderrTee srun_stderr;  // srun: Slurm's refusal of the step is told by what srun writes there
   const int stderr_fd = ctx.spec.launcher == LauncherKind::srun ? srun_stderr.open() : -1;
-  auto child = spawn(argv, {}, /*own_group=*/true, -1, -1, stderr_fd);
+  auto child = spawn(argv, mpirun_env(ctx.spec, getenv("OMPI_MCA_odls_base_sigkill_timeout")), /*own_group=*/true,
+                     -1, -1, stderr_fd);
   srun_stderr.child_started();
   if (!child) {
     fprintf(stderr, "cairn run: %s\n", child.status().message().c_str());
