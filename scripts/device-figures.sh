@@ -31,7 +31,7 @@ ENV=$OUT/env.txt
   date -u; nproc; free -g | head -2; df -h /dev/shm /tmp | tail -2; uptime
   nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current,memory.total --format=csv 2>&1
   lscpu | grep -E "Model name|L3|NUMA node\(s\)|Thread|Socket|Hypervisor"; cat /sys/kernel/mm/transparent_hugepage/enabled
-  cat /proc/cmdline; systemd-detect-virt 2>&1
+  cat /proc/cmdline; command -v systemd-detect-virt >/dev/null && systemd-detect-virt
 } > "$ENV" 2>&1
 log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$ENV"; }
 device_bench() {  # NAME [LIBDIR]

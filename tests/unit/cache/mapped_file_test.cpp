@@ -54,7 +54,7 @@ TEST_F(MappedFileTest, PreparingKeepsWhatTheFileHeldAndGrowsIt) {
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(g->data()), held.size()), held);
 }
 
-// The file already has its size, so no fallocate piece asks the gate: the populate-and-touch loop does,
+// The file already has its size, so no fallocate piece asks the gate: the populate loop does,
 // before each piece, and stops at the first "no".
 TEST_F(MappedFileTest, AGateThatSaysStopEndsThePopulatingBetweenPieces) {
   const uint64_t piece = MappedFile::kPrefaultPiece;
